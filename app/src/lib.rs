@@ -1,0 +1,83 @@
+//! The Leptos UI: the shell, the routes, the pages, server functions, and the types shared
+//! by the server and the browser.
+
+pub mod format;
+#[cfg(feature = "hydrate")]
+mod live;
+pub mod model;
+mod pages;
+
+#[cfg(feature = "ssr")]
+pub mod backend;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{Route, Router, Routes},
+    path, SsrMode,
+};
+use model::{Leaderboard, ProjectSummary};
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The app: routes to the pages.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Stylesheet id="leptos" href="/pkg/tracker.css"/>
+        <Title text="Tracker"/>
+        <Router>
+            <header class="top">
+                <a class="brand" href="/">"Tracker"</a>
+            </header>
+            <main>
+                <Routes fallback=pages::NotFound>
+                    // Async: the whole page is in the first response, usable before the Wasm loads.
+                    <Route path=path!("/") view=pages::HomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/:slug/") view=pages::LeaderboardPage ssr=SsrMode::Async/>
+                </Routes>
+            </main>
+        </Router>
+    }
+}
+
+/// All projects, for the front page.
+#[server]
+pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
+    let backend = expect_context::<backend::SharedBackend>();
+    backend.projects().await.map_err(ServerFnError::new)
+}
+
+/// One project's leaderboard; `None` when there is no such project (the page answers 404).
+#[server]
+pub async fn get_leaderboard(slug: String) -> Result<Option<Leaderboard>, ServerFnError> {
+    let backend = expect_context::<backend::SharedBackend>();
+    let board = backend
+        .leaderboard(&slug)
+        .await
+        .map_err(ServerFnError::new)?;
+    if board.is_none() {
+        if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+            resp.set_status(http::StatusCode::NOT_FOUND);
+        }
+    }
+    Ok(board)
+}

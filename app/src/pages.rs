@@ -1,0 +1,24 @@
+//! The public pages: the project list and one project's leaderboard.
+
+mod home;
+mod leaderboard;
+
+pub use home::HomePage;
+pub use leaderboard::LeaderboardPage;
+
+use leptos::prelude::*;
+
+/// The page for an unknown path.
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+        resp.set_status(http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <section class="card">
+            <h1>"Not found"</h1>
+            <p>"There is nothing here. " <a href="/">"See all projects"</a> "."</p>
+        </section>
+    }
+}

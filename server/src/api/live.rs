@@ -1,0 +1,67 @@
+//! `GET /SLUG/ws`: the leaderboard's websocket. A snapshot first, then event frames; a fresh
+//! snapshot whenever this watcher fell behind or the hub lost events, never a silent gap.
+
+use super::{ApiError, ApiResult};
+use crate::{hub::RESYNC, store::PAGE_RECENT, AppState};
+use app::model::LiveMessage;
+use axum::{
+    extract::{
+        ws::{Message, WebSocket, WebSocketUpgrade},
+        Path, State,
+    },
+    response::Response,
+};
+use tokio::sync::broadcast::error::RecvError;
+
+/// Upgrades to the live websocket of project `slug`.
+pub async fn watch_project(
+    ws: WebSocketUpgrade,
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    if !crate::store::valid_slug(&slug) || state.store.project(&slug).await?.is_none() {
+        return Err(ApiError::NotFound("No such project.".into()));
+    }
+    Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug)))
+}
+
+async fn snapshot(state: &AppState, slug: &str) -> Option<Message> {
+    let board = state
+        .store
+        .leaderboard(slug, -1, PAGE_RECENT)
+        .await
+        .ok()??;
+    let text = serde_json::to_string(&LiveMessage::Snapshot { board }).ok()?;
+    Some(Message::Text(text.into()))
+}
+
+async fn stream_events(mut socket: WebSocket, state: AppState, slug: String) {
+    // Subscribe before the snapshot: an event in between is both in the snapshot and sent,
+    // and the viewer skips it by its sequence number.
+    let mut frames = state.hub.watch(&slug);
+    let Some(first) = snapshot(&state, &slug).await else {
+        return;
+    };
+    if socket.send(first).await.is_err() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            frame = frames.recv() => {
+                let msg = match frame {
+                    Ok(f) if f.as_str() != RESYNC => Some(Message::Text(f)),
+                    Ok(_) | Err(RecvError::Lagged(_)) => snapshot(&state, &slug).await,
+                    Err(RecvError::Closed) => None,
+                };
+                let Some(msg) = msg else { break };
+                if socket.send(msg).await.is_err() {
+                    break;
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Settings of the process: environment variables, overridable by command-line flags.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+/// Where to find Redis and how to name keys.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RedisArgs {
+    /// Redis URL (`redis://host:port`, `redis+unix:///path`). Unset: a private redis-server is
+    /// started with its data and socket under the data directory.
+    #[arg(long, env = "REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Prefix of every Redis key, so several installs can share one Redis.
+    #[arg(long, env = "TRACKER_NAMESPACE", default_value = "t")]
+    pub namespace: String,
+    /// Directory of the private Redis (data, append-only file, socket).
+    #[arg(long, env = "TRACKER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+}
+
+/// Settings of `tracker serve`.
+#[derive(clap::Parser, Clone, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "TRACKER_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Directory of the built site (`pkg/` with the wasm, js and css). Default: `../site` next to
+    /// the binary (where cargo-leptos puts it), else `target/site`.
+    #[arg(long, env = "TRACKER_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The site root to serve `/pkg` from.
+    pub fn site_root(&self) -> PathBuf {
+        if let Some(root) = &self.site_root {
+            return root.clone();
+        }
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.parent()?.join("site")))
+            .filter(|p| p.join("pkg").is_dir())
+            .unwrap_or_else(|| PathBuf::from("target/site"))
+    }
+}

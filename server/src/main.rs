@@ -1,0 +1,75 @@
+//! `tracker`: reads settings, sets up logging, and runs the command (by default, the server).
+
+use clap::Parser as _;
+use server::{
+    cli::{self, Cli, Command},
+    config::ServeArgs,
+    store::Store,
+    AppState,
+};
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,fred=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Cli::parse();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tracker: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let (url, embedded) = cli::redis(&args.redis).await?;
+    let command = args
+        .command
+        .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from(["serve"])));
+    let result = match command {
+        Command::Serve(serve) => run_server(&url, &args.redis.namespace, serve).await,
+        admin => match Store::connect(&url, &args.redis.namespace, 2).await {
+            Ok(store) => {
+                let result = cli::run_admin(&store, admin).await;
+                store.quit().await;
+                result.map_err(Into::into)
+            }
+            Err(e) => Err(e.into()),
+        },
+    };
+    if let Some(redis) = embedded {
+        redis.stop().await;
+    }
+    result
+}
+
+async fn run_server(
+    url: &str,
+    namespace: &str,
+    serve: ServeArgs,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let site_root = serve.site_root();
+    let state = AppState::new(url, namespace, &site_root.to_string_lossy()).await?;
+    let listener = tokio::net::TcpListener::bind(serve.listen).await?;
+    tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
+    server::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("tracker stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down");
+}

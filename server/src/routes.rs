@@ -1,0 +1,69 @@
+//! The route table, grouped by who calls it.
+
+use crate::{
+    api::{live, public, warrior},
+    AppState,
+};
+use app::{backend::SharedBackend, shell, App};
+use axum::{
+    extract::{DefaultBodyLimit, Path},
+    response::Redirect,
+    routing::{get, post},
+    Router,
+};
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::sync::Arc;
+use tower_http::services::ServeDir;
+
+/// The largest request body accepted by the warrior API.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// The whole app: what `main` serves and what tests start.
+pub fn router(state: AppState) -> Router {
+    let backend: SharedBackend = Arc::new(state.store.clone());
+    let context = move || provide_context(backend.clone());
+
+    let warriors = Router::new()
+        .route("/{slug}/request", post(warrior::claim_items))
+        .route("/{slug}/done", post(warrior::report_done))
+        .layer(DefaultBodyLimit::max(MAX_BODY));
+
+    let public_json = Router::new()
+        .route("/healthz", get(public::check_health))
+        .route("/{slug}/stats.json", get(public::get_stats))
+        .route(
+            "/{slug}",
+            get(
+                |Path(slug): Path<String>| async move { Redirect::permanent(&format!("/{slug}/")) },
+            ),
+        );
+
+    let websocket = Router::new().route("/{slug}/ws", get(live::watch_project));
+
+    let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
+    let pages = Router::new()
+        .route(
+            "/api/{*fn_name}",
+            post({
+                let context = context.clone();
+                move |req| leptos_axum::handle_server_fns_with_context(context.clone(), req)
+            }),
+        )
+        .leptos_routes_with_context(&state, generate_route_list(App), context.clone(), {
+            let options = state.leptos.clone();
+            move || shell(options.clone())
+        })
+        .nest_service("/pkg", ServeDir::new(pkg_dir))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(context, shell));
+
+    Router::new()
+        .merge(warriors)
+        .merge(public_json)
+        .merge(websocket)
+        .merge(pages)
+        .with_state(state)
+}

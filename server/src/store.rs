@@ -1,0 +1,116 @@
+//! The Redis store: the connection pool, the Lua scripts, and typed operations on projects
+//! and items. Nothing else in the process talks to Redis directly.
+
+mod items;
+mod projects;
+pub mod scripts;
+
+pub use items::{Claim, DoneOutcome, DoneReport};
+pub use projects::{valid_slug, NewProject, ProjectInfo, PAGE_RECENT};
+
+use crate::keys::Keys;
+use fred::prelude::*;
+use scripts::Scripts;
+
+/// Store failures; client mistakes are reported by the API layer before calling the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Redis failed or is unreachable.
+    #[error("redis: {0}")]
+    Redis(#[from] fred::error::Error),
+    /// A script answered something its wrapper does not expect.
+    #[error("unexpected reply from script {script}: {detail}")]
+    Reply {
+        /// The script.
+        script: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The project does not exist.
+    #[error("no such project")]
+    NoProject,
+    /// The project exists already.
+    #[error("project exists")]
+    ProjectExists,
+}
+
+/// Result of store operations.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The Redis store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+    config: Config,
+    keys: Keys,
+    scripts: std::sync::Arc<Scripts>,
+}
+
+impl Store {
+    /// Connects a pool of `size` connections to `url` (see [`crate::redis_url`]).
+    pub async fn connect(url: &str, namespace: &str, size: usize) -> StoreResult<Self> {
+        let config = if let Some(path) = url.strip_prefix("redis+unix://") {
+            Config {
+                server: ServerConfig::new_unix_socket(path),
+                ..Config::default()
+            }
+        } else {
+            Config::from_url(url)?
+        };
+        let pool = Builder::from_config(config.clone())
+            .with_connection_config(|c| {
+                c.connection_timeout = std::time::Duration::from_secs(5);
+            })
+            .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+            .build_pool(size)?;
+        pool.init().await?;
+        Ok(Self {
+            pool,
+            config,
+            keys: Keys::new(namespace),
+            scripts: std::sync::Arc::new(Scripts::new()),
+        })
+    }
+
+    /// The key names of this install.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// A client of the pool, for commands outside the typed operations (health, pub/sub setup).
+    pub fn client(&self) -> &Client {
+        self.pool.next()
+    }
+
+    /// The Redis round trip, in seconds.
+    pub async fn ping(&self) -> StoreResult<f64> {
+        let start = std::time::Instant::now();
+        let _: String = self.pool.next().ping(None).await?;
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    /// Closes the connections.
+    pub async fn quit(&self) {
+        let _ = self.pool.quit().await;
+    }
+
+    /// A new pub/sub client on the same server.
+    pub fn subscriber(&self) -> Result<fred::clients::SubscriberClient, fred::error::Error> {
+        Builder::from_config(self.config.clone())
+            .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
+            .build_subscriber_client()
+    }
+
+    /// The scripts, for tests that call them all.
+    pub fn scripts(&self) -> &Scripts {
+        &self.scripts
+    }
+}
+
+/// Milliseconds since the epoch, the clock passed to every script.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,121 @@
+//! The Lua scripts, embedded at build time and run by SHA with a reload on `NOSCRIPT`.
+//!
+//! Each script is one atomic operation (`lua/<name>.lua`); it is only called through the typed
+//! wrappers in the sibling modules, which go through [`Scripts::run`].
+
+use super::{StoreError, StoreResult};
+use fred::{prelude::*, types::scripts::Script};
+
+/// One embedded script and the number of keys its header declares.
+pub struct LuaScript {
+    /// The operation's name, the file's stem.
+    pub name: &'static str,
+    /// The Lua source.
+    pub source: &'static str,
+    /// How many `KEYS` it takes.
+    pub num_keys: usize,
+    script: Script,
+}
+
+macro_rules! lua {
+    ($name:literal, $keys:expr) => {
+        LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys)
+    };
+}
+
+impl LuaScript {
+    fn new(name: &'static str, source: &'static str, num_keys: usize) -> Self {
+        Self {
+            name,
+            source,
+            num_keys,
+            script: Script::from_lua(source),
+        }
+    }
+}
+
+/// Every script of the store.
+pub struct Scripts {
+    /// `add_items.lua`
+    pub add_items: LuaScript,
+    /// `claim.lua`
+    pub claim: LuaScript,
+    /// `done.lua`
+    pub done: LuaScript,
+    /// `snapshot.lua`
+    pub snapshot: LuaScript,
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scripts {
+    /// Loads the embedded sources.
+    pub fn new() -> Self {
+        Self {
+            add_items: lua!("add_items", 8),
+            claim: lua!("claim", 7),
+            done: lua!("done", 16),
+            snapshot: lua!("snapshot", 12),
+        }
+    }
+
+    /// All scripts, for tests.
+    pub fn all(&self) -> [&LuaScript; 4] {
+        [&self.add_items, &self.claim, &self.done, &self.snapshot]
+    }
+
+    /// Runs `script` with `keys` and `args` by SHA, loading it first if Redis lost it.
+    pub async fn run<R: FromValue>(
+        &self,
+        client: &Client,
+        script: &LuaScript,
+        keys: Vec<String>,
+        args: Vec<Value>,
+    ) -> StoreResult<R> {
+        if keys.len() != script.num_keys {
+            return Err(StoreError::Reply {
+                script: script.name,
+                detail: format!(
+                    "called with {} keys, declares {}",
+                    keys.len(),
+                    script.num_keys
+                ),
+            });
+        }
+        Ok(script
+            .script
+            .evalsha_with_reload(client, keys, args)
+            .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The number of `KEYS[i]` lines in a script's header.
+    fn header_keys(source: &str) -> usize {
+        let header = source.split("]]").next().unwrap_or_default();
+        header
+            .lines()
+            .filter(|l| l.trim_start().starts_with("KEYS["))
+            .count()
+    }
+
+    #[test]
+    fn every_header_declares_the_keys_its_wrapper_passes() {
+        for s in Scripts::new().all() {
+            assert_eq!(header_keys(s.source), s.num_keys, "script {}", s.name);
+            assert!(
+                s.source.contains("local rcall = redis.call"),
+                "script {}",
+                s.name
+            );
+            assert!(s.source.contains("Output:"), "script {}", s.name);
+        }
+    }
+}

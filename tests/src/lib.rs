@@ -1,0 +1,224 @@
+//! The black-box test harness: a [`TestApp`] is the real server on a free port, against a real
+//! `redis-server` (a private one per app, on a unix socket), or the one at `REDIS_URL` under a
+//! random key namespace. Everything is stopped and removed on drop.
+
+use server::{store::Store, AppState};
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// A running tracker for one test.
+pub struct TestApp {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// The store it uses (same Redis, same namespace).
+    pub store: Store,
+    /// An HTTP client.
+    pub http: reqwest::Client,
+    /// The Redis URL it uses.
+    pub redis_url: String,
+    /// Its key namespace.
+    pub namespace: String,
+    redis: Option<Child>,
+    dir: PathBuf,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// A reply: status and body.
+#[derive(Debug)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Body as text.
+    pub body: String,
+    /// Response headers.
+    pub headers: reqwest::header::HeaderMap,
+}
+
+/// Polls `check` until it returns `Some`, or panics with `what` after `deadline`.
+pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn random_name(prefix: &str) -> String {
+    format!("{prefix}{:016x}", rand::random::<u64>())
+}
+
+/// Starts a private `redis-server` on a unix socket in `dir`; returns it and its URL.
+pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
+    let socket = dir.join("redis.sock");
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ])
+        .arg("--unixsocket")
+        .arg(&socket)
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (make test installs it)");
+    let end = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < end, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child, format!("redis+unix://{}", socket.display()))
+}
+
+impl TestApp {
+    /// Starts Redis (unless `REDIS_URL` is set) and the server on port 0.
+    pub async fn start() -> TestApp {
+        let dir = std::env::temp_dir().join(random_name("tracker-test-"));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        let (redis, redis_url) = match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() => (None, url),
+            _ => {
+                let (child, url) = start_redis(&dir);
+                (Some(child), url)
+            }
+        };
+        let namespace = random_name("test");
+        let state = AppState::new(&redis_url, &namespace, "target/site")
+            .await
+            .expect("connect to redis");
+        let store = state.store.clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(server::serve(listener, state, async move {
+            let _ = rx.await;
+        }));
+        TestApp {
+            addr,
+            store,
+            http: reqwest::Client::new(),
+            redis_url,
+            namespace,
+            redis,
+            dir,
+            shutdown: Some(tx),
+        }
+    }
+
+    /// `http://addr` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Creates project `slug` (domain `data`) with `items` in its todo queue.
+    pub async fn project(&self, slug: &str, items: &[&str]) {
+        let p = server::store::NewProject {
+            slug: slug.into(),
+            title: format!("Project {slug}"),
+            domains: vec!["data".into()],
+        };
+        self.store.create_project(&p).await.expect("create project");
+        let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
+        self.store
+            .add_items(slug, "todo", &items)
+            .await
+            .expect("add items");
+    }
+
+    /// POSTs `body` to `path`.
+    pub async fn post(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
+        let resp = self
+            .http
+            .post(self.url(path))
+            .body(body)
+            .send()
+            .await
+            .expect("POST");
+        Self::reply(resp).await
+    }
+
+    /// GETs `path`.
+    pub async fn get(&self, path: &str) -> Reply {
+        let resp = self.http.get(self.url(path)).send().await.expect("GET");
+        Self::reply(resp).await
+    }
+
+    async fn reply(resp: reqwest::Response) -> Reply {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.text().await.expect("body");
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    /// Claims one item for `downloader` (api_version 2); the item name.
+    pub async fn claim(&self, slug: &str, downloader: &str) -> String {
+        let r = self
+            .post(
+                &format!("/{slug}/request"),
+                format!(r#"{{"downloader":"{downloader}","api_version":"2"}}"#),
+            )
+            .await;
+        assert_eq!(r.status, 200, "claim failed: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).expect("claim JSON");
+        v["item_name"].as_str().expect("item_name").to_string()
+    }
+
+    /// Reports `item` done by `downloader` with `bytes` in domain `data`.
+    pub async fn done(&self, slug: &str, downloader: &str, item: &str, bytes: u64) -> Reply {
+        let body = serde_json::json!({"downloader": downloader, "item": item, "bytes": {"data": bytes}, "version": "20240101.01"});
+        self.post(&format!("/{slug}/done"), body.to_string()).await
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(mut child) = self.redis.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        } else {
+            // A shared Redis: remove this app's keys.
+            let url = self.redis_url.clone();
+            let pattern = format!("{}:*", self.namespace);
+            let _ = std::thread::spawn(move || {
+                let _ = Command::new("redis-cli")
+                    .args(["-u", &url, "--scan", "--pattern", &pattern])
+                    .output()
+                    .map(|out| {
+                        for key in String::from_utf8_lossy(&out.stdout).lines() {
+                            let _ = Command::new("redis-cli")
+                                .args(["-u", &url, "DEL", key])
+                                .output();
+                        }
+                    });
+            })
+            .join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

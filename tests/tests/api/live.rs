@@ -1,0 +1,60 @@
+//! The leaderboard websocket.
+
+use futures::StreamExt;
+use std::time::Duration;
+use tests::TestApp;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn next_json(
+    ws: &mut (impl StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin),
+) -> serde_json::Value {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .expect("a message within 5 s")
+            .expect("socket open")
+            .expect("no error");
+        if let Message::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).expect("JSON message");
+        }
+    }
+}
+
+#[tokio::test]
+async fn websocket_receives_the_event_of_a_done() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws", app.addr))
+        .await
+        .expect("connect");
+
+    let first = next_json(&mut ws).await;
+    assert_eq!(first["type"], "snapshot");
+    assert_eq!(first["board"]["counts"]["todo"], 2);
+    let seq = first["board"]["seq"].as_u64().unwrap();
+
+    let item = app.claim("p1", "bob").await;
+    assert_eq!(app.done("p1", "bob", &item, 99).await.status, 200);
+
+    let ev = next_json(&mut ws).await;
+    assert_eq!(ev["type"], "events");
+    let e = &ev["events"][0];
+    assert_eq!(e["seq"].as_u64().unwrap(), seq + 1);
+    assert_eq!(e["downloader"], "bob");
+    assert_eq!(e["items"][0], item.as_str());
+    assert_eq!(e["bytes"], 99);
+    assert_eq!(
+        e["counts"],
+        serde_json::json!({"todo": 1, "out": 0, "done": 1})
+    );
+}
+
+#[tokio::test]
+async fn websocket_of_unknown_project_is_refused() {
+    let app = TestApp::start().await;
+    assert!(
+        tokio_tungstenite::connect_async(format!("ws://{}/nope/ws", app.addr))
+            .await
+            .is_err()
+    );
+}

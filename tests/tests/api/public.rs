@@ -1,0 +1,38 @@
+//! Public pages and JSON.
+
+use tests::TestApp;
+
+#[tokio::test]
+async fn healthz_reports_the_redis_round_trip() {
+    let app = TestApp::start().await;
+    let r = app.get("/healthz").await;
+    assert_eq!(r.status, 200);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert!(v["redis_rtt_ms"].as_f64().unwrap() >= 0.0);
+}
+
+#[tokio::test]
+async fn leaderboard_page_is_rendered_with_counts_and_recent_items() {
+    let app = TestApp::start().await;
+    app.project("p1", &["alpha-item", "beta-item"]).await;
+    let item = app.claim("p1", "alice").await;
+    app.done("p1", "alice", &item, 2048).await;
+
+    let r = app.get("/p1/").await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("Project p1"), "title");
+    assert!(r.body.contains(&item), "recent completion");
+    assert!(r.body.contains("alice"), "downloader row");
+    assert!(r.body.contains("2.00 KiB"), "bytes formatted");
+
+    let home = app.get("/").await;
+    assert_eq!(home.status, 200);
+    assert!(home.body.contains(r#"href="/p1/""#));
+}
+
+#[tokio::test]
+async fn unknown_project_page_is_404() {
+    let app = TestApp::start().await;
+    assert_eq!(app.get("/nope/").await.status, 404);
+    assert_eq!(app.get("/nope/stats.json").await.status, 404);
+}
