@@ -66,9 +66,9 @@ fi
 
 if [ "$WHAT" = test ]; then
   apt_install chromium chromium-driver
-  if [ ! -d "$ROOT/end2end/node_modules/playwright-core" ]; then
-    say "npm install (end2end)"
-    (cd "$ROOT/end2end" && npm install --silent --no-audit --no-fund >/dev/null) || die "npm install in end2end failed"
+  if [ ! -d "$ROOT/end2end/node_modules/@playwright/test" ]; then
+    say "npm ci (end2end: Playwright, using Debian's Chromium)"
+    (cd "$ROOT/end2end" && npm ci --silent --no-audit --no-fund >/dev/null) || die "npm ci in end2end failed"
   fi
 fi
 

@@ -1,0 +1,39 @@
+# The two commands of the README, and their parts.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+export PATH := $(CURDIR)/tools/binaryen/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+# cargo-leptos builds the server with these; plain cargo runs share its cache when they match.
+export LEPTOS_OUTPUT_NAME := tracker
+
+.PHONY: run test build tools tools-test lint unit e2e bench
+
+## make run: install what is missing, build (release), serve on http://127.0.0.1:8080
+run: tools build
+	exec ./target/release/tracker serve
+
+## make test: install what is missing, then lint, unit + integration tests, browser tests
+test: tools-test lint build unit e2e
+
+tools:
+	@scripts/install-tools.sh build
+
+tools-test:
+	@scripts/install-tools.sh test
+
+build:
+	cargo leptos build --release
+
+lint:
+	cargo fmt --all --check
+	cargo clippy -p app -p server -p tests -p bench --all-targets -- -D warnings
+	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+
+unit:
+	cargo test -p app -p server -p tests
+
+e2e:
+	cd end2end && npx playwright test
+
+## make bench: the load generator (not part of make test); see bench/README.md
+bench: tools build
+	cargo run --release -p bench
