@@ -2,7 +2,16 @@
 
 use crate::model::{Leaderboard, LiveMessage};
 use leptos::prelude::*;
-use std::{cell::Cell, rc::Rc, time::Duration};
+use send_wrapper::SendWrapper;
+use std::{
+    cell::Cell,
+    rc::Rc,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 use wasm_bindgen::{closure::Closure, JsCast};
 use web_sys::{MessageEvent, WebSocket};
 
@@ -14,10 +23,10 @@ pub fn watch(board: RwSignal<Leaderboard>, online: RwSignal<bool>) {
         board,
         online,
         backoff_ms: Cell::new(500),
-        stopped: Cell::new(false),
+        stopped: Arc::default(),
     });
-    let stop = live.clone();
-    on_cleanup(move || stop.stopped.set(true));
+    let stopped = live.stopped.clone();
+    on_cleanup(move || stopped.store(true, Ordering::Relaxed));
     open(live);
 }
 
@@ -25,7 +34,14 @@ struct Live {
     board: RwSignal<Leaderboard>,
     online: RwSignal<bool>,
     backoff_ms: Cell<u32>,
-    stopped: Cell<bool>,
+    /// Set when the page goes away: no more reconnects.
+    stopped: Arc<AtomicBool>,
+}
+
+impl Live {
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
 }
 
 fn url(slug: &str) -> Option<String> {
@@ -39,7 +55,7 @@ fn url(slug: &str) -> Option<String> {
 }
 
 fn open(live: Rc<Live>) {
-    if live.stopped.get() {
+    if live.stopped() {
         return;
     }
     let slug = live.board.with_untracked(|b| b.slug.clone());
@@ -75,7 +91,7 @@ fn open(live: Rc<Live>) {
     let on_close = {
         let live = live.clone();
         Closure::<dyn FnMut()>::new(move || {
-            if !live.stopped.get() {
+            if !live.stopped() {
                 live.online.set(false);
             }
             retry(live.clone());
@@ -89,16 +105,16 @@ fn open(live: Rc<Live>) {
     on_open.forget();
     on_close.forget();
 
-    let closer = ws.clone();
-    let stop = live.clone();
+    let closer = SendWrapper::new(ws);
+    let stopped = live.stopped.clone();
     on_cleanup(move || {
-        stop.stopped.set(true);
+        stopped.store(true, Ordering::Relaxed);
         let _ = closer.close();
     });
 }
 
 fn retry(live: Rc<Live>) {
-    if live.stopped.get() {
+    if live.stopped() {
         return;
     }
     let wait = live.backoff_ms.get();

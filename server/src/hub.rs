@@ -21,24 +21,27 @@ pub const RESYNC: &str = "";
 #[derive(Clone, Default)]
 pub struct Hub {
     projects: Arc<Mutex<HashMap<String, broadcast::Sender<Utf8Bytes>>>>,
+    subscriber: Option<fred::clients::SubscriberClient>,
 }
 
 impl Hub {
     /// Subscribes to every project's events and starts forwarding them.
     pub async fn start(store: &Store) -> Result<Self, fred::error::Error> {
-        let hub = Hub::default();
         let subscriber = store.subscriber()?;
+        let hub = Hub {
+            subscriber: Some(subscriber.clone()),
+            ..Hub::default()
+        };
         subscriber.init().await?;
         subscriber.psubscribe(store.keys().events_pattern()).await?;
-        let _ = subscriber.manage_subscriptions();
+        // Resubscribes after a reconnect; the task lives as long as the client.
+        drop(subscriber.manage_subscriptions());
 
         let mut messages = subscriber.message_rx();
         let mut reconnects = subscriber.reconnect_rx();
         let keys = store.keys().clone();
         let forward = hub.clone();
         tokio::spawn(async move {
-            // Keeps the subscriber alive as long as the task.
-            let _subscriber = subscriber;
             loop {
                 match messages.recv().await {
                     Ok(msg) => forward.publish(&keys, &msg),
@@ -57,6 +60,13 @@ impl Hub {
             }
         });
         Ok(hub)
+    }
+
+    /// Closes the subscription.
+    pub async fn stop(&self) {
+        if let Some(s) = &self.subscriber {
+            let _ = s.quit().await;
+        }
     }
 
     /// A receiver of `slug`'s frames: JSON [`app::model::LiveMessage`]s, or [`RESYNC`].

@@ -6,14 +6,15 @@ use crate::{
 };
 use app::{backend::SharedBackend, shell, App};
 use axum::{
-    extract::{DefaultBodyLimit, Path},
-    response::Redirect,
+    extract::{DefaultBodyLimit, Path, Request, State},
+    response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
 };
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::sync::Arc;
+use tower::ServiceExt;
 use tower_http::services::ServeDir;
 
 /// The largest request body accepted by the warrior API.
@@ -32,12 +33,7 @@ pub fn router(state: AppState) -> Router {
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))
         .route("/{slug}/stats.json", get(public::get_stats))
-        .route(
-            "/{slug}",
-            get(
-                |Path(slug): Path<String>| async move { Redirect::permanent(&format!("/{slug}/")) },
-            ),
-        );
+        .route("/{slug}", get(redirect_or_file));
 
     let websocket = Router::new().route("/{slug}/ws", get(live::watch_project));
 
@@ -66,4 +62,20 @@ pub fn router(state: AppState) -> Router {
         .merge(websocket)
         .merge(pages)
         .with_state(state)
+}
+
+/// `GET /SEGMENT`: `/SLUG` redirects to the leaderboard `/SLUG/`; anything else (`/favicon.svg`)
+/// is a file of the site root.
+async fn redirect_or_file(
+    State(state): State<AppState>,
+    Path(segment): Path<String>,
+    req: Request,
+) -> Response {
+    if crate::store::valid_slug(&segment) {
+        return Redirect::permanent(&format!("/{segment}/")).into_response();
+    }
+    ServeDir::new(&*state.leptos.site_root)
+        .oneshot(req)
+        .await
+        .into_response()
 }

@@ -36,3 +36,22 @@ async fn unknown_project_page_is_404() {
     assert_eq!(app.get("/nope/").await.status, 404);
     assert_eq!(app.get("/nope/stats.json").await.status, 404);
 }
+
+#[tokio::test]
+async fn slug_without_slash_redirects_and_other_segments_are_files() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = client.get(app.url("/p1")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 308);
+    assert_eq!(r.headers()["location"], "/p1/");
+    let r = client
+        .get(app.url("/no-such-file.svg"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+}
