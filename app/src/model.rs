@@ -12,6 +12,9 @@ pub struct Counts {
     pub out: u64,
     /// Items done.
     pub done: u64,
+    /// Items that failed (claimed too often).
+    #[serde(default)]
+    pub failed: u64,
 }
 
 /// One completion (a done call), as published by the done script.
@@ -177,6 +180,7 @@ mod tests {
                 todo: 1,
                 out: 2,
                 done: seq,
+                failed: 0,
             },
         }
     }

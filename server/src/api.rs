@@ -1,38 +1,57 @@
-//! HTTP handlers: the warrior API, the public JSON, the live websocket, and their error type.
+//! HTTP handlers: the warrior API, backfeed, the public JSON, the live websocket, and their
+//! error type.
 
+pub mod backfeed;
+pub mod extras;
 pub mod live;
 pub mod public;
 pub mod warrior;
 
 use axum::{
-    http::{header, HeaderValue, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
+use std::net::SocketAddr;
 
 /// An API failure. Client mistakes carry a short reason; internal errors are logged and
 /// answered with a generic body.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    /// 400: the request is malformed.
-    #[error("{0}")]
-    BadRequest(String),
-    /// 404: no such project or item, or nothing to give.
-    #[error("{0}")]
-    NotFound(String),
-    /// 413: the body is too large.
-    #[error("request body too large")]
-    TooLarge,
+    /// A 4xx with its reason.
+    #[error("{1}")]
+    Client(StatusCode, String),
+    /// 429 with `Retry-After` seconds.
+    #[error("Rate limited; retry in {0} s.")]
+    RateLimited(u64),
     /// 500: something broke on our side (logged, not shown).
     #[error(transparent)]
     Internal(#[from] crate::store::StoreError),
 }
 
+impl ApiError {
+    /// 400 with `reason`.
+    pub fn bad_request(reason: impl Into<String>) -> Self {
+        Self::Client(StatusCode::BAD_REQUEST, reason.into())
+    }
+    /// 404 with `reason`.
+    pub fn not_found(reason: impl Into<String>) -> Self {
+        Self::Client(StatusCode::NOT_FOUND, reason.into())
+    }
+    /// 403 with `reason`.
+    pub fn forbidden(reason: impl Into<String>) -> Self {
+        Self::Client(StatusCode::FORBIDDEN, reason.into())
+    }
+    /// 404: no such project.
+    pub fn no_project() -> Self {
+        Self::not_found("No such project.")
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = match &self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        let (status, retry) = match &self {
+            ApiError::Client(status, _) => (*status, None),
+            ApiError::RateLimited(secs) => (StatusCode::TOO_MANY_REQUESTS, Some(*secs)),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 return (StatusCode::INTERNAL_SERVER_ERROR, "Internal error.\n").into_response();
@@ -41,9 +60,54 @@ impl IntoResponse for ApiError {
         let mut resp = (status, format!("{self}\n")).into_response();
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(secs) = retry {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         resp
     }
 }
 
 /// Result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The client's IP: the peer, or with `trust_proxy` the last `X-Forwarded-For` hop.
+pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trust_proxy: bool) -> String {
+    if trust_proxy {
+        let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+        if let Some(ip) = forwarded.and_then(|v| v.rsplit(',').next()).map(str::trim) {
+            if ip.parse::<std::net::IpAddr>().is_ok() {
+                return ip.to_string();
+            }
+        }
+    }
+    peer.ip().to_string()
+}
+
+/// The `User-Agent`, at most 256 characters.
+pub fn user_agent(headers: &HeaderMap) -> String {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .chars()
+        .take(256)
+        .collect()
+}
+
+/// Whether the request carries the admin API token (`Authorization: Bearer TOKEN`).
+pub fn is_admin(headers: &HeaderMap, token: Option<&str>) -> bool {
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return false;
+    };
+    let sent = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()))
+}
+
+/// Compares secrets without leaking where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -27,6 +27,13 @@ pub struct ServeArgs {
     /// the binary (where cargo-leptos puts it), else `target/site`.
     #[arg(long, env = "TRACKER_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
+    /// Take client IPs from `X-Forwarded-For` (set when behind a reverse proxy).
+    #[arg(long, env = "TRACKER_TRUST_PROXY")]
+    pub trust_proxy: bool,
+    /// API token for admin calls by scripts (`Authorization: Bearer TOKEN`): releasing any
+    /// item, item history.
+    #[arg(long, env = "TRACKER_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
 }
 
 impl ServeArgs {

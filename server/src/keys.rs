@@ -1,25 +1,42 @@
 //! Every Redis key name, built in one place.
 //!
 //! Scheme (namespace `ns`, default `t`; `{SLUG}` is a Redis Cluster hash tag so that one Lua
-//! script may touch all of a project's keys):
+//! script may touch all of a project's keys). Global keys are never touched by project scripts.
 //!
 //! ```text
 //! ns:projects                  set     slugs of all projects                      (global)
-//! ns:{SLUG}:meta               hash    title, domains, state, settings
-//! ns:{SLUG}:todo               set     main queue (random pop)
-//! ns:{SLUG}:todo:backfeed      set     items discovered by workers
-//! ns:{SLUG}:todo:secondary     set     lower-priority items
-//! ns:{SLUG}:todo:redo          set     items to retry
+//! ns:blocked:ip / :dl          hash    global blocks: value -> JSON entry         (global)
+//! ns:{SLUG}:meta               hash    title, domains, state, settings, queues (claim order),
+//!                                      pl:<name> ("rate burst" of a pattern limit)
+//! ns:{SLUG}:todo               zset    main queue (score: add sequence; random or FIFO pop)
+//! ns:{SLUG}:todo:backfeed      zset    items discovered by workers (+ :<shard> parts)
+//! ns:{SLUG}:todo:secondary     zset    lower-priority items
+//! ns:{SLUG}:todo:redo          zset    items to retry
+//! ns:{SLUG}:<queue>#<pattern>  zset    the part of a queue matching a pattern limit
+//! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
+//! ns:{SLUG}:qseq               string  queue sequence counter
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
-//! ns:{SLUG}:claims             hash    item -> JSON claim record (downloader, ip, time, ...)
+//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n}
+//! ns:{SLUG}:attempts           hash    item -> times claimed (until done)
 //! ns:{SLUG}:done               set     completed items
-//! ns:{SLUG}:failed             hash    item -> reason
-//! ns:{SLUG}:stats              hash    done_items, done_bytes
-//! ns:{SLUG}:dl:items           zset    downloader -> items done
-//! ns:{SLUG}:dl:bytes           zset    downloader -> bytes done
-//! ns:{SLUG}:dl:version         hash    downloader -> last script version
-//! ns:{SLUG}:dl:seen            hash    downloader -> last done time (ms)
+//! ns:{SLUG}:failed             hash    item -> JSON {reason, t}
+//! ns:{SLUG}:timeline           hash    item -> JSON last transitions
+//! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues)
+//! ns:{SLUG}:dl:items / :bytes  zset    downloader -> items / bytes done
+//! ns:{SLUG}:dl:version / :seen hash    downloader -> last version / last done (ms)
+//! ns:{SLUG}:dl:claims          hash    downloader -> items held
+//! ns:{SLUG}:blocked:ip / :dl   hash    project blocks: value -> JSON {reason, by, t, expires}
+//! ns:{SLUG}:ratelimit          hash    limiter -> GCRA theoretical arrival time (ms)
 //! ns:{SLUG}:domain_bytes       hash    domain -> bytes done
+//! ns:{SLUG}:st:<day>           hash    "<minute of day>:<counter>" -> n, 35 days
+//! ns:{SLUG}:u:dl:<day> / u:ip  hll     unique downloaders / IPs per day, 31 days
+//! ns:{SLUG}:chart              list    "minute items bytes", cumulative, one per minute
+//! ns:{SLUG}:dlc:<dl>           list    "minute bytes", cumulative, per downloader
+//! ns:{SLUG}:log                stream  completion log (capped)
+//! ns:{SLUG}:targets            hash    upload target -> 1 active / 0 inactive
+//! ns:{SLUG}:uploads            list    recent `uploaded` reports (capped)
+//! ns:{SLUG}:bloom              hash    backfeed filter layers: count/capacity/blocks/k
+//! ns:{SLUG}:bloom:<i>          string  bitmap of layer i
 //! ns:{SLUG}:seq                string  sequence number of the last completion event
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
 //! ns:{SLUG}:events             channel completion events (pub/sub)
@@ -30,6 +47,9 @@ pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:
 
 /// How many completion events the capped history keeps.
 pub const HISTORY_LEN: usize = 2000;
+
+/// How many done reports the completion log keeps in Redis.
+pub const LOG_LEN: usize = 100_000;
 
 /// The key namespace of one install; cheap to clone.
 #[derive(Clone, Debug)]
@@ -66,6 +86,11 @@ impl Keys {
             .strip_suffix("}:events")
     }
 
+    /// Global blocks of `kind` (`ip` or `dl`).
+    pub fn global_blocked(&self, kind: &str) -> String {
+        format!("{}:blocked:{kind}", self.ns)
+    }
+
     /// The keys of one project.
     pub fn project(&self, slug: &str) -> ProjectKeys {
         ProjectKeys {
@@ -81,6 +106,10 @@ pub struct ProjectKeys {
 }
 
 impl ProjectKeys {
+    /// The prefix of every key of the project, `ns:{SLUG}:`, for keys scripts derive.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
     /// `prefix` + `name`, e.g. `t:{proj}:todo`.
     pub fn key(&self, name: &str) -> String {
         format!("{}{}", self.prefix, name)
@@ -112,6 +141,62 @@ impl ProjectKeys {
     /// Failed items with their reason.
     pub fn failed(&self) -> String {
         self.key("failed")
+    }
+    /// Times claimed per item.
+    pub fn attempts(&self) -> String {
+        self.key("attempts")
+    }
+    /// Items held per downloader.
+    pub fn dl_claims(&self) -> String {
+        self.key("dl:claims")
+    }
+    /// Project blocks of `kind` (`ip` or `dl`).
+    pub fn blocked(&self, kind: &str) -> String {
+        self.key(&format!("blocked:{kind}"))
+    }
+    /// GCRA limiter states.
+    pub fn ratelimit(&self) -> String {
+        self.key("ratelimit")
+    }
+    /// Item timelines.
+    pub fn timeline(&self) -> String {
+        self.key("timeline")
+    }
+    /// The completion log stream.
+    pub fn log(&self) -> String {
+        self.key("log")
+    }
+    /// The cumulative items/bytes chart.
+    pub fn chart(&self) -> String {
+        self.key("chart")
+    }
+    /// The cumulative bytes chart of one downloader.
+    pub fn dl_chart(&self, downloader: &str) -> String {
+        self.key(&format!("dlc:{downloader}"))
+    }
+    /// Per-minute counters of day `day` (days since the epoch).
+    pub fn minute_stats(&self, day: u64) -> String {
+        self.key(&format!("st:{day}"))
+    }
+    /// Unique `kind` (`dl` or `ip`) of day `day`.
+    pub fn uniques(&self, kind: &str, day: u64) -> String {
+        self.key(&format!("u:{kind}:{day}"))
+    }
+    /// The queue sequence counter.
+    pub fn qseq(&self) -> String {
+        self.key("qseq")
+    }
+    /// Upload targets.
+    pub fn targets(&self) -> String {
+        self.key("targets")
+    }
+    /// Recent `uploaded` reports.
+    pub fn uploads(&self) -> String {
+        self.key("uploads")
+    }
+    /// Backfeed filter layer metadata.
+    pub fn bloom(&self) -> String {
+        self.key("bloom")
     }
     /// Project counters.
     pub fn stats(&self) -> String {

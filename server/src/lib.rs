@@ -6,12 +6,14 @@
 //! | [`embedded_redis`] | the private `redis-server` started when `REDIS_URL` is unset |
 //! | [`keys`] | every Redis key name |
 //! | [`store`] | the Redis store: Lua scripts and typed operations |
+//! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`hub`] | one pub/sub subscription fanned out to websocket watchers |
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
 //! | [`routes`] | the route table, grouped by caller |
 //! | [`cli`] | the `tracker` command line |
 
 pub mod api;
+pub mod batcher;
 pub mod cli;
 pub mod config;
 pub mod embedded_redis;
@@ -40,6 +42,12 @@ pub struct AppState {
     pub hub: hub::Hub,
     /// Leptos settings (site root, output name).
     pub leptos: LeptosOptions,
+    /// Batches claims and dones.
+    pub batcher: batcher::Batcher,
+    /// Take the client IP from `X-Forwarded-For` (behind a trusted proxy).
+    pub trust_proxy: bool,
+    /// The API token of scripts acting as admin (`Authorization: Bearer ...`).
+    pub admin_token: Option<String>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -63,7 +71,15 @@ impl AppState {
             .site_pkg_dir("pkg")
             .env(leptos::config::Env::PROD)
             .build();
-        Ok(Self { store, hub, leptos })
+        let batcher = batcher::Batcher::new(store.clone());
+        Ok(Self {
+            store,
+            hub,
+            leptos,
+            batcher,
+            trust_proxy: false,
+            admin_token: None,
+        })
     }
 }
 

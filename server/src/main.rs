@@ -56,7 +56,9 @@ async fn run_server(
     serve: ServeArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let site_root = serve.site_root();
-    let state = AppState::new(url, namespace, &site_root.to_string_lossy()).await?;
+    let mut state = AppState::new(url, namespace, &site_root.to_string_lossy()).await?;
+    state.trust_proxy = serve.trust_proxy;
+    state.admin_token = serve.admin_token.clone();
     let listener = tokio::net::TcpListener::bind(serve.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
     server::serve(listener, state, shutdown_signal()).await?;

@@ -1,7 +1,7 @@
 //! The route table, grouped by who calls it.
 
 use crate::{
-    api::{live, public, warrior},
+    api::{backfeed, extras, live, public, warrior},
     AppState,
 };
 use app::{backend::SharedBackend, shell, App};
@@ -27,12 +27,27 @@ pub fn router(state: AppState) -> Router {
 
     let warriors = Router::new()
         .route("/{slug}/request", post(warrior::claim_items))
+        // seesaw posts to `<tracker url>/request` where the url is `.../SLUG/multi=N/`.
+        .route("/{slug}/{multi}//request", post(warrior::claim_multi))
         .route("/{slug}/done", post(warrior::report_done))
+        .route("/{slug}/done+request", post(warrior::report_done_and_claim))
+        .route("/{slug}/release", post(warrior::release_item))
+        .route("/{slug}/items/{*item}", get(warrior::get_item))
+        .route("/{slug}/upload", post(extras::get_upload_target))
+        .route("/{slug}/uploaded", post(extras::report_uploaded))
+        .route(
+            "/{slug}/rescue-me",
+            get(extras::show_rescue_form).post(extras::rescue_items),
+        )
+        .route("/backfeed/legacy/{key}", post(backfeed::add_backfeed))
+        .route("/now", get(extras::get_now))
         .layer(DefaultBodyLimit::max(MAX_BODY));
 
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))
         .route("/{slug}/stats.json", get(public::get_stats))
+        .route("/{slug}/charts.json", get(public::get_charts))
+        .route("/{slug}/update-status.json", get(public::get_update_status))
         .route("/{slug}", get(redirect_or_file));
 
     let websocket = Router::new().route("/{slug}/ws", get(live::watch_project));

@@ -1,12 +1,20 @@
 //! The Redis store: the connection pool, the Lua scripts, and typed operations on projects
 //! and items. Nothing else in the process talks to Redis directly.
 
+mod blocks;
+mod bloom;
 mod items;
 mod projects;
 pub mod scripts;
+mod stats;
 
-pub use items::{Claim, DoneOutcome, DoneReport};
-pub use projects::{valid_slug, NewProject, ProjectInfo, PAGE_RECENT};
+pub use blocks::{BlockEntry, BlockKind};
+pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
+pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
+pub use projects::{
+    valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, ProjectInfo, Settings,
+    PAGE_RECENT,
+};
 
 use crate::keys::Keys;
 use fred::prelude::*;
@@ -32,6 +40,9 @@ pub enum StoreError {
     /// The project exists already.
     #[error("project exists")]
     ProjectExists,
+    /// Only the claimant (or an admin) may release an item.
+    #[error("not the claimant")]
+    NotClaimant,
 }
 
 /// Result of store operations.
@@ -44,6 +55,8 @@ pub struct Store {
     config: Config,
     keys: Keys,
     scripts: std::sync::Arc<Scripts>,
+    settings_cache: std::sync::Arc<projects::SettingsCache>,
+    global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
 }
 
 impl Store {
@@ -69,6 +82,8 @@ impl Store {
             config,
             keys: Keys::new(namespace),
             scripts: std::sync::Arc::new(Scripts::new()),
+            settings_cache: Default::default(),
+            global_blocks: Default::default(),
         })
     }
 

@@ -20,7 +20,7 @@ pub async fn watch_project(
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
     if !crate::store::valid_slug(&slug) || state.store.project(&slug).await?.is_none() {
-        return Err(ApiError::NotFound("No such project.".into()));
+        return Err(ApiError::no_project());
     }
     Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug)))
 }

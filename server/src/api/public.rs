@@ -41,10 +41,10 @@ pub async fn get_stats(
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
     if !crate::store::valid_slug(&slug) {
-        return Err(ApiError::NotFound("No such project.".into()));
+        return Err(ApiError::no_project());
     }
     let Some(b) = state.store.leaderboard(&slug, -1, 0).await? else {
-        return Err(ApiError::NotFound("No such project.".into()));
+        return Err(ApiError::no_project());
     };
     let bytes: serde_json::Map<_, _> = b
         .downloaders
@@ -66,7 +66,40 @@ pub async fn get_stats(
         "total_items": b.counts.done + b.counts.todo + b.counts.out,
         "total_items_out": b.counts.out,
         "total_bytes": b.total_bytes,
-        "counts": b.counts,
+        "counts": { "todo": b.counts.todo, "out": b.counts.out, "done": b.counts.done },
     }))
     .into_response())
+}
+
+/// `GET /SLUG/charts.json`: cumulative series, one point per minute at most.
+///
+/// ```text
+/// {"items_done_chart": [[epoch_s, n]...], "bytes_done_chart": [[epoch_s, n]...],
+///  "downloader_chart": {dl: [[epoch_s, bytes]...]}}
+/// ```
+pub async fn get_charts(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    super::warrior::known_project(&state, &slug).await?;
+    let charts = state.store.charts(&slug, 20).await?;
+    Ok(Json(json!({
+        "items_done_chart": charts.items,
+        "bytes_done_chart": charts.bytes,
+        "downloader_chart": charts.downloaders,
+    }))
+    .into_response())
+}
+
+/// `GET /SLUG/update-status.json`: `{"downloader_version": {dl: v}, "current_version": v}`.
+pub async fn get_update_status(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    let settings = super::warrior::known_project(&state, &slug).await?;
+    let versions = state.store.downloader_versions(&slug).await?;
+    Ok(
+        Json(json!({ "downloader_version": versions, "current_version": settings.min_version }))
+            .into_response(),
+    )
 }

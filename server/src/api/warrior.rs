@@ -1,14 +1,15 @@
-//! The warrior API (PROTOCOL.md): what seesaw-kit clients call.
+//! The warrior API (PROTOCOL.md): request, multi-item request, done, done+request, release,
+//! and item status.
 
-use super::{ApiError, ApiResult};
+use super::{client_ip, is_admin, user_agent, ApiError, ApiResult};
 use crate::{
-    store::{now_ms, Claim, DoneOutcome, DoneReport, ProjectInfo, StoreError},
+    store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, StoreError},
     AppState,
 };
 use axum::{
     body::Bytes,
-    extract::{ConnectInfo, Path, State},
-    http::{header, HeaderMap},
+    extract::{ConnectInfo, Path, Query, State},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -17,6 +18,16 @@ use std::{collections::BTreeMap, net::SocketAddr};
 
 /// The longest item name accepted, in bytes.
 pub const MAX_ITEM_LEN: usize = 4096;
+/// The most items one `multi=N` claim may ask for.
+pub const MAX_MULTI: usize = 1000;
+/// Keys never sent as extra item fields: seesaw copies every key into its item.
+const RESERVED_FIELDS: [&str; 5] = [
+    "item_name",
+    "data_dir",
+    "item_dir",
+    "warc_file_base",
+    "item",
+];
 
 /// Body of `POST /SLUG/request`.
 ///
@@ -32,7 +43,7 @@ pub struct RequestBody {
     version: Option<String>,
 }
 
-/// Body of `POST /SLUG/done`.
+/// Body of `POST /SLUG/done` (and `done+request`).
 ///
 /// ```text
 /// {"downloader":"alice","version":"20240101.01","item":"a\u0000b","bytes":{"data":1234},"id":{...}}
@@ -45,6 +56,18 @@ pub struct DoneBody {
     bytes: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     version: Option<String>,
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    api_version: Option<serde_json::Value>,
+}
+
+/// Body of `POST /SLUG/release`: `{"item": "x", "downloader": "alice"}`.
+#[derive(Debug, Deserialize)]
+pub struct ReleaseBody {
+    item: String,
+    #[serde(default)]
+    downloader: String,
 }
 
 /// `\A[-_a-zA-Z0-9]{3,30}\z`
@@ -55,29 +78,98 @@ pub fn valid_downloader(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> ApiResult<T> {
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("Invalid JSON: {e}")))
+/// Parses a JSON body; 400 with the reason otherwise.
+pub fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
 }
 
-fn user_agent(headers: &HeaderMap) -> String {
-    headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .chars()
-        .take(256)
-        .collect()
+fn is_v2(v: &Option<serde_json::Value>) -> bool {
+    match v {
+        Some(serde_json::Value::String(s)) => s == "2",
+        Some(serde_json::Value::Number(n)) => n.as_u64() == Some(2),
+        _ => false,
+    }
 }
 
-async fn project(state: &AppState, slug: &str) -> ApiResult<ProjectInfo> {
+/// 404 unless `slug` names a project.
+pub async fn known_project(
+    state: &AppState,
+    slug: &str,
+) -> ApiResult<std::sync::Arc<crate::store::Settings>> {
     if !crate::store::valid_slug(slug) {
-        return Err(ApiError::NotFound("No such project.".into()));
+        return Err(ApiError::no_project());
     }
     state
         .store
         .project(slug)
         .await?
-        .ok_or_else(|| ApiError::NotFound("No such project.".into()))
+        .ok_or_else(ApiError::no_project)
+}
+
+struct Caller {
+    ip: String,
+    user_agent: String,
+}
+
+async fn serve_claim(
+    state: &AppState,
+    slug: &str,
+    caller: &Caller,
+    req: RequestBody,
+    n: usize,
+) -> ApiResult<Response> {
+    let settings = known_project(state, slug).await?;
+    let name_ok = valid_downloader(&req.downloader);
+    let request = ClaimRequest {
+        globally_blocked: state
+            .store
+            .globally_blocked(&caller.ip, &req.downloader)
+            .await?,
+        downloader: req.downloader,
+        ip: caller.ip.clone(),
+        user_agent: caller.user_agent.clone(),
+        version: req.version.unwrap_or_default(),
+        n,
+        name_ok,
+    };
+    let outcome = match state.batcher.claim(slug, request).await {
+        Err(StoreError::NoProject) => return Err(ApiError::no_project()),
+        other => other?,
+    };
+    let items = match outcome {
+        ClaimOutcome::Items(items) => items,
+        ClaimOutcome::OldVersion => {
+            let status = StatusCode::from_u16(455).unwrap_or(StatusCode::BAD_REQUEST);
+            return Err(ApiError::Client(
+                status,
+                "Your script version is too old; please update.".into(),
+            ));
+        }
+        ClaimOutcome::BadName => return Err(ApiError::bad_request("Invalid downloader name.")),
+        ClaimOutcome::Blocked => return Err(ApiError::forbidden("Blocked.")),
+        ClaimOutcome::NotActive => {
+            return Err(ApiError::not_found("The project is not handing out items."))
+        }
+        ClaimOutcome::Budget => {
+            return Err(ApiError::not_found("You hold your maximum of claims."))
+        }
+        ClaimOutcome::RateLimited(ms) => {
+            return Err(ApiError::RateLimited(ms.div_ceil(1000).max(1)))
+        }
+        ClaimOutcome::Empty => return Err(ApiError::not_found("No item available.")),
+    };
+    let name = items.join("\0");
+    if !is_v2(&req.api_version) {
+        return Ok(name.into_response());
+    }
+    let mut body = serde_json::Map::new();
+    for (k, v) in &settings.extra {
+        if !RESERVED_FIELDS.contains(&k.as_str()) {
+            body.insert(k.clone(), serde_json::Value::String(v.clone()));
+        }
+    }
+    body.insert("item_name".into(), serde_json::Value::String(name));
+    Ok(Json(body).into_response())
 }
 
 /// `POST /SLUG/request`: claims one item.
@@ -90,36 +182,86 @@ pub async fn claim_items(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: RequestBody = parse(&body)?;
-    if !valid_downloader(&req.downloader) {
-        return Err(ApiError::BadRequest("Invalid downloader name.".into()));
-    }
-    let project = project(&state, &slug).await?;
-    if project.state != "active" {
-        return Err(ApiError::NotFound("Project is not active.".into()));
-    }
-    let who = Claim {
-        downloader: req.downloader,
-        ip: addr.ip().to_string(),
+    let caller = Caller {
+        ip: client_ip(addr, &headers, state.trust_proxy),
         user_agent: user_agent(&headers),
-        version: req.version.unwrap_or_default(),
     };
-    let items = match state.store.claim(&slug, &who, 1, now_ms()).await {
-        Err(StoreError::NoProject) => return Err(ApiError::NotFound("No such project.".into())),
-        other => other?,
+    serve_claim(&state, &slug, &caller, req, 1).await
+}
+
+/// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
+#[tracing::instrument(skip(state, headers, body), fields(ip = %addr.ip()))]
+pub async fn claim_multi(
+    State(state): State<AppState>,
+    Path((slug, multi)): Path<(String, String)>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let n = multi
+        .strip_prefix("multi=")
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| (1..=MAX_MULTI).contains(n))
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "Expected /SLUG/multi=N//request with N in 1..={MAX_MULTI}."
+            ))
+        })?;
+    let req: RequestBody = parse(&body)?;
+    let caller = Caller {
+        ip: client_ip(addr, &headers, state.trust_proxy),
+        user_agent: user_agent(&headers),
     };
-    let Some(item) = items.into_iter().next() else {
-        return Err(ApiError::NotFound("No item available.".into()));
-    };
-    let v2 = match &req.api_version {
-        Some(serde_json::Value::String(s)) => s == "2",
-        Some(serde_json::Value::Number(n)) => n.as_u64() == Some(2),
-        _ => false,
-    };
-    Ok(if v2 {
-        Json(serde_json::json!({ "item_name": item })).into_response()
-    } else {
-        item.into_response()
+    serve_claim(&state, &slug, &caller, req, n).await
+}
+
+fn done_report(req: &DoneBody, caller: &Caller) -> ApiResult<DoneReport> {
+    if !valid_downloader(&req.downloader) {
+        return Err(ApiError::bad_request("Invalid downloader name."));
+    }
+    let items: Vec<String> = req.item.split('\0').map(String::from).collect();
+    if items.iter().any(|i| i.is_empty() || i.len() > MAX_ITEM_LEN) {
+        return Err(ApiError::bad_request(format!(
+            "Items must be 1 to {MAX_ITEM_LEN} bytes."
+        )));
+    }
+    if items.len() > MAX_MULTI {
+        return Err(ApiError::bad_request(format!(
+            "At most {MAX_MULTI} items per done."
+        )));
+    }
+    let mut bytes = Vec::with_capacity(req.bytes.len());
+    for (domain, value) in &req.bytes {
+        if domain.is_empty() || domain.len() > 64 || domain.contains(['\0', '"', '\\']) {
+            return Err(ApiError::bad_request("Invalid domain name in bytes."));
+        }
+        let Some(n) = value.as_u64() else {
+            return Err(ApiError::bad_request(format!(
+                "bytes.{domain} must be a non-negative integer."
+            )));
+        };
+        bytes.push((domain.clone(), n));
+    }
+    Ok(DoneReport {
+        downloader: req.downloader.clone(),
+        version: req.version.clone().unwrap_or_default(),
+        user_agent: caller.user_agent.clone(),
+        ip: caller.ip.clone(),
+        id: req.id.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+        bytes,
+        items,
     })
+}
+
+async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiResult<()> {
+    known_project(state, slug).await?;
+    match state.batcher.done(slug, report).await? {
+        DoneOutcome::Recorded { .. } => Ok(()),
+        DoneOutcome::UnknownItem(item) => Err(ApiError::not_found(format!("Unknown item: {item}"))),
+        DoneOutcome::DomainMismatch => Err(ApiError::forbidden(
+            "The byte domains do not match this project's; your IP is blocked for a while.",
+        )),
+    }
 }
 
 /// `POST /SLUG/done`: records completed items; `OK`.
@@ -132,37 +274,93 @@ pub async fn report_done(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    if !valid_downloader(&req.downloader) {
-        return Err(ApiError::BadRequest("Invalid downloader name.".into()));
-    }
-    let items: Vec<String> = req.item.split('\0').map(String::from).collect();
-    if items.iter().any(|i| i.is_empty() || i.len() > MAX_ITEM_LEN) {
-        return Err(ApiError::BadRequest(format!(
-            "Items must be 1 to {MAX_ITEM_LEN} bytes."
-        )));
-    }
-    let mut bytes = Vec::with_capacity(req.bytes.len());
-    for (domain, value) in req.bytes {
-        if domain.is_empty() || domain.len() > 64 || domain.contains(['\0', '"', '\\']) {
-            return Err(ApiError::BadRequest("Invalid domain name in bytes.".into()));
-        }
-        let Some(n) = value.as_u64() else {
-            return Err(ApiError::BadRequest(format!(
-                "bytes.{domain} must be a non-negative integer."
-            )));
-        };
-        bytes.push((domain, n));
-    }
-    project(&state, &slug).await?;
-    let report = DoneReport {
-        downloader: req.downloader,
-        version: req.version.unwrap_or_default(),
+    let caller = Caller {
+        ip: client_ip(addr, &headers, state.trust_proxy),
         user_agent: user_agent(&headers),
-        bytes,
-        items,
     };
-    match state.store.done(&slug, &report, now_ms()).await? {
-        DoneOutcome::Recorded { .. } => Ok("OK\n".into_response()),
-        DoneOutcome::UnknownItem(item) => Err(ApiError::NotFound(format!("Unknown item: {item}"))),
+    record_done(&state, &slug, done_report(&req, &caller)?).await?;
+    Ok("OK\n".into_response())
+}
+
+/// `POST /SLUG/done+request`: a done, then a request for the same downloader.
+#[tracing::instrument(skip(state, headers, body), fields(ip = %addr.ip()))]
+pub async fn report_done_and_claim(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let req: DoneBody = parse(&body)?;
+    let caller = Caller {
+        ip: client_ip(addr, &headers, state.trust_proxy),
+        user_agent: user_agent(&headers),
+    };
+    record_done(&state, &slug, done_report(&req, &caller)?).await?;
+    let next = RequestBody {
+        downloader: req.downloader,
+        api_version: req.api_version,
+        version: req.version,
+    };
+    serve_claim(&state, &slug, &caller, next, 1).await
+}
+
+/// `POST /SLUG/release`: the claimant (or an admin) gives an item back.
+pub async fn release_item(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let req: ReleaseBody = parse(&body)?;
+    known_project(&state, &slug).await?;
+    let admin = is_admin(&headers, state.admin_token.as_deref());
+    if !admin && !valid_downloader(&req.downloader) {
+        return Err(ApiError::bad_request("Invalid downloader name."));
     }
+    match state
+        .store
+        .release(&slug, &req.item, &req.downloader, admin, now_ms())
+        .await
+    {
+        Ok(true) => Ok("Released OK.\n".into_response()),
+        Ok(false) => Err(ApiError::not_found("The item is not claimed.")),
+        Err(StoreError::NotClaimant) => Err(ApiError::forbidden(
+            "Only the claimant or an admin may release it.",
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Query of `GET /SLUG/items/ITEM.json`.
+#[derive(Debug, Deserialize)]
+pub struct ItemQuery {
+    #[serde(default)]
+    history: Option<String>,
+}
+
+/// `GET /SLUG/items/ITEM.json`: `{"status": ..., "downloader": ...}`; with `?history=1` and the
+/// admin token, also the item's last transitions.
+pub async fn get_item(
+    State(state): State<AppState>,
+    Path((slug, item)): Path<(String, String)>,
+    Query(query): Query<ItemQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    known_project(&state, &slug).await?;
+    let item = item
+        .strip_suffix(".json")
+        .ok_or_else(|| ApiError::not_found("Expected ITEM.json."))?;
+    let status = state.store.item_status(&slug, item).await?;
+    let mut body = serde_json::json!({ "status": status.state });
+    if let Some(d) = status.downloader {
+        body["downloader"] = d.into();
+    }
+    if query.history.as_deref().is_some_and(|h| h != "0") {
+        if !is_admin(&headers, state.admin_token.as_deref()) {
+            return Err(ApiError::forbidden("The item history is for admins."));
+        }
+        body["history"] = serde_json::from_str(&status.timeline).unwrap_or_default();
+    }
+    Ok(Json(body).into_response())
 }

@@ -1,13 +1,13 @@
-//! Items: adding to queues, claiming, and reporting done.
+//! Items: adding to queues, claiming, reporting done, releasing, and asking where one is.
 
 use super::{Store, StoreError, StoreResult};
-use crate::keys::HISTORY_LEN;
+use crate::keys::{HISTORY_LEN, LOG_LEN};
 use fred::prelude::*;
 
-/// Who claims, as recorded with the claim.
+/// One claim request, as the claim script checks it.
 #[derive(Clone, Debug, Default)]
-pub struct Claim {
-    /// Downloader name (validated).
+pub struct ClaimRequest {
+    /// Downloader name (as sent).
     pub downloader: String,
     /// Client IP.
     pub ip: String,
@@ -15,6 +15,33 @@ pub struct Claim {
     pub user_agent: String,
     /// Script version, empty when not sent.
     pub version: String,
+    /// The most items wanted (1, or N of `multi=N`).
+    pub n: usize,
+    /// Whether the name is valid (checked after the version, as PROTOCOL.md orders it).
+    pub name_ok: bool,
+    /// Whether the IP or name is on the global block list.
+    pub globally_blocked: bool,
+}
+
+/// What a claim request got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The items claimed (at least one).
+    Items(Vec<String>),
+    /// 455: the script version is missing or too old.
+    OldVersion,
+    /// 400: invalid downloader name.
+    BadName,
+    /// 403: blocked.
+    Blocked,
+    /// 404: the project is paused or finished.
+    NotActive,
+    /// 404: the downloader holds its maximum of claims.
+    Budget,
+    /// 429: rate limited; an item may be claimed in this many ms.
+    RateLimited(u64),
+    /// 404: nothing to give.
+    Empty,
 }
 
 /// A done call, validated.
@@ -26,13 +53,17 @@ pub struct DoneReport {
     pub version: String,
     /// User agent.
     pub user_agent: String,
+    /// Client IP.
+    pub ip: String,
+    /// The `id` field as JSON text (`null` when absent).
+    pub id: String,
     /// Bytes per domain.
     pub bytes: Vec<(String, u64)>,
     /// The items (one, or a subset of a claimed batch).
     pub items: Vec<String>,
 }
 
-/// What a done did.
+/// What a done report did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DoneOutcome {
     /// Items newly counted and duplicates ignored; `seq` of the event (0 when none).
@@ -46,20 +77,55 @@ pub enum DoneOutcome {
     },
     /// An item the project does not know; nothing changed.
     UnknownItem(String),
+    /// The byte domains differ from the project's: the IP is blocked, the items released.
+    DomainMismatch,
+}
+
+/// Where an item is (`GET /SLUG/items/ITEM.json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemStatus {
+    /// `todo`, `out`, `done`, `failed`, or `None` when unknown.
+    pub state: Option<String>,
+    /// The claimant, when out.
+    pub downloader: Option<String>,
+    /// The queue part, claim record or failure reason (JSON or name).
+    pub detail: String,
+    /// The last transitions, JSON array of `{t, e, d, v}`.
+    pub timeline: String,
 }
 
 /// How many items one `add_items` call carries.
 const ADD_BATCH: usize = 1000;
 
+fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
+    StoreError::Reply {
+        script,
+        detail: format!("{detail:?}"),
+    }
+}
+
 impl Store {
-    /// Adds items to `queue` (one of [`crate::keys::QUEUES`]); returns how many were new.
+    /// Adds items to `queue` (a queue of [`crate::keys::QUEUES`] or `todo:d:<downloader>`), each
+    /// in the part its pattern limit says; returns how many were new.
     pub async fn add_items(&self, slug: &str, queue: &str, items: &[String]) -> StoreResult<u64> {
         let k = self.keys.project(slug);
-        let mut keys = vec![k.queue(queue), k.out(), k.done(), k.failed()];
-        keys.extend(k.queues());
+        let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats(), k.qseq()];
+        let patterns = self.patterns(slug).await?;
+        let personal = queue.starts_with("todo:d:");
         let mut added = 0;
         for chunk in items.chunks(ADD_BATCH) {
-            let args = chunk.iter().map(|s| Value::from(s.as_str())).collect();
+            let mut args = Vec::with_capacity(2 + 2 * chunk.len());
+            args.push(Value::from(k.prefix()));
+            args.push(Value::from(queue));
+            for item in chunk {
+                let part = if personal {
+                    String::new()
+                } else {
+                    patterns.part_of(item)
+                };
+                args.push(Value::from(part));
+                args.push(Value::from(item.as_str()));
+            }
             let n: u64 = self
                 .scripts
                 .run(
@@ -74,52 +140,115 @@ impl Store {
         Ok(added)
     }
 
-    /// Claims up to `n` items for `who`; an empty vector when there is nothing to give.
-    pub async fn claim(
+    /// Serves claim requests in one script call; `None` when there is no such project.
+    pub async fn claim_batch(
         &self,
         slug: &str,
-        who: &Claim,
-        n: usize,
+        requests: &[ClaimRequest],
         now_ms: u64,
-    ) -> StoreResult<Vec<String>> {
+    ) -> StoreResult<Option<Vec<ClaimOutcome>>> {
         let k = self.keys.project(slug);
-        let mut keys = vec![k.meta(), k.out(), k.claims()];
-        keys.extend(k.queues());
-        let args = vec![
-            Value::from(now_ms as i64),
-            Value::from(who.downloader.as_str()),
-            Value::from(who.ip.as_str()),
-            Value::from(who.user_agent.as_str()),
-            Value::from(who.version.as_str()),
-            Value::from(n as i64),
+        let keys = vec![
+            k.meta(),
+            k.out(),
+            k.claims(),
+            k.attempts(),
+            k.failed(),
+            k.dl_claims(),
+            k.blocked("ip"),
+            k.blocked("dl"),
+            k.ratelimit(),
+            k.timeline(),
         ];
+        let mut args = Vec::with_capacity(3 + 7 * requests.len());
+        args.push(Value::from(now_ms as i64));
+        args.push(Value::from(k.prefix()));
+        args.push(Value::from(requests.len() as i64));
+        for r in requests {
+            args.push(Value::from(r.downloader.as_str()));
+            args.push(Value::from(r.ip.as_str()));
+            args.push(Value::from(r.user_agent.as_str()));
+            args.push(Value::from(r.version.as_str()));
+            args.push(Value::from(r.n.max(1) as i64));
+            args.push(Value::from(if r.name_ok { "1" } else { "0" }));
+            args.push(Value::from(if r.globally_blocked { "1" } else { "0" }));
+        }
         let reply: Value = self
             .scripts
             .run(self.pool.next(), &self.scripts.claim, keys, args)
             .await?;
-        match reply {
-            Value::Array(items) => Ok(items.iter().filter_map(|v| v.as_string()).collect()),
-            Value::Integer(-1) => Err(StoreError::NoProject),
-            Value::Integer(-2) => Ok(Vec::new()),
-            other => Err(StoreError::Reply {
-                script: "claim",
-                detail: format!("{other:?}"),
-            }),
+        let flat = match reply {
+            Value::Integer(-1) => return Ok(None),
+            Value::Array(a) => a,
+            other => return Err(reply_err("claim", other)),
+        };
+        let mut out = Vec::with_capacity(requests.len());
+        let mut at = 0;
+        while at + 1 < flat.len() {
+            let code = flat[at].as_i64().unwrap_or(0);
+            let extra = flat[at + 1].as_u64().unwrap_or(0);
+            at += 2;
+            out.push(match (code, extra) {
+                (200, n) => {
+                    let items = flat[at..at + n as usize]
+                        .iter()
+                        .filter_map(|v| v.as_string())
+                        .collect();
+                    at += n as usize;
+                    ClaimOutcome::Items(items)
+                }
+                (455, _) => ClaimOutcome::OldVersion,
+                (400, _) => ClaimOutcome::BadName,
+                (403, _) => ClaimOutcome::Blocked,
+                (404, 1) => ClaimOutcome::NotActive,
+                (404, 2) => ClaimOutcome::Budget,
+                (404, _) => ClaimOutcome::Empty,
+                (429, ms) => ClaimOutcome::RateLimited(ms),
+                other => return Err(reply_err("claim", other)),
+            });
+        }
+        if out.len() != requests.len() {
+            return Err(reply_err(
+                "claim",
+                format!("{} answers to {} requests", out.len(), requests.len()),
+            ));
+        }
+        Ok(Some(out))
+    }
+
+    /// Claims up to `n` items for one request (see [`Store::claim_batch`]).
+    pub async fn claim(
+        &self,
+        slug: &str,
+        request: &ClaimRequest,
+        now_ms: u64,
+    ) -> StoreResult<ClaimOutcome> {
+        match self
+            .claim_batch(slug, std::slice::from_ref(request), now_ms)
+            .await?
+        {
+            Some(mut v) if v.len() == 1 => Ok(v.remove(0)),
+            Some(v) => Err(reply_err("claim", v)),
+            None => Err(StoreError::NoProject),
         }
     }
 
-    /// Records a done; see [`DoneOutcome`].
-    pub async fn done(
+    /// Records done reports in one script call.
+    pub async fn done_batch(
         &self,
         slug: &str,
-        report: &DoneReport,
+        reports: &[DoneReport],
         now_ms: u64,
-    ) -> StoreResult<DoneOutcome> {
+    ) -> StoreResult<Vec<DoneOutcome>> {
         let k = self.keys.project(slug);
-        let mut keys = vec![
+        let keys = vec![
+            k.meta(),
             k.out(),
             k.claims(),
             k.done(),
+            k.failed(),
+            k.attempts(),
+            k.dl_claims(),
             k.stats(),
             k.dl_items(),
             k.dl_bytes(),
@@ -129,37 +258,154 @@ impl Store {
             k.seq(),
             k.history(),
             k.events(),
+            k.timeline(),
+            k.blocked("ip"),
+            k.log(),
+            k.chart(),
         ];
-        keys.extend(k.queues());
-        let mut args = Vec::with_capacity(6 + 2 * report.bytes.len() + report.items.len());
-        args.push(Value::from(now_ms as i64));
-        args.push(Value::from(report.downloader.as_str()));
-        args.push(Value::from(report.version.as_str()));
-        args.push(Value::from(report.user_agent.as_str()));
-        args.push(Value::from(HISTORY_LEN as i64));
-        args.push(Value::from(report.bytes.len() as i64));
-        for (domain, bytes) in &report.bytes {
-            args.push(Value::from(domain.as_str()));
-            args.push(Value::from(bytes.to_string()));
+        let mut args = vec![
+            Value::from(now_ms as i64),
+            Value::from(k.prefix()),
+            Value::from(HISTORY_LEN as i64),
+            Value::from(LOG_LEN as i64),
+            Value::from(reports.len() as i64),
+        ];
+        for r in reports {
+            args.push(Value::from(r.downloader.as_str()));
+            args.push(Value::from(r.version.as_str()));
+            args.push(Value::from(r.user_agent.as_str()));
+            args.push(Value::from(r.ip.as_str()));
+            args.push(Value::from(if r.id.is_empty() {
+                "null"
+            } else {
+                r.id.as_str()
+            }));
+            args.push(Value::from(r.bytes.len() as i64));
+            for (domain, bytes) in &r.bytes {
+                args.push(Value::from(domain.as_str()));
+                args.push(Value::from(bytes.to_string()));
+            }
+            args.push(Value::from(r.items.len() as i64));
+            args.extend(r.items.iter().map(|s| Value::from(s.as_str())));
         }
-        args.extend(report.items.iter().map(|s| Value::from(s.as_str())));
-        let reply: Vec<Value> = self
+        let flat: Vec<Value> = self
             .scripts
             .run(self.pool.next(), &self.scripts.done, keys, args)
             .await?;
-        match reply.as_slice() {
-            [Value::Integer(-1), item] => Ok(DoneOutcome::UnknownItem(
-                item.as_string().unwrap_or_default(),
-            )),
-            [a, b, c] => Ok(DoneOutcome::Recorded {
-                counted: a.as_u64().unwrap_or(0),
-                duplicates: b.as_u64().unwrap_or(0),
-                seq: c.as_u64().unwrap_or(0),
-            }),
-            other => Err(StoreError::Reply {
-                script: "done",
-                detail: format!("{other:?}"),
-            }),
+        let mut out = Vec::with_capacity(reports.len());
+        let mut at = 0;
+        while at < flat.len() {
+            match flat[at].as_i64() {
+                Some(200) if at + 3 < flat.len() => {
+                    out.push(DoneOutcome::Recorded {
+                        counted: flat[at + 1].as_u64().unwrap_or(0),
+                        duplicates: flat[at + 2].as_u64().unwrap_or(0),
+                        seq: flat[at + 3].as_u64().unwrap_or(0),
+                    });
+                    at += 4;
+                }
+                Some(404) if at + 1 < flat.len() => {
+                    out.push(DoneOutcome::UnknownItem(
+                        flat[at + 1].as_string().unwrap_or_default(),
+                    ));
+                    at += 2;
+                }
+                Some(403) => {
+                    out.push(DoneOutcome::DomainMismatch);
+                    at += 2;
+                }
+                _ => return Err(reply_err("done", &flat[at..])),
+            }
         }
+        if out.len() != reports.len() {
+            return Err(reply_err(
+                "done",
+                format!("{} answers to {} reports", out.len(), reports.len()),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Records one done report (see [`Store::done_batch`]).
+    pub async fn done(
+        &self,
+        slug: &str,
+        report: &DoneReport,
+        now_ms: u64,
+    ) -> StoreResult<DoneOutcome> {
+        let mut v = self
+            .done_batch(slug, std::slice::from_ref(report), now_ms)
+            .await?;
+        v.pop().ok_or_else(|| reply_err("done", "no answer"))
+    }
+
+    /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
+    /// `Err(NotClaimant)` when `who` is neither its claimant nor an admin.
+    pub async fn release(
+        &self,
+        slug: &str,
+        item: &str,
+        who: &str,
+        admin: bool,
+        now_ms: u64,
+    ) -> StoreResult<bool> {
+        let k = self.keys.project(slug);
+        let keys = vec![
+            k.out(),
+            k.claims(),
+            k.dl_claims(),
+            k.timeline(),
+            k.queue("todo"),
+        ];
+        let args = vec![
+            Value::from(now_ms as i64),
+            Value::from(item),
+            Value::from(who),
+            Value::from(if admin { "1" } else { "0" }),
+        ];
+        let code: i64 = self
+            .scripts
+            .run(self.pool.next(), &self.scripts.release, keys, args)
+            .await?;
+        match code {
+            1 => Ok(true),
+            -1 => Ok(false),
+            -2 => Err(StoreError::NotClaimant),
+            other => Err(reply_err("release", other)),
+        }
+    }
+
+    /// Where `item` is.
+    pub async fn item_status(&self, slug: &str, item: &str) -> StoreResult<ItemStatus> {
+        let k = self.keys.project(slug);
+        let keys = vec![
+            k.meta(),
+            k.out(),
+            k.claims(),
+            k.done(),
+            k.failed(),
+            k.timeline(),
+        ];
+        let args = vec![Value::from(k.prefix()), Value::from(item)];
+        let reply: Vec<String> = self
+            .scripts
+            .run(self.pool.next(), &self.scripts.item_status, keys, args)
+            .await?;
+        let [state, detail, timeline] =
+            <[String; 3]>::try_from(reply).map_err(|r| reply_err("item_status", r))?;
+        let downloader = (state == "out")
+            .then(|| serde_json::from_str::<serde_json::Value>(&detail).ok())
+            .flatten()
+            .and_then(|c| c["d"].as_str().map(String::from));
+        let state = match state.as_str() {
+            "" => None,
+            _ => Some(state),
+        };
+        Ok(ItemStatus {
+            state,
+            downloader,
+            detail,
+            timeline,
+        })
     }
 }

@@ -1,10 +1,16 @@
 //! Projects: creation, settings, listing, and the leaderboard snapshot.
 
 use super::{Store, StoreError, StoreResult};
-use crate::keys::{ProjectKeys, HISTORY_LEN};
+use crate::keys::{HISTORY_LEN, QUEUES};
 use app::model::{Counts, DoneEvent, DownloaderRow, Leaderboard, ProjectSummary, RECENT_LEN};
 use fred::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 /// What `tracker project create` sets.
 #[derive(Clone, Debug)]
@@ -17,18 +23,110 @@ pub struct NewProject {
     pub domains: Vec<String>,
 }
 
-/// A project's settings as the warrior API needs them.
-#[derive(Clone, Debug)]
-pub struct ProjectInfo {
-    /// Slug.
-    pub slug: String,
+/// Items matching `pattern` share their own rate limit (and their own queue parts `Q#name`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PatternLimit {
+    /// `[a-z0-9_-]{1,32}`, names the queue parts and the limiter.
+    pub name: String,
+    /// A regular expression matched against item names.
+    pub pattern: String,
+    /// Items per second.
+    pub rate: f64,
+    /// Items that may go at once.
+    pub burst: f64,
+}
+
+/// A project's settings (the `meta` hash).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
     /// Title.
     pub title: String,
-    /// `active`, `paused`, ...
+    /// `active`, `paused`, `draining` (serves, takes no new items) or `finished`.
     pub state: String,
-    /// Byte domains.
+    /// Byte domains a done must report.
     pub domains: Vec<String>,
+    /// Lowest script version served (empty: any).
+    pub min_version: String,
+    /// Items per second for the whole project (0: unlimited).
+    pub rate: f64,
+    /// Items that may go at once under the rate limit.
+    pub burst: f64,
+    /// Cap on the claimed set; when reached, claims are served reclaims (0: none).
+    pub claims_limit: u64,
+    /// Items one downloader may hold (0: any).
+    pub dl_max_claims: u64,
+    /// Seconds after which a claim may be reclaimed, times its claim count (0: never).
+    pub reclaim_ttl: u64,
+    /// Claims after which an item fails (0: never).
+    pub max_attempts: u64,
+    /// Serve queues first in, first out instead of at random.
+    pub fifo: bool,
+    /// Ignore the global block list.
+    pub ignore_global_blocks: bool,
+    /// Seconds an automatic block lasts.
+    pub auto_block_ttl: u64,
+    /// Items the public rescue form accepts (regular expression; empty: form closed).
+    pub item_pattern: String,
+    /// The secret of `/backfeed/legacy/SLUG-SECRET` (empty: backfeed closed).
+    pub backfeed_key: String,
+    /// Records the backfeed filter holds at its target false-positive rate before growing.
+    pub bloom_capacity: u64,
+    /// Static string fields sent with every claim (api_version 2).
+    pub extra: BTreeMap<String, String>,
+    /// Pattern limits.
+    pub pattern_limits: Vec<PatternLimit>,
 }
+
+impl Settings {
+    fn defaults(title: &str) -> Self {
+        Settings {
+            title: title.to_string(),
+            state: "active".into(),
+            domains: vec!["data".into()],
+            auto_block_ttl: 86_400,
+            bloom_capacity: 1_000_000,
+            ..Settings::default()
+        }
+    }
+
+    /// The claim order written to `meta.queues`: groups by `,`, parts by ` `.
+    fn queue_order(&self, shards: &[String]) -> String {
+        QUEUES
+            .iter()
+            .map(|q| {
+                let mut parts = vec![q.to_string()];
+                if *q == "todo:backfeed" {
+                    parts.extend(shards.iter().cloned());
+                }
+                parts.extend(
+                    self.pattern_limits
+                        .iter()
+                        .map(|p| format!("{q}#{}", p.name)),
+                );
+                parts.join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Compiled pattern limits: which queue part an item goes to.
+#[derive(Default)]
+pub struct Patterns(Vec<(String, Regex)>);
+
+impl Patterns {
+    /// `"#name"` of the first pattern `item` matches, or `""`.
+    pub fn part_of(&self, item: &str) -> String {
+        self.0
+            .iter()
+            .find(|(_, re)| re.is_match(item))
+            .map(|(n, _)| format!("#{n}"))
+            .unwrap_or_default()
+    }
+}
+
+/// A project's settings as the API needs them.
+pub type ProjectInfo = Settings;
 
 /// Whether `slug` is a valid project slug.
 pub fn valid_slug(slug: &str) -> bool {
@@ -37,6 +135,20 @@ pub fn valid_slug(slug: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
+
+/// Whether `name` may name a pattern limit or shard.
+pub fn valid_part_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// How long settings read from Redis are reused by this process.
+const SETTINGS_TTL: Duration = Duration::from_secs(1);
+
+/// Settings cached per project for [`SETTINGS_TTL`].
+pub type SettingsCache = Mutex<HashMap<String, (Instant, Arc<Settings>, Arc<Patterns>)>>;
 
 impl Store {
     /// Creates a project; fails if it exists.
@@ -47,18 +159,98 @@ impl Store {
         if !created {
             return Err(StoreError::ProjectExists);
         }
-        let fields = [
-            ("state", "active".to_string()),
-            ("domains", p.domains.join(",")),
-        ];
-        let _: () = client.hset(k.meta(), fields.to_vec()).await?;
+        let mut settings = Settings::defaults(&p.title);
+        settings.domains = p.domains.clone();
+        self.save_settings(&p.slug, &settings).await?;
         // Global key, written after the project's own keys: a listed project is complete.
         let _: () = client.sadd(self.keys.projects(), p.slug.as_str()).await?;
         Ok(())
     }
 
-    /// A project's settings, or `None`.
-    pub async fn project(&self, slug: &str) -> StoreResult<Option<ProjectInfo>> {
+    /// Writes a project's settings (the caller validated them).
+    pub async fn save_settings(&self, slug: &str, s: &Settings) -> StoreResult<()> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let meta: HashMap<String, String> = client.hgetall(k.meta()).await?;
+        let shards: Vec<String> = meta
+            .get("queues")
+            .map(|q| {
+                q.split([',', ' '])
+                    .filter(|p| p.starts_with("todo:backfeed:"))
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let b = |v: bool| if v { "1" } else { "0" }.to_string();
+        let mut fields: Vec<(String, String)> = vec![
+            ("title".into(), s.title.clone()),
+            ("state".into(), s.state.clone()),
+            ("domains".into(), s.domains.join(",")),
+            ("min_version".into(), s.min_version.clone()),
+            ("rate".into(), s.rate.to_string()),
+            ("burst".into(), s.burst.to_string()),
+            ("claims_limit".into(), s.claims_limit.to_string()),
+            ("dl_max_claims".into(), s.dl_max_claims.to_string()),
+            ("reclaim_ttl".into(), s.reclaim_ttl.to_string()),
+            ("max_attempts".into(), s.max_attempts.to_string()),
+            ("fifo".into(), b(s.fifo)),
+            ("ignore_global_blocks".into(), b(s.ignore_global_blocks)),
+            ("auto_block_ttl".into(), s.auto_block_ttl.to_string()),
+            ("item_pattern".into(), s.item_pattern.clone()),
+            ("backfeed_key".into(), s.backfeed_key.clone()),
+            ("bloom_capacity".into(), s.bloom_capacity.to_string()),
+            (
+                "extra".into(),
+                serde_json::to_string(&s.extra).unwrap_or_default(),
+            ),
+            (
+                "pattern_limits".into(),
+                serde_json::to_string(&s.pattern_limits).unwrap_or_default(),
+            ),
+            ("queues".into(), s.queue_order(&shards)),
+        ];
+        for p in &s.pattern_limits {
+            fields.push((
+                format!("pl:{}", p.name),
+                format!("{} {}", p.rate, p.burst.max(1.0)),
+            ));
+        }
+        let _: () = client.hset(k.meta(), fields).await?;
+        self.settings_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(slug);
+        Ok(())
+    }
+
+    /// A project's settings, or `None` (cached for a second).
+    pub async fn project(&self, slug: &str) -> StoreResult<Option<Arc<Settings>>> {
+        Ok(self.cached_settings(slug).await?.map(|(s, _)| s))
+    }
+
+    /// A project's compiled pattern limits (none for an unknown project).
+    pub async fn patterns(&self, slug: &str) -> StoreResult<Arc<Patterns>> {
+        Ok(self
+            .cached_settings(slug)
+            .await?
+            .map(|(_, p)| p)
+            .unwrap_or_default())
+    }
+
+    async fn cached_settings(
+        &self,
+        slug: &str,
+    ) -> StoreResult<Option<(Arc<Settings>, Arc<Patterns>)>> {
+        if let Some((at, s, p)) = self
+            .settings_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(slug)
+        {
+            if at.elapsed() < SETTINGS_TTL {
+                return Ok(Some((s.clone(), p.clone())));
+            }
+        }
         let meta: HashMap<String, String> = self
             .pool
             .next()
@@ -67,23 +259,54 @@ impl Store {
         let Some(title) = meta.get("title") else {
             return Ok(None);
         };
-        Ok(Some(ProjectInfo {
-            slug: slug.to_string(),
+        let text = |k: &str| meta.get(k).cloned().unwrap_or_default();
+        let num = |k: &str| meta.get(k).and_then(|v| v.parse::<u64>().ok());
+        let float = |k: &str| {
+            meta.get(k)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let defaults = Settings::defaults(title);
+        let settings = Settings {
             title: title.clone(),
-            state: meta
-                .get("state")
-                .cloned()
-                .unwrap_or_else(|| "active".into()),
-            domains: meta
-                .get("domains")
-                .map(|d| {
-                    d.split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }))
+            state: meta.get("state").cloned().unwrap_or(defaults.state),
+            domains: text("domains")
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+            min_version: text("min_version"),
+            rate: float("rate"),
+            burst: float("burst"),
+            claims_limit: num("claims_limit").unwrap_or(0),
+            dl_max_claims: num("dl_max_claims").unwrap_or(0),
+            reclaim_ttl: num("reclaim_ttl").unwrap_or(0),
+            max_attempts: num("max_attempts").unwrap_or(0),
+            fifo: text("fifo") == "1",
+            ignore_global_blocks: text("ignore_global_blocks") == "1",
+            auto_block_ttl: num("auto_block_ttl").unwrap_or(defaults.auto_block_ttl),
+            item_pattern: text("item_pattern"),
+            backfeed_key: text("backfeed_key"),
+            bloom_capacity: num("bloom_capacity").unwrap_or(defaults.bloom_capacity),
+            extra: serde_json::from_str(&text("extra")).unwrap_or_default(),
+            pattern_limits: serde_json::from_str(&text("pattern_limits")).unwrap_or_default(),
+        };
+        let patterns = Patterns(
+            settings
+                .pattern_limits
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), Regex::new(&p.pattern).ok()?)))
+                .collect(),
+        );
+        let entry = (Arc::new(settings), Arc::new(patterns));
+        self.settings_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                slug.to_string(),
+                (Instant::now(), entry.0.clone(), entry.1.clone()),
+            );
+        Ok(Some(entry))
     }
 
     /// Every project with its counts, by slug.
@@ -103,7 +326,7 @@ impl Store {
         Ok(out)
     }
 
-    /// The leaderboard of `slug` with the top `downloaders` (all when `None`) and `recent`
+    /// The leaderboard of `slug` with the top `downloaders` (all when negative) and `recent`
     /// completions, read atomically; `None` when there is no such project.
     pub async fn leaderboard(
         &self,
@@ -111,9 +334,33 @@ impl Store {
         downloaders: i64,
         recent: usize,
     ) -> StoreResult<Option<Leaderboard>> {
+        Ok(self
+            .snapshot(slug, downloaders, recent)
+            .await?
+            .map(|(b, _)| b))
+    }
+
+    /// [`Store::leaderboard`] with the size of every queue part.
+    pub async fn snapshot(
+        &self,
+        slug: &str,
+        downloaders: i64,
+        recent: usize,
+    ) -> StoreResult<Option<(Leaderboard, Vec<(String, u64)>)>> {
         let k = self.keys.project(slug);
-        let keys = snapshot_keys(&k);
+        let keys = vec![
+            k.meta(),
+            k.stats(),
+            k.out(),
+            k.dl_items(),
+            k.dl_bytes(),
+            k.domain_bytes(),
+            k.seq(),
+            k.history(),
+            k.failed(),
+        ];
         let args = vec![
+            Value::from(k.prefix()),
             Value::from(downloaders),
             Value::from(recent.min(HISTORY_LEN) as i64),
         ];
@@ -123,21 +370,6 @@ impl Store {
             .await?;
         parse_snapshot(slug, reply)
     }
-}
-
-fn snapshot_keys(k: &ProjectKeys) -> Vec<String> {
-    let mut keys = vec![
-        k.meta(),
-        k.stats(),
-        k.out(),
-        k.dl_items(),
-        k.dl_bytes(),
-        k.domain_bytes(),
-        k.seq(),
-        k.history(),
-    ];
-    keys.extend(k.queues());
-    keys
 }
 
 fn bad(detail: impl Into<String>) -> StoreError {
@@ -163,10 +395,13 @@ fn text(v: &Value) -> String {
     v.as_str().map(|s| s.to_string()).unwrap_or_default()
 }
 
-fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<Leaderboard>> {
+fn parse_snapshot(
+    slug: &str,
+    reply: Value,
+) -> StoreResult<Option<(Leaderboard, Vec<(String, u64)>)>> {
     let parts = match reply {
         Value::Integer(-1) => return Ok(None),
-        Value::Array(parts) if parts.len() == 9 => parts,
+        Value::Array(parts) if parts.len() == 11 => parts,
         other => return Err(bad(format!("{other:?}"))),
     };
     let list = |v: &Value| match v {
@@ -191,7 +426,12 @@ fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<Leaderboard>> 
         .iter()
         .filter_map(|v| serde_json::from_str::<DoneEvent>(v.as_str()?.as_ref()).ok())
         .collect();
-    Ok(Some(Leaderboard {
+    let queues = list(&parts[10])?
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| (text(&c[0]), num(&c[1])))
+        .collect();
+    let board = Leaderboard {
         slug: slug.to_string(),
         title: text(&parts[0]),
         seq: num(&parts[1]),
@@ -199,12 +439,14 @@ fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<Leaderboard>> 
             todo: num(&parts[2]),
             out: num(&parts[3]),
             done: num(&parts[4]),
+            failed: num(&parts[9]),
         },
         total_bytes: num(&parts[5]),
         domain_bytes,
         downloaders,
         recent,
-    }))
+    };
+    Ok(Some((board, queues)))
 }
 
 /// The leaderboard page's default: every downloader, the recent completions it shows.

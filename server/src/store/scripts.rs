@@ -17,6 +17,9 @@ pub struct LuaScript {
     script: Script,
 }
 
+/// Helpers prepended to every script (`lua/_lib.lua`).
+pub const LIB: &str = include_str!("lua/_lib.lua");
+
 macro_rules! lua {
     ($name:literal, $keys:expr) => {
         LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys)
@@ -29,7 +32,7 @@ impl LuaScript {
             name,
             source,
             num_keys,
-            script: Script::from_lua(source),
+            script: Script::from_lua(format!("{LIB}\n{source}")),
         }
     }
 }
@@ -38,10 +41,16 @@ impl LuaScript {
 pub struct Scripts {
     /// `add_items.lua`
     pub add_items: LuaScript,
+    /// `backfeed.lua`
+    pub backfeed: LuaScript,
     /// `claim.lua`
     pub claim: LuaScript,
     /// `done.lua`
     pub done: LuaScript,
+    /// `item_status.lua`
+    pub item_status: LuaScript,
+    /// `release.lua`
+    pub release: LuaScript,
     /// `snapshot.lua`
     pub snapshot: LuaScript,
 }
@@ -56,16 +65,27 @@ impl Scripts {
     /// Loads the embedded sources.
     pub fn new() -> Self {
         Self {
-            add_items: lua!("add_items", 8),
-            claim: lua!("claim", 7),
-            done: lua!("done", 16),
-            snapshot: lua!("snapshot", 12),
+            add_items: lua!("add_items", 6),
+            backfeed: lua!("backfeed", 6),
+            claim: lua!("claim", 10),
+            done: lua!("done", 20),
+            item_status: lua!("item_status", 6),
+            release: lua!("release", 5),
+            snapshot: lua!("snapshot", 9),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 4] {
-        [&self.add_items, &self.claim, &self.done, &self.snapshot]
+    pub fn all(&self) -> [&LuaScript; 7] {
+        [
+            &self.add_items,
+            &self.backfeed,
+            &self.claim,
+            &self.done,
+            &self.item_status,
+            &self.release,
+            &self.snapshot,
+        ]
     }
 
     /// Runs `script` with `keys` and `args` by SHA, loading it first if Redis lost it.
@@ -107,14 +127,16 @@ mod tests {
     }
 
     #[test]
+    fn the_library_defines_rcall_for_every_script() {
+        assert!(LIB.contains("local rcall = redis.call"));
+    }
+
+    #[test]
     fn every_header_declares_the_keys_its_wrapper_passes() {
         for s in Scripts::new().all() {
             assert_eq!(header_keys(s.source), s.num_keys, "script {}", s.name);
-            assert!(
-                s.source.contains("local rcall = redis.call"),
-                "script {}",
-                s.name
-            );
+            let names_itself = s.source.starts_with(&format!("--[[\n  {}: ", s.name));
+            assert!(names_itself, "script {} opens with its purpose", s.name);
             assert!(s.source.contains("Output:"), "script {}", s.name);
         }
     }

@@ -45,7 +45,7 @@ async fn websocket_receives_the_event_of_a_done() {
     assert_eq!(e["bytes"], 99);
     assert_eq!(
         e["counts"],
-        serde_json::json!({"todo": 1, "out": 0, "done": 1})
+        serde_json::json!({"todo": 1, "out": 0, "done": 1, "failed": 0})
     );
 }
 

@@ -1,32 +1,84 @@
 //! The Lua scripts survive a flushed script cache (reload on NOSCRIPT).
 
 use fred::prelude::*;
+use server::store::{now_ms, BackfeedRecord, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
 use tests::TestApp;
 
 #[tokio::test]
 async fn every_script_reloads_after_script_flush() {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b"]).await;
-    let _: () = app.store.client().script_flush(false).await.unwrap();
-    // add_items, claim, done, snapshot: each once, each after the flush.
-    let _: () = app.store.client().script_flush(false).await.unwrap();
+    let store = &app.store;
+    let flush = || async { app.store.client().script_flush(false).await.unwrap() };
+    let now = now_ms();
+
+    flush().await;
     assert_eq!(
-        app.store
+        store
             .add_items("p1", "todo", &["c".to_string()])
             .await
             .unwrap(),
         1
     );
-    let _: () = app.store.client().script_flush(false).await.unwrap();
-    let item = app.claim("p1", "alice").await;
-    let _: () = app.store.client().script_flush(false).await.unwrap();
-    assert_eq!(app.done("p1", "alice", &item, 1).await.status, 200);
-    let _: () = app.store.client().script_flush(false).await.unwrap();
-    let board = app.store.leaderboard("p1", -1, 5).await.unwrap().unwrap();
+    flush().await;
+    let who = ClaimRequest {
+        downloader: "alice".into(),
+        n: 1,
+        name_ok: true,
+        ..Default::default()
+    };
+    let ClaimOutcome::Items(items) = store.claim("p1", &who, now).await.unwrap() else {
+        panic!("claim")
+    };
+    flush().await;
+    let report = DoneReport {
+        downloader: "alice".into(),
+        bytes: vec![("data".into(), 1)],
+        items: items.clone(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.done("p1", &report, now).await.unwrap(),
+        DoneOutcome::Recorded { counted: 1, .. }
+    ));
+    flush().await;
+    assert_eq!(
+        store
+            .item_status("p1", &items[0])
+            .await
+            .unwrap()
+            .state
+            .as_deref(),
+        Some("done")
+    );
+    flush().await;
+    let ClaimOutcome::Items(more) = store.claim("p1", &who, now).await.unwrap() else {
+        panic!("claim")
+    };
+    flush().await;
+    assert!(store
+        .release("p1", &more[0], "alice", false, now)
+        .await
+        .unwrap());
+    flush().await;
+    let rec = BackfeedRecord {
+        hash: 42,
+        part: String::new(),
+        item: "new-one".into(),
+    };
+    assert_eq!(
+        store
+            .backfeed("p1", "todo:backfeed", false, 1000, &[rec], now)
+            .await
+            .unwrap(),
+        Some((1, 0))
+    );
+    flush().await;
+    let board = store.leaderboard("p1", -1, 5).await.unwrap().unwrap();
     assert_eq!(board.counts.done, 1);
     assert_eq!(
-        app.store.scripts().all().len(),
-        4,
+        store.scripts().all().len(),
+        7,
         "every script is exercised above"
     );
 }

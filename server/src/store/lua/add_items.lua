@@ -1,38 +1,42 @@
 --[[
-  add_items: queues items that the project does not know yet.
+  add_items: queues items the project does not know yet, each in its queue part.
 
-  An item known anywhere (any queue, claimed, done or failed) is skipped, so that an item is
-  always in exactly one state.
+  An item known anywhere (any queue part, claimed, done or failed) is skipped, so an item is
+  always in exactly one state. Personal queues other than the target are not searched.
+  Scores are a running sequence, so FIFO projects serve items in the order they were added.
 
-  KEYS[1]  queue         set   the queue to add to
-  KEYS[2]  out           zset  claimed items
-  KEYS[3]  done          set   completed items
-  KEYS[4]  failed        hash  failed items
-  KEYS[5]  todo          set   queue (checked for duplicates)
-  KEYS[6]  todo:backfeed set   queue (checked for duplicates)
-  KEYS[7]  todo:secondary set  queue (checked for duplicates)
-  KEYS[8]  todo:redo     set   queue (checked for duplicates)
+  KEYS[1]  meta    hash    queues (the queue parts to check)
+  KEYS[2]  out     zset    claimed items
+  KEYS[3]  done    set     completed items
+  KEYS[4]  failed  hash    failed items
+  KEYS[5]  stats   hash    pq (items in personal queues)
+  KEYS[6]  qseq    string  last queue sequence number
+  Derived (same slot): <prefix><queue part>.
 
-  ARGV[1..n]  item names
+  ARGV[1]  key prefix `ns:{SLUG}:`
+  ARGV[2]  the queue, e.g. `todo`, `todo:backfeed`, `todo:d:alice`
+  ARGV[3 ..]  pairs: part suffix ('' or '#pattern'), item
 
   Output: number of items added.
   Events: none.
 ]]
-local rcall = redis.call
-local queue, out, done, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, queue = ARGV[1], ARGV[2]
+local groups = queue_groups(rcall('HGET', meta, 'queues'))
+local personal = string.sub(queue, 1, 7) == 'todo:d:'
 
+local npairs = (#ARGV - 2) / 2
+local seq = rcall('INCRBY', qseq, npairs) - npairs
 local added = 0
-for i = 1, #ARGV do
-  local item = ARGV[i]
+for i = 3, #ARGV, 2 do
+  local part, item = queue .. ARGV[i], ARGV[i + 1]
+  seq = seq + 1
   local known = rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
-    or rcall('HEXISTS', failed, item) == 1
-  local q = 5
-  while not known and q <= 8 do
-    known = rcall('SISMEMBER', KEYS[q], item) == 1
-    q = q + 1
-  end
+    or rcall('HEXISTS', failed, item) == 1 or rcall('ZSCORE', prefix .. part, item)
+    or find_in_queues(prefix, groups, item, nil)
   if not known then
-    added = added + rcall('SADD', queue, item)
+    added = added + rcall('ZADD', prefix .. part, seq, item)
   end
 end
+if personal and added > 0 then rcall('HINCRBY', stats, 'pq', added) end
 return added

@@ -1,116 +1,213 @@
 --[[
-  done: marks claimed (or queued) items done, counts them once, and publishes one event.
+  done: records R done reports of one project in one atomic step. Per report: every item must
+  be known (claimed, queued, failed or done), else nothing of that report changes (404). If
+  the reported byte domains differ from the project's, the reporter's IP is blocked until
+  now + auto_block_ttl and the report's claimed items go back to `todo` (403). Otherwise the
+  items move to `done`, each counted once, and one event is published.
 
-  All items must be known to the project: if any is in no queue, not claimed and not done,
-  nothing changes. Items already done are not counted again.
+  KEYS[1]  meta          hash    domains, auto_block_ttl, queues
+  KEYS[2]  out           zset    claimed items
+  KEYS[3]  claims        hash    claim records
+  KEYS[4]  done          set     completed items
+  KEYS[5]  failed        hash    failed items
+  KEYS[6]  attempts      hash    item -> times claimed
+  KEYS[7]  dl:claims     hash    downloader -> items held
+  KEYS[8]  stats         hash    done_items, done_bytes, pq (items in personal queues)
+  KEYS[9]  dl:items      zset    items per downloader
+  KEYS[10] dl:bytes      zset    bytes per downloader
+  KEYS[11] dl:version    hash    last version per downloader
+  KEYS[12] dl:seen       hash    last completion per downloader (ms)
+  KEYS[13] domain_bytes  hash    bytes per domain
+  KEYS[14] seq           string  event sequence number
+  KEYS[15] history       list    recent events, newest first
+  KEYS[16] events        channel completion events
+  KEYS[17] timeline      hash    item -> JSON transitions
+  KEYS[18] blocked:ip    hash    ip -> JSON block entry
+  KEYS[19] log           stream  completion log
+  KEYS[20] chart         list    "minute items bytes" cumulative, one entry per minute
+  Derived (same slot): queue parts, todo:d:<downloader>, st:<day>, dlc:<downloader>,
+  u:dl:<day>, u:ip:<day>.
 
-  KEYS[1]  out            zset    claimed items
-  KEYS[2]  claims         hash    claim records
-  KEYS[3]  done           set     completed items
-  KEYS[4]  stats          hash    done_items, done_bytes
-  KEYS[5]  dl:items       zset    items per downloader
-  KEYS[6]  dl:bytes       zset    bytes per downloader
-  KEYS[7]  dl:version     hash    last version per downloader
-  KEYS[8]  dl:seen        hash    last completion time per downloader
-  KEYS[9]  domain_bytes   hash    bytes per domain
-  KEYS[10] seq            string  event sequence number
-  KEYS[11] history        list    recent events, newest first
-  KEYS[12] events         channel completion events
-  KEYS[13] todo           set     queue
-  KEYS[14] todo:backfeed  set     queue
-  KEYS[15] todo:secondary set     queue
-  KEYS[16] todo:redo      set     queue
+  ARGV[1]  now (ms)
+  ARGV[2]  key prefix `ns:{SLUG}:`
+  ARGV[3]  history length to keep
+  ARGV[4]  completion log length to keep
+  ARGV[5]  R, the number of reports
+  ARGV[6..] per report: downloader, version, user agent, ip, id (JSON), D, D x (domain, bytes),
+            M, M x item
 
-  ARGV[1]  now (ms since the epoch)
-  ARGV[2]  downloader
-  ARGV[3]  script version
-  ARGV[4]  user agent
-  ARGV[5]  history length to keep
-  ARGV[6]  D, the number of domains that follow
-  ARGV[7 .. 6+2D]  domain, bytes (non-negative integer), alternating
-  ARGV[7+2D ..]    items
-
-  Output: {counted, duplicates, seq}; seq is 0 when nothing was counted.
-    {-1, item}  the item is unknown to the project; nothing changed
-  Events: publishes the event JSON on KEYS[12] and pushes it on KEYS[11] when anything is counted.
+  Output: per report, flattened: 200, counted, duplicates, seq (0 when nothing counted)
+                                 404, item (unknown item; nothing changed)
+                                 403, 0 (byte domains differ; ip blocked, items released)
+  Events: per report that counts anything, the event JSON is pushed on KEYS[15] and published
+  on KEYS[16].
 ]]
-local rcall = redis.call
-local out, claims, done, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local dl_items, dl_bytes, dl_version, dl_seen = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local domain_bytes, seq_key, history, events = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local now, downloader, version, ua = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local history_len = tonumber(ARGV[5])
-local ndomains = tonumber(ARGV[6])
-local first_item = 7 + 2 * ndomains
+local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local dl_version, dl_seen, domain_bytes, seq_key = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+local history, events, tl, blocked_ip, log, chart = KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20]
+local now, prefix = tonumber(ARGV[1]), ARGV[2]
+local history_len, log_len, nrep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
--- Where is each item? 'out', a queue index, 'done', or nil when unknown. Checked before any write.
-local where = {}
-for i = first_item, #ARGV do
-  local item = ARGV[i]
-  local w
-  if rcall('ZSCORE', out, item) then
-    w = 'out'
-  elseif rcall('SISMEMBER', done, item) == 1 then
-    w = 'done'
-  else
-    for q = 13, 16 do
-      if rcall('SISMEMBER', KEYS[q], item) == 1 then w = q break end
-    end
+local s = rcall('HMGET', meta, 'domains', 'auto_block_ttl', 'queues')
+local groups = queue_groups(s[3])
+local domains = {}
+for d in string.gmatch(s[1] or '', '[^,]+') do domains[d] = true end
+local block_ttl = (tonumber(s[2]) or 86400) * 1000
+local day = math.floor(now / 86400000)
+local minute = math.floor(now / 60000)
+
+local function todo_count()
+  local n = tonumber(rcall('HGET', stats, 'pq')) or 0
+  for _, parts in ipairs(groups) do
+    for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
   end
-  if not w then return { -1, item } end
-  where[i] = w
+  return n
 end
 
-local fresh, dups = {}, 0
-for i = first_item, #ARGV do
-  local item, w = ARGV[i], where[i]
-  if w == 'done' then
-    dups = dups + 1
+-- Sets the last point of a cumulative chart list to `value` at this minute.
+local function chart_point(key, value)
+  local last = rcall('LINDEX', key, -1)
+  local point = minute .. ' ' .. value
+  if last and string.match(last, '^(%d+)') == tostring(minute) then
+    rcall('LSET', key, -1, point)
   else
-    if w == 'out' then
-      rcall('ZREM', out, item)
-      rcall('HDEL', claims, item)
-    else
-      rcall('SREM', KEYS[w], item)
-    end
-    -- SADD returns 0 when the same item appears twice in one call: count it once.
-    if rcall('SADD', done, item) == 1 then
-      fresh[#fresh + 1] = item
-    else
-      dups = dups + 1
-    end
+    rcall('RPUSH', key, point)
   end
 end
-if #fresh == 0 then return { 0, dups, 0 } end
 
-local total = 0
-local domains_json = {}
-for d = 0, ndomains - 1 do
-  local domain, bytes = ARGV[7 + 2 * d], ARGV[8 + 2 * d]
-  rcall('HINCRBY', domain_bytes, domain, bytes)
-  total = total + tonumber(bytes)
-  domains_json[#domains_json + 1] = cjson.encode(domain) .. ':' .. bytes
+local result = {}
+local a = 6
+for _ = 1, nrep do
+  local who, version, ua, ip, id = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local ndom = tonumber(ARGV[a + 5])
+  local dom_at = a + 6
+  local nitems = tonumber(ARGV[dom_at + 2 * ndom])
+  local items_at = dom_at + 2 * ndom + 1
+  a = items_at + nitems
+
+  -- Where is each item? Checked before any write.
+  local where, unknown = {}, nil
+  for i = items_at, items_at + nitems - 1 do
+    local item = ARGV[i]
+    if rcall('ZSCORE', out, item) then where[i] = 'out'
+    elseif rcall('SISMEMBER', done, item) == 1 then where[i] = 'done'
+    elseif rcall('HEXISTS', failed, item) == 1 then where[i] = 'failed'
+    else where[i] = find_in_queues(prefix, groups, item, who) end
+    if not where[i] then unknown = item break end
+  end
+
+  local mismatch = false
+  if next(domains) then
+    local seen = 0
+    for d = 0, ndom - 1 do
+      if domains[ARGV[dom_at + 2 * d]] then seen = seen + 1 else mismatch = true end
+    end
+    local want = 0
+    for _ in pairs(domains) do want = want + 1 end
+    if seen ~= want then mismatch = true end
+  end
+
+  if unknown then
+    result[#result + 1] = 404
+    result[#result + 1] = unknown
+  elseif mismatch then
+    rcall('HSET', blocked_ip, ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
+      t = now, expires = now + block_ttl }))
+    for i = items_at, items_at + nitems - 1 do
+      local item = ARGV[i]
+      if where[i] == 'out' then
+        local raw = rcall('HGET', claims, item)
+        local claim = raw and cjson.decode(raw) or {}
+        if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
+        rcall('ZREM', out, item)
+        rcall('HDEL', claims, item)
+        rcall('ZADD', prefix .. 'todo', 0, item)
+        timeline(tl, item, now, 'released', who, version)
+      end
+    end
+    result[#result + 1] = 403
+    result[#result + 1] = 0
+  else
+    local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
+    for i = items_at, items_at + nitems - 1 do
+      local item, w = ARGV[i], where[i]
+      if w == 'done' or rcall('SISMEMBER', done, item) == 1 then
+        dups = dups + 1
+      else
+        local t0 = 0
+        if w == 'out' then
+          local raw = rcall('HGET', claims, item)
+          local claim = raw and cjson.decode(raw) or {}
+          t0 = tonumber(claim.t) or 0
+          if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
+          rcall('ZREM', out, item)
+          rcall('HDEL', claims, item)
+          if t0 > 0 then rtt = rtt + (now - t0) end
+        elseif w == 'failed' then
+          rcall('HDEL', failed, item)
+        else
+          rcall('ZREM', prefix .. w, item)
+          if string.sub(w, 1, 7) == 'todo:d:' then rcall('HINCRBY', stats, 'pq', -1) end
+        end
+        rcall('HDEL', attempts, item)
+        rcall('SADD', done, item)
+        timeline(tl, item, now, 'done', who, version)
+        fresh[#fresh + 1] = item
+        claimed_at[#claimed_at + 1] = t0
+      end
+    end
+    local seq = 0
+    if #fresh > 0 then
+      local total = 0
+      local dom_json = {}
+      for d = 0, ndom - 1 do
+        local domain, bytes = ARGV[dom_at + 2 * d], ARGV[dom_at + 2 * d + 1]
+        rcall('HINCRBY', domain_bytes, domain, bytes)
+        total = total + tonumber(bytes)
+        dom_json[#dom_json + 1] = cjson.encode(domain) .. ':' .. bytes
+      end
+      local total_s = string.format('%d', total)
+      local done_items = rcall('HINCRBY', stats, 'done_items', #fresh)
+      local done_bytes = rcall('HINCRBY', stats, 'done_bytes', total_s)
+      rcall('ZINCRBY', dl_items, #fresh, who)
+      local dl_total = rcall('ZINCRBY', dl_bytes, total_s, who)
+      rcall('HSET', dl_version, who, version)
+      rcall('HSET', dl_seen, who, now)
+      stat(prefix, now, 'i', #fresh)
+      stat(prefix, now, 'b', total)
+      if rtt > 0 then
+        stat(prefix, now, 'rt', rtt)
+        stat(prefix, now, 'rn', #fresh)
+      end
+      rcall('PFADD', prefix .. 'u:dl:' .. day, who)
+      rcall('EXPIRE', prefix .. 'u:dl:' .. day, 31 * 86400)
+      if ip ~= '' then
+        rcall('PFADD', prefix .. 'u:ip:' .. day, ip)
+        rcall('EXPIRE', prefix .. 'u:ip:' .. day, 31 * 86400)
+      end
+      chart_point(chart, done_items .. ' ' .. done_bytes)
+      chart_point(prefix .. 'dlc:' .. who, string.format('%d', tonumber(dl_total)))
+      rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', ip, 'ua', ua, 'v', version,
+        'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
+        'id', id)
+
+      seq = rcall('INCR', seq_key)
+      -- Built by hand: cjson would print large integers in exponent form.
+      local ev = '{"seq":' .. seq .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
+        .. ',"items":' .. cjson.encode(fresh) .. ',"bytes":' .. total_s
+        .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
+        .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(ua)
+        .. ',"counts":{"todo":' .. todo_count() .. ',"out":' .. rcall('ZCARD', out)
+        .. ',"done":' .. done_items .. ',"failed":' .. rcall('HLEN', failed) .. '}}'
+      rcall('LPUSH', history, ev)
+      rcall('LTRIM', history, 0, history_len - 1)
+      rcall('PUBLISH', events, ev)
+    end
+    result[#result + 1] = 200
+    result[#result + 1] = #fresh
+    result[#result + 1] = dups
+    result[#result + 1] = seq
+  end
 end
-local total_s = string.format('%d', total)
-
-rcall('HINCRBY', stats, 'done_items', #fresh)
-rcall('HINCRBY', stats, 'done_bytes', total_s)
-rcall('ZINCRBY', dl_items, #fresh, downloader)
-rcall('ZINCRBY', dl_bytes, total_s, downloader)
-rcall('HSET', dl_version, downloader, version)
-rcall('HSET', dl_seen, downloader, now)
-
-local todo = 0
-for q = 13, 16 do todo = todo + rcall('SCARD', KEYS[q]) end
-local seq = rcall('INCR', seq_key)
--- Built by hand: cjson would print large integers in exponent form.
-local ev = '{"seq":' .. seq .. ',"time":' .. now .. ',"downloader":' .. cjson.encode(downloader)
-  .. ',"items":' .. cjson.encode(fresh) .. ',"bytes":' .. total_s
-  .. ',"domain_bytes":{' .. table.concat(domains_json, ',') .. '}'
-  .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(ua)
-  .. ',"counts":{"todo":' .. todo .. ',"out":' .. rcall('ZCARD', out)
-  .. ',"done":' .. rcall('HGET', stats, 'done_items') .. '}}'
-rcall('LPUSH', history, ev)
-rcall('LTRIM', history, 0, history_len - 1)
-rcall('PUBLISH', events, ev)
-return { #fresh, dups, seq }
+return result

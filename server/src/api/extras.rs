@@ -1,0 +1,159 @@
+//! The smaller warrior calls: upload targets, upload reports, server time, and the public
+//! rescue form.
+
+use super::{
+    warrior::known_project, warrior::parse, warrior::valid_downloader, ApiError, ApiResult,
+};
+use crate::{store::now_ms, AppState};
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::header,
+    response::{Html, IntoResponse, Response},
+    Form, Json,
+};
+use rand::seq::IndexedRandom;
+use serde::Deserialize;
+
+/// Body of `POST /SLUG/upload`: `{"downloader": "alice", "item_name": "x", "version": "..."}`.
+#[derive(Debug, Deserialize)]
+pub struct UploadBody {
+    downloader: String,
+}
+
+/// `POST /SLUG/upload`: `{"upload_target": "rsync://host/module/alice/"}` from the active
+/// targets (`:downloader` replaced), or `{}` when there is none.
+pub async fn get_upload_target(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let req: UploadBody = parse(&body)?;
+    if !valid_downloader(&req.downloader) {
+        return Err(ApiError::bad_request("Invalid downloader name."));
+    }
+    known_project(&state, &slug).await?;
+    let active: Vec<String> = state
+        .store
+        .upload_targets(&slug)
+        .await?
+        .into_iter()
+        .filter(|(_, a)| *a)
+        .map(|(t, _)| t)
+        .collect();
+    let Some(target) = active.choose(&mut rand::rng()) else {
+        return Ok(Json(serde_json::json!({})).into_response());
+    };
+    let mut target = target.replace(":downloader", &req.downloader);
+    if !target.ends_with('/') {
+        target.push('/');
+    }
+    Ok(Json(serde_json::json!({ "upload_target": target })).into_response())
+}
+
+/// Body of `POST /SLUG/uploaded`: `{"uploader", "item", "server"}`.
+#[derive(Debug, Deserialize)]
+pub struct UploadedBody {
+    uploader: String,
+    item: String,
+    #[serde(default)]
+    server: String,
+}
+
+/// `POST /SLUG/uploaded`: records who uploaded what where; `OK`.
+pub async fn report_uploaded(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let req: UploadedBody = parse(&body)?;
+    if !valid_downloader(&req.uploader) {
+        return Err(ApiError::bad_request("Invalid uploader name."));
+    }
+    if req.item.len() > super::warrior::MAX_ITEM_LEN * 100 || req.server.len() > 1024 {
+        return Err(ApiError::bad_request("Item or server too long."));
+    }
+    known_project(&state, &slug).await?;
+    let record = serde_json::json!({ "uploader": req.uploader, "item": req.item, "server": req.server, "t": now_ms() });
+    state.store.record_upload(&slug, &record).await?;
+    Ok("OK\n".into_response())
+}
+
+/// `GET /now`: server time in seconds with milliseconds, `1700000000.123`.
+pub async fn get_now() -> Response {
+    let ms = now_ms();
+    (
+        [(header::CACHE_CONTROL, "no-store")],
+        format!("{}.{:03}", ms / 1000, ms % 1000),
+    )
+        .into_response()
+}
+
+fn rescue_page(title: &str, message: &str) -> Html<String> {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    Html(format!(
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Rescue items · {t}</title><link rel="stylesheet" href="/pkg/tracker.css"></head><body><main>
+<h1>Rescue items for {t}</h1><p>{m}</p><form method="post" class="card"><label for="items">Items, one per line</label><br>
+<textarea id="items" name="items" rows="12" cols="80"></textarea><br><button type="submit">Queue them</button></form></main></body></html>"#,
+        t = esc(title),
+        m = esc(message)
+    ))
+}
+
+/// `GET /SLUG/rescue-me`: the public form.
+pub async fn show_rescue_form(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    let settings = known_project(&state, &slug).await?;
+    if settings.item_pattern.is_empty() {
+        return Err(ApiError::not_found("This project takes no suggestions."));
+    }
+    Ok(rescue_page(&settings.title, "Suggest items this project should save.").into_response())
+}
+
+/// Form of `POST /SLUG/rescue-me`.
+#[derive(Debug, Deserialize)]
+pub struct RescueForm {
+    items: String,
+}
+
+/// `POST /SLUG/rescue-me`: queues the items matching the project's item pattern.
+pub async fn rescue_items(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Form(form): Form<RescueForm>,
+) -> ApiResult<Response> {
+    let settings = known_project(&state, &slug).await?;
+    let pattern = regex::Regex::new(&settings.item_pattern)
+        .ok()
+        .filter(|_| !settings.item_pattern.is_empty())
+        .ok_or_else(|| ApiError::not_found("This project takes no suggestions."))?;
+    let lines: Vec<&str> = form
+        .items
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.len() > 10_000 {
+        return Err(ApiError::bad_request("At most 10,000 items at once."));
+    }
+    let valid: Vec<String> = lines
+        .iter()
+        .filter(|l| l.len() <= super::warrior::MAX_ITEM_LEN && pattern.is_match(l))
+        .map(|l| l.to_string())
+        .collect();
+    let added = state.store.add_items(&slug, "todo", &valid).await?;
+    let message = format!(
+        "{added} new items queued; {} already known; {} did not match this project's items.",
+        valid.len() as u64 - added,
+        lines.len() - valid.len()
+    );
+    Ok(rescue_page(&settings.title, &message).into_response())
+}

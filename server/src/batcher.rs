@@ -1,0 +1,142 @@
+//! Coalesces concurrent claims (and concurrent dones) of one project into single script calls.
+//!
+//! Each project has a lane per operation: requests queue on a channel, and a few workers each
+//! take everything queued (up to [`MAX_BATCH`]) and run it as one script call. Under light load
+//! a batch is one request and nothing waits; under heavy load batches grow, and Redis runs one
+//! script per batch instead of one per request.
+
+use crate::store::{
+    now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Store, StoreError, StoreResult,
+};
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, Mutex},
+};
+use tokio::sync::{mpsc, oneshot};
+
+/// The most requests one script call serves.
+pub const MAX_BATCH: usize = 128;
+/// Script calls in flight per lane: one runs while the next batch gathers.
+const WORKERS: usize = 2;
+
+type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
+type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
+
+/// The lanes of every project; cheap to clone.
+#[derive(Clone)]
+pub struct Batcher {
+    store: Store,
+    claims: Arc<Lanes<ClaimRequest, ClaimOutcome>>,
+    dones: Arc<Lanes<DoneReport, DoneOutcome>>,
+}
+
+impl Batcher {
+    /// Lanes over `store`.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            claims: Arc::default(),
+            dones: Arc::default(),
+        }
+    }
+
+    /// Serves one claim request, batched with concurrent ones.
+    pub async fn claim(&self, slug: &str, request: ClaimRequest) -> StoreResult<ClaimOutcome> {
+        let store = self.store.clone();
+        let lane = lane(&self.claims, slug, move |slug, reqs| {
+            let store = store.clone();
+            async move {
+                match store.claim_batch(&slug, &reqs, now_ms()).await {
+                    Ok(Some(outcomes)) => outcomes.into_iter().map(Ok).collect(),
+                    Ok(None) => reqs.iter().map(|_| Err(StoreError::NoProject)).collect(),
+                    Err(e) => failed(&e, reqs.len()),
+                }
+            }
+        });
+        submit(lane, request).await
+    }
+
+    /// Records one done report, batched with concurrent ones.
+    pub async fn done(&self, slug: &str, report: DoneReport) -> StoreResult<DoneOutcome> {
+        let store = self.store.clone();
+        let lane = lane(&self.dones, slug, move |slug, reports| {
+            let store = store.clone();
+            async move {
+                match store.done_batch(&slug, &reports, now_ms()).await {
+                    Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+                    Err(e) => failed(&e, reports.len()),
+                }
+            }
+        });
+        submit(lane, report).await
+    }
+}
+
+fn failed<T>(e: &StoreError, n: usize) -> Vec<StoreResult<T>> {
+    tracing::error!(error = %e, "batched script call failed");
+    (0..n)
+        .map(|_| {
+            Err(StoreError::Reply {
+                script: "batch",
+                detail: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+async fn submit<Req, Res>(lane: mpsc::Sender<Job<Req, Res>>, req: Req) -> StoreResult<Res> {
+    let (tx, rx) = oneshot::channel();
+    let closed = || StoreError::Reply {
+        script: "batch",
+        detail: "batcher stopped".into(),
+    };
+    lane.send((req, tx)).await.map_err(|_| closed())?;
+    rx.await.map_err(|_| closed())?
+}
+
+/// The lane of `slug`, started on first use with `run` as its batch executor.
+fn lane<Req, Res, F, Fut>(
+    lanes: &Lanes<Req, Res>,
+    slug: &str,
+    run: F,
+) -> mpsc::Sender<Job<Req, Res>>
+where
+    Req: Send + 'static,
+    Res: Send + 'static,
+    F: Fn(String, Vec<Req>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Vec<StoreResult<Res>>> + Send,
+{
+    let mut lanes = lanes.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(tx) = lanes.get(slug) {
+        return tx.clone();
+    }
+    let (tx, rx) = mpsc::channel::<Job<Req, Res>>(MAX_BATCH * 8);
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    for _ in 0..WORKERS {
+        let (rx, run, slug) = (rx.clone(), run.clone(), slug.to_string());
+        tokio::spawn(async move {
+            loop {
+                let mut jobs = Vec::new();
+                {
+                    let mut rx = rx.lock().await;
+                    let Some(first) = rx.recv().await else { return };
+                    jobs.push(first);
+                    while jobs.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(job) => jobs.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                let (reqs, replies): (Vec<Req>, Vec<_>) = jobs.into_iter().unzip();
+                let results = run(slug.clone(), reqs).await;
+                for (reply, result) in replies.into_iter().zip(results) {
+                    let _ = reply.send(result);
+                }
+            }
+        });
+    }
+    lanes.insert(slug.to_string(), tx.clone());
+    tx
+}

@@ -1,0 +1,125 @@
+--[[
+  backfeed: queues records found by workers unless the project's Bloom filter has seen them.
+
+  The filter is scalable: layers `bloom:<i>` of 512-bit blocks; a record sets k bits of one
+  block per layer. When the newest layer holds its capacity, a new, larger and stricter layer
+  is added (parameters from ARGV[5]), so the false-positive rate stays within the target.
+  A record new to the filter is also checked against every state (it may have been added by
+  other means) so that an item is never in two states.
+
+  KEYS[1]  meta    hash    queues, state
+  KEYS[2]  out     zset    claimed items
+  KEYS[3]  done    set     completed items
+  KEYS[4]  failed  hash    failed items
+  KEYS[5]  bloom   hash    layers; n:<i>, cap:<i>, blocks:<i>, k:<i>
+  KEYS[6]  qseq    string  queue sequence counter
+  Derived (same slot): <prefix><queue part>, <prefix>bloom:<i>, <prefix>st:<day>.
+
+  ARGV[1]  now (ms)
+  ARGV[2]  key prefix `ns:{SLUG}:`
+  ARGV[3]  the queue: `todo:backfeed` or `todo:backfeed:<shard>`
+  ARGV[4]  1 to skip the filter (skipbloom), else 0
+  ARGV[5]  layer parameters "capacity blocks k" for layers 0, 1, ..., separated by ';'
+  ARGV[6 ..] triples: hash (integer < 2^52 of the dedupe key), part suffix ('' or '#pattern'), item
+
+  Output: {added, duplicates}; -1 when the project does not exist.
+  Events: none.
+]]
+local meta, out, done, failed, bloom, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local now, prefix, queue, skip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
+
+local m = rcall('HMGET', meta, 'title', 'queues')
+if not m[1] then return -1 end
+local order = m[2] or DEFAULT_QUEUES
+-- A new shard joins the backfeed group of the claim order.
+if not string.find(' ' .. string.gsub(order, ',', ' ') .. ' ', ' ' .. queue .. ' ', 1, true) then
+  order = string.gsub(order, 'todo:backfeed', 'todo:backfeed ' .. queue, 1)
+  rcall('HSET', meta, 'queues', order)
+end
+local groups = queue_groups(order)
+
+local params = {}
+for cap, blocks, k in string.gmatch(ARGV[5], '(%d+) (%d+) (%d+)') do
+  params[#params + 1] = { cap = tonumber(cap), blocks = tonumber(blocks), k = tonumber(k) }
+end
+local layers = {}
+local nlayers = tonumber(rcall('HGET', bloom, 'layers')) or 0
+for i = 0, nlayers - 1 do
+  local f = rcall('HMGET', bloom, 'n:' .. i, 'cap:' .. i, 'blocks:' .. i, 'k:' .. i)
+  layers[#layers + 1] = { i = i, n = tonumber(f[1]), cap = tonumber(f[2]), blocks = tonumber(f[3]), k = tonumber(f[4]) }
+end
+
+local function add_layer()
+  local i = #layers
+  local p = params[math.min(i + 1, #params)]
+  rcall('HSET', bloom, 'layers', i + 1, 'n:' .. i, 0, 'cap:' .. i, p.cap, 'blocks:' .. i, p.blocks, 'k:' .. i, p.k)
+  layers[#layers + 1] = { i = i, n = 0, cap = p.cap, blocks = p.blocks, k = p.k }
+end
+
+-- Bit offsets (within the block) and the block of hash h in layer l.
+local function spot(h, l)
+  local block = math.floor(h / 262144) % l.blocks
+  local x = h % 512
+  local y = math.floor(h / 512) % 512
+  y = y - (y % 2) + 1
+  return block, x, y
+end
+
+local function seen(h)
+  for _, l in ipairs(layers) do
+    local block, x, y = spot(h, l)
+    local bytes = rcall('GETRANGE', prefix .. 'bloom:' .. l.i, block * 64, block * 64 + 63)
+    local all = true
+    for j = 0, l.k - 1 do
+      local off = (x + j * y) % 512
+      local byte = string.byte(bytes, math.floor(off / 8) + 1) or 0
+      if math.floor(byte / 2 ^ (7 - off % 8)) % 2 == 0 then all = false break end
+    end
+    if all then return true end
+  end
+  return false
+end
+
+local function remember(h)
+  local l = layers[#layers]
+  if not l or l.n >= l.cap then
+    add_layer()
+    l = layers[#layers]
+  end
+  local block, x, y = spot(h, l)
+  local args = {}
+  for j = 0, l.k - 1 do
+    args[#args + 1] = 'SET'
+    args[#args + 1] = 'u1'
+    args[#args + 1] = block * 512 + (x + j * y) % 512
+    args[#args + 1] = 1
+  end
+  rcall('BITFIELD', prefix .. 'bloom:' .. l.i, unpack(args))
+  l.n = l.n + 1
+  rcall('HINCRBY', bloom, 'n:' .. l.i, 1)
+end
+
+local added, dups = 0, 0
+local ntriples = (#ARGV - 5) / 3
+local seq = rcall('INCRBY', qseq, ntriples) - ntriples
+for i = 6, #ARGV, 3 do
+  local h, part, item = tonumber(ARGV[i]), queue .. ARGV[i + 1], ARGV[i + 2]
+  seq = seq + 1
+  if not skip and seen(h) then
+    dups = dups + 1
+  else
+    if not skip then remember(h) end
+    local known = rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
+      or rcall('HEXISTS', failed, item) == 1 or rcall('ZSCORE', prefix .. part, item)
+      or find_in_queues(prefix, groups, item, nil)
+    if known then
+      dups = dups + 1
+    else
+      rcall('ZADD', prefix .. part, seq, item)
+      added = added + 1
+    end
+  end
+end
+stat(prefix, now, 'bf', added)
+stat(prefix, now, 'bd', dups)
+return { added, dups }

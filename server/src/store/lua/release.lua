@@ -1,0 +1,31 @@
+--[[
+  release: gives a claimed item back to `todo` (first in line), restoring the claimant's budget.
+  Only the claimant, or an admin, may release.
+
+  KEYS[1]  out        zset  claimed items
+  KEYS[2]  claims     hash  claim records
+  KEYS[3]  dl:claims  hash  downloader -> items held
+  KEYS[4]  timeline   hash  item -> JSON transitions
+  KEYS[5]  todo       zset  main queue
+
+  ARGV[1]  now (ms)
+  ARGV[2]  item
+  ARGV[3]  who asks (downloader name, or the admin's name)
+  ARGV[4]  1 when the caller is an admin, else 0
+
+  Output: 1 released; -1 the item is not claimed; -2 the caller is not the claimant.
+  Events: none.
+]]
+local out, claims, dl_claims, tl, todo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local now, item, who, admin = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
+
+if not rcall('ZSCORE', out, item) then return -1 end
+local raw = rcall('HGET', claims, item)
+local claim = raw and cjson.decode(raw) or {}
+if not admin and claim.d ~= who then return -2 end
+if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
+rcall('ZREM', out, item)
+rcall('HDEL', claims, item)
+rcall('ZADD', todo, 0, item)
+timeline(tl, item, now, 'released', who, '')
+return 1

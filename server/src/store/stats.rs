@@ -1,0 +1,116 @@
+//! Statistics read for the pages and the old leaderboard's JSON: charts, versions, per-minute
+//! counters, unique contributors.
+
+use super::{Store, StoreResult};
+use fred::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// `[[epoch seconds, value], ...]`
+pub type Series = Vec<(u64, u64)>;
+
+/// The old leaderboard's `charts.json`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Charts {
+    /// Cumulative items done, one point per minute with completions.
+    pub items: Series,
+    /// Cumulative bytes done.
+    pub bytes: Series,
+    /// Cumulative bytes of the top downloaders.
+    pub downloaders: BTreeMap<String, Series>,
+}
+
+/// Counters of one minute (see the done and claim scripts).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Minute {
+    /// Epoch seconds of the minute.
+    pub t: u64,
+    /// Counter -> value: rq, ok, cl, rc, rs, f, i, b, rt, rn, bf, bd.
+    pub counters: BTreeMap<String, u64>,
+}
+
+fn point(entry: &str) -> Option<(u64, Vec<u64>)> {
+    let mut it = entry.split(' ').map(|v| v.parse::<u64>().ok());
+    let minute = it.next()??;
+    Some((minute * 60, it.collect::<Option<Vec<u64>>>()?))
+}
+
+impl Store {
+    /// Cumulative charts, with the `top` downloaders by bytes.
+    pub async fn charts(&self, slug: &str, top: i64) -> StoreResult<Charts> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let raw: Vec<String> = client.lrange(k.chart(), 0, -1).await?;
+        let mut charts = Charts::default();
+        for (t, v) in raw.iter().filter_map(|e| point(e)) {
+            if let [items, bytes] = v[..] {
+                charts.items.push((t, items));
+                charts.bytes.push((t, bytes));
+            }
+        }
+        let names: Vec<String> = client.zrevrange(k.dl_bytes(), 0, top - 1, false).await?;
+        for name in names {
+            let raw: Vec<String> = client.lrange(k.dl_chart(&name), 0, -1).await?;
+            let series = raw
+                .iter()
+                .filter_map(|e| point(e))
+                .filter_map(|(t, v)| Some((t, *v.first()?)))
+                .collect();
+            charts.downloaders.insert(name, series);
+        }
+        Ok(charts)
+    }
+
+    /// The last script version of every downloader.
+    pub async fn downloader_versions(&self, slug: &str) -> StoreResult<HashMap<String, String>> {
+        Ok(self
+            .pool
+            .next()
+            .hgetall(self.keys.project(slug).dl_version())
+            .await?)
+    }
+
+    /// Per-minute counters of the last `minutes` minutes up to `now_ms`, oldest first; minutes
+    /// without activity are included with no counters.
+    pub async fn minutes(&self, slug: &str, now_ms: u64, minutes: u64) -> StoreResult<Vec<Minute>> {
+        let k = self.keys.project(slug);
+        let last = now_ms / 60_000;
+        let first = last + 1 - minutes.max(1);
+        let mut by_minute: BTreeMap<u64, BTreeMap<String, u64>> =
+            (first..=last).map(|m| (m, BTreeMap::new())).collect();
+        for day in (first / 1440)..=(last / 1440) {
+            let fields: HashMap<String, u64> =
+                self.pool.next().hgetall(k.minute_stats(day)).await?;
+            for (field, v) in fields {
+                let Some((m, counter)) = field.split_once(':') else {
+                    continue;
+                };
+                let Ok(m) = m.parse::<u64>() else { continue };
+                if let Some(slot) = by_minute.get_mut(&(day * 1440 + m)) {
+                    slot.insert(counter.to_string(), v);
+                }
+            }
+        }
+        Ok(by_minute
+            .into_iter()
+            .map(|(m, counters)| Minute {
+                t: m * 60,
+                counters,
+            })
+            .collect())
+    }
+
+    /// Unique downloaders and IPs that completed items in the 30 days up to `now_ms`.
+    pub async fn unique_contributors(&self, slug: &str, now_ms: u64) -> StoreResult<(u64, u64)> {
+        let k = self.keys.project(slug);
+        let today = now_ms / 86_400_000;
+        let days = (today.saturating_sub(29)..=today).collect::<Vec<_>>();
+        let client = self.pool.next();
+        let dl: u64 = client
+            .pfcount(days.iter().map(|d| k.uniques("dl", *d)).collect::<Vec<_>>())
+            .await?;
+        let ip: u64 = client
+            .pfcount(days.iter().map(|d| k.uniques("ip", *d)).collect::<Vec<_>>())
+            .await?;
+        Ok((dl, ip))
+    }
+}
