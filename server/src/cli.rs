@@ -4,7 +4,7 @@ use crate::{
     config::{RedisArgs, ServeArgs},
     embedded_redis::EmbeddedRedis,
     keys::QUEUES,
-    store::{valid_slug, NewProject, Store, StoreError},
+    store::{valid_slug, NewProject, Settings, Store, StoreError},
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -35,6 +35,11 @@ pub enum Command {
     /// Manage items.
     #[command(subcommand)]
     Items(ItemsCommand),
+    /// Verify a project's invariant; exits non-zero on any violation.
+    Check {
+        /// Project slug.
+        slug: String,
+    },
 }
 
 /// `tracker project ...`
@@ -51,6 +56,20 @@ pub enum ProjectCommand {
         #[arg(long, value_delimiter = ',', default_value = "data")]
         domains: Vec<String>,
     },
+    /// Change settings: `KEY=VALUE` ... (e.g. `rate=10 burst=20 fifo=true domains=data,warc
+    /// pattern_limits='[{"name":"img","pattern":"\\.jpg$","rate":5,"burst":5}]'`).
+    Set {
+        /// Project slug.
+        slug: String,
+        /// Settings to change.
+        #[arg(required = true)]
+        changes: Vec<String>,
+    },
+    /// Print the settings as JSON.
+    Show {
+        /// Project slug.
+        slug: String,
+    },
 }
 
 /// `tracker items ...`
@@ -66,6 +85,13 @@ pub enum ItemsCommand {
         /// File of items, or `-` for standard input.
         #[arg(default_value = "-")]
         file: String,
+    },
+    /// Where an item is, and its last transitions.
+    Show {
+        /// Project slug.
+        slug: String,
+        /// The item.
+        item: String,
     },
 }
 
@@ -128,8 +154,61 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 }
             }
         }
+        Command::Project(ProjectCommand::Set { slug, changes }) => {
+            let current = store
+                .project(&slug)
+                .await?
+                .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
+            let updated = apply_changes(&current, &changes)?;
+            store.save_settings(&slug, &updated).await?;
+            println!("updated {slug}");
+            Ok(())
+        }
+        Command::Project(ProjectCommand::Show { slug }) => {
+            let current = store
+                .project(&slug)
+                .await?
+                .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&*current).unwrap_or_default()
+            );
+            Ok(())
+        }
+        Command::Items(ItemsCommand::Show { slug, item }) => {
+            let status = store.item_status(&slug, &item).await?;
+            let body = serde_json::json!({
+                "status": status.state,
+                "downloader": status.downloader,
+                "detail": status.detail,
+                "history": serde_json::from_str::<serde_json::Value>(&status.timeline).unwrap_or_default(),
+            });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&body).unwrap_or_default()
+            );
+            Ok(())
+        }
+        Command::Check { slug } => {
+            let problems = store.check(&slug).await?;
+            for p in &problems {
+                println!("{p}");
+            }
+            if problems.is_empty() {
+                println!("ok: {slug} holds its invariant");
+                Ok(())
+            } else {
+                Err(CliError::Usage(format!(
+                    "{} violations in {slug}",
+                    problems.len()
+                )))
+            }
+        }
         Command::Items(ItemsCommand::Add { slug, queue, file }) => {
-            if !QUEUES.contains(&queue.as_str()) {
+            let personal = queue
+                .strip_prefix("todo:d:")
+                .is_some_and(crate::api::warrior::valid_downloader);
+            if !QUEUES.contains(&queue.as_str()) && !personal {
                 return Err(CliError::Usage(format!(
                     "unknown queue {queue:?}: one of {QUEUES:?}"
                 )));
@@ -145,6 +224,70 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             Ok(())
         }
     }
+}
+
+/// Applies `KEY=VALUE` changes to `settings`, validating the result.
+pub fn apply_changes(settings: &Settings, changes: &[String]) -> Result<Settings, CliError> {
+    let mut value = serde_json::to_value(settings).map_err(|e| CliError::Usage(e.to_string()))?;
+    for change in changes {
+        let (key, raw) = change
+            .split_once('=')
+            .ok_or_else(|| CliError::Usage(format!("expected KEY=VALUE, got {change:?}")))?;
+        let slot = value
+            .get_mut(key)
+            .ok_or_else(|| CliError::Usage(format!("unknown setting {key:?}")))?;
+        *slot = match slot {
+            serde_json::Value::String(_) => serde_json::Value::String(raw.to_string()),
+            serde_json::Value::Array(_) if !raw.trim_start().starts_with('[') => raw
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| serde_json::Value::String(s.to_string()))
+                .collect(),
+            _ => serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("{key}: {e}")))?,
+        };
+    }
+    let updated: Settings =
+        serde_json::from_value(value).map_err(|e| CliError::Usage(e.to_string()))?;
+    validate_settings(&updated).map_err(CliError::Usage)?;
+    Ok(updated)
+}
+
+/// Why `s` cannot be saved, if it cannot.
+pub fn validate_settings(s: &Settings) -> Result<(), String> {
+    if !["active", "paused", "draining", "finished"].contains(&s.state.as_str()) {
+        return Err(format!(
+            "state must be active, paused, draining or finished, not {:?}",
+            s.state
+        ));
+    }
+    if s.rate < 0.0 || s.burst < 0.0 || !s.rate.is_finite() || !s.burst.is_finite() {
+        return Err("rate and burst must be non-negative".into());
+    }
+    if s.domains
+        .iter()
+        .any(|d| d.is_empty() || d.len() > 64 || d.contains([',', '"', '\\']))
+    {
+        return Err("domains must be 1 to 64 characters, without , \" or \\".into());
+    }
+    if !s.item_pattern.is_empty() {
+        regex::Regex::new(&s.item_pattern).map_err(|e| format!("item_pattern: {e}"))?;
+    }
+    if !s.backfeed_key.is_empty() && !s.backfeed_key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err("backfeed_key must be letters and digits".into());
+    }
+    for p in &s.pattern_limits {
+        if !crate::store::valid_part_name(&p.name) {
+            return Err(format!(
+                "pattern limit name {:?} must be [a-z0-9_-]{{1,32}}",
+                p.name
+            ));
+        }
+        regex::Regex::new(&p.pattern).map_err(|e| format!("pattern limit {}: {e}", p.name))?;
+        if !(p.rate > 0.0 && p.rate.is_finite()) {
+            return Err(format!("pattern limit {}: rate must be positive", p.name));
+        }
+    }
+    Ok(())
 }
 
 /// Streams items from `file` into the store in batches; returns (new, skipped lines).

@@ -3,6 +3,7 @@
 
 mod blocks;
 mod bloom;
+mod check;
 mod items;
 mod projects;
 pub mod scripts;

@@ -10,6 +10,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// The admin API token of every [`TestApp`].
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
 /// A running tracker for one test.
 pub struct TestApp {
     /// Where it listens.
@@ -100,9 +103,10 @@ impl TestApp {
             }
         };
         let namespace = random_name("test");
-        let state = AppState::new(&redis_url, &namespace, "target/site")
+        let mut state = AppState::new(&redis_url, &namespace, "target/site")
             .await
             .expect("connect to redis");
+        state.admin_token = Some(ADMIN_TOKEN.to_string());
         let store = state.store.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -142,6 +146,46 @@ impl TestApp {
             .add_items(slug, "todo", &items)
             .await
             .expect("add items");
+    }
+
+    /// Changes project settings with `f` and saves them.
+    pub async fn settings(&self, slug: &str, f: impl FnOnce(&mut server::store::Settings)) {
+        let mut s = (*self
+            .store
+            .project(slug)
+            .await
+            .expect("read settings")
+            .expect("project"))
+        .clone();
+        f(&mut s);
+        server::cli::validate_settings(&s).expect("valid settings");
+        self.store
+            .save_settings(slug, &s)
+            .await
+            .expect("save settings");
+    }
+
+    /// Panics unless `tracker check` finds the project's invariant intact.
+    pub async fn assert_invariant(&self, slug: &str) {
+        let problems = self.store.check(slug).await.expect("check");
+        assert!(
+            problems.is_empty(),
+            "invariant broken in {slug}: {problems:#?}"
+        );
+    }
+
+    /// POSTs `body` to `path` with `headers`.
+    pub async fn post_with(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut req = self.http.post(self.url(path)).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        Self::reply(req.send().await.expect("POST")).await
     }
 
     /// POSTs `body` to `path`.

@@ -1,7 +1,10 @@
 //! Black-box tests of the HTTP API; modules mirror the route table.
 
 mod api {
+    mod backfeed;
+    mod engine;
     mod live;
+    mod protocol;
     mod public;
     mod scripts;
     mod warrior;

@@ -159,6 +159,7 @@ impl Store {
             k.blocked("dl"),
             k.ratelimit(),
             k.timeline(),
+            k.stats(),
         ];
         let mut args = Vec::with_capacity(3 + 7 * requests.len());
         args.push(Value::from(now_ms as i64));

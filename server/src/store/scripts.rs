@@ -67,7 +67,7 @@ impl Scripts {
         Self {
             add_items: lua!("add_items", 6),
             backfeed: lua!("backfeed", 6),
-            claim: lua!("claim", 10),
+            claim: lua!("claim", 11),
             done: lua!("done", 20),
             item_status: lua!("item_status", 6),
             release: lua!("release", 5),

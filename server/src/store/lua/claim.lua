@@ -20,6 +20,7 @@
   KEYS[8]  blocked:dl  hash  downloader -> JSON block entry
   KEYS[9]  ratelimit   hash  limiter -> theoretical arrival time (ms); '' is the project's
   KEYS[10] timeline    hash  item -> JSON transitions
+  KEYS[11] stats       hash  pq (items in personal queues)
   Derived (same slot): <prefix><queue part>, <prefix>todo:d:<downloader>, <prefix>st:<day>.
 
   ARGV[1]  now (ms)
@@ -36,6 +37,7 @@
 ]]
 local meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local stats = KEYS[11]
 local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local s = rcall('HMGET', meta, 'title', 'state', 'min_version', 'rate', 'burst', 'claims_limit',
@@ -178,8 +180,9 @@ for r = 0, nreq - 1 do
       else
         local got, reclaimed = {}, 0
         -- 1. the downloader's own queue
-        local personal = prefix .. 'todo:d:' .. who.d
-        for _, item in ipairs(pop(personal, allowed)) do
+        local personal = pop(prefix .. 'todo:d:' .. who.d, allowed)
+        if #personal > 0 then rcall('HINCRBY', stats, 'pq', -#personal) end
+        for _, item in ipairs(personal) do
           if take(item, who, 'claimed') then got[#got + 1] = item end
         end
         -- 2. reclaims when the claims limit is reached

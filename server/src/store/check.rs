@@ -1,0 +1,147 @@
+//! `tracker check`: verifies a project's central invariant. Reads whole structures, so it is
+//! meant for quiet moments (and tests), not for a busy project of hundreds of millions of items.
+
+use super::{Store, StoreResult};
+use crate::keys::QUEUES;
+use fred::prelude::*;
+use std::collections::HashMap;
+
+impl Store {
+    /// The names of the personal queues (`todo:d:<downloader>`) of a project, as key names.
+    async fn personal_queues(&self, slug: &str) -> StoreResult<Vec<String>> {
+        let k = self.keys.project(slug);
+        let pattern = format!("{}todo:d:*", k.prefix());
+        let (mut cursor, mut keys) = ("0".to_string(), Vec::new());
+        loop {
+            let (next, page): (String, Vec<String>) = self
+                .pool
+                .next()
+                .scan_page(cursor, pattern.as_str(), Some(1000), None)
+                .await?;
+            keys.extend(page);
+            if next == "0" {
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
+
+    /// Every violation of the invariant in project `slug` (empty when it holds): every item in
+    /// exactly one of the queues, the claimed set, done or failed; claim records matching the
+    /// claimed set; counters matching what they count.
+    pub async fn check(&self, slug: &str) -> StoreResult<Vec<String>> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let meta: HashMap<String, String> = client.hgetall(k.meta()).await?;
+        let Some(order) = meta.get("title").map(|_| {
+            meta.get("queues")
+                .cloned()
+                .unwrap_or_else(|| QUEUES.join(","))
+        }) else {
+            return Ok(vec![format!("no project {slug}")]);
+        };
+        let mut places: HashMap<String, Vec<String>> = HashMap::new();
+        let mut queue_keys: Vec<String> = order
+            .split([',', ' '])
+            .filter(|p| !p.is_empty())
+            .map(|p| k.key(p))
+            .collect();
+        let personal = self.personal_queues(slug).await?;
+        let mut personal_total = 0;
+        for key in &personal {
+            let n: u64 = client.zcard(key).await?;
+            personal_total += n;
+        }
+        queue_keys.extend(personal);
+        for key in &queue_keys {
+            let items: Vec<String> = client.zrange(key, 0, -1, None, false, None, false).await?;
+            for item in items {
+                places.entry(item).or_default().push(key.clone());
+            }
+        }
+        let out: Vec<String> = client
+            .zrange(k.out(), 0, -1, None, false, None, false)
+            .await?;
+        let done: Vec<String> = client.smembers(k.done()).await?;
+        let failed: Vec<String> = client.hkeys(k.failed()).await?;
+        for (list, name) in [(&out, "out"), (&done, "done"), (&failed, "failed")] {
+            for item in list.iter() {
+                places
+                    .entry(item.clone())
+                    .or_default()
+                    .push(name.to_string());
+            }
+        }
+        let mut problems: Vec<String> = places
+            .iter()
+            .filter(|(_, p)| p.len() > 1)
+            .map(|(item, p)| format!("item {item:?} is in {} places: {}", p.len(), p.join(", ")))
+            .collect();
+
+        let claims: HashMap<String, String> = client.hgetall(k.claims()).await?;
+        let mut held: HashMap<String, i64> = HashMap::new();
+        for item in &out {
+            match claims
+                .get(item)
+                .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok())
+            {
+                Some(c) => {
+                    *held
+                        .entry(c["d"].as_str().unwrap_or_default().to_string())
+                        .or_default() += 1
+                }
+                None => problems.push(format!("claimed item {item:?} has no claim record")),
+            }
+        }
+        if claims.len() != out.len() {
+            problems.push(format!(
+                "{} claim records for {} claimed items",
+                claims.len(),
+                out.len()
+            ));
+        }
+        let counted: HashMap<String, i64> = client.hgetall(k.dl_claims()).await?;
+        for (who, n) in counted.iter().filter(|(_, n)| **n != 0) {
+            if held.get(who) != Some(n) {
+                problems.push(format!(
+                    "dl:claims says {who} holds {n}, claims say {}",
+                    held.get(who).unwrap_or(&0)
+                ));
+            }
+        }
+        for (who, n) in &held {
+            if counted.get(who) != Some(n) {
+                problems.push(format!(
+                    "{who} holds {n} claims, dl:claims says {}",
+                    counted.get(who).unwrap_or(&0)
+                ));
+            }
+        }
+
+        let stats: HashMap<String, i64> = client.hgetall(k.stats()).await?;
+        let done_items = stats.get("done_items").copied().unwrap_or(0);
+        if done_items != done.len() as i64 {
+            problems.push(format!(
+                "stats.done_items is {done_items}, done holds {}",
+                done.len()
+            ));
+        }
+        let per_downloader: Vec<(String, f64)> = client
+            .zrange(k.dl_items(), 0, -1, None, false, None, true)
+            .await?;
+        let sum: f64 = per_downloader.iter().map(|(_, n)| n).sum();
+        if sum as i64 != done_items {
+            problems.push(format!(
+                "downloaders' items sum to {sum}, stats.done_items is {done_items}"
+            ));
+        }
+        let pq = stats.get("pq").copied().unwrap_or(0);
+        if pq != personal_total as i64 {
+            problems.push(format!(
+                "stats.pq is {pq}, personal queues hold {personal_total}"
+            ));
+        }
+        problems.sort();
+        Ok(problems)
+    }
+}

@@ -1,0 +1,247 @@
+//! The queue engine through the store, with time passed in: claim order, reclaims, attempts,
+//! limits, pattern limits.
+
+use server::store::{ClaimOutcome, ClaimRequest, PatternLimit};
+use tests::TestApp;
+
+const T0: u64 = 1_700_000_000_000;
+
+fn who(name: &str, n: usize) -> ClaimRequest {
+    ClaimRequest {
+        downloader: name.into(),
+        ip: "10.0.0.1".into(),
+        n,
+        name_ok: true,
+        ..Default::default()
+    }
+}
+
+async fn claim(app: &TestApp, slug: &str, name: &str, n: usize, now: u64) -> Vec<String> {
+    match app.store.claim(slug, &who(name, n), now).await.unwrap() {
+        ClaimOutcome::Items(items) => items,
+        ClaimOutcome::Empty => vec![],
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn fifo_projects_serve_items_in_the_order_added() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    app.settings("p", |s| s.fifo = true).await;
+    app.store
+        .add_items("p", "todo", &strings(&["a", "b", "c", "d"]))
+        .await
+        .unwrap();
+    assert_eq!(claim(&app, "p", "alice", 2, T0).await, ["a", "b"]);
+    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["c"]);
+}
+
+#[tokio::test]
+async fn queues_are_served_in_claim_order_personal_queue_first() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    app.settings("p", |s| s.fifo = true).await;
+    for (queue, item) in [
+        ("todo:redo", "redo"),
+        ("todo:secondary", "second"),
+        ("todo:backfeed", "fed"),
+        ("todo", "main"),
+    ] {
+        app.store
+            .add_items("p", queue, &strings(&[item]))
+            .await
+            .unwrap();
+    }
+    app.store
+        .add_items("p", "todo:d:alice", &strings(&["mine"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&app, "p", "bob", 1, T0).await,
+        ["main"],
+        "bob never gets alice's item"
+    );
+    assert_eq!(
+        claim(&app, "p", "alice", 5, T0).await,
+        ["mine", "fed", "second", "redo"]
+    );
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn known_items_are_never_added_twice() {
+    let app = TestApp::start().await;
+    app.project("p", &["a"]).await;
+    let a = claim(&app, "p", "alice", 1, T0).await;
+    assert_eq!(
+        app.store
+            .add_items("p", "todo:secondary", &strings(&["a", "b", "b"]))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(a, ["a"]);
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn stale_claims_are_reclaimed_after_ttl_times_claim_count() {
+    let app = TestApp::start().await;
+    app.project("p", &["x"]).await;
+    app.settings("p", |s| s.reclaim_ttl = 60).await;
+    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["x"]);
+    assert!(
+        claim(&app, "p", "bob", 1, T0 + 59_000).await.is_empty(),
+        "not yet stale"
+    );
+    assert_eq!(
+        claim(&app, "p", "bob", 1, T0 + 60_000).await,
+        ["x"],
+        "stale after 1 x 60 s"
+    );
+    // Claimed twice now: stale after 2 x 60 s.
+    assert!(claim(&app, "p", "carol", 1, T0 + 60_000 + 119_000)
+        .await
+        .is_empty());
+    assert_eq!(
+        claim(&app, "p", "carol", 1, T0 + 60_000 + 120_000).await,
+        ["x"]
+    );
+    let status = app.store.item_status("p", "x").await.unwrap();
+    assert_eq!(status.downloader.as_deref(), Some("carol"));
+    assert!(status.timeline.contains("reclaimed"));
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn items_claimed_more_than_max_attempts_fail() {
+    let app = TestApp::start().await;
+    app.project("p", &["x"]).await;
+    app.settings("p", |s| {
+        s.reclaim_ttl = 1;
+        s.max_attempts = 2;
+    })
+    .await;
+    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["x"]);
+    assert_eq!(claim(&app, "p", "bob", 1, T0 + 10_000).await, ["x"]);
+    assert!(
+        claim(&app, "p", "carol", 1, T0 + 60_000).await.is_empty(),
+        "a third claim fails it instead"
+    );
+    let status = app.store.item_status("p", "x").await.unwrap();
+    assert_eq!(status.state.as_deref(), Some("failed"));
+    assert!(status.detail.contains("claimed 2 times"));
+    let board = app.store.leaderboard("p", -1, 0).await.unwrap().unwrap();
+    assert_eq!((board.counts.out, board.counts.failed), (0, 1));
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn at_the_claims_limit_claims_are_served_reclaims() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c"]).await;
+    app.settings("p", |s| {
+        s.claims_limit = 2;
+        s.fifo = true;
+    })
+    .await;
+    assert_eq!(claim(&app, "p", "alice", 2, T0).await, ["a", "b"]);
+    assert_eq!(
+        claim(&app, "p", "bob", 1, T0 + 1).await,
+        ["a"],
+        "the oldest claim, not a new item"
+    );
+    let board = app.store.leaderboard("p", -1, 0).await.unwrap().unwrap();
+    assert_eq!((board.counts.out, board.counts.todo), (2, 1));
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn rate_limit_is_smooth_with_burst() {
+    let app = TestApp::start().await;
+    let items: Vec<String> = (0..100).map(|i| format!("i{i}")).collect();
+    app.project("p", &[]).await;
+    app.store.add_items("p", "todo", &items).await.unwrap();
+    app.settings("p", |s| {
+        s.rate = 10.0;
+        s.burst = 5.0;
+    })
+    .await;
+    assert_eq!(
+        claim(&app, "p", "alice", 100, T0).await.len(),
+        5,
+        "the burst"
+    );
+    assert!(
+        matches!(app.store.claim("p", &who("alice", 1), T0).await.unwrap(), ClaimOutcome::RateLimited(ms) if ms > 0 && ms <= 100)
+    );
+    assert_eq!(
+        claim(&app, "p", "alice", 100, T0 + 100).await.len(),
+        1,
+        "one per 100 ms"
+    );
+    assert_eq!(
+        claim(&app, "p", "alice", 100, T0 + 1100).await.len(),
+        5,
+        "refilled up to the burst only"
+    );
+}
+
+#[tokio::test]
+async fn pattern_limits_do_not_starve_the_other_items() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    app.settings("p", |s| {
+        s.pattern_limits = vec![PatternLimit {
+            name: "img".into(),
+            pattern: r"\.jpg$".into(),
+            rate: 1.0,
+            burst: 2.0,
+        }];
+    })
+    .await;
+    let mut items: Vec<String> = (0..500).map(|i| format!("https://x/{i}.jpg")).collect();
+    items.extend((0..5).map(|i| format!("https://x/page{i}")));
+    app.store.add_items("p", "todo", &items).await.unwrap();
+    // Most of the queue is limited, yet a claim gets every unlimited item plus the burst.
+    let got = claim(&app, "p", "alice", 20, T0).await;
+    let jpg = got.iter().filter(|i| i.ends_with(".jpg")).count();
+    assert_eq!((got.len() - jpg, jpg), (5, 2), "{got:?}");
+    assert!(
+        claim(&app, "p", "alice", 20, T0).await.is_empty(),
+        "limited items wait for their rate"
+    );
+    assert_eq!(claim(&app, "p", "alice", 20, T0 + 1000).await.len(), 1);
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn versions_compare_piecewise_numerically() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c"]).await;
+    app.settings("p", |s| s.min_version = "20240101.02".into())
+        .await;
+    let with_version = |v: &str| ClaimRequest {
+        version: v.into(),
+        ..who("alice", 1)
+    };
+    for (v, ok) in [
+        ("20240101.10", true),
+        ("20240101.02", true),
+        ("3", false),
+        ("20231231.99", false),
+        ("", false),
+    ] {
+        let got = app.store.claim("p", &with_version(v), T0).await.unwrap();
+        assert_eq!(
+            matches!(got, ClaimOutcome::Items(_)),
+            ok,
+            "version {v:?}: {got:?}"
+        );
+    }
+}
