@@ -125,6 +125,9 @@ impl Patterns {
     }
 }
 
+/// The size of every queue part, by name (`personal` for all personal queues together).
+pub type QueueSizes = Vec<(String, u64)>;
+
 /// A project's settings as the API needs them.
 pub type ProjectInfo = Settings;
 
@@ -346,7 +349,7 @@ impl Store {
         slug: &str,
         downloaders: i64,
         recent: usize,
-    ) -> StoreResult<Option<(Leaderboard, Vec<(String, u64)>)>> {
+    ) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
         let k = self.keys.project(slug);
         let keys = vec![
             k.meta(),
@@ -395,10 +398,7 @@ fn text(v: &Value) -> String {
     v.as_str().map(|s| s.to_string()).unwrap_or_default()
 }
 
-fn parse_snapshot(
-    slug: &str,
-    reply: Value,
-) -> StoreResult<Option<(Leaderboard, Vec<(String, u64)>)>> {
+fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
     let parts = match reply {
         Value::Integer(-1) => return Ok(None),
         Value::Array(parts) if parts.len() == 11 => parts,
