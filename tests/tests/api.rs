@@ -2,6 +2,7 @@
 
 mod api {
     mod backfeed;
+    mod crash;
     mod engine;
     mod live;
     mod protocol;
