@@ -66,7 +66,7 @@ async fn warrior(base: String, name: String, stop: Arc<AtomicBool>) {
     let mut round = 0usize;
     while !stop.load(Ordering::Relaxed) {
         round += 1;
-        let path = if round % 3 == 0 {
+        let path = if round.is_multiple_of(3) {
             "/crash/multi=5//request"
         } else {
             "/crash/request"
