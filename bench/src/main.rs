@@ -1,1 +1,308 @@
-fn main() {}
+//! The load generator: starts a private Redis and the release tracker, then measures warrior
+//! request+done pairs, multi=100 claims, backfeed, and the ceiling of the same scripts called
+//! directly. Prints figures and the command that produced them. Run: `make bench`.
+
+use server::store::{now_ms, ClaimOutcome, ClaimRequest, DoneReport, NewProject, Settings, Store};
+use std::{
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+const SECONDS: u64 = 10;
+const CONNECTIONS: usize = 32;
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p) as usize] as f64 / 1000.0
+}
+
+struct Latencies {
+    request: Vec<u32>,
+    done: Vec<u32>,
+    pairs: u64,
+}
+
+/// `CONNECTIONS` warriors doing request then done for `secs`; with `pace`, each pair starts on
+/// a fixed schedule (open loop) so that latency is measured at that rate.
+async fn pairs(base: &str, slug: &str, secs: u64, pace: Option<f64>) -> Latencies {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(CONNECTIONS * 2)
+        .build()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(secs);
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|i| {
+            let (http, base, slug) = (http.clone(), base.to_string(), slug.to_string());
+            tokio::spawn(async move {
+                let name = format!("bench-{i}");
+                let claim_body = format!(r#"{{"downloader":"{name}","api_version":"2"}}"#);
+                let mut lat = Latencies { request: vec![], done: vec![], pairs: 0 };
+                let interval = pace.map(|rate| Duration::from_secs_f64(CONNECTIONS as f64 / rate));
+                let mut next = Instant::now();
+                while Instant::now() < end {
+                    if let Some(iv) = interval {
+                        tokio::time::sleep_until(next.into()).await;
+                        next += iv;
+                    }
+                    let t = Instant::now();
+                    let r = http.post(format!("{base}/{slug}/request")).body(claim_body.clone()).send().await.unwrap();
+                    let ok = r.status() == 200;
+                    let v: serde_json::Value = r.json().await.unwrap_or_default();
+                    lat.request.push(t.elapsed().as_micros() as u32);
+                    if !ok {
+                        continue;
+                    }
+                    let done = serde_json::json!({"downloader": name, "item": v["item_name"], "bytes": {"data": 1234}});
+                    let t = Instant::now();
+                    let r = http.post(format!("{base}/{slug}/done")).body(done.to_string()).send().await.unwrap();
+                    lat.done.push(t.elapsed().as_micros() as u32);
+                    if r.status() == 200 {
+                        lat.pairs += 1;
+                    }
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut all = Latencies {
+        request: vec![],
+        done: vec![],
+        pairs: 0,
+    };
+    for t in tasks {
+        let l = t.await.unwrap();
+        all.request.extend(l.request);
+        all.done.extend(l.done);
+        all.pairs += l.pairs;
+    }
+    all.request.sort_unstable();
+    all.done.sort_unstable();
+    all
+}
+
+async fn multi(base: &str, slug: &str, secs: u64) -> u64 {
+    let http = reqwest::Client::new();
+    let end = Instant::now() + Duration::from_secs(secs);
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let (http, base, slug) = (http.clone(), base.to_string(), slug.to_string());
+            tokio::spawn(async move {
+                let mut items = 0u64;
+                let name = format!("multi-{i}");
+                while Instant::now() < end {
+                    let body = format!(r#"{{"downloader":"{name}","api_version":"2"}}"#);
+                    let r = http.post(format!("{base}/{slug}/multi=100//request")).body(body).send().await.unwrap();
+                    if r.status() != 200 {
+                        continue;
+                    }
+                    let v: serde_json::Value = r.json().await.unwrap();
+                    let joined = v["item_name"].as_str().unwrap_or_default().to_string();
+                    let n = joined.split('\0').count() as u64;
+                    let done = serde_json::json!({"downloader": name, "item": joined, "bytes": {"data": 1}});
+                    let r = http.post(format!("{base}/{slug}/done")).body(done.to_string()).send().await.unwrap();
+                    if r.status() == 200 {
+                        items += n;
+                    }
+                }
+                items
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total
+}
+
+async fn backfeed(base: &str, key: &str, secs: u64) -> u64 {
+    let http = reqwest::Client::new();
+    let end = Instant::now() + Duration::from_secs(secs);
+    let tasks: Vec<_> = (0..4)
+        .map(|i| {
+            let (http, base, key) = (http.clone(), base.to_string(), key.to_string());
+            tokio::spawn(async move {
+                let (mut records, mut batch) = (0u64, 0u64);
+                while Instant::now() < end {
+                    batch += 1;
+                    let body: String = (0..1000)
+                        .map(|r| format!("https://example.com/{i}/{batch}/{r}\0"))
+                        .collect();
+                    let r = http
+                        .post(format!("{base}/backfeed/legacy/{key}?delimiter=%00"))
+                        .body(body)
+                        .send()
+                        .await
+                        .unwrap();
+                    if r.status() == 200 {
+                        records += 1000;
+                    }
+                }
+                records
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total
+}
+
+/// The same claim and done scripts called directly, one request per call, `CONNECTIONS` in flight.
+async fn ceiling(store: &Store, slug: &str, secs: u64) -> u64 {
+    let end = Instant::now() + Duration::from_secs(secs);
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|i| {
+            let (store, slug) = (store.clone(), slug.to_string());
+            tokio::spawn(async move {
+                let who = ClaimRequest {
+                    downloader: format!("direct-{i}"),
+                    n: 1,
+                    name_ok: true,
+                    ..Default::default()
+                };
+                let mut pairs = 0u64;
+                while Instant::now() < end {
+                    let ClaimOutcome::Items(items) =
+                        store.claim(&slug, &who, now_ms()).await.unwrap()
+                    else {
+                        continue;
+                    };
+                    let report = DoneReport {
+                        downloader: who.downloader.clone(),
+                        bytes: vec![("data".into(), 1234)],
+                        items,
+                        ..Default::default()
+                    };
+                    store.done(&slug, &report, now_ms()).await.unwrap();
+                    pairs += 1;
+                }
+                pairs
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total
+}
+
+async fn project(store: &Store, slug: &str, items: usize) {
+    let p = NewProject {
+        slug: slug.into(),
+        title: slug.into(),
+        domains: vec!["data".into()],
+    };
+    store.create_project(&p).await.unwrap();
+    let mut s: Settings = (*store.project(slug).await.unwrap().unwrap()).clone();
+    s.backfeed_key = "benchkey".into();
+    s.bloom_capacity = 10_000_000;
+    store.save_settings(slug, &s).await.unwrap();
+    let batch: Vec<String> = (0..items).map(|i| format!("{slug}-item-{i}")).collect();
+    for chunk in batch.chunks(100_000) {
+        store.add_items(slug, "todo", chunk).await.unwrap();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let bin = root.join("target/release/tracker");
+    let dir = std::env::temp_dir().join(format!("tracker-bench-{:x}", rand::random::<u32>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (redis, url) = tests::start_redis(&dir);
+    let _redis = Killed(redis);
+    let store = Store::connect(&url, "bench", 8).await.unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let _tracker = Killed(
+        Command::new(&bin)
+            .env("REDIS_URL", &url)
+            .env("TRACKER_NAMESPACE", "bench")
+            .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("target/release/tracker (make build)"),
+    );
+    let http = reqwest::Client::new();
+    while http.get(format!("{base}/healthz")).send().await.is_err() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
+    for slug in ["bench", "multi", "direct", "paced", "wrk"] {
+        project(&store, slug, 1_500_000).await;
+    }
+
+    let peak = pairs(&base, "bench", SECONDS, None).await;
+    let peak_rate = peak.pairs as f64 / SECONDS as f64;
+    println!(
+        "pairs (request+done over HTTP): {:.0}/s; request p50 {:.2} ms p99 {:.2} ms; done p50 {:.2} ms p99 {:.2} ms",
+        peak_rate,
+        percentile(&peak.request, 0.5),
+        percentile(&peak.request, 0.99),
+        percentile(&peak.done, 0.5),
+        percentile(&peak.done, 0.99)
+    );
+    let direct = Arc::new(ceiling(&store, "direct", SECONDS).await);
+    let ceiling_rate = *direct as f64 / SECONDS as f64;
+    println!(
+        "ceiling (same scripts called directly, {CONNECTIONS} in flight): {ceiling_rate:.0} pairs/s; HTTP/ceiling = {:.0} %",
+        100.0 * peak_rate / ceiling_rate
+    );
+    let half = pairs(&base, "paced", SECONDS, Some(peak_rate / 2.0)).await;
+    println!(
+        "at half of peak ({:.0} pairs/s offered): {:.0}/s done; request p99 {:.2} ms; done p99 {:.2} ms",
+        peak_rate / 2.0,
+        half.pairs as f64 / SECONDS as f64,
+        percentile(&half.request, 0.99),
+        percentile(&half.done, 0.99)
+    );
+    let m = multi(&base, "multi", SECONDS).await;
+    println!(
+        "multi=100 (claim + done of 100): {:.0} items/s",
+        m as f64 / SECONDS as f64
+    );
+    let b = backfeed(&base, "bench-benchkey", SECONDS).await;
+    println!(
+        "backfeed (batches of 1000 new records): {:.0} records/s",
+        b as f64 / SECONDS as f64
+    );
+
+    let wrk_script = root.join("../shared/bench/wrk-pair.lua");
+    if Command::new("wrk").arg("--version").output().is_ok() && wrk_script.exists() {
+        println!(
+            "# wrk -t2 -c32 -d20s --latency -s {} {base}  (SLUG=wrk)",
+            wrk_script.display()
+        );
+        let out = Command::new("wrk")
+            .args(["-t2", "-c32", "-d20s", "--latency", "-s"])
+            .arg(&wrk_script)
+            .arg(&base)
+            .env("SLUG", "wrk")
+            .output()
+            .unwrap();
+        println!("{}", String::from_utf8_lossy(&out.stdout));
+    } else {
+        println!("# wrk not installed (apt-get install wrk) or ../shared/bench/wrk-pair.lua missing: skipped");
+    }
+    println!("# command: make bench   (cargo run --release -p bench)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
