@@ -48,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/stats.json", get(public::get_stats))
         .route("/{slug}/charts.json", get(public::get_charts))
         .route("/{slug}/update-status.json", get(public::get_update_status))
+        .route("/{slug}/tracker-stats.json", get(public::get_tracker_stats))
         .route("/{slug}", get(redirect_or_file));
 
     let websocket = Router::new().route("/{slug}/ws", get(live::watch_project));

@@ -61,6 +61,20 @@ fn random_name(prefix: &str) -> String {
     format!("{prefix}{:016x}", rand::random::<u64>())
 }
 
+/// The tracker binary built from this source: `TRACKER_BIN`, or the newest of target/{debug,release}.
+pub fn tracker_bin() -> PathBuf {
+    if let Ok(bin) = std::env::var("TRACKER_BIN") {
+        return bin.into();
+    }
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    ["debug", "release"]
+        .iter()
+        .map(|p| target.join(p).join("tracker"))
+        .filter(|p| p.exists())
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .expect("the tracker binary: cargo build -p server (make test builds it)")
+}
+
 /// Starts a private `redis-server` on a unix socket in `dir`; returns it and its URL.
 pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
     let socket = dir.join("redis.sock");

@@ -1,5 +1,7 @@
-//! `GET /SLUG/ws`: the leaderboard's websocket. A snapshot first, then event frames; a fresh
-//! snapshot whenever this watcher fell behind or the hub lost events, never a silent gap.
+//! `GET /SLUG/ws[?since=SEQ]`: the leaderboard's websocket. First a snapshot, or with `since`
+//! the events after SEQ from the capped history (a snapshot if they are gone); then event
+//! frames; a fresh snapshot whenever this watcher fell behind or the hub lost events, never a
+//! silent gap.
 
 use super::{ApiError, ApiResult};
 use crate::{hub::RESYNC, store::PAGE_RECENT, AppState};
@@ -7,22 +9,40 @@ use app::model::LiveMessage;
 use axum::{
     extract::{
         ws::{Message, WebSocket, WebSocketUpgrade},
-        Path, State,
+        Path, Query, State,
     },
     response::Response,
 };
 use tokio::sync::broadcast::error::RecvError;
+
+/// Query of the websocket: the last sequence number the viewer has.
+#[derive(Debug, serde::Deserialize)]
+pub struct Resume {
+    since: Option<u64>,
+}
 
 /// Upgrades to the live websocket of project `slug`.
 pub async fn watch_project(
     ws: WebSocketUpgrade,
     State(state): State<AppState>,
     Path(slug): Path<String>,
+    Query(resume): Query<Resume>,
 ) -> ApiResult<Response> {
     if !crate::store::valid_slug(&slug) || state.store.project(&slug).await?.is_none() {
         return Err(ApiError::no_project());
     }
-    Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug)))
+    Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug, resume.since)))
+}
+
+/// The events after `since`, or a snapshot when the history no longer reaches back that far.
+async fn catch_up(state: &AppState, slug: &str, since: u64) -> Option<Message> {
+    match state.store.events_since(slug, since).await.ok()? {
+        Some(events) => {
+            let text = serde_json::to_string(&LiveMessage::Events { events }).ok()?;
+            Some(Message::Text(text.into()))
+        }
+        None => snapshot(state, slug).await,
+    }
 }
 
 async fn snapshot(state: &AppState, slug: &str) -> Option<Message> {
@@ -35,13 +55,15 @@ async fn snapshot(state: &AppState, slug: &str) -> Option<Message> {
     Some(Message::Text(text.into()))
 }
 
-async fn stream_events(mut socket: WebSocket, state: AppState, slug: String) {
+async fn stream_events(mut socket: WebSocket, state: AppState, slug: String, since: Option<u64>) {
     // Subscribe before the snapshot: an event in between is both in the snapshot and sent,
     // and the viewer skips it by its sequence number.
     let mut frames = state.hub.watch(&slug);
-    let Some(first) = snapshot(&state, &slug).await else {
-        return;
+    let first = match since {
+        Some(seq) => catch_up(&state, &slug, seq).await,
+        None => snapshot(&state, &slug).await,
     };
+    let Some(first) = first else { return };
     if socket.send(first).await.is_err() {
         return;
     }

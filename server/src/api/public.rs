@@ -103,3 +103,79 @@ pub async fn get_update_status(
             .into_response(),
     )
 }
+
+/// Query of `GET /SLUG/tracker-stats.json`.
+#[derive(Debug, serde::Deserialize)]
+pub struct WindowQuery {
+    /// Minutes to cover (default 60, at most 7 days).
+    minutes: Option<u64>,
+}
+
+/// `GET /SLUG/tracker-stats.json?minutes=60`: the statistics tracker admins read, over a window.
+///
+/// ```text
+/// {"window_minutes": 60, "requests": n, "item_request_serve_rate": 0.97, "reclaim_rate": 0.01,
+///  "reclaim_serve_rate": 0.02, "mean_round_trip_s": 31.5, "items_per_minute": [...],
+///  "backfeed_added": n, "backfeed_duplicates": n, "bloom": {"layers": n, "fill": 0.4,
+///  "false_positive_rate": 1e-9}, "unique_downloaders_30d": n, "unique_ips_30d": n}
+/// ```
+pub async fn get_tracker_stats(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<WindowQuery>,
+) -> ApiResult<Response> {
+    super::warrior::known_project(&state, &slug).await?;
+    let window = q.minutes.unwrap_or(60).clamp(1, 7 * 1440);
+    let now = crate::store::now_ms();
+    let minutes = state.store.minutes(&slug, now, window).await?;
+    let sum = |c: &str| {
+        minutes
+            .iter()
+            .map(|m| m.counters.get(c).copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let ratio = |a: u64, b: u64| {
+        if b == 0 {
+            serde_json::Value::Null
+        } else {
+            json!(a as f64 / b as f64)
+        }
+    };
+    let layers = state.store.bloom_layers(&slug).await?;
+    let (count, capacity) = layers
+        .iter()
+        .fold((0, 0), |(n, c), l| (n + l.count, c + l.capacity));
+    let (dl, ip) = state.store.unique_contributors(&slug, now).await?;
+    let series = |c: &str| {
+        minutes
+            .iter()
+            .map(|m| json!([m.t, m.counters.get(c).copied().unwrap_or(0)]))
+            .collect::<Vec<_>>()
+    };
+    Ok(Json(json!({
+        "window_minutes": window,
+        "requests": sum("rq"),
+        "item_request_serve_rate": ratio(sum("ok"), sum("rq")),
+        "reclaim_rate": ratio(sum("rc"), sum("cl")),
+        "reclaim_serve_rate": ratio(sum("rs"), sum("ok")),
+        "mean_round_trip_s": ratio(sum("rt"), sum("rn") * 1000),
+        "items_claimed": sum("cl"),
+        "items_done": sum("i"),
+        "bytes_done": sum("b"),
+        "items_failed": sum("f"),
+        "items_per_minute": series("i"),
+        "bytes_per_minute": series("b"),
+        "requests_per_minute": series("rq"),
+        "backfeed_added": sum("bf"),
+        "backfeed_duplicates": sum("bd"),
+        "bloom": {
+            "layers": layers.len(),
+            "records": count,
+            "fill": if capacity == 0 { 0.0 } else { count as f64 / capacity as f64 },
+            "false_positive_rate": crate::store::estimated_fp(&layers),
+        },
+        "unique_downloaders_30d": dl,
+        "unique_ips_30d": ip,
+    }))
+    .into_response())
+}

@@ -13,25 +13,11 @@ use std::{
     },
     time::{Duration, Instant},
 };
-use tests::{start_redis, wait_for};
+use tests::{start_redis, tracker_bin, wait_for};
 
 const ITEMS: usize = 1500;
 const WARRIORS: usize = 12;
 const KILLS: usize = 4;
-
-/// The tracker binary built from this source: `TRACKER_BIN`, or the newest of target/{debug,release}.
-fn tracker_bin() -> std::path::PathBuf {
-    if let Ok(bin) = std::env::var("TRACKER_BIN") {
-        return bin.into();
-    }
-    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    ["debug", "release"]
-        .iter()
-        .map(|p| target.join(p).join("tracker"))
-        .filter(|p| p.exists())
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .expect("the tracker binary: cargo build -p server (make test builds it)")
-}
 
 /// A child process, SIGKILLed when dropped (also when the test fails).
 struct Killed(Child);

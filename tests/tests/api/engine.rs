@@ -245,3 +245,36 @@ async fn versions_compare_piecewise_numerically() {
         );
     }
 }
+
+#[tokio::test]
+async fn check_reports_an_item_in_two_states_and_the_cli_exits_non_zero() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b"]).await;
+    let cli = |app: &TestApp| {
+        std::process::Command::new(tests::tracker_bin())
+            .args(["check", "p"])
+            .env("REDIS_URL", &app.redis_url)
+            .env("TRACKER_NAMESPACE", &app.namespace)
+            .output()
+            .expect("run tracker check")
+    };
+    assert!(
+        cli(&app).status.success(),
+        "a fresh project holds its invariant"
+    );
+    let done_key = format!("{}:{{p}}:done", app.namespace);
+    let _: () = app.store.client().sadd(&done_key, "a").await.unwrap();
+    let problems = app.store.check("p").await.unwrap();
+    assert!(
+        problems.iter().any(|p| p.contains("\"a\" is in 2 places")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("stats.done_items")),
+        "{problems:?}"
+    );
+    let out = cli(&app);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 places"));
+}

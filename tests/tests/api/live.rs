@@ -58,3 +58,37 @@ async fn websocket_of_unknown_project_is_refused() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_viewer_resumes_from_its_sequence_number_or_gets_a_snapshot() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c"]).await;
+    for _ in 0..3 {
+        let item = app.claim("p1", "bob").await;
+        app.done("p1", "bob", &item, 1).await;
+    }
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws?since=1", app.addr))
+        .await
+        .unwrap();
+    let first = next_json(&mut ws).await;
+    assert_eq!(first["type"], "events");
+    let seqs: Vec<u64> = first["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [2, 3], "exactly the missed events");
+
+    // History trimmed below the viewer's position: a snapshot, not a silent gap.
+    let key = format!("{}:{{p1}}:history", app.namespace);
+    let _: () = fred::prelude::ListInterface::ltrim(app.store.client(), &key, 0, 0)
+        .await
+        .unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws?since=0", app.addr))
+        .await
+        .unwrap();
+    let first = next_json(&mut ws).await;
+    assert_eq!(first["type"], "snapshot");
+    assert_eq!(first["board"]["seq"], 3);
+}

@@ -341,3 +341,21 @@ async fn rescue_form_queues_matching_items_only() {
     assert!(r.text().await.unwrap().contains("2 new items queued"));
     app.assert_invariant("p").await;
 }
+
+#[tokio::test]
+async fn tracker_stats_compute_serve_rates_and_round_trip() {
+    let app = TestApp::start().await;
+    app.project("p", &["a"]).await;
+    let item = app.claim("p", "alice").await;
+    assert_eq!(app.post("/p/request", req("alice", "")).await.status, 404);
+    app.done("p", "alice", &item, 10).await;
+    let v: serde_json::Value =
+        serde_json::from_str(&app.get("/p/tracker-stats.json?minutes=5").await.body).unwrap();
+    assert_eq!(v["requests"], 2);
+    assert_eq!(v["item_request_serve_rate"], 0.5);
+    assert_eq!(v["reclaim_serve_rate"], 0.0);
+    assert!(v["mean_round_trip_s"].as_f64().unwrap() >= 0.0);
+    assert_eq!(v["items_done"], 1);
+    assert_eq!(v["unique_downloaders_30d"], 1);
+    assert_eq!(v["items_per_minute"].as_array().unwrap().len(), 5);
+}
