@@ -31,14 +31,29 @@ local function find_in_queues(prefix, groups, item, downloader)
   return nil
 end
 
--- Adds 1 (or `by`) to the per-minute counter `field` of the minute containing `now` (ms).
+-- Per-minute counters, buffered during a script and written once by flush_stats.
+local pending_stats = {}
+
+-- Adds 1 (or `by`) to the per-minute counter `field` (written by flush_stats).
 local function stat(prefix, now, field, by)
-  if by == 0 then return end
+  pending_stats[field] = (pending_stats[field] or 0) + (by or 1)
+end
+
+-- Writes the buffered counters to the minute containing `now` (ms): `st:<day>` field
+-- "<minute of day>:<counter>", kept 35 days.
+local function flush_stats(prefix, now)
   local day = math.floor(now / 86400000)
   local minute = math.floor((now % 86400000) / 60000)
   local key = prefix .. 'st:' .. day
-  rcall('HINCRBY', key, minute .. ':' .. field, by or 1)
-  rcall('EXPIRE', key, 35 * 86400)
+  local any = false
+  for field, n in pairs(pending_stats) do
+    if n ~= 0 then
+      rcall('HINCRBY', key, minute .. ':' .. field, n)
+      any = true
+    end
+  end
+  if any then rcall('EXPIRE', key, 35 * 86400) end
+  pending_stats = {}
 end
 
 -- Appends a transition to an item's timeline (the last 8 kept).

@@ -122,4 +122,5 @@ for i = 6, #ARGV, 3 do
 end
 stat(prefix, now, 'bf', added)
 stat(prefix, now, 'bd', dups)
+flush_stats(prefix, now)
 return { added, dups }

@@ -213,4 +213,5 @@ for r = 0, nreq - 1 do
     end
   end
 end
+flush_stats(prefix, now)
 return result

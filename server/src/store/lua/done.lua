@@ -210,4 +210,5 @@ for _ = 1, nrep do
     result[#result + 1] = seq
   end
 end
+flush_stats(prefix, now)
 return result
