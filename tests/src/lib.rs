@@ -162,6 +162,16 @@ impl TestApp {
             .expect("add items");
     }
 
+    /// Stops this app's private Redis (no-op with a shared `REDIS_URL`); whether it did.
+    pub fn kill_redis(&mut self) -> bool {
+        let Some(mut child) = self.redis.take() else {
+            return false;
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        true
+    }
+
     /// Changes project settings with `f` and saves them.
     pub async fn settings(&self, slug: &str, f: impl FnOnce(&mut server::store::Settings)) {
         let mut s = (*self

@@ -94,6 +94,22 @@ pub struct ItemStatus {
     pub timeline: String,
 }
 
+/// The stored timeline (lines `time event who version`, `-` for none) as a JSON array of
+/// `{"t": ms, "e": event, "d": who, "v": version}`.
+fn timeline_json(stored: &str) -> String {
+    let entries: Vec<serde_json::Value> = stored
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.splitn(4, ' ');
+            let t: u64 = f.next()?.parse().ok()?;
+            let field = |s: Option<&str>| s.filter(|s| *s != "-").unwrap_or_default().to_string();
+            let (e, d, v) = (field(f.next()), field(f.next()), field(f.next()));
+            Some(serde_json::json!({ "t": t, "e": e, "d": d, "v": v }))
+        })
+        .collect();
+    serde_json::Value::Array(entries).to_string()
+}
+
 /// How many items one `add_items` call carries.
 const ADD_BATCH: usize = 1000;
 
@@ -406,7 +422,7 @@ impl Store {
             state,
             downloader,
             detail,
-            timeline,
+            timeline: timeline_json(&timeline),
         })
     }
 }

@@ -55,3 +55,14 @@ async fn slug_without_slash_redirects_and_other_segments_are_files() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 404);
 }
+
+#[tokio::test]
+async fn healthz_is_503_when_redis_is_down() {
+    let mut app = TestApp::start().await;
+    if !app.kill_redis() {
+        return; // a shared REDIS_URL is not ours to stop
+    }
+    let r = app.get("/healthz").await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("unavailable"));
+}

@@ -56,13 +56,18 @@ local function flush_stats(prefix, now)
   pending_stats = {}
 end
 
--- Appends a transition to an item's timeline (the last 8 kept).
+-- Appends a transition to an item's timeline: lines "time event who version", the last 8 kept.
 local function timeline(key, item, now, what, who, version)
+  local entry = string.format('%d %s %s %s', now, what, who ~= '' and who or '-',
+    version ~= '' and string.gsub(version or '', '%s', '_') or '-')
   local raw = rcall('HGET', key, item)
-  local list = raw and cjson.decode(raw) or {}
-  list[#list + 1] = { t = now, e = what, d = who or '', v = version or '' }
-  while #list > 8 do table.remove(list, 1) end
-  rcall('HSET', key, item, cjson.encode(list))
+  local text = raw and (raw .. '\n' .. entry) or entry
+  local _, lines = string.gsub(text, '\n', '')
+  while lines >= 8 do
+    text = string.sub(text, string.find(text, '\n', 1, true) + 1)
+    lines = lines - 1
+  end
+  rcall('HSET', key, item, text)
 end
 
 -- Whether version `a` is lower than `b`, comparing their numbers piecewise (20240101.02 > 3).

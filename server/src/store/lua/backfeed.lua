@@ -96,7 +96,7 @@ local function remember(h)
   end
   rcall('BITFIELD', prefix .. 'bloom:' .. l.i, unpack(args))
   l.n = l.n + 1
-  rcall('HINCRBY', bloom, 'n:' .. l.i, 1)
+  l.added = (l.added or 0) + 1
 end
 
 local added, dups = 0, 0
@@ -119,6 +119,9 @@ for i = 6, #ARGV, 3 do
       added = added + 1
     end
   end
+end
+for _, l in ipairs(layers) do
+  if l.added then rcall('HINCRBY', bloom, 'n:' .. l.i, l.added) end
 end
 stat(prefix, now, 'bf', added)
 stat(prefix, now, 'bd', dups)

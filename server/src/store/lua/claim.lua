@@ -19,7 +19,7 @@
   KEYS[7]  blocked:ip  hash  ip -> JSON block entry
   KEYS[8]  blocked:dl  hash  downloader -> JSON block entry
   KEYS[9]  ratelimit   hash  limiter -> theoretical arrival time (ms); '' is the project's
-  KEYS[10] timeline    hash  item -> JSON transitions
+  KEYS[10] timeline    hash  item -> transitions, lines "time event who version"
   KEYS[11] stats       hash  pq (items in personal queues)
   Derived (same slot): <prefix><queue part>, <prefix>todo:d:<downloader>, <prefix>st:<day>.
 
@@ -111,6 +111,16 @@ end
 -- Claims up to `want` from one queue group: the parts share it in proportion to their sizes,
 -- a limited part no more than its limiter allows.
 local function from_group(parts, who, want, got)
+  if #parts == 1 and not string.find(parts[1], '#', 1, true) then
+    local n = 0
+    for _, item in ipairs(pop(prefix .. parts[1], want)) do
+      if take(item, who, 'claimed') then
+        got[#got + 1] = item
+        n = n + 1
+      end
+    end
+    return n
+  end
   local sizes, caps, total = {}, {}, 0
   for i, part in ipairs(parts) do
     local size = rcall('ZCARD', prefix .. part)

@@ -76,6 +76,11 @@ local function chart_point(key, value)
   end
 end
 
+-- Counts for the events, read once and kept current as reports change them.
+local todo_now, out_now, failed_now = todo_count(), rcall('ZCARD', out), rcall('HLEN', failed)
+local seen_dl, seen_ip, dl_totals = {}, {}, {}
+local chart_value = nil
+
 local result = {}
 local a = 6
 for _ = 1, nrep do
@@ -123,6 +128,7 @@ for _ = 1, nrep do
         rcall('ZREM', out, item)
         rcall('HDEL', claims, item)
         rcall('ZADD', prefix .. 'todo', 0, item)
+        out_now, todo_now = out_now - 1, todo_now + 1
         timeline(tl, item, now, 'released', who, version)
       end
     end
@@ -143,11 +149,14 @@ for _ = 1, nrep do
           if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
           rcall('ZREM', out, item)
           rcall('HDEL', claims, item)
+          out_now = out_now - 1
           if t0 > 0 then rtt = rtt + (now - t0) end
         elseif w == 'failed' then
           rcall('HDEL', failed, item)
+          failed_now = failed_now - 1
         else
           rcall('ZREM', prefix .. w, item)
+          todo_now = todo_now - 1
           if string.sub(w, 1, 7) == 'todo:d:' then rcall('HINCRBY', stats, 'pq', -1) end
         end
         rcall('HDEL', attempts, item)
@@ -180,14 +189,10 @@ for _ = 1, nrep do
         stat(prefix, now, 'rt', rtt)
         stat(prefix, now, 'rn', #fresh)
       end
-      rcall('PFADD', prefix .. 'u:dl:' .. day, who)
-      rcall('EXPIRE', prefix .. 'u:dl:' .. day, 31 * 86400)
-      if ip ~= '' then
-        rcall('PFADD', prefix .. 'u:ip:' .. day, ip)
-        rcall('EXPIRE', prefix .. 'u:ip:' .. day, 31 * 86400)
-      end
-      chart_point(chart, done_items .. ' ' .. done_bytes)
-      chart_point(prefix .. 'dlc:' .. who, string.format('%d', tonumber(dl_total)))
+      seen_dl[who] = true
+      if ip ~= '' then seen_ip[ip] = true end
+      chart_value = done_items .. ' ' .. done_bytes
+      dl_totals[who] = string.format('%d', tonumber(dl_total))
       rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', ip, 'ua', ua, 'v', version,
         'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
         'id', id)
@@ -198,8 +203,8 @@ for _ = 1, nrep do
         .. ',"items":' .. cjson.encode(fresh) .. ',"bytes":' .. total_s
         .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
         .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(ua)
-        .. ',"counts":{"todo":' .. todo_count() .. ',"out":' .. rcall('ZCARD', out)
-        .. ',"done":' .. done_items .. ',"failed":' .. rcall('HLEN', failed) .. '}}'
+        .. ',"counts":{"todo":' .. todo_now .. ',"out":' .. out_now
+        .. ',"done":' .. done_items .. ',"failed":' .. failed_now .. '}}'
       rcall('LPUSH', history, ev)
       rcall('LTRIM', history, 0, history_len - 1)
       rcall('PUBLISH', events, ev)
@@ -210,5 +215,19 @@ for _ = 1, nrep do
     result[#result + 1] = seq
   end
 end
+-- Once per call: unique contributors and chart points.
+local function uniques(kind, set)
+  local members = {}
+  for m in pairs(set) do members[#members + 1] = m end
+  if #members > 0 then
+    local key = prefix .. 'u:' .. kind .. ':' .. day
+    rcall('PFADD', key, unpack(members))
+    rcall('EXPIRE', key, 31 * 86400)
+  end
+end
+uniques('dl', seen_dl)
+uniques('ip', seen_ip)
+if chart_value then chart_point(chart, chart_value) end
+for who, total in pairs(dl_totals) do chart_point(prefix .. 'dlc:' .. who, total) end
 flush_stats(prefix, now)
 return result

@@ -6,19 +6,20 @@
   KEYS[3]  claims    hash  claim records
   KEYS[4]  done      set   completed items
   KEYS[5]  failed    hash  failed items
-  KEYS[6]  timeline  hash  item -> JSON transitions
+  KEYS[6]  timeline  hash  item -> transitions, lines "time event who version"
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2]  item
 
   Output: {state, detail, timeline JSON}; state is 'out' (detail: claim record JSON), 'done',
-  'failed' (detail: reason JSON), 'todo' (detail: the queue part), or '' when unknown.
+  'failed' (detail: reason JSON), 'todo' (detail: the queue part), or '' when unknown;
+  the timeline as stored.
   Events: none.
 ]]
 local meta, out, claims, done, failed, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, item = ARGV[1], ARGV[2]
-local history = rcall('HGET', tl, item) or '[]'
+local history = rcall('HGET', tl, item) or ''
 if rcall('ZSCORE', out, item) then return { 'out', rcall('HGET', claims, item) or '{}', history } end
 if rcall('SISMEMBER', done, item) == 1 then return { 'done', '', history } end
 local reason = rcall('HGET', failed, item)

@@ -5,7 +5,7 @@
   KEYS[1]  out        zset  claimed items
   KEYS[2]  claims     hash  claim records
   KEYS[3]  dl:claims  hash  downloader -> items held
-  KEYS[4]  timeline   hash  item -> JSON transitions
+  KEYS[4]  timeline   hash  item -> transitions
   KEYS[5]  todo       zset  main queue
 
   ARGV[1]  now (ms)
