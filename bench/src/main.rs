@@ -4,21 +4,14 @@
 
 use server::store::{now_ms, ClaimOutcome, ClaimRequest, DoneReport, NewProject, Settings, Store};
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
+use tests::Killed;
 
 const SECONDS: u64 = 10;
 const CONNECTIONS: usize = 32;
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {

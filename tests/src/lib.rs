@@ -10,6 +10,16 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// A child process, SIGKILLed when dropped (also when a test fails).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The admin API token of every [`TestApp`].
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 

@@ -106,9 +106,29 @@ pub async fn known_project(
         .ok_or_else(ApiError::no_project)
 }
 
-struct Caller {
+/// Who calls: IP (see [`client_ip`]) and user agent, extracted from the request.
+pub struct Caller {
     ip: String,
     user_agent: String,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0)
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        Ok(Caller {
+            ip: client_ip(peer, &parts.headers, state.trust_proxy),
+            user_agent: user_agent(&parts.headers),
+        })
+    }
 }
 
 async fn serve_claim(
@@ -173,29 +193,23 @@ async fn serve_claim(
 }
 
 /// `POST /SLUG/request`: claims one item.
-#[tracing::instrument(skip(state, headers, body), fields(ip = %addr.ip()))]
+#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
 pub async fn claim_items(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    caller: Caller,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: RequestBody = parse(&body)?;
-    let caller = Caller {
-        ip: client_ip(addr, &headers, state.trust_proxy),
-        user_agent: user_agent(&headers),
-    };
     serve_claim(&state, &slug, &caller, req, 1).await
 }
 
 /// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
-#[tracing::instrument(skip(state, headers, body), fields(ip = %addr.ip()))]
+#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
 pub async fn claim_multi(
     State(state): State<AppState>,
     Path((slug, multi)): Path<(String, String)>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    caller: Caller,
     body: Bytes,
 ) -> ApiResult<Response> {
     let n = multi
@@ -208,10 +222,6 @@ pub async fn claim_multi(
             ))
         })?;
     let req: RequestBody = parse(&body)?;
-    let caller = Caller {
-        ip: client_ip(addr, &headers, state.trust_proxy),
-        user_agent: user_agent(&headers),
-    };
     serve_claim(&state, &slug, &caller, req, n).await
 }
 
@@ -265,37 +275,27 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
 }
 
 /// `POST /SLUG/done`: records completed items; `OK`.
-#[tracing::instrument(skip(state, headers, body), fields(ip = %addr.ip()))]
+#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
 pub async fn report_done(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    caller: Caller,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    let caller = Caller {
-        ip: client_ip(addr, &headers, state.trust_proxy),
-        user_agent: user_agent(&headers),
-    };
     record_done(&state, &slug, done_report(&req, &caller)?).await?;
     Ok("OK\n".into_response())
 }
 
 /// `POST /SLUG/done+request`: a done, then a request for the same downloader.
-#[tracing::instrument(skip(state, headers, body), fields(ip = %addr.ip()))]
+#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
 pub async fn report_done_and_claim(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    caller: Caller,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    let caller = Caller {
-        ip: client_ip(addr, &headers, state.trust_proxy),
-        user_agent: user_agent(&headers),
-    };
     record_done(&state, &slug, done_report(&req, &caller)?).await?;
     let next = RequestBody {
         downloader: req.downloader,

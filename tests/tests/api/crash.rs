@@ -6,28 +6,18 @@
 
 use server::store::{NewProject, Store};
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
     time::{Duration, Instant},
 };
-use tests::{start_redis, tracker_bin, wait_for};
+use tests::{start_redis, tracker_bin, wait_for, Killed};
 
 const ITEMS: usize = 1500;
 const WARRIORS: usize = 12;
 const KILLS: usize = 4;
-
-/// A child process, SIGKILLed when dropped (also when the test fails).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn spawn_tracker(redis_url: &str, namespace: &str, port: u16) -> Killed {
     Killed(
