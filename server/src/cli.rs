@@ -4,9 +4,12 @@ use crate::{
     config::{RedisArgs, ServeArgs},
     embedded_redis::EmbeddedRedis,
     keys::QUEUES,
-    store::{valid_slug, NewProject, Settings, Store, StoreError},
+    store::{valid_slug, BlockEntry, BlockKind, NewProject, Store, StoreError},
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+mod settings;
+pub use settings::{apply_changes, validate_settings};
 
 /// `tracker [COMMAND]`
 #[derive(clap::Parser, Debug)]
@@ -35,6 +38,45 @@ pub enum Command {
     /// Manage items.
     #[command(subcommand)]
     Items(ItemsCommand),
+    /// Block an IP or downloader name, in a project or globally.
+    Block {
+        /// `ip` or `dl` (downloader name).
+        kind: String,
+        /// The IP or name.
+        value: String,
+        /// The project (default: the global list).
+        #[arg(long)]
+        project: Option<String>,
+        /// Why.
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Hours until the block lifts (default: never).
+        #[arg(long)]
+        hours: Option<u64>,
+    },
+    /// Lift a block.
+    Unblock {
+        /// `ip` or `dl`.
+        kind: String,
+        /// The IP or name.
+        value: String,
+        /// The project (default: the global list).
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Add (`--off` deactivates) or remove (`--remove`) an upload target; lists them after.
+    Target {
+        /// Project slug.
+        slug: String,
+        /// e.g. `rsync://host/module/:downloader/`.
+        target: Option<String>,
+        /// Keep it but do not hand it out.
+        #[arg(long)]
+        off: bool,
+        /// Remove it.
+        #[arg(long)]
+        remove: bool,
+    },
     /// Verify a project's invariant; exits non-zero on any violation.
     Check {
         /// Project slug.
@@ -189,6 +231,70 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             );
             Ok(())
         }
+        Command::Block {
+            kind,
+            value,
+            project,
+            reason,
+            hours,
+        } => {
+            let kind = block_kind(&kind)?;
+            let now = crate::store::now_ms();
+            let expires = hours.map(|h| now + h * 3_600_000).unwrap_or(0);
+            let entry = BlockEntry {
+                reason,
+                by: "cli".into(),
+                t: now,
+                expires,
+            };
+            store
+                .block(project.as_deref(), kind, &value, &entry)
+                .await?;
+            println!(
+                "blocked {value} {}",
+                project
+                    .map(|p| format!("in {p}"))
+                    .unwrap_or_else(|| "globally".into())
+            );
+            Ok(())
+        }
+        Command::Unblock {
+            kind,
+            value,
+            project,
+        } => {
+            if store
+                .unblock(project.as_deref(), block_kind(&kind)?, &value)
+                .await?
+            {
+                println!("unblocked {value}");
+                Ok(())
+            } else {
+                Err(CliError::Usage(format!("{value} was not blocked")))
+            }
+        }
+        Command::Target {
+            slug,
+            target,
+            off,
+            remove,
+        } => {
+            store
+                .project(&slug)
+                .await?
+                .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
+            if let Some(target) = target {
+                if remove {
+                    store.remove_upload_target(&slug, &target).await?;
+                } else {
+                    store.set_upload_target(&slug, &target, !off).await?;
+                }
+            }
+            for (t, active) in store.upload_targets(&slug).await? {
+                println!("{} {t}", if active { "active  " } else { "inactive" });
+            }
+            Ok(())
+        }
         Command::Check { slug } => {
             let problems = store.check(&slug).await?;
             for p in &problems {
@@ -226,68 +332,14 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
     }
 }
 
-/// Applies `KEY=VALUE` changes to `settings`, validating the result.
-pub fn apply_changes(settings: &Settings, changes: &[String]) -> Result<Settings, CliError> {
-    let mut value = serde_json::to_value(settings).map_err(|e| CliError::Usage(e.to_string()))?;
-    for change in changes {
-        let (key, raw) = change
-            .split_once('=')
-            .ok_or_else(|| CliError::Usage(format!("expected KEY=VALUE, got {change:?}")))?;
-        let slot = value
-            .get_mut(key)
-            .ok_or_else(|| CliError::Usage(format!("unknown setting {key:?}")))?;
-        *slot = match slot {
-            serde_json::Value::String(_) => serde_json::Value::String(raw.to_string()),
-            serde_json::Value::Array(_) if !raw.trim_start().starts_with('[') => raw
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(|s| serde_json::Value::String(s.to_string()))
-                .collect(),
-            _ => serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("{key}: {e}")))?,
-        };
+fn block_kind(kind: &str) -> Result<BlockKind, CliError> {
+    match kind {
+        "ip" => Ok(BlockKind::Ip),
+        "dl" | "downloader" => Ok(BlockKind::Downloader),
+        other => Err(CliError::Usage(format!(
+            "block kind must be ip or dl, not {other:?}"
+        ))),
     }
-    let updated: Settings =
-        serde_json::from_value(value).map_err(|e| CliError::Usage(e.to_string()))?;
-    validate_settings(&updated).map_err(CliError::Usage)?;
-    Ok(updated)
-}
-
-/// Why `s` cannot be saved, if it cannot.
-pub fn validate_settings(s: &Settings) -> Result<(), String> {
-    if !["active", "paused", "draining", "finished"].contains(&s.state.as_str()) {
-        return Err(format!(
-            "state must be active, paused, draining or finished, not {:?}",
-            s.state
-        ));
-    }
-    if s.rate < 0.0 || s.burst < 0.0 || !s.rate.is_finite() || !s.burst.is_finite() {
-        return Err("rate and burst must be non-negative".into());
-    }
-    if s.domains
-        .iter()
-        .any(|d| d.is_empty() || d.len() > 64 || d.contains([',', '"', '\\']))
-    {
-        return Err("domains must be 1 to 64 characters, without , \" or \\".into());
-    }
-    if !s.item_pattern.is_empty() {
-        regex::Regex::new(&s.item_pattern).map_err(|e| format!("item_pattern: {e}"))?;
-    }
-    if !s.backfeed_key.is_empty() && !s.backfeed_key.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err("backfeed_key must be letters and digits".into());
-    }
-    for p in &s.pattern_limits {
-        if !crate::store::valid_part_name(&p.name) {
-            return Err(format!(
-                "pattern limit name {:?} must be [a-z0-9_-]{{1,32}}",
-                p.name
-            ));
-        }
-        regex::Regex::new(&p.pattern).map_err(|e| format!("pattern limit {}: {e}", p.name))?;
-        if !(p.rate > 0.0 && p.rate.is_finite()) {
-            return Err(format!("pattern limit {}: rate must be positive", p.name));
-        }
-    }
-    Ok(())
 }
 
 /// Streams items from `file` into the store in batches; returns (new, skipped lines).

@@ -359,3 +359,56 @@ async fn tracker_stats_compute_serve_rates_and_round_trip() {
     assert_eq!(v["unique_downloaders_30d"], 1);
     assert_eq!(v["items_per_minute"].as_array().unwrap().len(), 5);
 }
+
+#[tokio::test]
+async fn cli_blocks_and_sets_upload_targets() {
+    let app = TestApp::start().await;
+    app.project("p", &["a"]).await;
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(tests::tracker_bin())
+            .args(args)
+            .env("REDIS_URL", &app.redis_url)
+            .env("TRACKER_NAMESPACE", &app.namespace)
+            .output()
+            .expect("run tracker");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    cli(&[
+        "block",
+        "dl",
+        "alice",
+        "--project",
+        "p",
+        "--reason",
+        "bad data",
+        "--hours",
+        "2",
+    ]);
+    assert_eq!(app.post("/p/request", req("alice", "")).await.status, 403);
+    let entry = &app
+        .store
+        .blocks(Some("p"), BlockKind::Downloader)
+        .await
+        .unwrap()["alice"];
+    assert_eq!(
+        (entry.reason.as_str(), entry.expires - entry.t),
+        ("bad data", 2 * 3_600_000)
+    );
+    cli(&["unblock", "dl", "alice", "--project", "p"]);
+    assert_eq!(app.post("/p/request", req("alice", "")).await.status, 200);
+    assert!(cli(&["target", "p", "rsync://h/m/:downloader/"])
+        .contains("active   rsync://h/m/:downloader/"));
+    let v: serde_json::Value =
+        serde_json::from_str(&app.post("/p/upload", r#"{"downloader":"bob"}"#).await.body).unwrap();
+    assert_eq!(v["upload_target"], "rsync://h/m/bob/");
+    assert!(cli(&["target", "p", "rsync://h/m/:downloader/", "--off"]).contains("inactive"));
+    assert_eq!(
+        app.post("/p/upload", r#"{"downloader":"bob"}"#).await.body,
+        "{}"
+    );
+}
