@@ -14,7 +14,7 @@ async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,fred=warn".into()),
+                .unwrap_or_else(|_| "info,fred=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();
