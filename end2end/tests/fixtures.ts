@@ -55,7 +55,7 @@ export const test = base.extend<{ tracker: Tracker }>({
       TRACKER_LISTEN: `127.0.0.1:${port}`,
       TRACKER_SITE_ROOT: path.join(ROOT, 'target', 'site'),
       TRACKER_NAMESPACE: `e2e${Math.random().toString(36).slice(2, 10)}`,
-      RUST_LOG: 'warn',
+      RUST_LOG: 'warn,fred=error',
     };
     if (!env.REDIS_URL) delete env.REDIS_URL;
     let child: ChildProcess | undefined;
