@@ -4,7 +4,7 @@
 
 use server::store::{now_ms, ClaimOutcome, ClaimRequest, DoneReport, NewProject, Settings, Store};
 use std::{
-    process::{Command, Stdio},
+    process::Command,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -225,16 +225,7 @@ async fn main() {
         .unwrap()
         .port();
     let base = format!("http://127.0.0.1:{port}");
-    let _tracker = Killed(
-        Command::new(&bin)
-            .env("REDIS_URL", &url)
-            .env("TRACKER_NAMESPACE", "bench")
-            .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("target/release/tracker (make build)"),
-    );
+    let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);
     let http = reqwest::Client::new();
     while http.get(format!("{base}/healthz")).send().await.is_err() {
         tokio::time::sleep(Duration::from_millis(50)).await;

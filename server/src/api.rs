@@ -7,6 +7,7 @@ pub mod live;
 pub mod public;
 pub mod warrior;
 
+use crate::AppState;
 use axum::{
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
@@ -70,6 +71,21 @@ impl IntoResponse for ApiError {
 
 /// Result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// 404 unless `slug` names a project.
+pub async fn known_project(
+    state: &AppState,
+    slug: &str,
+) -> ApiResult<std::sync::Arc<crate::store::Settings>> {
+    if !crate::store::valid_slug(slug) {
+        return Err(ApiError::no_project());
+    }
+    state
+        .store
+        .project(slug)
+        .await?
+        .ok_or_else(ApiError::no_project)
+}
 
 /// The client's IP: the peer, or with `trust_proxy` the last `X-Forwarded-For` hop.
 pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trust_proxy: bool) -> String {

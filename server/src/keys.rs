@@ -63,11 +63,6 @@ impl Keys {
         Self { ns: ns.into() }
     }
 
-    /// The namespace itself.
-    pub fn namespace(&self) -> &str {
-        &self.ns
-    }
-
     /// The global set of project slugs.
     pub fn projects(&self) -> String {
         format!("{}:projects", self.ns)

@@ -13,8 +13,7 @@ pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{
-    valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, ProjectInfo, Settings,
-    PAGE_RECENT,
+    valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings, PAGE_RECENT,
 };
 
 use crate::keys::Keys;

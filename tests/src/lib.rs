@@ -20,6 +20,22 @@ impl Drop for Killed {
     }
 }
 
+/// Runs `bin serve` against `redis_url` under `namespace` on 127.0.0.1:`port`, quietly.
+pub fn spawn_tracker(bin: &std::path::Path, redis_url: &str, namespace: &str, port: u16) -> Killed {
+    Killed(
+        Command::new(bin)
+            .arg("serve")
+            .env("REDIS_URL", redis_url)
+            .env("TRACKER_NAMESPACE", namespace)
+            .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", bin.display())),
+    )
+}
+
 /// The admin API token of every [`TestApp`].
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 

@@ -1,9 +1,7 @@
 //! The smaller warrior calls: upload targets, upload reports, server time, and the public
 //! rescue form.
 
-use super::{
-    warrior::known_project, warrior::parse, warrior::valid_downloader, ApiError, ApiResult,
-};
+use super::{known_project, warrior::parse, warrior::valid_downloader, ApiError, ApiResult};
 use crate::{store::now_ms, AppState};
 use axum::{
     body::Bytes,

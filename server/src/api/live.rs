@@ -3,7 +3,7 @@
 //! frames; a fresh snapshot whenever this watcher fell behind or the hub lost events, never a
 //! silent gap.
 
-use super::{ApiError, ApiResult};
+use super::ApiResult;
 use crate::{hub::RESYNC, store::PAGE_RECENT, AppState};
 use app::model::LiveMessage;
 use axum::{
@@ -28,9 +28,7 @@ pub async fn watch_project(
     Path(slug): Path<String>,
     Query(resume): Query<Resume>,
 ) -> ApiResult<Response> {
-    if !crate::store::valid_slug(&slug) || state.store.project(&slug).await?.is_none() {
-        return Err(ApiError::no_project());
-    }
+    super::known_project(&state, &slug).await?;
     Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug, resume.since)))
 }
 

@@ -81,7 +81,7 @@ pub async fn get_charts(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    super::warrior::known_project(&state, &slug).await?;
+    super::known_project(&state, &slug).await?;
     let charts = state.store.charts(&slug, 20).await?;
     Ok(Json(json!({
         "items_done_chart": charts.items,
@@ -96,7 +96,7 @@ pub async fn get_update_status(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    let settings = super::warrior::known_project(&state, &slug).await?;
+    let settings = super::known_project(&state, &slug).await?;
     let versions = state.store.downloader_versions(&slug).await?;
     Ok(
         Json(json!({ "downloader_version": versions, "current_version": settings.min_version }))
@@ -124,7 +124,7 @@ pub async fn get_tracker_stats(
     Path(slug): Path<String>,
     axum::extract::Query(q): axum::extract::Query<WindowQuery>,
 ) -> ApiResult<Response> {
-    super::warrior::known_project(&state, &slug).await?;
+    super::known_project(&state, &slug).await?;
     let window = q.minutes.unwrap_or(60).clamp(1, 7 * 1440);
     let now = crate::store::now_ms();
     let minutes = state.store.minutes(&slug, now, window).await?;

@@ -1,7 +1,7 @@
 //! The warrior API (PROTOCOL.md): request, multi-item request, done, done+request, release,
 //! and item status.
 
-use super::{client_ip, is_admin, user_agent, ApiError, ApiResult};
+use super::{client_ip, is_admin, known_project, user_agent, ApiError, ApiResult};
 use crate::{
     store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, StoreError},
     AppState,
@@ -89,21 +89,6 @@ fn is_v2(v: &Option<serde_json::Value>) -> bool {
         Some(serde_json::Value::Number(n)) => n.as_u64() == Some(2),
         _ => false,
     }
-}
-
-/// 404 unless `slug` names a project.
-pub async fn known_project(
-    state: &AppState,
-    slug: &str,
-) -> ApiResult<std::sync::Arc<crate::store::Settings>> {
-    if !crate::store::valid_slug(slug) {
-        return Err(ApiError::no_project());
-    }
-    state
-        .store
-        .project(slug)
-        .await?
-        .ok_or_else(ApiError::no_project)
 }
 
 /// Who calls: IP (see [`client_ip`]) and user agent, extracted from the request.

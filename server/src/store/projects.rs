@@ -128,9 +128,6 @@ impl Patterns {
 /// The size of every queue part, by name (`personal` for all personal queues together).
 pub type QueueSizes = Vec<(String, u64)>;
 
-/// A project's settings as the API needs them.
-pub type ProjectInfo = Settings;
-
 /// Whether `slug` is a valid project slug.
 pub fn valid_slug(slug: &str) -> bool {
     (1..=64).contains(&slug.len())

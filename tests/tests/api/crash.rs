@@ -6,33 +6,17 @@
 
 use server::store::{NewProject, Store};
 use std::{
-    process::{Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
     time::{Duration, Instant},
 };
-use tests::{start_redis, tracker_bin, wait_for, Killed};
+use tests::{spawn_tracker, start_redis, tracker_bin, wait_for, Killed};
 
 const ITEMS: usize = 1500;
 const WARRIORS: usize = 12;
 const KILLS: usize = 4;
-
-fn spawn_tracker(redis_url: &str, namespace: &str, port: u16) -> Killed {
-    Killed(
-        Command::new(tracker_bin())
-            .args(["serve"])
-            .env("REDIS_URL", redis_url)
-            .env("TRACKER_NAMESPACE", namespace)
-            .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start tracker"),
-    )
-}
 
 async fn warrior(base: String, name: String, stop: Arc<AtomicBool>) {
     let http = reqwest::Client::builder()
@@ -104,7 +88,7 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
         .unwrap()
         .port();
     let base = format!("http://127.0.0.1:{port}");
-    let mut tracker = spawn_tracker(&redis_url, namespace, port);
+    let mut tracker = spawn_tracker(&tracker_bin(), &redis_url, namespace, port);
     let stop = Arc::new(AtomicBool::new(false));
     let warriors: Vec<_> = (0..WARRIORS)
         .map(|i| tokio::spawn(warrior(base.clone(), format!("warrior-{i}"), stop.clone())))
@@ -129,7 +113,7 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
         })
         .await;
         drop(tracker);
-        tracker = spawn_tracker(&redis_url, namespace, port);
+        tracker = spawn_tracker(&tracker_bin(), &redis_url, namespace, port);
     }
 
     let s = store.clone();

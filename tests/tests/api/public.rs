@@ -66,3 +66,27 @@ async fn healthz_is_503_when_redis_is_down() {
     assert_eq!(r.status, 503, "{}", r.body);
     assert!(r.body.contains("unavailable"));
 }
+
+#[tokio::test]
+async fn project_list_reads_counts_without_downloader_rows() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    app.done("p1", "alice", &app.claim("p1", "alice").await, 1)
+        .await;
+    let counts_only = app.store.leaderboard("p1", 0, 0).await.unwrap().unwrap();
+    assert!(
+        counts_only.downloaders.is_empty(),
+        "0 means no rows, not all of them"
+    );
+    assert_eq!(counts_only.counts.done, 1);
+    assert_eq!(
+        app.store
+            .leaderboard("p1", -1, 0)
+            .await
+            .unwrap()
+            .unwrap()
+            .downloaders
+            .len(),
+        1
+    );
+}

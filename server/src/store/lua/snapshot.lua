@@ -13,7 +13,7 @@
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
-  ARGV[2]  how many downloaders to return (most items first; -1 for all)
+  ARGV[2]  how many downloaders to return (most items first; -1 for all, 0 for none)
   ARGV[3]  how many recent events to return
 
   Output: {title, seq, todo, out, done_items, done_bytes, {domain, bytes, ...},
@@ -41,7 +41,7 @@ for _, parts in ipairs(queue_groups(m[2])) do
 end
 
 local rows = {}
-local top = rcall('ZREVRANGE', dl_items, 0, ndl < 0 and -1 or ndl - 1, 'WITHSCORES')
+local top = ndl == 0 and {} or rcall('ZREVRANGE', dl_items, 0, ndl < 0 and -1 or ndl - 1, 'WITHSCORES')
 for i = 1, #top, 2 do
   rows[#rows + 1] = top[i]
   rows[#rows + 1] = top[i + 1]
