@@ -56,18 +56,58 @@ local function flush_stats(prefix, now)
   pending_stats = {}
 end
 
--- Appends a transition to an item's timeline: lines "time event who version", the last 8 kept.
-local function timeline(key, item, now, what, who, version)
-  local entry = string.format('%d %s %s %s', now, what, who ~= '' and who or '-',
-    version ~= '' and string.gsub(version or '', '%s', '_') or '-')
-  local raw = rcall('HGET', key, item)
-  local text = raw and (raw .. '\n' .. entry) or entry
+-- Runs `cmd key values...` over `list` in chunks: Lua's unpack is limited to a few thousand
+-- values. `step` must be even for field/value lists.
+local function bulk(cmd, key, list, step)
+  step = step or 1000
+  for i = 1, #list, step do
+    rcall(cmd, key, unpack(list, i, math.min(i + step - 1, #list)))
+  end
+end
+
+-- The replies of `cmd key members...` over `list` in chunks, concatenated (one per member;
+-- false for a missing one).
+local function bulk_read(cmd, key, list)
+  local all = {}
+  for i = 1, #list, 1000 do
+    local part = rcall(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+    for j = 1, #part do all[#all + 1] = part[j] end
+  end
+  return all
+end
+
+-- One timeline line: "time event who version".
+local function timeline_line(now, what, who, version)
+  return string.format('%d %s %s %s', now, what, (who and who ~= '') and who or '-',
+    (version and version ~= '') and string.gsub(version, '%s', '_') or '-')
+end
+
+-- `raw` (an item's timeline text, or false) with `line` appended, the last 8 lines kept.
+local function timeline_append(raw, line)
+  local text = raw and (raw .. '\n' .. line) or line
   local _, lines = string.gsub(text, '\n', '')
   while lines >= 8 do
     text = string.sub(text, string.find(text, '\n', 1, true) + 1)
     lines = lines - 1
   end
-  rcall('HSET', key, item, text)
+  return text
+end
+
+-- Appends a transition to an item's timeline: lines "time event who version", the last 8 kept.
+local function timeline(key, item, now, what, who, version)
+  rcall('HSET', key, item, timeline_append(rcall('HGET', key, item), timeline_line(now, what, who, version)))
+end
+
+-- Appends `lines[i]` to the timeline of `items[i]` for all i, in two calls. Items are distinct.
+local function timeline_many(key, items, lines)
+  if #items == 0 then return end
+  local old = bulk_read('HMGET', key, items)
+  local fields = {}
+  for i, item in ipairs(items) do
+    fields[#fields + 1] = item
+    fields[#fields + 1] = timeline_append(old[i], lines[i])
+  end
+  bulk('HSET', key, fields)
 end
 
 -- Whether version `a` is lower than `b`, comparing their numbers piecewise (20240101.02 > 3).
@@ -100,11 +140,15 @@ local function gcra_charge(key, name, rate, used, now)
   rcall('HSET', key, name, string.format('%.3f', tat + used * 1000 / rate))
 end
 
--- Whether `value` is blocked in hash `key` at `now` (entries are JSON with `expires`, 0 = never).
-local function blocked(key, value, now)
-  local raw = rcall('HGET', key, value)
+-- Whether a block entry (JSON with `expires`, 0 = never; or false for none) holds at `now`.
+local function block_holds(raw, now)
   if not raw then return false end
   local ok, entry = pcall(cjson.decode, raw)
   local expires = ok and tonumber(entry.expires) or 0
   return expires == 0 or expires > now
+end
+
+-- Whether `value` is blocked in hash `key` at `now`.
+local function blocked(key, value, now)
+  return block_holds(rcall('HGET', key, value), now)
 end

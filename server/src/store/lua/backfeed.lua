@@ -65,19 +65,35 @@ local function spot(h, l)
   return block, x, y
 end
 
+-- Hashes remembered by this call, whose bits may not be written yet.
+local pending = {}
+
 local function seen(h)
+  if pending[h] then return true end
   for _, l in ipairs(layers) do
     local block, x, y = spot(h, l)
     local bytes = rcall('GETRANGE', prefix .. 'bloom:' .. l.i, block * 64, block * 64 + 63)
     local all = true
     for j = 0, l.k - 1 do
       local off = (x + j * y) % 512
-      local byte = string.byte(bytes, math.floor(off / 8) + 1) or 0
-      if math.floor(byte / 2 ^ (7 - off % 8)) % 2 == 0 then all = false break end
+      -- A bitmap shorter than the block reads as zeros.
+      local byte = string.byte(bytes, bit.rshift(off, 3) + 1) or 0
+      if bit.band(byte, bit.lshift(1, 7 - bit.band(off, 7))) == 0 then
+        all = false
+        break
+      end
     end
     if all then return true end
   end
   return false
+end
+
+-- Bit sets not yet written, per layer: BITFIELD arguments.
+local sets = {}
+
+local function flush_sets()
+  for i, args in pairs(sets) do bulk('BITFIELD', prefix .. 'bloom:' .. i, args, 4000) end
+  sets = {}
 end
 
 local function remember(h)
@@ -87,39 +103,85 @@ local function remember(h)
     l = layers[#layers]
   end
   local block, x, y = spot(h, l)
-  local args = {}
+  local args = sets[l.i] or {}
+  sets[l.i] = args
   for j = 0, l.k - 1 do
     args[#args + 1] = 'SET'
     args[#args + 1] = 'u1'
     args[#args + 1] = block * 512 + (x + j * y) % 512
     args[#args + 1] = 1
   end
-  rcall('BITFIELD', prefix .. 'bloom:' .. l.i, unpack(args))
+  pending[h] = true
   l.n = l.n + 1
   l.added = (l.added or 0) + 1
 end
 
-local added, dups = 0, 0
-local ntriples = (#ARGV - 5) / 3
-local seq = rcall('INCRBY', qseq, ntriples) - ntriples
+-- 1. The filter: records it has seen are duplicates; the others are remembered.
+local dups = 0
+local candidates = {}
 for i = 6, #ARGV, 3 do
-  local h, part, item = tonumber(ARGV[i]), queue .. ARGV[i + 1], ARGV[i + 2]
-  seq = seq + 1
+  local h = tonumber(ARGV[i])
   if not skip and seen(h) then
     dups = dups + 1
   else
     if not skip then remember(h) end
-    local known = rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
-      or rcall('HEXISTS', failed, item) == 1 or rcall('ZSCORE', prefix .. part, item)
-      or find_in_queues(prefix, groups, item, nil)
-    if known then
-      dups = dups + 1
-    else
-      rcall('ZADD', prefix .. part, seq, item)
-      added = added + 1
-    end
+    candidates[#candidates + 1] = i
   end
 end
+flush_sets()
+
+-- 2. The exact check: a candidate whose item is in any state, or queued earlier in this call,
+-- is a duplicate. One variadic read per table for all candidates.
+local items, distinct = {}, {}
+for _, i in ipairs(candidates) do
+  local item = ARGV[i + 2]
+  if not distinct[item] then
+    distinct[item] = true
+    items[#items + 1] = item
+  end
+end
+local known = {}
+local function mark(replies, list)
+  local rest = {}
+  for j, item in ipairs(list) do
+    if replies[j] and replies[j] ~= 0 then known[item] = true else rest[#rest + 1] = item end
+  end
+  return rest
+end
+local rest = mark(bulk_read('ZMSCORE', out, items), items)
+if #rest > 0 then rest = mark(bulk_read('SMISMEMBER', done, rest), rest) end
+if #rest > 0 and rcall('EXISTS', failed) == 1 then rest = mark(bulk_read('HMGET', failed, rest), rest) end
+local parts_checked = {}
+local function check_part(part)
+  if #rest > 0 and not parts_checked[part] then
+    parts_checked[part] = true
+    rest = mark(bulk_read('ZMSCORE', prefix .. part, rest), rest)
+  end
+end
+for _, parts in ipairs(groups) do
+  for _, part in ipairs(parts) do check_part(part) end
+end
+for _, i in ipairs(candidates) do check_part(queue .. ARGV[i + 1]) end
+
+-- 3. The new items, queued in order of arrival.
+local ntriples = (#ARGV - 5) / 3
+local seq = rcall('INCRBY', qseq, ntriples) - ntriples
+local adds = {}
+local added = 0
+for _, i in ipairs(candidates) do
+  local item = ARGV[i + 2]
+  if known[item] then
+    dups = dups + 1
+  else
+    known[item] = true
+    local part = queue .. ARGV[i + 1]
+    adds[part] = adds[part] or {}
+    table.insert(adds[part], seq + (i - 3) / 3)
+    table.insert(adds[part], item)
+    added = added + 1
+  end
+end
+for part, args in pairs(adds) do bulk('ZADD', prefix .. part, args) end
 for _, l in ipairs(layers) do
   if l.added then rcall('HINCRBY', bloom, 'n:' .. l.i, l.added) end
 end

@@ -7,6 +7,10 @@
 
   Checks per request, in PROTOCOL.md's order: version (455), name (400), blocked (403),
   state / per-downloader budget (404), rate limit (429), nothing to give (404).
+  The batch is served in three phases so that Redis sees a few variadic calls per batch, not
+  several calls per item: checks (one HMGET per table for all requests, the rate limiter kept
+  in a local), then items popped for all requests at once and handed out in request order,
+  then every claim written at once.
 
   KEYS[1]  meta        hash  settings: state, min_version, rate, burst, claims_limit,
                              dl_max_claims, reclaim_ttl, max_attempts, fifo,
@@ -49,50 +53,149 @@ local claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
 local reclaim_ttl, max_attempts = (tonumber(s[8]) or 0) * 1000, tonumber(s[9]) or 0
 local fifo, ignore_global = s[10] == '1', s[11] == '1'
 local groups = queue_groups(s[12])
+local serving = state == 'active' or state == 'draining'
 
--- Hands `item` to the claimant; false (and the item goes to `failed`) when out of attempts.
-local function take(item, who, from)
-  local n = rcall('HINCRBY', attempts, item, 1)
-  if max_attempts > 0 and n > max_attempts then
-    rcall('HSET', failed, item, cjson.encode({ reason = 'claimed ' .. (n - 1) .. ' times', t = now }))
-    rcall('HDEL', attempts, item)
-    timeline(tl, item, now, 'failed', '', '')
-    stat(prefix, now, 'f')
-    return false
+-- Phase 1: the checks of every request, with one read per table for the whole batch.
+local reqs, dls, ips = {}, {}, {}
+for r = 1, nreq do
+  local a = 4 + 7 * (r - 1)
+  reqs[r] = { d = ARGV[a], ip = ARGV[a + 1], ua = ARGV[a + 2], v = ARGV[a + 3], want = tonumber(ARGV[a + 4]),
+    name_ok = ARGV[a + 5] == '1', global_block = ARGV[a + 6] == '1' }
+  dls[r], ips[r] = ARGV[a], ARGV[a + 1]
+end
+local function lookup(key, names)
+  if rcall('EXISTS', key) == 0 then return {} end
+  return bulk_read('HMGET', key, names)
+end
+local ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls)
+local held = {}
+if dl_max > 0 and serving then
+  local raw = bulk_read('HMGET', dl_claims, dls)
+  for r = 1, nreq do held[dls[r]] = held[dls[r]] or tonumber(raw[r]) or 0 end
+end
+-- The project's limiter: each request reserves what it may take; charged with what was taken.
+local interval = rate > 0 and 1000 / rate or 0
+local tat0 = rate > 0 and math.max(tonumber(rcall('HGET', ratelimit, '')) or now, now) or now
+local tat = tat0
+
+local active = {}   -- requests that passed the checks, in order
+for r, q in ipairs(reqs) do
+  stat(prefix, now, 'rq')
+  if min_version ~= '' and (q.v == '' or version_lt(q.v, min_version)) then
+    q.code, q.extra = 455, 0
+  elseif not q.name_ok then
+    q.code, q.extra = 400, 0
+  elseif (q.global_block and not ignore_global) or block_holds(ip_blocks[r], now)
+    or block_holds(dl_blocks[r], now) then
+    q.code, q.extra = 403, 0
+  elseif not serving then
+    q.code, q.extra = 404, 1
+  else
+    local want = q.want
+    if dl_max > 0 then want = math.min(want, dl_max - held[q.d]) end
+    if want <= 0 then
+      q.code, q.extra = 404, 2
+    else
+      if rate > 0 then
+        local tolerance = interval * math.max(burst, 1)
+        local m = math.floor((now + tolerance - tat) / interval + 1e-9)
+        if m <= 0 then
+          q.code, q.extra = 429, math.ceil(tat + interval - tolerance - now)
+          want = 0
+        else
+          want = math.min(m, want)
+          tat = tat + want * interval
+        end
+      end
+      if want > 0 then
+        if dl_max > 0 then held[q.d] = held[q.d] + want end
+        q.need, q.got, q.reclaimed = want, {}, false
+        active[#active + 1] = q
+      end
+    end
   end
-  rcall('ZADD', out, now, item)
-  rcall('HSET', claims, item, cjson.encode({ d = who.d, ip = who.ip, t = now, ua = who.ua, v = who.v, n = n }))
-  rcall('HINCRBY', dl_claims, who.d, 1)
-  timeline(tl, item, now, from, who.d, who.v)
-  return true
 end
 
--- Moves up to `want` claimed items to `who`: the oldest ones, or (ttl) those claimed longer
--- than ttl x their claim count ago.
-local function reclaim(who, want, got, ttl)
+-- Phase 2: items for the active requests, in claim order, handed out in request order.
+local out_n = #active > 0 and rcall('ZCARD', out) or 0
+local new_attempts = {}
+local w_out, w_claims, w_attempts, w_dl, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
+local cursor = 1
+
+-- Items still wanted by the active requests; `capped` by the room under the claims limit.
+local function short(capped)
+  local total = 0
+  for i = cursor, #active do total = total + active[i].need - #active[i].got end
+  if capped and claims_limit > 0 then total = math.min(total, claims_limit - out_n) end
+  return math.max(total, 0)
+end
+
+-- Drops from `items` those claimed too often (they move to `failed`); returns the others.
+local function screen(items)
+  if #items == 0 then return items end
+  local counts = bulk_read('HMGET', attempts, items)
+  local ok = {}
+  for i, item in ipairs(items) do
+    local n = (tonumber(counts[i]) or 0) + 1
+    if max_attempts > 0 and n > max_attempts then
+      rcall('HSET', failed, item, cjson.encode({ reason = 'claimed ' .. (n - 1) .. ' times', t = now }))
+      rcall('HDEL', attempts, item)
+      timeline(tl, item, now, 'failed', '', '')
+      stat(prefix, now, 'f')
+    else
+      new_attempts[item] = n
+      ok[#ok + 1] = item
+    end
+  end
+  return ok
+end
+
+-- Hands `items` to the active requests in order (there is room for all of them).
+local function distribute(items, from)
+  for _, item in ipairs(items) do
+    while #active[cursor].got >= active[cursor].need do cursor = cursor + 1 end
+    local q = active[cursor]
+    q.got[#q.got + 1] = item
+    if from == 'reclaimed' then q.reclaimed = true end
+    local n = new_attempts[item]
+    w_out[#w_out + 1] = now
+    w_out[#w_out + 1] = item
+    w_claims[#w_claims + 1] = item
+    w_claims[#w_claims + 1] = cjson.encode({ d = q.d, ip = q.ip, t = now, ua = q.ua, v = q.v, n = n })
+    w_attempts[#w_attempts + 1] = item
+    w_attempts[#w_attempts + 1] = n
+    w_dl[q.d] = (w_dl[q.d] or 0) + 1
+    tl_items[#tl_items + 1] = item
+    tl_lines[#tl_lines + 1] = timeline_line(now, from, q.d, q.v)
+    out_n = out_n + 1
+  end
+end
+
+-- Takes back up to `want` claimed items: the oldest ones, or (ttl) those claimed longer than
+-- ttl x their claim count ago.
+local function reclaim(want, ttl)
   local candidates
   if ttl then
     candidates = rcall('ZRANGEBYSCORE', out, '-inf', now - ttl, 'LIMIT', 0, want * 4)
   else
     candidates = rcall('ZRANGE', out, 0, want - 1)
   end
-  local n = 0
+  local taken = {}
   for _, item in ipairs(candidates) do
-    if n >= want then break end
+    if #taken >= want then break end
     local raw = rcall('HGET', claims, item)
     local old = raw and cjson.decode(raw) or { t = 0, n = 1 }
     if not ttl or (tonumber(old.t) or 0) + ttl * (tonumber(old.n) or 1) <= now then
-      if old.d then rcall('HINCRBY', dl_claims, old.d, -1) end
+      if old.d then w_dl[old.d] = (w_dl[old.d] or 0) - 1 end
       rcall('ZREM', out, item)
       rcall('HDEL', claims, item)
-      if take(item, who, 'reclaimed') then
-        got[#got + 1] = item
-        n = n + 1
-      end
+      out_n = out_n - 1
+      taken[#taken + 1] = item
     end
   end
-  if n > 0 then stat(prefix, now, 'rc', n) end
-  return n
+  local ok = screen(taken)
+  distribute(ok, 'reclaimed')
+  if #ok > 0 then stat(prefix, now, 'rc', #ok) end
 end
 
 -- Pops up to `want` items from queue part `key`.
@@ -104,24 +207,17 @@ local function pop(key, want)
     return items
   end
   local items = rcall('ZRANDMEMBER', key, want)
-  if #items > 0 then rcall('ZREM', key, unpack(items)) end
+  bulk('ZREM', key, items)
   return items
 end
 
--- Claims up to `want` from one queue group: the parts share it in proportion to their sizes,
--- a limited part no more than its limiter allows.
-local function from_group(parts, who, want, got)
+-- Pops up to `want` items from one queue group: the parts share it in proportion to their
+-- sizes, a limited part no more than its limiter allows.
+local function group_pop(parts, want)
   if #parts == 1 and not string.find(parts[1], '#', 1, true) then
-    local n = 0
-    for _, item in ipairs(pop(prefix .. parts[1], want)) do
-      if take(item, who, 'claimed') then
-        got[#got + 1] = item
-        n = n + 1
-      end
-    end
-    return n
+    return pop(prefix .. parts[1], want)
   end
-  local sizes, caps, total = {}, {}, 0
+  local caps, total = {}, 0
   for i, part in ipairs(parts) do
     local size = rcall('ZCARD', prefix .. part)
     local limiter = string.match(part, '#(.+)$')
@@ -131,96 +227,85 @@ local function from_group(parts, who, want, got)
       local prate, pburst = string.match(conf, '^(%S+) (%S+)$')
       cap = math.min(size, (gcra_allow(ratelimit, 'p:' .. limiter, tonumber(prate), tonumber(pburst), size, now)))
     end
-    sizes[i], caps[i], total = size, cap, total + cap
+    caps[i], total = cap, total + cap
   end
-  if total == 0 then return 0 end
-  local n = 0
+  local items = {}
+  if total == 0 then return items end
   for i, part in ipairs(parts) do
-    if n >= want then break end
-    local share = math.min(caps[i], math.ceil(want * caps[i] / total))
-    share = math.min(share, want - n)
+    if #items >= want then break end
+    local share = math.min(caps[i], math.ceil(want * caps[i] / total), want - #items)
     if share > 0 then
-      local used = 0
-      for _, item in ipairs(pop(prefix .. part, share)) do
-        if take(item, who, 'claimed') then
-          got[#got + 1] = item
-          n, used = n + 1, used + 1
-        end
-      end
+      local popped = pop(prefix .. part, share)
+      for _, item in ipairs(popped) do items[#items + 1] = item end
       local limiter = string.match(part, '#(.+)$')
       if limiter then
         local conf = rcall('HGET', meta, 'pl:' .. limiter) or ''
-        gcra_charge(ratelimit, 'p:' .. limiter, tonumber(string.match(conf, '^(%S+)')), used, now)
+        gcra_charge(ratelimit, 'p:' .. limiter, tonumber(string.match(conf, '^(%S+)')), #popped, now)
       end
     end
   end
-  return n
+  return items
+end
+
+if #active > 0 then
+  -- 1. each downloader's own queue
+  if (tonumber(rcall('HGET', stats, 'pq')) or 0) > 0 then
+    for i, q in ipairs(active) do
+      cursor = i
+      local mine = pop(prefix .. 'todo:d:' .. q.d, q.need)
+      if #mine > 0 then
+        rcall('HINCRBY', stats, 'pq', -#mine)
+        distribute(screen(mine), 'claimed')
+      end
+    end
+    cursor = 1
+  end
+  -- 2. reclaims when the claims limit is reached
+  if claims_limit > 0 and out_n >= claims_limit and short(false) > 0 then reclaim(short(false), nil) end
+  -- 3. the queues, in order; a group is popped again only if it gave all that was asked
+  for _, parts in ipairs(groups) do
+    local want = short(true)
+    while want > 0 do
+      local popped = group_pop(parts, want)
+      distribute(screen(popped), 'claimed')
+      if #popped < want then break end
+      want = short(true)
+    end
+    if short(true) == 0 then break end
+  end
+  -- 4. reclaims of claims that took too long
+  if reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
+end
+
+-- Phase 3: every claim written at once.
+bulk('ZADD', out, w_out)
+bulk('HSET', claims, w_claims)
+bulk('HSET', attempts, w_attempts)
+for d, n in pairs(w_dl) do
+  if n ~= 0 then rcall('HINCRBY', dl_claims, d, n) end
+end
+timeline_many(tl, tl_items, tl_lines)
+local used = 0
+for _, q in ipairs(active) do used = used + #q.got end
+if rate > 0 and used > 0 then
+  rcall('HSET', ratelimit, '', string.format('%.3f', tat0 + used * interval))
 end
 
 local result = {}
-local function answer(code, extra, items)
-  result[#result + 1] = code
-  result[#result + 1] = extra
-  for _, item in ipairs(items or {}) do result[#result + 1] = item end
-end
-
-for r = 0, nreq - 1 do
-  local a = 4 + 7 * r
-  local who = { d = ARGV[a], ip = ARGV[a + 1], ua = ARGV[a + 2], v = ARGV[a + 3] }
-  local want = tonumber(ARGV[a + 4])
-  stat(prefix, now, 'rq')
-  if min_version ~= '' and (who.v == '' or version_lt(who.v, min_version)) then
-    answer(455, 0)
-  elseif ARGV[a + 5] ~= '1' then
-    answer(400, 0)
-  elseif (ARGV[a + 6] == '1' and not ignore_global) or blocked(blocked_ip, who.ip, now)
-    or blocked(blocked_dl, who.d, now) then
-    answer(403, 0)
-  elseif state ~= 'active' and state ~= 'draining' then
-    answer(404, 1)
+for _, q in ipairs(reqs) do
+  if q.code then
+    result[#result + 1] = q.code
+    result[#result + 1] = q.extra
+  elseif #q.got == 0 then
+    result[#result + 1] = 404
+    result[#result + 1] = 3
   else
-    local held = tonumber(rcall('HGET', dl_claims, who.d)) or 0
-    if dl_max > 0 then want = math.min(want, dl_max - held) end
-    if want <= 0 then
-      answer(404, 2)
-    else
-      local allowed, retry = gcra_allow(ratelimit, '', rate, burst, want, now)
-      if allowed == 0 then
-        answer(429, retry)
-      else
-        local got, reclaimed = {}, 0
-        -- 1. the downloader's own queue
-        local personal = pop(prefix .. 'todo:d:' .. who.d, allowed)
-        if #personal > 0 then rcall('HINCRBY', stats, 'pq', -#personal) end
-        for _, item in ipairs(personal) do
-          if take(item, who, 'claimed') then got[#got + 1] = item end
-        end
-        -- 2. reclaims when the claims limit is reached
-        if #got < allowed and claims_limit > 0 and rcall('ZCARD', out) >= claims_limit then
-          reclaimed = reclaimed + reclaim(who, allowed - #got, got, nil)
-        end
-        -- 3. the queues, in order
-        for _, parts in ipairs(groups) do
-          if #got >= allowed or (claims_limit > 0 and rcall('ZCARD', out) >= claims_limit) then break end
-          local room = allowed - #got
-          if claims_limit > 0 then room = math.min(room, claims_limit - rcall('ZCARD', out)) end
-          from_group(parts, who, room, got)
-        end
-        -- 4. reclaims of claims that took too long
-        if #got < allowed and reclaim_ttl > 0 then
-          reclaimed = reclaimed + reclaim(who, allowed - #got, got, reclaim_ttl)
-        end
-        gcra_charge(ratelimit, '', rate, #got, now)
-        if #got == 0 then
-          answer(404, 3)
-        else
-          stat(prefix, now, 'ok')
-          stat(prefix, now, 'cl', #got)
-          if reclaimed > 0 then stat(prefix, now, 'rs') end
-          answer(200, #got, got)
-        end
-      end
-    end
+    stat(prefix, now, 'ok')
+    stat(prefix, now, 'cl', #q.got)
+    if q.reclaimed then stat(prefix, now, 'rs') end
+    result[#result + 1] = 200
+    result[#result + 1] = #q.got
+    for _, item in ipairs(q.got) do result[#result + 1] = item end
   end
 end
 flush_stats(prefix, now)

@@ -3,7 +3,10 @@
   be known (claimed, queued, failed or done), else nothing of that report changes (404). If
   the reported byte domains differ from the project's, the reporter's IP is blocked until
   now + auto_block_ttl and the report's claimed items go back to `todo` (403). Otherwise the
-  items move to `done`, each counted once, and one event is published.
+  items move to `done`, each counted once, and one event per report is recorded.
+  Where each item is comes from a few variadic reads for the whole batch (ZMSCORE, SMISMEMBER,
+  HMGET); the reports are then decided in order against that local state, and every write is
+  made once per batch (the completion log gets one entry per report).
 
   KEYS[1]  meta          hash    domains, auto_block_ttl, queues
   KEYS[2]  out           zset    claimed items
@@ -39,8 +42,8 @@
   Output: per report, flattened: 200, counted, duplicates, seq (0 when nothing counted)
                                  404, item (unknown item; nothing changed)
                                  403, 0 (byte domains differ; ip blocked, items released)
-  Events: per report that counts anything, the event JSON is pushed on KEYS[15] and published
-  on KEYS[16].
+  Events: per report that counts anything, one event JSON pushed on KEYS[15]; all of the
+  batch's events published as one message on KEYS[16], joined by ',' (parse as `[` .. `]`).
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -51,11 +54,68 @@ local history_len, log_len, nrep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumbe
 
 local s = rcall('HMGET', meta, 'domains', 'auto_block_ttl', 'queues')
 local groups = queue_groups(s[3])
-local domains = {}
-for d in string.gmatch(s[1] or '', '[^,]+') do domains[d] = true end
+local domains, ndomains = {}, 0
+for d in string.gmatch(s[1] or '', '[^,]+') do
+  if not domains[d] then ndomains = ndomains + 1 end
+  domains[d] = true
+end
 local block_ttl = (tonumber(s[2]) or 86400) * 1000
 local day = math.floor(now / 86400000)
 local minute = math.floor(now / 60000)
+
+-- The reports, and the distinct items they name.
+local reps, all, named = {}, {}, {}
+local a = 6
+for r = 1, nrep do
+  local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
+    doms = {}, items = {} }
+  local ndom = tonumber(ARGV[a + 5])
+  for d = 0, ndom - 1 do rep.doms[#rep.doms + 1] = { ARGV[a + 6 + 2 * d], ARGV[a + 7 + 2 * d] } end
+  local nitems = tonumber(ARGV[a + 6 + 2 * ndom])
+  local at = a + 7 + 2 * ndom
+  for i = at, at + nitems - 1 do
+    local item = ARGV[i]
+    rep.items[#rep.items + 1] = item
+    if not named[item] then
+      named[item] = true
+      all[#all + 1] = item
+    end
+  end
+  a = at + nitems
+  reps[r] = rep
+end
+
+-- Phase 1: where each item is: 'out', 'done', 'failed', or (looked up per report) a queue part.
+local state, claim_of = {}, {}
+do
+  local scores = bulk_read('ZMSCORE', out, all)
+  local rest, in_out = {}, {}
+  for i, item in ipairs(all) do
+    if scores[i] then
+      state[item] = 'out'
+      in_out[#in_out + 1] = item
+    else
+      rest[#rest + 1] = item
+    end
+  end
+  if #in_out > 0 then
+    local raw = bulk_read('HMGET', claims, in_out)
+    for i, item in ipairs(in_out) do claim_of[item] = raw[i] end
+  end
+  if #rest > 0 then
+    local isdone = bulk_read('SMISMEMBER', done, rest)
+    local rest2 = {}
+    for i, item in ipairs(rest) do
+      if isdone[i] == 1 then state[item] = 'done' else rest2[#rest2 + 1] = item end
+    end
+    if #rest2 > 0 and rcall('EXISTS', failed) == 1 then
+      local f = bulk_read('HMGET', failed, rest2)
+      for i, item in ipairs(rest2) do
+        if f[i] then state[item] = 'failed' end
+      end
+    end
+  end
+end
 
 local function todo_count()
   local n = tonumber(rcall('HGET', stats, 'pq')) or 0
@@ -76,58 +136,59 @@ local function chart_point(key, value)
   end
 end
 
+local function claim_record(item)
+  local raw = claim_of[item]
+  return raw and cjson.decode(raw) or {}
+end
+
 -- Counts for the events, read once and kept current as reports change them.
 local todo_now, out_now, failed_now = todo_count(), rcall('ZCARD', out), rcall('HLEN', failed)
-local seen_dl, seen_ip, dl_totals = {}, {}, {}
-local chart_value = nil
+local totals = rcall('HMGET', stats, 'done_items', 'done_bytes')
+local done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 0
+local seq = tonumber(rcall('GET', seq_key)) or 0
+local done_items0, done_bytes0, seq0 = done_items, done_bytes, seq
 
+-- Phase 2: each report decided in order; writes collected.
+local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
+local w_dl, dl_add_items, dl_add_bytes, dl_ver, dom_add = {}, {}, {}, {}, {}
+local pq_delta, evs = 0, {}
+local seen_dl, seen_ip = {}, {}
 local result = {}
-local a = 6
-for _ = 1, nrep do
-  local who, version, ua, ip, id = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local ndom = tonumber(ARGV[a + 5])
-  local dom_at = a + 6
-  local nitems = tonumber(ARGV[dom_at + 2 * ndom])
-  local items_at = dom_at + 2 * ndom + 1
-  a = items_at + nitems
 
-  -- Where is each item? Checked before any write.
-  local where, unknown = {}, nil
-  for i = items_at, items_at + nitems - 1 do
-    local item = ARGV[i]
-    if rcall('ZSCORE', out, item) then where[i] = 'out'
-    elseif rcall('SISMEMBER', done, item) == 1 then where[i] = 'done'
-    elseif rcall('HEXISTS', failed, item) == 1 then where[i] = 'failed'
-    else where[i] = find_in_queues(prefix, groups, item, who) end
-    if not where[i] then unknown = item break end
+for _, rep in ipairs(reps) do
+  local who, version = rep.who, rep.version
+  local unknown = nil
+  for _, item in ipairs(rep.items) do
+    if not state[item] then state[item] = find_in_queues(prefix, groups, item, who) end
+    if not state[item] then
+      unknown = item
+      break
+    end
   end
 
   local mismatch = false
-  if next(domains) then
+  if ndomains > 0 then
     local seen = 0
-    for d = 0, ndom - 1 do
-      if domains[ARGV[dom_at + 2 * d]] then seen = seen + 1 else mismatch = true end
+    for _, d in ipairs(rep.doms) do
+      if domains[d[1]] then seen = seen + 1 else mismatch = true end
     end
-    local want = 0
-    for _ in pairs(domains) do want = want + 1 end
-    if seen ~= want then mismatch = true end
+    if seen ~= ndomains then mismatch = true end
   end
 
   if unknown then
     result[#result + 1] = 404
     result[#result + 1] = unknown
   elseif mismatch then
-    rcall('HSET', blocked_ip, ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
+    rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
       t = now, expires = now + block_ttl }))
-    for i = items_at, items_at + nitems - 1 do
-      local item = ARGV[i]
-      if where[i] == 'out' then
-        local raw = rcall('HGET', claims, item)
-        local claim = raw and cjson.decode(raw) or {}
-        if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
+    for _, item in ipairs(rep.items) do
+      if state[item] == 'out' then
+        local claim = claim_record(item)
+        if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
         rcall('ZREM', out, item)
         rcall('HDEL', claims, item)
         rcall('ZADD', prefix .. 'todo', 0, item)
+        state[item] = 'todo'
         out_now, todo_now = out_now - 1, todo_now + 1
         timeline(tl, item, now, 'released', who, version)
       end
@@ -136,53 +197,51 @@ for _ = 1, nrep do
     result[#result + 1] = 0
   else
     local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
-    for i = items_at, items_at + nitems - 1 do
-      local item, w = ARGV[i], where[i]
-      if w == 'done' or rcall('SISMEMBER', done, item) == 1 then
+    for _, item in ipairs(rep.items) do
+      local w = state[item]
+      if w == 'done' then
         dups = dups + 1
       else
         local t0 = 0
         if w == 'out' then
-          local raw = rcall('HGET', claims, item)
-          local claim = raw and cjson.decode(raw) or {}
+          local claim = claim_record(item)
           t0 = tonumber(claim.t) or 0
-          if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
-          rcall('ZREM', out, item)
-          rcall('HDEL', claims, item)
+          if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
+          w_out[#w_out + 1] = item
           out_now = out_now - 1
           if t0 > 0 then rtt = rtt + (now - t0) end
         elseif w == 'failed' then
-          rcall('HDEL', failed, item)
+          w_failed[#w_failed + 1] = item
           failed_now = failed_now - 1
         else
-          rcall('ZREM', prefix .. w, item)
+          w_queue[w] = w_queue[w] or {}
+          table.insert(w_queue[w], item)
           todo_now = todo_now - 1
-          if string.sub(w, 1, 7) == 'todo:d:' then rcall('HINCRBY', stats, 'pq', -1) end
+          if string.sub(w, 1, 7) == 'todo:d:' then pq_delta = pq_delta - 1 end
         end
-        rcall('HDEL', attempts, item)
-        rcall('SADD', done, item)
-        timeline(tl, item, now, 'done', who, version)
+        state[item] = 'done'
+        w_done[#w_done + 1] = item
+        tl_items[#tl_items + 1] = item
+        tl_lines[#tl_lines + 1] = timeline_line(now, 'done', who, version)
         fresh[#fresh + 1] = item
         claimed_at[#claimed_at + 1] = t0
       end
     end
-    local seq = 0
+    local ev_seq = 0
     if #fresh > 0 then
       local total = 0
       local dom_json = {}
-      for d = 0, ndom - 1 do
-        local domain, bytes = ARGV[dom_at + 2 * d], ARGV[dom_at + 2 * d + 1]
-        rcall('HINCRBY', domain_bytes, domain, bytes)
-        total = total + tonumber(bytes)
-        dom_json[#dom_json + 1] = cjson.encode(domain) .. ':' .. bytes
+      for _, d in ipairs(rep.doms) do
+        local bytes = tonumber(d[2])
+        dom_add[d[1]] = (dom_add[d[1]] or 0) + bytes
+        total = total + bytes
+        dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
       end
       local total_s = string.format('%d', total)
-      local done_items = rcall('HINCRBY', stats, 'done_items', #fresh)
-      local done_bytes = rcall('HINCRBY', stats, 'done_bytes', total_s)
-      rcall('ZINCRBY', dl_items, #fresh, who)
-      local dl_total = rcall('ZINCRBY', dl_bytes, total_s, who)
-      rcall('HSET', dl_version, who, version)
-      rcall('HSET', dl_seen, who, now)
+      done_items, done_bytes = done_items + #fresh, done_bytes + total
+      dl_add_items[who] = (dl_add_items[who] or 0) + #fresh
+      dl_add_bytes[who] = (dl_add_bytes[who] or 0) + total
+      dl_ver[who] = version
       stat(prefix, now, 'i', #fresh)
       stat(prefix, now, 'b', total)
       if rtt > 0 then
@@ -190,44 +249,72 @@ for _ = 1, nrep do
         stat(prefix, now, 'rn', #fresh)
       end
       seen_dl[who] = true
-      if ip ~= '' then seen_ip[ip] = true end
-      chart_value = done_items .. ' ' .. done_bytes
-      dl_totals[who] = string.format('%d', tonumber(dl_total))
-      rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', ip, 'ua', ua, 'v', version,
+      if rep.ip ~= '' then seen_ip[rep.ip] = true end
+      rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', rep.ip, 'ua', rep.ua, 'v', version,
         'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
-        'id', id)
-
-      seq = rcall('INCR', seq_key)
+        'id', rep.id)
+      seq = seq + 1
+      ev_seq = seq
       -- Built by hand: cjson would print large integers in exponent form.
-      local ev = '{"seq":' .. seq .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
+      evs[#evs + 1] = '{"seq":' .. string.format('%d', seq) .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
         .. ',"items":' .. cjson.encode(fresh) .. ',"bytes":' .. total_s
         .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
-        .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(ua)
-        .. ',"counts":{"todo":' .. todo_now .. ',"out":' .. out_now
-        .. ',"done":' .. done_items .. ',"failed":' .. failed_now .. '}}'
-      rcall('LPUSH', history, ev)
-      rcall('LTRIM', history, 0, history_len - 1)
-      rcall('PUBLISH', events, ev)
+        .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(rep.ua)
+        .. string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo_now, out_now, done_items,
+          failed_now)
     end
     result[#result + 1] = 200
     result[#result + 1] = #fresh
     result[#result + 1] = dups
-    result[#result + 1] = seq
+    result[#result + 1] = ev_seq
   end
 end
--- Once per call: unique contributors and chart points.
+
+-- Phase 3: the batch's writes.
+bulk('ZREM', out, w_out)
+bulk('HDEL', claims, w_out)
+bulk('HDEL', failed, w_failed)
+for part, items in pairs(w_queue) do bulk('ZREM', prefix .. part, items) end
+if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
+bulk('HDEL', attempts, w_done)
+bulk('SADD', done, w_done)
+timeline_many(tl, tl_items, tl_lines)
+for d, n in pairs(w_dl) do
+  if n ~= 0 then rcall('HINCRBY', dl_claims, d, n) end
+end
+if #evs > 0 then
+  rcall('HINCRBY', stats, 'done_items', done_items - done_items0)
+  rcall('HINCRBY', stats, 'done_bytes', string.format('%d', done_bytes - done_bytes0))
+  for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
+  local versions, seen = {}, {}
+  for who, n in pairs(dl_add_items) do
+    rcall('ZINCRBY', dl_items, n, who)
+    local dl_total = rcall('ZINCRBY', dl_bytes, string.format('%d', dl_add_bytes[who]), who)
+    chart_point(prefix .. 'dlc:' .. who, string.format('%d', tonumber(dl_total)))
+    versions[#versions + 1] = who
+    versions[#versions + 1] = dl_ver[who]
+    seen[#seen + 1] = who
+    seen[#seen + 1] = now
+  end
+  bulk('HSET', dl_version, versions)
+  bulk('HSET', dl_seen, seen)
+  rcall('INCRBY', seq_key, seq - seq0)
+  bulk('LPUSH', history, evs)
+  rcall('LTRIM', history, 0, history_len - 1)
+  rcall('PUBLISH', events, table.concat(evs, ','))
+  chart_point(chart, string.format('%d %d', done_items, done_bytes))
+end
+-- Once per call: unique contributors.
 local function uniques(kind, set)
   local members = {}
   for m in pairs(set) do members[#members + 1] = m end
   if #members > 0 then
     local key = prefix .. 'u:' .. kind .. ':' .. day
-    rcall('PFADD', key, unpack(members))
+    bulk('PFADD', key, members)
     rcall('EXPIRE', key, 31 * 86400)
   end
 end
 uniques('dl', seen_dl)
 uniques('ip', seen_ip)
-if chart_value then chart_point(chart, chart_value) end
-for who, total in pairs(dl_totals) do chart_point(prefix .. 'dlc:' .. who, total) end
 flush_stats(prefix, now)
 return result
