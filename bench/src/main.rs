@@ -5,7 +5,6 @@
 use server::store::{now_ms, ClaimOutcome, ClaimRequest, DoneReport, NewProject, Settings, Store};
 use std::{
     process::Command,
-    sync::Arc,
     time::{Duration, Instant},
 };
 use tests::Killed;
@@ -231,54 +230,67 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
+    // `--phases a,b`: only those phases (pairs, ceiling, half, multi, backfeed, wrk, floor).
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--phases")
+        .and_then(|i| args.get(i + 1))
+        .map(|p| p.split(',').map(str::to_string).collect::<Vec<_>>());
+    let run = |phase: &str| only.as_ref().is_none_or(|o| o.iter().any(|p| p == phase));
     // Enough items that no phase runs dry on this machine (about 3x the rates seen).
-    for (slug, items) in [
-        ("bench", 600_000),
-        ("multi", 1_500_000),
-        ("direct", 300_000),
-        ("paced", 200_000),
-        ("wrk", 600_000),
+    for (slug, items, phase) in [
+        ("bench", 600_000, "pairs"),
+        ("multi", 5_000_000, "multi"),
+        ("direct", 300_000, "ceiling"),
+        ("paced", 200_000, "half"),
+        ("wrk", 600_000, "wrk"),
     ] {
-        project(&store, slug, items).await;
+        if run(phase) || (phase == "pairs" && run("half")) {
+            project(&store, slug, items).await;
+        } else {
+            project(&store, slug, 0).await;
+        }
     }
-
-    let peak = pairs(&base, "bench", SECONDS, None).await;
-    let peak_rate = peak.pairs as f64 / SECONDS as f64;
-    println!(
-        "pairs (request+done over HTTP): {:.0}/s; request p50 {:.2} ms p99 {:.2} ms; done p50 {:.2} ms p99 {:.2} ms",
-        peak_rate,
-        percentile(&peak.request, 0.5),
-        percentile(&peak.request, 0.99),
-        percentile(&peak.done, 0.5),
-        percentile(&peak.done, 0.99)
-    );
-    let direct = Arc::new(ceiling(&store, "direct", SECONDS).await);
-    let ceiling_rate = *direct as f64 / SECONDS as f64;
-    println!(
-        "ceiling (same scripts called directly, {CONNECTIONS} in flight): {ceiling_rate:.0} pairs/s; HTTP/ceiling = {:.0} %",
-        100.0 * peak_rate / ceiling_rate
-    );
-    let half = pairs(&base, "paced", SECONDS, Some(peak_rate / 2.0)).await;
-    println!(
-        "at half of peak ({:.0} pairs/s offered): {:.0}/s done; request p99 {:.2} ms; done p99 {:.2} ms",
-        peak_rate / 2.0,
-        half.pairs as f64 / SECONDS as f64,
-        percentile(&half.request, 0.99),
-        percentile(&half.done, 0.99)
-    );
-    let m = multi(&base, "multi", SECONDS).await;
-    println!(
-        "multi=100 (claim + done of 100): {:.0} items/s",
-        m as f64 / SECONDS as f64
-    );
-    let b = backfeed(&base, "bench-benchkey", SECONDS).await;
-    println!(
-        "backfeed (batches of 1000 new records): {:.0} records/s",
-        b as f64 / SECONDS as f64
-    );
-
+    let mut peak_rate = 0.0;
+    if run("pairs") || run("half") {
+        peak_rate = phase_pairs(&base).await;
+    }
+    if run("ceiling") {
+        let direct = ceiling(&store, "direct", SECONDS).await;
+        let ceiling_rate = direct as f64 / SECONDS as f64;
+        println!(
+            "ceiling (same scripts called directly, {CONNECTIONS} in flight): {ceiling_rate:.0} pairs/s; HTTP/ceiling = {:.0} %",
+            100.0 * peak_rate / ceiling_rate
+        );
+    }
+    if run("half") {
+        let half = pairs(&base, "paced", SECONDS, Some(peak_rate / 2.0)).await;
+        println!(
+            "at half of peak ({:.0} pairs/s offered): {:.0}/s done; request p99 {:.2} ms; done p99 {:.2} ms",
+            peak_rate / 2.0,
+            half.pairs as f64 / SECONDS as f64,
+            percentile(&half.request, 0.99),
+            percentile(&half.done, 0.99)
+        );
+    }
+    if run("multi") {
+        let m = multi(&base, "multi", SECONDS).await;
+        println!(
+            "multi=100 (claim + done of 100): {:.0} items/s",
+            m as f64 / SECONDS as f64
+        );
+    }
+    if run("backfeed") {
+        let b = backfeed(&base, "bench-benchkey", SECONDS).await;
+        println!(
+            "backfeed (batches of 1000 new records): {:.0} records/s",
+            b as f64 / SECONDS as f64
+        );
+    }
+    let wrk = Command::new("wrk").arg("--version").output().is_ok();
     let wrk_script = root.join("../shared/bench/wrk-pair.lua");
-    if Command::new("wrk").arg("--version").output().is_ok() && wrk_script.exists() {
+    if run("wrk") && wrk && wrk_script.exists() {
         println!(
             "# wrk -t2 -c32 -d20s --latency -s {} {base}  (SLUG=wrk)",
             wrk_script.display()
@@ -291,9 +303,35 @@ async fn main() {
             .output()
             .unwrap();
         println!("{}", String::from_utf8_lossy(&out.stdout));
-    } else {
-        println!("# wrk not installed (apt-get install wrk) or ../shared/bench/wrk-pair.lua missing: skipped");
     }
-    println!("# command: make bench   (cargo run --release -p bench)");
+    if run("floor") && wrk {
+        // The HTTP floor: a call that touches no Redis, so what this machine's 2 cores give
+        // wrk + the tracker alone; a pair is two calls, so half of it bounds pairs/s.
+        println!("# wrk -t2 -c32 -d10s {base}/now  (no Redis: the HTTP bound of this machine)");
+        let out = Command::new("wrk")
+            .args(["-t2", "-c32", "-d10s"])
+            .arg(format!("{base}/now"))
+            .output()
+            .unwrap();
+        println!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+    if !wrk {
+        println!("# wrk not installed (apt-get install wrk): wrk phases skipped");
+    }
+    println!("# command: make bench   (cargo run --release -p bench [-- --phases multi,backfeed])");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn phase_pairs(base: &str) -> f64 {
+    let peak = pairs(base, "bench", SECONDS, None).await;
+    let peak_rate = peak.pairs as f64 / SECONDS as f64;
+    println!(
+        "pairs (request+done over HTTP): {:.0}/s; request p50 {:.2} ms p99 {:.2} ms; done p50 {:.2} ms p99 {:.2} ms",
+        peak_rate,
+        percentile(&peak.request, 0.5),
+        percentile(&peak.request, 0.99),
+        percentile(&peak.done, 0.5),
+        percentile(&peak.done, 0.99)
+    );
+    peak_rate
 }

@@ -53,6 +53,9 @@ local function add_layer()
   local i = #layers
   local p = params[math.min(i + 1, #params)]
   rcall('HSET', bloom, 'layers', i + 1, 'n:' .. i, 0, 'cap:' .. i, p.cap, 'blocks:' .. i, p.blocks, 'k:' .. i, p.k)
+  -- Allocated at its full size once: grown by bit sets at random offsets, Redis would copy the
+  -- string again at every megabyte.
+  rcall('SETRANGE', prefix .. 'bloom:' .. i, p.blocks * 64 - 1, '\0')
   layers[#layers + 1] = { i = i, n = 0, cap = p.cap, blocks = p.blocks, k = p.k }
 end
 
