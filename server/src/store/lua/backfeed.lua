@@ -95,7 +95,10 @@ end
 local sets = {}
 
 local function flush_sets()
-  for i, args in pairs(sets) do bulk('BITFIELD', prefix .. 'bloom:' .. i, args, 4000) end
+  for i, args in pairs(sets) do
+    args.n = nil
+    bulk('BITFIELD', prefix .. 'bloom:' .. i, args, 4000)
+  end
   sets = {}
 end
 
@@ -106,14 +109,15 @@ local function remember(h)
     l = layers[#layers]
   end
   local block, x, y = spot(h, l)
-  local args = sets[l.i] or {}
+  local args = sets[l.i] or { n = 0 }
   sets[l.i] = args
+  -- An explicit length: `#` is a binary search per append.
+  local n, base = args.n, block * 512
   for j = 0, l.k - 1 do
-    args[#args + 1] = 'SET'
-    args[#args + 1] = 'u1'
-    args[#args + 1] = block * 512 + (x + j * y) % 512
-    args[#args + 1] = 1
+    args[n + 1], args[n + 2], args[n + 3], args[n + 4] = 'SET', 'u1', base + (x + j * y) % 512, 1
+    n = n + 4
   end
+  args.n = n
   pending[h] = true
   l.n = l.n + 1
   l.added = (l.added or 0) + 1
