@@ -55,6 +55,8 @@ struct Feed {
     /// Events received and not yet sent, in arrival order.
     pending: Vec<DoneEvent>,
     last_frame: Option<Instant>,
+    /// Sequence number of the last event sent.
+    flushed: u64,
     snapshot: Arc<tokio::sync::Mutex<Option<Snapshot>>>,
 }
 
@@ -64,6 +66,7 @@ impl Feed {
             tx: broadcast::channel(WATCHER_BUFFER).0,
             pending: Vec::new(),
             last_frame: None,
+            flushed: 0,
             snapshot: Default::default(),
         }
     }
@@ -82,6 +85,7 @@ impl Feed {
         events.sort_by_key(|e| e.seq);
         events.dedup_by_key(|e| e.seq);
         self.last_frame = Some(now);
+        self.flushed = events.last().map_or(self.flushed, |e| e.seq);
         let _ = self.tx.send(Signal::Frame(Arc::new(Frame::new(events))));
     }
 }
@@ -173,6 +177,12 @@ impl Hub {
     pub fn queued(&self, slug: &str) -> usize {
         let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         feeds.get(slug).map_or(0, |f| f.tx.len())
+    }
+
+    /// Sequence number of the last event sent to `slug`'s watchers (0 when unwatched).
+    pub fn flushed(&self, slug: &str) -> u64 {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.get(slug).map_or(0, |f| f.flushed)
     }
 
     /// Takes a published payload of `slug` at `now`: sends a frame at once if the last one is
