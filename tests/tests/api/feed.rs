@@ -1,1 +1,180 @@
-//! placeholder
+//! The compatibility feed: `GET /SLUG/live` (server-sent events) and `GET /SLUG/recent.json`.
+
+use server::api::feed::KEEP_ALIVE;
+use std::time::Duration;
+use tests::TestApp;
+
+/// An open `GET /SLUG/live` and what it has sent so far.
+struct Feed {
+    resp: reqwest::Response,
+    text: String,
+}
+
+impl Feed {
+    async fn open(app: &TestApp, slug: &str, last_id: Option<&str>) -> Feed {
+        let mut req = app.http.get(app.url(&format!("/{slug}/live")));
+        if let Some(id) = last_id {
+            req = req.header("Last-Event-ID", id);
+        }
+        let resp = req.send().await.expect("GET live");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        Feed {
+            resp,
+            text: String::new(),
+        }
+    }
+
+    /// Reads until the text contains `want`; returns the events (id, data JSON) seen so far,
+    /// and drops them from the buffer.
+    async fn until(&mut self, want: &str, within: Duration) -> Vec<(u64, serde_json::Value)> {
+        let end = tokio::time::Instant::now() + within;
+        while !self.text.contains(want) {
+            let chunk = tokio::time::timeout_at(end, self.resp.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("no {want:?} in {:?}", self.text))
+                .expect("chunk")
+                .expect("feed open");
+            self.text.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        }
+        let events = parse_events(&self.text);
+        self.text.clear();
+        events
+    }
+}
+
+/// The `id:`/`data:` events of an event-stream text; comments and `retry:` are skipped.
+fn parse_events(text: &str) -> Vec<(u64, serde_json::Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse::<u64>().ok();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = Some(serde_json::from_str(v).expect("data is JSON"));
+                }
+            }
+            Some((id?, data?))
+        })
+        .collect()
+}
+
+fn ids(events: &[(u64, serde_json::Value)]) -> Vec<u64> {
+    events.iter().map(|(id, _)| *id).collect()
+}
+
+#[tokio::test]
+async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c"]).await;
+    let mut feed = Feed::open(&app, "p1", None).await;
+    feed.until("retry: ", Duration::from_secs(5)).await;
+
+    let body = serde_json::json!({"downloader": "alice", "item": "a\u{0}b",
+        "bytes": {"data": 3 * 1024 * 1024}, "version": "20240101.01"});
+    let r = app
+        .post_with(
+            "/p1/done",
+            &[("user-agent", "ArchiveTeam Warrior/0.10.3 Warrior")],
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let events = feed.until("\n\n", Duration::from_secs(5)).await;
+    assert_eq!(ids(&events), [1]);
+    assert_eq!(
+        events[0].1,
+        serde_json::json!({
+            "downloader": "alice",
+            "user_agent": "ArchiveTeam Warrior/0.10.3 Warrior",
+            "item": "a\u{0}b",
+            "items": ["a", "b"],
+            "megabytes": 3.0,
+            "domain_bytes": {"data": 3145728},
+            "version": "20240101.01",
+            "is_duplicate": false,
+            "counts": {"todo": 1, "out": 0, "done": 2},
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_reconnecting_feed_gets_what_it_missed_then_live_completions() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c", "d"]).await;
+    for item in ["a", "b", "c"] {
+        app.done("p1", "bob", item, 1).await;
+    }
+    let mut feed = Feed::open(&app, "p1", Some("1")).await;
+    let missed = feed.until("id: 3\n", Duration::from_secs(5)).await;
+    assert_eq!(ids(&missed), [2, 3]);
+    app.done("p1", "bob", "d", 1).await;
+    let live = feed.until("id: 4\n", Duration::from_secs(5)).await;
+    assert_eq!(ids(&live), [4], "each completion once");
+    assert_eq!(live[0].1["items"], serde_json::json!(["d"]));
+}
+
+#[tokio::test]
+async fn the_feed_sends_keep_alives_when_idle() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    let mut feed = Feed::open(&app, "p1", None).await;
+    feed.until(": keep-alive\n\n", KEEP_ALIVE + Duration::from_secs(5))
+        .await;
+}
+
+#[tokio::test]
+async fn the_feed_refuses_unknown_projects_and_bad_ids() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    assert_eq!(app.get("/nope/live").await.status, 404);
+    let r = app
+        .http
+        .get(app.url("/p1/live"))
+        .header("Last-Event-ID", "yesterday")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("Last-Event-ID"));
+}
+
+#[tokio::test]
+async fn recent_json_lists_the_last_twenty_completions_newest_first() {
+    let app = TestApp::start().await;
+    let names: Vec<String> = (0..25).map(|i| format!("item{i:02}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project("p1", &refs).await;
+    assert_eq!(app.get("/p1/recent.json").await.body.trim(), "[]");
+    for (i, item) in names.iter().enumerate() {
+        app.done("p1", "bob", item, i as u64).await;
+    }
+    let r = app.get("/p1/recent.json").await;
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/json"));
+    let list: Vec<serde_json::Value> = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(list.len(), 20);
+    assert_eq!(list[0]["item"], "item24");
+    assert_eq!(list[19]["item"], "item05");
+    let keys: Vec<&str> = list[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut want = [
+        "counts", "domain_bytes", "downloader", "is_duplicate", "item", "items", "megabytes",
+        "user_agent", "version",
+    ];
+    want.sort();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(keys, want);
+    assert_eq!(list[0]["counts"], serde_json::json!({"todo": 0, "out": 0, "done": 25}));
+    assert_eq!(app.get("/nope/recent.json").await.status, 404);
+}
