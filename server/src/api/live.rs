@@ -85,13 +85,21 @@ async fn next_message(
     let frame = match signal {
         Ok(Signal::Frame(f)) => f,
         Ok(Signal::Resync) | Err(RecvError::Lagged(_)) => {
-            return state.hub.snapshot(&state.store, slug, Instant::now()).await.into()
+            return state
+                .hub
+                .snapshot(&state.store, slug, Instant::now())
+                .await
+                .into()
         }
         Err(RecvError::Closed) => return Next::Stop,
     };
     if frame.first() > sent + 1 {
         // Events between what the viewer has and this frame were lost.
-        return state.hub.snapshot(&state.store, slug, Instant::now()).await.into();
+        return state
+            .hub
+            .snapshot(&state.store, slug, Instant::now())
+            .await
+            .into();
     }
     if frame.first() > sent {
         return Next::Send(frame.last(), frame.ws());

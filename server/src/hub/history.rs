@@ -8,7 +8,11 @@ use fred::prelude::*;
 /// The events after `since`, oldest first and consecutive; `None` when the history no longer
 /// reaches back to `since + 1`, or `since` is ahead of the project (a viewer of an older
 /// database): then only a snapshot is right.
-pub async fn events_after(store: &Store, slug: &str, since: u64) -> StoreResult<Option<Vec<DoneEvent>>> {
+pub async fn events_after(
+    store: &Store,
+    slug: &str,
+    since: u64,
+) -> StoreResult<Option<Vec<DoneEvent>>> {
     let keys = store.keys().project(slug);
     // The counter first: every event it counts is already in the history read after it.
     let current: u64 = store

@@ -35,7 +35,8 @@ impl Feed {
                 .unwrap_or_else(|_| panic!("no {want:?} in {:?}", self.text))
                 .expect("chunk")
                 .expect("feed open");
-            self.text.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+            self.text
+                .push_str(std::str::from_utf8(&chunk).expect("utf-8"));
         }
         let events = parse_events(&self.text);
         self.text.clear();
@@ -168,13 +169,23 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
         .map(String::as_str)
         .collect();
     let mut want = [
-        "counts", "domain_bytes", "downloader", "is_duplicate", "item", "items", "megabytes",
-        "user_agent", "version",
+        "counts",
+        "domain_bytes",
+        "downloader",
+        "is_duplicate",
+        "item",
+        "items",
+        "megabytes",
+        "user_agent",
+        "version",
     ];
     want.sort();
     let mut keys = keys;
     keys.sort();
     assert_eq!(keys, want);
-    assert_eq!(list[0]["counts"], serde_json::json!({"todo": 0, "out": 0, "done": 25}));
+    assert_eq!(
+        list[0]["counts"],
+        serde_json::json!({"todo": 0, "out": 0, "done": 25})
+    );
     assert_eq!(app.get("/nope/recent.json").await.status, 404);
 }

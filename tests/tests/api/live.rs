@@ -137,7 +137,11 @@ async fn a_resumed_viewer_gets_the_missed_events_then_live_ones_each_once() {
         got
     };
     let ((), got) = tokio::join!(posting, watching);
-    assert_eq!(got, (11..=300).collect::<Vec<u64>>(), "each event once, in order");
+    assert_eq!(
+        got,
+        (11..=300).collect::<Vec<u64>>(),
+        "each event once, in order"
+    );
 }
 
 #[tokio::test]
@@ -149,7 +153,10 @@ async fn a_viewer_ahead_of_the_project_gets_a_snapshot() {
         .await
         .unwrap();
     let first = next_json(&mut ws).await;
-    assert_eq!(first["type"], "snapshot", "a viewer of an older database starts over");
+    assert_eq!(
+        first["type"], "snapshot",
+        "a viewer of an older database starts over"
+    );
     assert_eq!(first["board"]["seq"], 1);
 }
 

@@ -35,7 +35,11 @@ async fn a_thousand_completions_make_at_most_four_frames_a_second() {
     assert!(statuses.iter().all(|s| *s == 200));
     let (frames, got) = reader.await.expect("reader");
 
-    assert_eq!(got, (1..=1000).collect::<Vec<u64>>(), "every event once, in order");
+    assert_eq!(
+        got,
+        (1..=1000).collect::<Vec<u64>>(),
+        "every event once, in order"
+    );
     let start = frames[0];
     let mut per_second = std::collections::BTreeMap::<u64, usize>::new();
     for t in &frames {
@@ -60,10 +64,9 @@ async fn a_watcher_that_does_not_read_gets_a_snapshot_not_a_gap() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let stream = socket.connect(app.addr).await.unwrap();
-    let (mut ws, _) =
-        tokio_tungstenite::client_async(format!("ws://{}/p1/ws", app.addr), stream)
-            .await
-            .expect("connect");
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{}/p1/ws", app.addr), stream)
+        .await
+        .expect("connect");
     assert_eq!(next_json(&mut ws).await["type"], "snapshot");
 
     // Stop reading; complete batches, one frame each, until the hub holds a full buffer of

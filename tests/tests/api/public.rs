@@ -111,19 +111,35 @@ async fn stats_json_has_the_old_shape_and_totals() {
     assert_eq!(
         sorted_keys(&v),
         [
-            "counts", "domain_bytes", "downloader_bytes", "downloader_count", "downloaders",
-            "total_bytes", "total_items", "total_items_done", "total_items_out"
+            "counts",
+            "domain_bytes",
+            "downloader_bytes",
+            "downloader_count",
+            "downloaders",
+            "total_bytes",
+            "total_items",
+            "total_items_done",
+            "total_items_out"
         ]
     );
     assert_eq!(v["domain_bytes"], serde_json::json!({"data": 157}));
-    assert_eq!(v["downloader_bytes"], serde_json::json!({"alice": 150, "bob": 7}));
-    assert_eq!(v["downloader_count"], serde_json::json!({"alice": 2, "bob": 1}));
+    assert_eq!(
+        v["downloader_bytes"],
+        serde_json::json!({"alice": 150, "bob": 7})
+    );
+    assert_eq!(
+        v["downloader_count"],
+        serde_json::json!({"alice": 2, "bob": 1})
+    );
     assert_eq!(v["downloaders"], serde_json::json!(["alice", "bob"]));
     assert_eq!(v["total_items_done"], 3);
     assert_eq!(v["total_items_out"], 1);
     assert_eq!(v["total_items"], 4);
     assert_eq!(v["total_bytes"], 157);
-    assert_eq!(v["counts"], serde_json::json!({"todo": 0, "out": 1, "done": 3}));
+    assert_eq!(
+        v["counts"],
+        serde_json::json!({"todo": 0, "out": 1, "done": 3})
+    );
 }
 
 #[tokio::test]
@@ -161,12 +177,18 @@ async fn charts_json_has_cumulative_minute_points() {
     for (name, last) in [("items_done_chart", 3), ("bytes_done_chart", 16)] {
         let pts = points(&v[name]);
         assert!(!pts.is_empty(), "{name}");
-        assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "{name}: {pts:?}");
+        assert!(
+            pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+            "{name}: {pts:?}"
+        );
         let (t, n) = *pts.last().unwrap();
         assert_eq!(n, last, "{name} is cumulative");
         assert!(t.abs_diff(now) < 120, "{name}: epoch seconds, got {t}");
     }
     assert_eq!(sorted_keys(&v["downloader_chart"]), ["alice", "bob"]);
-    assert_eq!(points(&v["downloader_chart"]["alice"]).last().unwrap().1, 11);
+    assert_eq!(
+        points(&v["downloader_chart"]["alice"]).last().unwrap().1,
+        11
+    );
     assert_eq!(points(&v["downloader_chart"]["bob"]).last().unwrap().1, 5);
 }
