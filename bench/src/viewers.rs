@@ -110,7 +110,10 @@ async fn viewer(
     ready: tokio::sync::mpsc::Sender<()>,
     seen: Arc<Mutex<Seen>>,
 ) {
-    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(url).await else {
+    let mut config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default();
+    config.read_buffer_size = 16 * 1024;
+    let connect = tokio_tungstenite::connect_async_with_config(url, Some(config), false);
+    let Ok((mut ws, _)) = connect.await else {
         eprintln!("viewer failed to connect");
         return;
     };

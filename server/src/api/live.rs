@@ -18,6 +18,12 @@ use axum::{
 use std::time::Instant;
 use tokio::sync::broadcast::error::RecvError;
 
+/// Read buffer of a viewer's socket.
+const READ_BUFFER: usize = 4 * 1024;
+
+/// The largest message a viewer may send (it has nothing to say but close).
+const MAX_INCOMING: usize = 16 * 1024;
+
 /// Query of the websocket: the last sequence number the viewer has.
 #[derive(Debug, serde::Deserialize)]
 pub struct Resume {
@@ -32,6 +38,12 @@ pub async fn watch_project(
     Query(resume): Query<Resume>,
 ) -> ApiResult<Response> {
     super::known_project(&state, &slug).await?;
+    // Viewers send next to nothing: small buffers keep thousands of sockets cheap (the
+    // default read buffer alone is 128 KiB per socket).
+    let ws = ws
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .max_message_size(MAX_INCOMING);
     Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug, resume.since)))
 }
 
