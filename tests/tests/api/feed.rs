@@ -189,3 +189,78 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
     );
     assert_eq!(app.get("/nope/recent.json").await.status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_client_that_falls_behind_gets_the_missed_completions_from_the_history() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start().await;
+    // Big completions, so that the socket buffers fill after a few.
+    let long = "x".repeat(2000);
+    let names: Vec<String> = (0..200 * 80).map(|i| format!("{long}{i:05}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project("p1", &refs).await;
+
+    // A client that does not read: a small receive buffer, HTTP/1.0 (no chunked encoding).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(app.addr).await.unwrap();
+    stream
+        .write_all(b"GET /p1/live HTTP/1.0\r\n\r\n")
+        .await
+        .unwrap();
+    // The feed subscribes before it sends its first bytes.
+    let mut raw = Vec::new();
+    let mut buf = vec![0; 1 << 16];
+    while !String::from_utf8_lossy(&raw).contains("retry: 3000\n\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("the feed starts")
+            .unwrap();
+        assert!(n > 0, "feed closed");
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let mut seq = 0;
+    let mut overflowed = false;
+    for batch in names.chunks(200) {
+        let body = serde_json::json!({"downloader": "bob", "item": batch.join("\0"),
+            "bytes": {"data": 1}, "version": "1"});
+        assert_eq!(app.post("/p1/done", body.to_string()).await.status, 200);
+        seq += 1;
+        tests::wait_for("the frame", Duration::from_secs(5), || async {
+            (app.hub.flushed("p1") >= seq).then_some(())
+        })
+        .await;
+        if overflowed {
+            break;
+        }
+        overflowed = app.hub.queued("p1") >= server::hub::WATCHER_BUFFER;
+    }
+    assert!(overflowed, "the client never fell a buffer behind");
+
+    // Read it all: every completion once, in order, though frames were lost to this client.
+    let want = format!("id: {seq}\n");
+    let find = |hay: &[u8], pat: &[u8]| hay.windows(pat.len()).position(|w| w == pat);
+    let mut last_at = None;
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(at) = last_at {
+            if find(&raw[at..], b"\n\n").is_some() {
+                break;
+            }
+        }
+        let n = tokio::time::timeout_at(end, stream.read(&mut buf))
+            .await
+            .expect("the feed goes on")
+            .unwrap();
+        assert!(n > 0, "feed closed");
+        let from = raw.len().saturating_sub(want.len());
+        raw.extend_from_slice(&buf[..n]);
+        if last_at.is_none() {
+            last_at = find(&raw[from..], want.as_bytes()).map(|i| from + i);
+        }
+    }
+    let text = String::from_utf8(raw).unwrap();
+    let body = text.split_once("\r\n\r\n").expect("headers").1;
+    assert_eq!(ids(&parse_events(body)), (1..=seq).collect::<Vec<u64>>());
+    assert!(!body.contains("missed"), "the history still had them");
+}
