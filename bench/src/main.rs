@@ -9,6 +9,8 @@ use std::{
 };
 use tests::Killed;
 
+mod viewers;
+
 const SECONDS: u64 = 10;
 const CONNECTIONS: usize = 32;
 
@@ -211,6 +213,9 @@ async fn project(store: &Store, slug: &str, items: usize) {
 
 #[tokio::main]
 async fn main() {
+    if std::env::args().any(|a| a == "--viewers") {
+        return viewers::run().await;
+    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let bin = root.join("target/release/tracker");
     let dir = std::env::temp_dir().join(format!("tracker-bench-{:x}", rand::random::<u32>()));

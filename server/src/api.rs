@@ -1,8 +1,9 @@
-//! HTTP handlers: the warrior API, backfeed, the public JSON, the live websocket, and their
+//! HTTP handlers: the warrior API, backfeed, the public JSON, the live websocket and feed, and their
 //! error type.
 
 pub mod backfeed;
 pub mod extras;
+pub mod feed;
 pub mod live;
 pub mod public;
 pub mod warrior;

@@ -1,31 +1,104 @@
-//! The live hub: one Redis subscription per process, fanned out to every websocket watching a
-//! project. A frame is serialised once and shared by all its watchers.
+//! The live hub: one Redis subscription per process, folded into at most [`FRAMES_PER_SECOND`]
+//! frames per project, each serialised once and shared by every watcher of the project.
+//!
+//! Watchers (the websocket in [`crate::api::live`], the compatibility feed in
+//! [`crate::api::feed`]) subscribe with [`Hub::watch`] *before* they read the history or a
+//! snapshot, then skip what they already sent by sequence number: every event is either in
+//! what they read or in a later frame, never lost between the two.
 
-use crate::{keys::Keys, store::Store};
+mod frame;
+pub mod history;
+
+pub use frame::{events_message, sse_chunk, Frame, LegacyEvent};
+
+use crate::store::{Store, PAGE_RECENT};
+use app::model::{DoneEvent, LiveMessage};
 use axum::extract::ws::Utf8Bytes;
 use fred::prelude::*;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 use tokio::sync::broadcast;
 
-/// How many frames a slow watcher may fall behind before it is sent a fresh snapshot instead.
-const WATCHER_BUFFER: usize = 256;
+/// The most frames a project's watchers get per second; events in between are coalesced.
+pub const FRAMES_PER_SECOND: u32 = 4;
 
-/// Sent to every watcher when the subscription was interrupted: events may have been missed,
-/// so each watcher sends its viewer a fresh snapshot.
-pub const RESYNC: &str = "";
+/// The shortest time between two frames of one project.
+pub const FRAME_INTERVAL: Duration = Duration::from_millis(1000 / FRAMES_PER_SECOND as u64);
+
+/// How many frames a watcher may fall behind (4 s at the full rate) before it gets a fresh
+/// snapshot instead of the frames it missed.
+pub const WATCHER_BUFFER: usize = 16;
+
+/// What a watcher receives.
+#[derive(Clone)]
+pub enum Signal {
+    /// New events.
+    Frame(Arc<Frame>),
+    /// The subscription was interrupted and events may be lost: start over from a snapshot.
+    Resync,
+}
+
+/// A snapshot message shared by the watchers that ask for one at about the same time.
+struct Snapshot {
+    /// When its read began: it includes every event published before then.
+    started: Instant,
+    seq: u64,
+    text: Utf8Bytes,
+}
+
+/// One watched project.
+struct Feed {
+    tx: broadcast::Sender<Signal>,
+    /// Events received and not yet sent, in arrival order.
+    pending: Vec<DoneEvent>,
+    last_frame: Option<Instant>,
+    /// Sequence number of the last event sent.
+    flushed: u64,
+    snapshot: Arc<tokio::sync::Mutex<Option<Snapshot>>>,
+}
+
+impl Feed {
+    fn new() -> Self {
+        Self {
+            tx: broadcast::channel(WATCHER_BUFFER).0,
+            pending: Vec::new(),
+            last_frame: None,
+            flushed: 0,
+            snapshot: Default::default(),
+        }
+    }
+
+    /// When the pending events may go out.
+    fn due(&self, now: Instant) -> Option<Instant> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        Some(self.last_frame.map_or(now, |t| t + FRAME_INTERVAL))
+    }
+
+    /// Sends the pending events as one frame.
+    fn flush(&mut self, now: Instant) {
+        let mut events = std::mem::take(&mut self.pending);
+        events.sort_by_key(|e| e.seq);
+        events.dedup_by_key(|e| e.seq);
+        self.last_frame = Some(now);
+        self.flushed = events.last().map_or(self.flushed, |e| e.seq);
+        let _ = self.tx.send(Signal::Frame(Arc::new(Frame::new(events))));
+    }
+}
 
 /// The per-process fan-out of project events; cheap to clone.
 #[derive(Clone, Default)]
 pub struct Hub {
-    projects: Arc<Mutex<HashMap<String, broadcast::Sender<Utf8Bytes>>>>,
+    feeds: Arc<Mutex<HashMap<String, Feed>>>,
     subscriber: Option<fred::clients::SubscriberClient>,
 }
 
 impl Hub {
-    /// Subscribes to every project's events and starts forwarding them.
+    /// Subscribes to every project's events and starts folding them into frames.
     pub async fn start(store: &Store) -> Result<Self, fred::error::Error> {
         let subscriber = store.subscriber()?;
         let hub = Hub {
@@ -37,22 +110,9 @@ impl Hub {
         // Resubscribes after a reconnect; the task lives as long as the client.
         drop(subscriber.manage_subscriptions());
 
-        let mut messages = subscriber.message_rx();
+        let messages = subscriber.message_rx();
         let mut reconnects = subscriber.reconnect_rx();
-        let keys = store.keys().clone();
-        let forward = hub.clone();
-        tokio::spawn(async move {
-            loop {
-                match messages.recv().await {
-                    Ok(msg) => forward.publish(&keys, &msg),
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(missed = n, "hub fell behind redis; resyncing watchers");
-                        forward.resync_all();
-                    }
-                    Err(broadcast::error::RecvError::Closed) => break,
-                }
-            }
-        });
+        tokio::spawn(hub.clone().run(store.keys().clone(), messages));
         let resync = hub.clone();
         tokio::spawn(async move {
             while reconnects.recv().await.is_ok() {
@@ -62,6 +122,39 @@ impl Hub {
         Ok(hub)
     }
 
+    /// Receives published events and sends frames when they are due, until the client closes.
+    async fn run(
+        self,
+        keys: crate::keys::Keys,
+        mut messages: broadcast::Receiver<fred::types::Message>,
+    ) {
+        let mut due: Option<Instant> = None;
+        loop {
+            let wake = due.map(tokio::time::Instant::from_std);
+            tokio::select! {
+                msg = messages.recv() => match msg {
+                    Ok(msg) => {
+                        let Some(slug) = keys.slug_of_events_channel(&msg.channel) else {
+                            continue;
+                        };
+                        let Some(payload) = msg.value.as_str() else { continue };
+                        let next = self.receive(slug, &payload, Instant::now());
+                        due = earliest(due, next);
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "hub fell behind redis; resyncing watchers");
+                        self.resync_all();
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+                _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)),
+                    if wake.is_some() => {
+                    due = self.flush_due(Instant::now());
+                }
+            }
+        }
+    }
+
     /// Closes the subscription.
     pub async fn stop(&self) {
         if let Some(s) = &self.subscriber {
@@ -69,34 +162,168 @@ impl Hub {
         }
     }
 
-    /// A receiver of `slug`'s frames: JSON [`app::model::LiveMessage`]s, or [`RESYNC`].
-    pub fn watch(&self, slug: &str) -> broadcast::Receiver<Utf8Bytes> {
-        let mut projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        projects.retain(|_, tx| tx.receiver_count() > 0);
-        projects
+    /// A receiver of `slug`'s frames. Subscribe before reading history or a snapshot.
+    pub fn watch(&self, slug: &str) -> broadcast::Receiver<Signal> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.retain(|_, f| f.tx.receiver_count() > 0);
+        feeds
             .entry(slug.to_string())
-            .or_insert_with(|| broadcast::channel(WATCHER_BUFFER).0)
+            .or_insert_with(Feed::new)
+            .tx
             .subscribe()
     }
 
-    fn publish(&self, keys: &Keys, msg: &fred::types::Message) {
-        let Some(slug) = keys.slug_of_events_channel(&msg.channel) else {
-            return;
-        };
-        let Some(event) = msg.value.as_str() else {
-            return;
-        };
-        let projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(tx) = projects.get(slug) {
-            let frame = format!(r#"{{"type":"events","events":[{event}]}}"#);
-            let _ = tx.send(frame.into());
+    /// How many of `slug`'s frames the slowest watcher has not taken yet.
+    pub fn queued(&self, slug: &str) -> usize {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.get(slug).map_or(0, |f| f.tx.len())
+    }
+
+    /// Sequence number of the last event sent to `slug`'s watchers (0 when unwatched).
+    pub fn flushed(&self, slug: &str) -> u64 {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.get(slug).map_or(0, |f| f.flushed)
+    }
+
+    /// Takes a published payload of `slug` at `now`: sends a frame at once if the last one is
+    /// at least [`FRAME_INTERVAL`] old, else keeps the events; returns when pending events are
+    /// due.
+    ///
+    /// ```text
+    /// {...DoneEvent...},{...DoneEvent...}     one or more events joined by commas
+    /// ```
+    pub fn receive(&self, slug: &str, payload: &str, now: Instant) -> Option<Instant> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        // Nobody watches: whoever starts to will read these from the history.
+        let feed = feeds.get_mut(slug)?;
+        match serde_json::from_str::<Vec<DoneEvent>>(&format!("[{payload}]")) {
+            Ok(events) => feed.pending.extend(events),
+            Err(e) => {
+                tracing::error!(error = %e, slug, "unreadable event payload; resyncing watchers");
+                let _ = feed.tx.send(Signal::Resync);
+                return None;
+            }
+        }
+        match feed.due(now) {
+            Some(due) if due <= now => {
+                feed.flush(now);
+                None
+            }
+            due => due,
         }
     }
 
-    fn resync_all(&self) {
-        let projects = self.projects.lock().unwrap_or_else(|e| e.into_inner());
-        for tx in projects.values() {
-            let _ = tx.send(RESYNC.into());
+    /// Sends every frame due at `now`; returns when the next pending events are due.
+    pub fn flush_due(&self, now: Instant) -> Option<Instant> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = None;
+        for feed in feeds.values_mut() {
+            match feed.due(now) {
+                Some(due) if due <= now => feed.flush(now),
+                due => next = earliest(next, due),
+            }
         }
+        next
+    }
+
+    fn resync_all(&self) {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        for feed in feeds.values() {
+            let _ = feed.tx.send(Signal::Resync);
+        }
+    }
+
+    /// A snapshot message of `slug` that includes every event published before `not_before`
+    /// (when the watcher subscribed, or noticed it fell behind), and its sequence number.
+    /// Watchers asking at about the same time share one read. `None` when the project is gone
+    /// or Redis failed.
+    pub async fn snapshot(
+        &self,
+        store: &Store,
+        slug: &str,
+        not_before: Instant,
+    ) -> Option<(u64, Utf8Bytes)> {
+        let cell = {
+            let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+            feeds.get(slug).map(|f| f.snapshot.clone())
+        }
+        .unwrap_or_default();
+        let mut cached = cell.lock().await;
+        if let Some(s) = cached.as_ref().filter(|s| s.started >= not_before) {
+            return Some((s.seq, s.text.clone()));
+        }
+        let started = Instant::now();
+        let board = match store.leaderboard(slug, -1, PAGE_RECENT).await {
+            Ok(board) => board?,
+            Err(e) => {
+                tracing::error!(error = %e, slug, "reading a snapshot");
+                return None;
+            }
+        };
+        let seq = board.seq;
+        let text: Utf8Bytes = serde_json::to_string(&LiveMessage::Snapshot { board })
+            .ok()?
+            .into();
+        *cached = Some(Snapshot {
+            started,
+            seq,
+            text: text.clone(),
+        });
+        Some((seq, text))
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(seqs: std::ops::RangeInclusive<u64>) -> String {
+        seqs.map(|seq| {
+            format!(
+                r#"{{"seq":{seq},"time":1,"downloader":"d","items":["i{seq}"],"bytes":1,"counts":{{"todo":0,"out":0,"done":{seq}}}}}"#
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+    }
+
+    fn frames(rx: &mut broadcast::Receiver<Signal>) -> Vec<(u64, u64)> {
+        std::iter::from_fn(|| match rx.try_recv() {
+            Ok(Signal::Frame(f)) => Some((f.first(), f.last())),
+            _ => None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn events_within_a_frame_interval_go_out_together() {
+        let hub = Hub::default();
+        let mut rx = hub.watch("p");
+        let t0 = Instant::now();
+        assert_eq!(hub.receive("p", &payload(1..=1), t0), None, "first at once");
+        let due = hub.receive("p", &payload(2..=3), t0 + Duration::from_millis(10));
+        assert_eq!(due, Some(t0 + FRAME_INTERVAL));
+        hub.receive("p", &payload(4..=4), t0 + Duration::from_millis(20));
+        assert_eq!(frames(&mut rx), [(1, 1)]);
+        assert_eq!(hub.flush_due(t0 + Duration::from_millis(200)), due);
+        assert_eq!(frames(&mut rx), []);
+        assert_eq!(hub.flush_due(t0 + FRAME_INTERVAL), None);
+        assert_eq!(frames(&mut rx), [(2, 4)]);
+    }
+
+    #[test]
+    fn unwatched_projects_keep_nothing_and_bad_payloads_resync() {
+        let hub = Hub::default();
+        assert_eq!(hub.receive("q", &payload(1..=5), Instant::now()), None);
+        let mut rx = hub.watch("p");
+        hub.receive("p", "{not json", Instant::now());
+        assert!(matches!(rx.try_recv(), Ok(Signal::Resync)));
     }
 }

@@ -7,7 +7,7 @@
 //! | [`keys`] | every Redis key name |
 //! | [`store`] | the Redis store: Lua scripts and typed operations |
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
-//! | [`hub`] | one pub/sub subscription fanned out to websocket watchers |
+//! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
 //! | [`routes`] | the route table, grouped by caller |
 //! | [`cli`] | the `tracker` command line |

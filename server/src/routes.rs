@@ -1,7 +1,7 @@
 //! The route table, grouped by who calls it.
 
 use crate::{
-    api::{backfeed, extras, live, public, warrior},
+    api::{backfeed, extras, feed, live, public, warrior},
     AppState,
 };
 use app::{backend::SharedBackend, shell, App};
@@ -49,9 +49,12 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/charts.json", get(public::get_charts))
         .route("/{slug}/update-status.json", get(public::get_update_status))
         .route("/{slug}/tracker-stats.json", get(public::get_tracker_stats))
+        .route("/{slug}/recent.json", get(feed::get_recent))
         .route("/{slug}", get(redirect_or_file));
 
-    let websocket = Router::new().route("/{slug}/ws", get(live::watch_project));
+    let live_feeds = Router::new()
+        .route("/{slug}/ws", get(live::watch_project))
+        .route("/{slug}/live", get(feed::stream_live_events));
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
     let pages = Router::new()
@@ -75,7 +78,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(warriors)
         .merge(public_json)
-        .merge(websocket)
+        .merge(live_feeds)
         .merge(pages)
         .with_state(state)
 }

@@ -45,6 +45,8 @@ pub struct TestApp {
     pub addr: SocketAddr,
     /// The store it uses (same Redis, same namespace).
     pub store: Store,
+    /// Its live hub (to wait on frames being sent).
+    pub hub: server::hub::Hub,
     /// An HTTP client.
     pub http: reqwest::Client,
     /// The Redis URL it uses.
@@ -148,6 +150,7 @@ impl TestApp {
             .expect("connect to redis");
         state.admin_token = Some(ADMIN_TOKEN.to_string());
         let store = state.store.clone();
+        let hub = state.hub.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -159,6 +162,7 @@ impl TestApp {
         TestApp {
             addr,
             store,
+            hub,
             http: reqwest::Client::new(),
             redis_url,
             namespace,

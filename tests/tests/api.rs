@@ -4,7 +4,9 @@ mod api {
     mod backfeed;
     mod crash;
     mod engine;
+    mod feed;
     mod live;
+    mod live_frames;
     mod protocol;
     mod public;
     mod scripts;

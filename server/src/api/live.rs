@@ -1,19 +1,28 @@
 //! `GET /SLUG/ws[?since=SEQ]`: the leaderboard's websocket. First a snapshot, or with `since`
-//! the events after SEQ from the capped history (a snapshot if they are gone); then event
-//! frames; a fresh snapshot whenever this watcher fell behind or the hub lost events, never a
-//! silent gap.
+//! the events after SEQ from the capped history (a snapshot if they are gone); then the hub's
+//! shared frames, each event once; a fresh snapshot whenever this watcher fell behind or the
+//! hub lost events, never a silent gap.
 
 use super::ApiResult;
-use crate::{hub::RESYNC, store::PAGE_RECENT, AppState};
-use app::model::LiveMessage;
+use crate::{
+    hub::{events_message, history, Signal},
+    AppState,
+};
 use axum::{
     extract::{
-        ws::{Message, WebSocket, WebSocketUpgrade},
+        ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade},
         Path, Query, State,
     },
     response::Response,
 };
+use std::time::Instant;
 use tokio::sync::broadcast::error::RecvError;
+
+/// Read buffer of a viewer's socket.
+const READ_BUFFER: usize = 4 * 1024;
+
+/// The largest message a viewer may send (it has nothing to say but close).
+const MAX_INCOMING: usize = 16 * 1024;
 
 /// Query of the websocket: the last sequence number the viewer has.
 #[derive(Debug, serde::Deserialize)]
@@ -29,52 +38,113 @@ pub async fn watch_project(
     Query(resume): Query<Resume>,
 ) -> ApiResult<Response> {
     super::known_project(&state, &slug).await?;
+    // Viewers send next to nothing: small buffers keep thousands of sockets cheap (the
+    // default read buffer alone is 128 KiB per socket).
+    let ws = ws
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .max_message_size(MAX_INCOMING);
     Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug, resume.since)))
 }
 
-/// The events after `since`, or a snapshot when the history no longer reaches back that far.
-async fn catch_up(state: &AppState, slug: &str, since: u64) -> Option<Message> {
-    match state.store.events_since(slug, since).await.ok()? {
-        Some(events) => {
-            let text = serde_json::to_string(&LiveMessage::Events { events }).ok()?;
-            Some(Message::Text(text.into()))
+/// The first message and the sequence number it brings the viewer to: the events after
+/// `since`, or a snapshot when the history no longer reaches back that far.
+async fn first_message(
+    state: &AppState,
+    slug: &str,
+    since: Option<u64>,
+    subscribed: Instant,
+) -> Option<(u64, Utf8Bytes)> {
+    if let Some(since) = since {
+        match history::events_after(&state.store, slug, since).await {
+            Ok(Some(events)) => {
+                let seq = events.last().map_or(since, |e| e.seq);
+                return Some((seq, events_message(&events).into()));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, slug, "reading the event history");
+                return None;
+            }
         }
-        None => snapshot(state, slug).await,
+    }
+    state.hub.snapshot(&state.store, slug, subscribed).await
+}
+
+/// What a watcher does with a signal.
+enum Next {
+    /// Send this message; the viewer then has every event up to the sequence number.
+    Send(u64, Utf8Bytes),
+    /// Nothing new for this viewer.
+    Skip,
+    /// Close: the hub stopped, or a snapshot could not be read (the viewer reconnects).
+    Stop,
+}
+
+impl From<Option<(u64, Utf8Bytes)>> for Next {
+    fn from(snapshot: Option<(u64, Utf8Bytes)>) -> Self {
+        snapshot.map_or(Next::Stop, |(seq, text)| Next::Send(seq, text))
     }
 }
 
-async fn snapshot(state: &AppState, slug: &str) -> Option<Message> {
-    let board = state
-        .store
-        .leaderboard(slug, -1, PAGE_RECENT)
-        .await
-        .ok()??;
-    let text = serde_json::to_string(&LiveMessage::Snapshot { board }).ok()?;
-    Some(Message::Text(text.into()))
+/// What to send for `signal` to a viewer that has every event up to `sent`.
+async fn next_message(
+    state: &AppState,
+    slug: &str,
+    sent: u64,
+    signal: Result<Signal, RecvError>,
+) -> Next {
+    let frame = match signal {
+        Ok(Signal::Frame(f)) => f,
+        Ok(Signal::Resync) | Err(RecvError::Lagged(_)) => {
+            return state
+                .hub
+                .snapshot(&state.store, slug, Instant::now())
+                .await
+                .into()
+        }
+        Err(RecvError::Closed) => return Next::Stop,
+    };
+    if frame.first() > sent + 1 {
+        // Events between what the viewer has and this frame were lost.
+        return state
+            .hub
+            .snapshot(&state.store, slug, Instant::now())
+            .await
+            .into();
+    }
+    if frame.first() > sent {
+        return Next::Send(frame.last(), frame.ws());
+    }
+    // Partly sent already (in the catch-up or snapshot): only the rest, serialised for this
+    // viewer alone; this happens at most once per connection.
+    match frame.after(sent) {
+        Some(rest) => Next::Send(frame.last(), events_message(rest).into()),
+        None => Next::Skip,
+    }
 }
 
 async fn stream_events(mut socket: WebSocket, state: AppState, slug: String, since: Option<u64>) {
-    // Subscribe before the snapshot: an event in between is both in the snapshot and sent,
-    // and the viewer skips it by its sequence number.
+    // Subscribe before reading: an event in between is both read and in a frame, and is sent
+    // once, by its sequence number.
     let mut frames = state.hub.watch(&slug);
-    let first = match since {
-        Some(seq) => catch_up(&state, &slug, seq).await,
-        None => snapshot(&state, &slug).await,
+    let subscribed = Instant::now();
+    let Some((mut sent, first)) = first_message(&state, &slug, since, subscribed).await else {
+        return;
     };
-    let Some(first) = first else { return };
-    if socket.send(first).await.is_err() {
+    if socket.send(Message::Text(first)).await.is_err() {
         return;
     }
     loop {
         tokio::select! {
-            frame = frames.recv() => {
-                let msg = match frame {
-                    Ok(f) if f.as_str() != RESYNC => Some(Message::Text(f)),
-                    Ok(_) | Err(RecvError::Lagged(_)) => snapshot(&state, &slug).await,
-                    Err(RecvError::Closed) => None,
+            signal = frames.recv() => {
+                let (seq, text) = match next_message(&state, &slug, sent, signal).await {
+                    Next::Send(seq, text) => (seq, text),
+                    Next::Skip => continue,
+                    Next::Stop => break,
                 };
-                let Some(msg) = msg else { break };
-                if socket.send(msg).await.is_err() {
+                sent = seq;
+                if socket.send(Message::Text(text)).await.is_err() {
                     break;
                 }
             }

@@ -5,7 +5,8 @@ use std::time::Duration;
 use tests::TestApp;
 use tokio_tungstenite::tungstenite::Message;
 
-async fn next_json(
+/// The next text message of `ws` as JSON (5 s at most).
+pub(super) async fn next_json(
     ws: &mut (impl StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin),
 ) -> serde_json::Value {
     loop {
@@ -91,4 +92,84 @@ async fn a_viewer_resumes_from_its_sequence_number_or_gets_a_snapshot() {
     let first = next_json(&mut ws).await;
     assert_eq!(first["type"], "snapshot");
     assert_eq!(first["board"]["seq"], 3);
+}
+
+/// The sequence numbers of an events message.
+pub(super) fn seqs(msg: &serde_json::Value) -> Vec<u64> {
+    assert_eq!(msg["type"], "events", "{msg}");
+    msg["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["seq"].as_u64().expect("seq"))
+        .collect()
+}
+
+/// `n` items named `{prefix}0000`...
+pub(super) fn items(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i:04}")).collect()
+}
+
+#[tokio::test]
+async fn a_resumed_viewer_gets_the_missed_events_then_live_ones_each_once() {
+    let app = TestApp::start().await;
+    let names = items("i", 300);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project("p1", &refs).await;
+    for item in &names[..20] {
+        assert_eq!(app.done("p1", "bob", item, 1).await.status, 200);
+    }
+    // Completions keep coming while the viewer reads the history and subscribes.
+    let posting = async {
+        for item in &names[20..] {
+            assert_eq!(app.done("p1", "bob", item, 1).await.status, 200);
+        }
+    };
+    let watching = async {
+        let (mut ws, _) =
+            tokio_tungstenite::connect_async(format!("ws://{}/p1/ws?since=10", app.addr))
+                .await
+                .expect("connect");
+        let mut got = Vec::new();
+        while got.last() != Some(&300) {
+            got.extend(seqs(&next_json(&mut ws).await));
+        }
+        got
+    };
+    let ((), got) = tokio::join!(posting, watching);
+    assert_eq!(
+        got,
+        (11..=300).collect::<Vec<u64>>(),
+        "each event once, in order"
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_ahead_of_the_project_gets_a_snapshot() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a"]).await;
+    app.done("p1", "bob", "a", 1).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws?since=99", app.addr))
+        .await
+        .unwrap();
+    let first = next_json(&mut ws).await;
+    assert_eq!(
+        first["type"], "snapshot",
+        "a viewer of an older database starts over"
+    );
+    assert_eq!(first["board"]["seq"], 1);
+}
+
+#[tokio::test]
+async fn a_bad_since_is_refused() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    match tokio_tungstenite::connect_async(format!("ws://{}/p1/ws?since=abc", app.addr)).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+            assert_eq!(resp.status(), 400);
+            let body = String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default());
+            assert!(body.contains("since"), "{body}");
+        }
+        other => panic!("expected a 400, got {other:?}"),
+    }
 }

@@ -90,3 +90,105 @@ async fn project_list_reads_counts_without_downloader_rows() {
         1
     );
 }
+
+fn sorted_keys(v: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn stats_json_has_the_old_shape_and_totals() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c", "d"]).await;
+    app.done("p1", "alice", "a", 100).await;
+    app.done("p1", "alice", "b", 50).await;
+    app.done("p1", "bob", "c", 7).await;
+    app.claim("p1", "carol").await;
+    let r = app.get("/p1/stats.json").await;
+    assert_eq!(r.status, 200);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        sorted_keys(&v),
+        [
+            "counts",
+            "domain_bytes",
+            "downloader_bytes",
+            "downloader_count",
+            "downloaders",
+            "total_bytes",
+            "total_items",
+            "total_items_done",
+            "total_items_out"
+        ]
+    );
+    assert_eq!(v["domain_bytes"], serde_json::json!({"data": 157}));
+    assert_eq!(
+        v["downloader_bytes"],
+        serde_json::json!({"alice": 150, "bob": 7})
+    );
+    assert_eq!(
+        v["downloader_count"],
+        serde_json::json!({"alice": 2, "bob": 1})
+    );
+    assert_eq!(v["downloaders"], serde_json::json!(["alice", "bob"]));
+    assert_eq!(v["total_items_done"], 3);
+    assert_eq!(v["total_items_out"], 1);
+    assert_eq!(v["total_items"], 4);
+    assert_eq!(v["total_bytes"], 157);
+    assert_eq!(
+        v["counts"],
+        serde_json::json!({"todo": 0, "out": 1, "done": 3})
+    );
+}
+
+#[tokio::test]
+async fn charts_json_has_cumulative_minute_points() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c"]).await;
+    let empty: serde_json::Value =
+        serde_json::from_str(&app.get("/p1/charts.json").await.body).unwrap();
+    assert_eq!(
+        sorted_keys(&empty),
+        ["bytes_done_chart", "downloader_chart", "items_done_chart"]
+    );
+    app.done("p1", "alice", "a", 10).await;
+    app.done("p1", "bob", "b", 5).await;
+    app.done("p1", "alice", "c", 1).await;
+    let r = app.get("/p1/charts.json").await;
+    assert_eq!(r.status, 200);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let points = |series: &serde_json::Value| -> Vec<(u64, u64)> {
+        series
+            .as_array()
+            .expect("a list of points")
+            .iter()
+            .map(|p| {
+                let p = p.as_array().expect("[epoch_s, n]");
+                assert_eq!(p.len(), 2);
+                (p[0].as_u64().unwrap(), p[1].as_u64().unwrap())
+            })
+            .collect()
+    };
+    for (name, last) in [("items_done_chart", 3), ("bytes_done_chart", 16)] {
+        let pts = points(&v[name]);
+        assert!(!pts.is_empty(), "{name}");
+        assert!(
+            pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+            "{name}: {pts:?}"
+        );
+        let (t, n) = *pts.last().unwrap();
+        assert_eq!(n, last, "{name} is cumulative");
+        assert!(t.abs_diff(now) < 120, "{name}: epoch seconds, got {t}");
+    }
+    assert_eq!(sorted_keys(&v["downloader_chart"]), ["alice", "bob"]);
+    assert_eq!(
+        points(&v["downloader_chart"]["alice"]).last().unwrap().1,
+        11
+    );
+    assert_eq!(points(&v["downloader_chart"]["bob"]).last().unwrap().1, 5);
+}
