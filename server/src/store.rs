@@ -1,6 +1,8 @@
 //! The Redis store: the connection pool, the Lua scripts, and typed operations on projects
 //! and items. Nothing else in the process talks to Redis directly.
 
+mod accounts;
+mod admin_items;
 mod blocks;
 mod bloom;
 mod check;
@@ -9,6 +11,8 @@ mod projects;
 pub mod scripts;
 mod stats;
 
+pub use accounts::{valid_user_name, Account, AuditEntry, Role};
+pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
@@ -114,6 +118,11 @@ impl Store {
         Builder::from_config(self.config.clone())
             .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
             .build_subscriber_client()
+    }
+
+    /// The connection pool, for the session store.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// The scripts, for tests that call them all.
