@@ -72,10 +72,13 @@ pub fn router(state: AppState) -> Router {
             _,
         >(context, shell));
 
+    let admin = crate::admin::router(&state);
+
     Router::new()
         .merge(warriors)
         .merge(public_json)
         .merge(websocket)
+        .merge(admin)
         .merge(pages)
         .with_state(state)
 }

@@ -3,7 +3,7 @@
 use super::{Store, StoreResult};
 use crate::keys::AUDIT_LEN;
 use fred::prelude::*;
-use fred::types::{ExpireOptions, Expiration};
+use fred::types::{Expiration, ExpireOptions};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -104,7 +104,10 @@ impl Store {
         let fields = vec![
             ("hash", a.hash.clone()),
             ("role", a.role.as_str().to_string()),
-            ("projects", serde_json::to_string(&a.projects).unwrap_or_default()),
+            (
+                "projects",
+                serde_json::to_string(&a.projects).unwrap_or_default(),
+            ),
             ("t", a.t.to_string()),
         ];
         let _: () = self
@@ -192,11 +195,18 @@ impl Store {
     }
 
     /// Counts a failed login for `kind` `value`; the window starts at the first failure.
-    pub async fn add_login_failure(&self, kind: &str, value: &str, window_s: i64) -> StoreResult<()> {
+    pub async fn add_login_failure(
+        &self,
+        kind: &str,
+        value: &str,
+        window_s: i64,
+    ) -> StoreResult<()> {
         let key = self.keys.admin_failures(kind, value);
         let client = self.pool.next();
         let _: u64 = client.incr(&key).await?;
-        let _: () = client.expire(&key, window_s, Some(ExpireOptions::NX)).await?;
+        let _: () = client
+            .expire(&key, window_s, Some(ExpireOptions::NX))
+            .await?;
         Ok(())
     }
 
@@ -270,4 +280,3 @@ impl Store {
         Ok(())
     }
 }
-

@@ -90,7 +90,11 @@ impl Store {
         for c in self.read_claims(slug).await? {
             let (g, ips) = groups.entry(c.d.clone()).or_default();
             g.count += 1;
-            g.oldest = if g.oldest == 0 { c.t } else { g.oldest.min(c.t) };
+            g.oldest = if g.oldest == 0 {
+                c.t
+            } else {
+                g.oldest.min(c.t)
+            };
             ips.insert(c.ip);
         }
         let k = self.keys.project(slug);
@@ -252,7 +256,11 @@ impl Store {
     }
 
     /// Up to `limit` failed items (unordered) and how many there are.
-    pub async fn failed_items(&self, slug: &str, limit: usize) -> StoreResult<(Vec<FailedItem>, u64)> {
+    pub async fn failed_items(
+        &self,
+        slug: &str,
+        limit: usize,
+    ) -> StoreResult<(Vec<FailedItem>, u64)> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let total: u64 = client.hlen(k.failed()).await?;
@@ -365,7 +373,11 @@ impl Store {
 
     /// Redis memory in use, human readable (`INFO memory`).
     pub async fn redis_memory(&self) -> StoreResult<String> {
-        let info: String = self.pool.next().info(Some(fred::types::InfoKind::Memory)).await?;
+        let info: String = self
+            .pool
+            .next()
+            .info(Some(fred::types::InfoKind::Memory))
+            .await?;
         Ok(info
             .lines()
             .find_map(|l| l.strip_prefix("used_memory_human:"))
