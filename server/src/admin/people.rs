@@ -233,7 +233,7 @@ pub async fn list_blocks(
             });
         }
     }
-    rows.sort_by(|a, b| b.entry.t.cmp(&a.entry.t));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.entry.t));
     Ok(Json(rows))
 }
 
