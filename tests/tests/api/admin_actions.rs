@@ -6,17 +6,10 @@ use fred::prelude::*;
 use server::store::Role;
 use tests::{TestApp, ADMIN_TOKEN};
 
-fn todo(app: &TestApp) -> impl std::future::Future<Output = u64> + '_ {
-    async {
-        app.store
-            .snapshot("p1", 0, 0)
-            .await
-            .unwrap()
-            .unwrap()
-            .0
-            .counts
-            .todo
-    }
+/// Items waiting in any queue of p1.
+async fn todo(app: &TestApp) -> u64 {
+    let board = app.store.snapshot("p1", 0, 0).await.unwrap().unwrap().0;
+    board.counts.todo
 }
 
 #[tokio::test]
