@@ -9,13 +9,17 @@
 //! | [`items`] | queues, adding items (streamed), moving, clearing |
 //! | [`claims`] | claims by downloader, release by filter, failed items |
 //! | [`people`] | accounts, block lists, the audit log |
+//! | [`logs`] | the completion log as streamed NDJSON |
+//! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
 
 pub mod auth;
 pub mod claims;
 pub mod csrf;
 pub mod items;
+pub mod logs;
 pub mod people;
 pub mod projects;
+pub mod warrior;
 
 use crate::{store::Store, AppState};
 use axum::{
@@ -51,6 +55,12 @@ pub fn router(state: &AppState) -> Router<AppState> {
             put(people::update_user).delete(people::delete_user),
         )
         .route("/audit", get(people::list_audit))
+        .route(
+            "/warrior/projects",
+            get(warrior::show_list).put(warrior::save_list),
+        )
+        .route("/warrior/restore", post(warrior::restore_list))
+        .route("/{slug}/log", get(logs::download_log))
         .route("/{slug}", delete(projects::destroy_project))
         .route(
             "/{slug}/settings",

@@ -47,6 +47,8 @@
 //! ns:admin:fail:ip:<ip>        string  failed logins from an IP (expires)             (global)
 //! ns:admin:fail:user:<name>    string  failed logins of a name (expires)              (global)
 //! ns:admin:audit               list    admin actions (JSON), newest first, capped     (global)
+//! ns:warrior:projects          string  the Warrior HQ project list (projects.json) (global)
+//! ns:warrior:projects:versions list    earlier project lists, newest first, last 20 (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
@@ -121,6 +123,16 @@ impl Keys {
     /// The audit log.
     pub fn admin_audit(&self) -> String {
         format!("{}:admin:audit", self.ns)
+    }
+
+    /// The Warrior HQ project list (`projects.json`).
+    pub fn warrior_projects(&self) -> String {
+        format!("{}:warrior:projects", self.ns)
+    }
+
+    /// Earlier versions of the Warrior HQ project list.
+    pub fn warrior_projects_versions(&self) -> String {
+        format!("{}:warrior:projects:versions", self.ns)
     }
 
     /// The keys of one project.

@@ -10,6 +10,7 @@ mod items;
 mod projects;
 pub mod scripts;
 mod stats;
+mod warrior;
 
 pub use accounts::{valid_user_name, Account, AuditEntry, Role};
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
@@ -19,6 +20,7 @@ pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus}
 pub use projects::{
     valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings, PAGE_RECENT,
 };
+pub use warrior::ListVersion;
 
 use crate::keys::Keys;
 use fred::prelude::*;

@@ -3,6 +3,7 @@
 mod api {
     mod admin;
     mod admin_actions;
+    mod admin_extras;
     mod backfeed;
     mod crash;
     mod engine;
