@@ -42,10 +42,9 @@ pub fn validate_list(raw: &str) -> Result<Value, String> {
             .as_object_mut()
             .ok_or(format!("projects[{i}] is an object"))?;
         for field in ["name", "repository"] {
-            if !p
-                .get(field)
+            if p.get(field)
                 .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
+                .is_none_or(str::is_empty)
             {
                 return Err(format!("projects[{i}].{field} (a string) is required"));
             }
