@@ -56,6 +56,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/:slug/") view=pages::LeaderboardPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=pages::admin::AdminPage/>
                     <Route path=path!("/admin/setup") view=pages::admin::SetupPage/>
+                    <Route path=path!("/admin/audit") view=pages::admin::AuditPage/>
                     <Route path=path!("/admin/p/:slug") view=pages::admin::ProjectAdminPage/>
                 </Routes>
             </main>

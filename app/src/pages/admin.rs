@@ -2,8 +2,10 @@
 //! server renders the frame. Read-only accounts get no action buttons.
 
 mod api;
+mod audit;
 mod project;
 
+pub use audit::AuditPage;
 pub use project::ProjectAdminPage;
 
 use crate::format::thousands;
@@ -89,6 +91,7 @@ fn Overview(session: Value) -> impl IntoView {
     );
     view! {
         <p class="muted">"Logged in as " {who} " " <button on:click=log_out>"Log out"</button></p>
+        <p><a href="/admin/audit">"Audit log"</a></p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match overview.await {

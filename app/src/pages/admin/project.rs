@@ -8,6 +8,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde_json::{json, Value};
 
+/// The queues items can be moved between.
+const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
+
 /// A bulk action waiting for confirmation: what it will do, and the call that does it.
 #[derive(Clone)]
 struct Pending {
@@ -131,6 +134,45 @@ fn Project(slug: String, session: Value) -> impl IntoView {
     };
     let release_path = StoredValue::new(format!("/admin/api/{slug}/release"));
 
+    let (from, to, regex) = (
+        RwSignal::new("todo".to_string()),
+        RwSignal::new("todo:redo".to_string()),
+        RwSignal::new(String::new()),
+    );
+    let move_path = format!("/admin/api/{slug}/move");
+    let preview_move = move |_| {
+        let body = json!({"from": from.get_untracked(), "to": to.get_untracked(), "regex": regex.get_untracked()});
+        preview(move_path.clone(), BodyKind::Json(body), |c| {
+            format!("Move {} items?", thousands(c))
+        })
+    };
+    let clear_path = format!("/admin/api/{slug}/clear");
+    let preview_clear = move |_| {
+        let body = json!({"queue": from.get_untracked()});
+        preview(clear_path.clone(), BodyKind::Json(body), |c| {
+            format!("Drop all {} items of the queue?", thousands(c))
+        })
+    };
+    let minutes = RwSignal::new("60".to_string());
+    let preview_stale = move |_| {
+        let Ok(m) = minutes.get_untracked().trim().parse::<u64>() else {
+            return message.set("Minutes must be a number.".into());
+        };
+        let body = json!({"older_than_s": m * 60});
+        preview(release_path.get_value(), BodyKind::Json(body), |c| {
+            format!("Release {} claims?", thousands(c))
+        })
+    };
+    let queue_select = move |value: RwSignal<String>, label: &'static str| {
+        view! {
+            <label>{label}
+                <select prop:value=move || value.get() on:change=move |ev| value.set(event_target_value(&ev))>
+                    {QUEUES.iter().map(|q| view! { <option value=*q>{*q}</option> }).collect_view()}
+                </select>
+            </label>
+        }
+    };
+
     view! {
         <section class="card" aria-label="Queues">
             <h2>"Queues"</h2>
@@ -162,6 +204,20 @@ fn Project(slug: String, session: Value) -> impl IntoView {
                 <h2>"Add items"</h2>
                 <label>"Items, one a line" <textarea rows="6" bind:value=items></textarea></label>
                 <button on:click=preview_add.clone()>"Preview"</button>
+            </section>
+            <section class="card" aria-label="Move or clear">
+                <h2>"Move or clear a queue"</h2>
+                {queue_select(from, "From")}
+                {queue_select(to, "To")}
+                <label>"Only items matching (regular expression; empty: all)" <input bind:value=regex/></label>
+                <button on:click=preview_move.clone()>"Preview move"</button>
+                " "
+                <button on:click=preview_clear.clone()>"Preview clearing From"</button>
+            </section>
+            <section class="card" aria-label="Release old claims">
+                <h2>"Release old claims"</h2>
+                <label>"Claimed more than this many minutes ago" <input inputmode="numeric" bind:value=minutes/></label>
+                <button on:click=preview_stale>"Preview release"</button>
             </section>
         </Show>
         <section class="card" aria-label="Claims">
