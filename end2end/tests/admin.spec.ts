@@ -35,7 +35,7 @@ test('items added in the textarea show in the queue sizes', async ({ page, track
   const queues = page.getByRole('region', { name: 'Queues' });
   await expect(queues.getByRole('row', { name: 'todo 0', exact: true })).toBeVisible();
   await page.getByLabel('Items, one a line').fill('a\nb\nc\n');
-  await page.getByRole('button', { name: 'Preview' }).click();
+  await page.getByRole('region', { name: 'Add items' }).getByRole('button', { name: 'Preview' }).click();
   const dialog = page.getByRole('dialog', { name: 'Confirm' });
   await expect(dialog).toContainText('Add 3 items to todo?');
   await expect(queues.getByRole('row', { name: 'todo 0', exact: true })).toBeVisible();
