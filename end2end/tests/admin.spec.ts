@@ -56,7 +56,7 @@ test('claims of one downloader are released after the dry-run count', async ({ p
   const dialog = page.getByRole('dialog', { name: 'Confirm' });
   await expect(dialog).toContainText('Release 2 claims?');
   await dialog.getByRole('button', { name: 'Confirm' }).click();
-  await expect(page.getByRole('status')).toHaveText('Done: 2 items.');
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 2 items.');
   await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toHaveCount(0);
   await expect(claims.getByRole('row').filter({ hasText: 'bob' })).toBeVisible();
   const queues = page.getByRole('region', { name: 'Queues' });
@@ -85,4 +85,20 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   });
   expect(status).toBe(403);
   await expect(page.getByRole('region', { name: 'Queues' }).getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
+});
+
+test('settings are saved from the panel with the description sanitised', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  await logIn(page, tracker, 'root');
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const settings = page.getByRole('region', { name: 'Settings' });
+  const json = settings.getByLabel('Settings (JSON)');
+  await expect(json).toHaveValue(/"title": "Demo"/);
+  await json.fill((await json.inputValue()).replace('"title": "Demo"', '"title": "Renamed"'));
+  await settings.getByLabel('Description (HTML)').fill('<p>Save <b>it</b></p><script>alert(1)</script>');
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await expect(settings.getByRole('status')).toHaveText('Saved.');
+  await expect(settings.getByLabel('Description (HTML)')).toHaveValue('<p>Save <b>it</b></p>');
+  expect(JSON.parse(tracker.cli(['project', 'show', 'demo'])).title).toBe('Renamed');
 });

@@ -4,6 +4,7 @@
 mod api;
 mod audit;
 mod project;
+mod settings;
 
 pub use audit::AuditPage;
 pub use project::ProjectAdminPage;

@@ -198,7 +198,7 @@ fn Project(slug: String, session: Value) -> impl IntoView {
                 <button on:click=move |_| pending.set(None)>"Cancel"</button>
             </section>
         </Show>
-        <p role="status">{message}</p>
+        <p role="status" aria-label="Result">{message}</p>
         <Show when=move || may_change>
             <section class="card" aria-label="Add items">
                 <h2>"Add items"</h2>
@@ -220,6 +220,7 @@ fn Project(slug: String, session: Value) -> impl IntoView {
                 <button on:click=preview_stale>"Preview release"</button>
             </section>
         </Show>
+        <super::settings::SettingsEditor slug=slug.clone() csrf may_change/>
         <section class="card" aria-label="Claims">
             <h2>"Claims"</h2>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
