@@ -57,6 +57,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin") view=pages::admin::AdminPage/>
                     <Route path=path!("/admin/setup") view=pages::admin::SetupPage/>
                     <Route path=path!("/admin/audit") view=pages::admin::AuditPage/>
+                    <Route path=path!("/admin/users") view=pages::admin::UsersPage/>
                     <Route path=path!("/admin/p/:slug") view=pages::admin::ProjectAdminPage/>
                 </Routes>
             </main>

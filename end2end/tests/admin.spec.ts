@@ -102,3 +102,20 @@ test('settings are saved from the panel with the description sanitised', async (
   await expect(settings.getByLabel('Description (HTML)')).toHaveValue('<p>Save <b>it</b></p>');
   expect(JSON.parse(tracker.cli(['project', 'show', 'demo'])).title).toBe('Renamed');
 });
+
+test('a global admin creates and deletes an account on the accounts page', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  await logIn(page, tracker, 'root');
+  await page.getByRole('link', { name: 'Accounts' }).click();
+  const form = page.getByRole('form', { name: 'New account' });
+  await form.getByLabel('Name').fill('Viewer');
+  await form.getByLabel('Password').fill(PASSWORD);
+  await form.getByRole('button', { name: 'Create account' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Account created.');
+  const accounts = page.getByRole('table', { name: 'Accounts' });
+  await expect(accounts.getByRole('row').filter({ hasText: 'viewer' })).toContainText('read-only');
+  await page.getByRole('button', { name: 'Delete viewer' }).click();
+  await expect(accounts.getByRole('row').filter({ hasText: 'viewer' })).toHaveCount(0);
+  await page.getByRole('button', { name: 'Delete root' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toContainText('last global admin');
+});

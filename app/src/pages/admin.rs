@@ -5,9 +5,11 @@ mod api;
 mod audit;
 mod project;
 mod settings;
+mod users;
 
 pub use audit::AuditPage;
 pub use project::ProjectAdminPage;
+pub use users::UsersPage;
 
 use crate::format::thousands;
 use api::{n, Body};
@@ -92,7 +94,7 @@ fn Overview(session: Value) -> impl IntoView {
     );
     view! {
         <p class="muted">"Logged in as " {who} " " <button on:click=log_out>"Log out"</button></p>
-        <p><a href="/admin/audit">"Audit log"</a></p>
+        <p><a href="/admin/audit">"Audit log"</a> " · " <a href="/admin/users">"Accounts"</a></p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match overview.await {
