@@ -35,7 +35,7 @@ use tower_sessions_redis_store::RedisStore;
 pub const SESSION_COOKIE: &str = "tracker_admin";
 
 /// How long an idle session lasts.
-const SESSION_IDLE: tower_sessions::cookie::time::Duration =
+pub const SESSION_IDLE: tower_sessions::cookie::time::Duration =
     tower_sessions::cookie::time::Duration::hours(12);
 
 /// The admin JSON API, with its session and CSRF layers.

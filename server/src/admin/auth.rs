@@ -147,6 +147,10 @@ pub async fn csrf_token(session: &Session) -> ApiResult<String> {
         return Ok(t);
     }
     let token = super::random_token(32);
+    // A visitor who never logs in holds a Redis key only briefly.
+    session.set_expiry(Some(tower_sessions::Expiry::OnInactivity(
+        tower_sessions::cookie::time::Duration::minutes(30),
+    )));
     session.insert(CSRF, &token).await.map_err(session_error)?;
     Ok(token)
 }
@@ -232,6 +236,9 @@ pub async fn log_in(
 /// Logs `name` in on `session`: a new session id (no fixation) and a new CSRF token.
 async fn start_session(session: &Session, name: &str) -> ApiResult<()> {
     session.cycle_id().await.map_err(session_error)?;
+    session.set_expiry(Some(tower_sessions::Expiry::OnInactivity(
+        super::SESSION_IDLE,
+    )));
     session.insert(USER, name).await.map_err(session_error)?;
     session
         .insert(CSRF, super::random_token(32))

@@ -276,6 +276,23 @@ async fn the_session_id_changes_at_login_and_logout_ends_it() {
         cookie.contains("httponly") && cookie.contains("samesite=lax"),
         "{cookie}"
     );
+    let max_age = |c: &str| -> i64 {
+        let v = c.split(';').find_map(|p| p.trim().strip_prefix("max-age="));
+        v.unwrap().parse().unwrap()
+    };
+    assert!(
+        max_age(&cookie) <= 1800,
+        "anonymous sessions are short: {cookie}"
+    );
+    let logged_in = p.cookie.clone();
+    let r = app
+        .send(
+            app.http
+                .get(app.url("/admin/api/session"))
+                .header("cookie", &logged_in),
+        )
+        .await;
+    assert_eq!(json(&r)["user"], "root");
 
     assert_eq!(
         p.post("/admin/api/logout", serde_json::json!({}))
