@@ -54,6 +54,11 @@ pub fn App() -> impl IntoView {
                     // Async: the whole page is in the first response, usable before the Wasm loads.
                     <Route path=path!("/") view=pages::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/:slug/") view=pages::LeaderboardPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin") view=pages::admin::AdminPage/>
+                    <Route path=path!("/admin/setup") view=pages::admin::SetupPage/>
+                    <Route path=path!("/admin/audit") view=pages::admin::AuditPage/>
+                    <Route path=path!("/admin/users") view=pages::admin::UsersPage/>
+                    <Route path=path!("/admin/p/:slug") view=pages::admin::ProjectAdminPage/>
                 </Routes>
             </main>
         </Router>

@@ -1,5 +1,6 @@
-//! The public pages: the project list and one project's leaderboard.
+//! The pages: the project list, one project's leaderboard, and the admin panel.
 
+pub mod admin;
 mod home;
 mod leaderboard;
 

@@ -22,6 +22,8 @@ export type Tracker = {
   stop(): Promise<void>;
   /** Starts the server again on the same port and data. */
   start(): Promise<void>;
+  /** What the server printed on stdout so far (e.g. the first-run setup link). */
+  stdout(): string;
 };
 
 async function freePort(): Promise<number> {
@@ -59,6 +61,7 @@ export const test = base.extend<{ tracker: Tracker }>({
     };
     if (!env.REDIS_URL) delete env.REDIS_URL;
     let child: ChildProcess | undefined;
+    let printed = '';
 
     const tracker: Tracker = {
       base,
@@ -80,9 +83,14 @@ export const test = base.extend<{ tracker: Tracker }>({
         if (r.status !== 200) throw new Error(`done: ${r.status} ${await r.text()}`);
       },
       async start() {
-        child = spawn(BIN, ['serve'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+        child = spawn(BIN, ['serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+        child.stdout!.on('data', (chunk: Buffer) => {
+          printed += chunk.toString();
+          process.stdout.write(chunk);
+        });
         await waitFor('the tracker to answer /healthz', 30_000, async () => (await fetch(`${base}/healthz`)).ok);
       },
+      stdout: () => printed,
       async stop() {
         if (!child || child.exitCode !== null) return;
         const exited = new Promise((r) => child!.once('exit', r));

@@ -8,7 +8,9 @@ use crate::{
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+mod admin;
 mod settings;
+pub use admin::AdminCommand;
 pub use settings::{apply_changes, validate_settings};
 
 /// `tracker [COMMAND]`
@@ -77,6 +79,9 @@ pub enum Command {
         #[arg(long)]
         remove: bool,
     },
+    /// Manage admin panel accounts.
+    #[command(subcommand)]
+    Admin(AdminCommand),
     /// Verify a project's invariant; exits non-zero on any violation.
     Check {
         /// Project slug.
@@ -169,6 +174,7 @@ pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), 
 pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> {
     match command {
         Command::Serve(_) => Err(CliError::Usage("serve is not an admin command".into())),
+        Command::Admin(cmd) => admin::run(store, cmd).await,
         Command::Project(ProjectCommand::Create {
             slug,
             title,

@@ -34,6 +34,12 @@ pub struct ServeArgs {
     /// item, item history.
     #[arg(long, env = "TRACKER_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Mark the admin session cookie `Secure` (set when the panel is served over HTTPS).
+    #[arg(long, env = "TRACKER_SECURE_COOKIES")]
+    pub secure_cookies: bool,
+    /// The public base URL printed in the first-run setup link (default: http://LISTEN).
+    #[arg(long, env = "TRACKER_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 impl ServeArgs {

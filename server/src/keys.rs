@@ -40,10 +40,24 @@
 //! ns:{SLUG}:seq                string  sequence number of the last completion event
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
 //! ns:{SLUG}:events             channel completion events (pub/sub)
+//! ns:{SLUG}:admin              hash    panel-only fields: description (sanitised HTML), priority
+//! ns:admin:users               set     lowercase names of admin accounts             (global)
+//! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t (global)
+//! ns:admin:setup               string  one-time setup token while no account exists  (global)
+//! ns:admin:fail:ip:<ip>        string  failed logins from an IP (expires)             (global)
+//! ns:admin:fail:user:<name>    string  failed logins of a name (expires)              (global)
+//! ns:admin:audit               list    admin actions (JSON), newest first, capped     (global)
+//! ns:warrior:projects          string  the Warrior HQ project list (projects.json) (global)
+//! ns:warrior:projects:versions list    earlier project lists, newest first, last 20 (global)
+//! <session id>                 string  tower-sessions record (the Redis session store
+//!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
 
 /// Names of the queues an item can wait in, in claim order.
 pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
+
+/// How many entries the audit log keeps.
+pub const AUDIT_LEN: usize = 100_000;
 
 /// How many completion events the capped history keeps.
 pub const HISTORY_LEN: usize = 2000;
@@ -84,6 +98,41 @@ impl Keys {
     /// Global blocks of `kind` (`ip` or `dl`).
     pub fn global_blocked(&self, kind: &str) -> String {
         format!("{}:blocked:{kind}", self.ns)
+    }
+
+    /// The set of admin account names.
+    pub fn admin_users(&self) -> String {
+        format!("{}:admin:users", self.ns)
+    }
+
+    /// One admin account (`name` lowercase).
+    pub fn admin_user(&self, name: &str) -> String {
+        format!("{}:admin:user:{name}", self.ns)
+    }
+
+    /// The one-time setup token.
+    pub fn admin_setup(&self) -> String {
+        format!("{}:admin:setup", self.ns)
+    }
+
+    /// Failed logins by `kind` (`ip` or `user`) and `value`.
+    pub fn admin_failures(&self, kind: &str, value: &str) -> String {
+        format!("{}:admin:fail:{kind}:{value}", self.ns)
+    }
+
+    /// The audit log.
+    pub fn admin_audit(&self) -> String {
+        format!("{}:admin:audit", self.ns)
+    }
+
+    /// The Warrior HQ project list (`projects.json`).
+    pub fn warrior_projects(&self) -> String {
+        format!("{}:warrior:projects", self.ns)
+    }
+
+    /// Earlier versions of the Warrior HQ project list.
+    pub fn warrior_projects_versions(&self) -> String {
+        format!("{}:warrior:projects:versions", self.ns)
     }
 
     /// The keys of one project.
@@ -228,6 +277,10 @@ impl ProjectKeys {
     /// The pub/sub channel of completion events.
     pub fn events(&self) -> String {
         self.key("events")
+    }
+    /// Panel-only project fields (description, priority).
+    pub fn admin(&self) -> String {
+        self.key("admin")
     }
 }
 

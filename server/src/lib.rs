@@ -2,6 +2,7 @@
 //!
 //! | module | what it is for |
 //! |---|---|
+//! | [`admin`] | the admin panel's JSON API: accounts, sessions, CSRF, bulk actions |
 //! | [`config`] | settings from the environment and flags |
 //! | [`embedded_redis`] | the private `redis-server` started when `REDIS_URL` is unset |
 //! | [`keys`] | every Redis key name |
@@ -12,6 +13,7 @@
 //! | [`routes`] | the route table, grouped by caller |
 //! | [`cli`] | the `tracker` command line |
 
+pub mod admin;
 pub mod api;
 pub mod batcher;
 pub mod cli;
@@ -48,6 +50,8 @@ pub struct AppState {
     pub trust_proxy: bool,
     /// The API token of scripts acting as admin (`Authorization: Bearer ...`).
     pub admin_token: Option<String>,
+    /// Mark the admin session cookie `Secure` (served over HTTPS).
+    pub secure_cookies: bool,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -79,6 +83,7 @@ impl AppState {
             batcher,
             trust_proxy: false,
             admin_token: None,
+            secure_cookies: false,
         })
     }
 }

@@ -59,8 +59,18 @@ async fn run_server(
     let mut state = AppState::new(url, namespace, &site_root.to_string_lossy()).await?;
     state.trust_proxy = serve.trust_proxy;
     state.admin_token = serve.admin_token.clone();
+    state.secure_cookies = serve.secure_cookies;
     let listener = tokio::net::TcpListener::bind(serve.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
+    if let Some(token) = server::admin::prepare_setup(&state.store).await? {
+        let base = serve
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", serve.listen));
+        let link = format!("{}/admin/setup?token={token}", base.trim_end_matches('/'));
+        // On stdout, so an installer (and the browser tests) can read it.
+        println!("No admin account exists yet. Create the first one at: {link}");
+    }
     server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("tracker stopped");
     Ok(())

@@ -45,6 +45,10 @@ pub fn router(state: AppState) -> Router {
 
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))
+        .route(
+            "/projects.json",
+            get(crate::admin::warrior::get_projects_json),
+        )
         .route("/{slug}/stats.json", get(public::get_stats))
         .route("/{slug}/charts.json", get(public::get_charts))
         .route("/{slug}/update-status.json", get(public::get_update_status))
@@ -75,10 +79,13 @@ pub fn router(state: AppState) -> Router {
             _,
         >(context, shell));
 
+    let admin = crate::admin::router(&state);
+
     Router::new()
         .merge(warriors)
         .merge(public_json)
         .merge(live_feeds)
+        .merge(admin)
         .merge(pages)
         .with_state(state)
 }

@@ -1,6 +1,8 @@
 //! The Redis store: the connection pool, the Lua scripts, and typed operations on projects
 //! and items. Nothing else in the process talks to Redis directly.
 
+mod accounts;
+mod admin_items;
 mod blocks;
 mod bloom;
 mod check;
@@ -8,13 +10,17 @@ mod items;
 mod projects;
 pub mod scripts;
 mod stats;
+mod warrior;
 
+pub use accounts::{valid_user_name, Account, AuditEntry, Role};
+pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{
     valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings, PAGE_RECENT,
 };
+pub use warrior::ListVersion;
 
 use crate::keys::Keys;
 use fred::prelude::*;
@@ -117,6 +123,11 @@ impl Store {
             .with_performance_config(|p| p.broadcast_channel_capacity = SUBSCRIBER_BACKLOG)
             .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
             .build_subscriber_client()
+    }
+
+    /// The connection pool, for the session store.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// The scripts, for tests that call them all.

@@ -260,6 +260,11 @@ impl TestApp {
         Self::reply(resp).await
     }
 
+    /// Sends a request built on [`TestApp::http`].
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        Self::reply(req.send().await.expect("request")).await
+    }
+
     async fn reply(resp: reqwest::Response) -> Reply {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();

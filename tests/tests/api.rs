@@ -1,6 +1,9 @@
 //! Black-box tests of the HTTP API; modules mirror the route table.
 
 mod api {
+    mod admin;
+    mod admin_actions;
+    mod admin_extras;
     mod backfeed;
     mod crash;
     mod engine;

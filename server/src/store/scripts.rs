@@ -53,6 +53,14 @@ pub struct Scripts {
     pub release: LuaScript,
     /// `snapshot.lua`
     pub snapshot: LuaScript,
+    /// `release_items.lua`
+    pub release_items: LuaScript,
+    /// `move_items.lua`
+    pub move_items: LuaScript,
+    /// `clear_queue.lua`
+    pub clear_queue: LuaScript,
+    /// `resolve_failed.lua`
+    pub resolve_failed: LuaScript,
 }
 
 impl Default for Scripts {
@@ -72,11 +80,15 @@ impl Scripts {
             item_status: lua!("item_status", 6),
             release: lua!("release", 5),
             snapshot: lua!("snapshot", 9),
+            release_items: lua!("release_items", 4),
+            move_items: lua!("move_items", 1),
+            clear_queue: lua!("clear_queue", 1),
+            resolve_failed: lua!("resolve_failed", 3),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 7] {
+    pub fn all(&self) -> [&LuaScript; 11] {
         [
             &self.add_items,
             &self.backfeed,
@@ -85,6 +97,10 @@ impl Scripts {
             &self.item_status,
             &self.release,
             &self.snapshot,
+            &self.release_items,
+            &self.move_items,
+            &self.clear_queue,
+            &self.resolve_failed,
         ]
     }
 

@@ -76,9 +76,59 @@ async fn every_script_reloads_after_script_flush() {
     flush().await;
     let board = store.leaderboard("p1", -1, 5).await.unwrap().unwrap();
     assert_eq!(board.counts.done, 1);
+    admin_scripts_reload(&app, now).await;
     assert_eq!(
         store.scripts().all().len(),
-        7,
+        11,
         "every script is exercised above"
     );
+}
+
+/// The admin panel's bulk scripts after a flush: release_items, move_items, clear_queue,
+/// resolve_failed.
+async fn admin_scripts_reload(app: &TestApp, now: u64) {
+    let store = &app.store;
+    let flush = || async { app.store.client().script_flush(false).await.unwrap() };
+    let who = ClaimRequest {
+        downloader: "bob".into(),
+        n: 1,
+        name_ok: true,
+        ..Default::default()
+    };
+    let ClaimOutcome::Items(_) = store.claim("p1", &who, now).await.unwrap() else {
+        panic!("claim")
+    };
+    flush().await;
+    let filter = server::store::ClaimFilter {
+        downloader: Some("bob".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        store
+            .release_matching("p1", &filter, "admin", now, false)
+            .await
+            .unwrap(),
+        1
+    );
+    flush().await;
+    assert!(
+        store
+            .move_items("p1", "todo", "todo:redo", None, false)
+            .await
+            .unwrap()
+            >= 1
+    );
+    flush().await;
+    assert!(store.clear_queue("p1", "todo:redo", false).await.unwrap() >= 1);
+    flush().await;
+    let failed = store.keys().project("p1").failed();
+    let _: () = store.client().hset(&failed, ("f", "{}")).await.unwrap();
+    assert_eq!(
+        store
+            .resolve_failed("p1", None, true, "admin", now, false)
+            .await
+            .unwrap(),
+        1
+    );
+    app.assert_invariant("p1").await;
 }

@@ -1,0 +1,106 @@
+//! The panel's calls to the admin JSON API (`/admin/api/...`), made from the browser with the
+//! session cookie and the CSRF token. On the server they do nothing: the panel's data is
+//! loaded after hydration.
+
+use serde_json::Value;
+
+/// What a call sends.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+pub enum Body {
+    /// Nothing (GET, DELETE).
+    Empty,
+    /// A JSON document.
+    Json(Value),
+    /// Plain text (items, one a line).
+    Text(String),
+}
+
+/// `method` `path` with `body`; the JSON answer (`null` when empty), or the server's reason.
+#[cfg(feature = "hydrate")]
+pub async fn call(method: &str, path: &str, csrf: &str, body: Body) -> Result<Value, String> {
+    use gloo_net::http::{Method, RequestBuilder};
+    let method = match method {
+        "POST" => Method::POST,
+        "PUT" => Method::PUT,
+        "DELETE" => Method::DELETE,
+        _ => Method::GET,
+    };
+    let builder = RequestBuilder::new(path)
+        .method(method)
+        .header("x-csrf-token", csrf);
+    let request = match body {
+        Body::Empty => builder.build(),
+        Body::Json(v) => builder.json(&v),
+        Body::Text(t) => builder.header("content-type", "text/plain").body(t),
+    }
+    .map_err(|e| e.to_string())?;
+    let resp = request.send().await.map_err(|e| e.to_string())?;
+    let text = resp.text().await.map_err(|e| e.to_string())?;
+    if !resp.ok() {
+        return Err(text.trim().to_string());
+    }
+    if text.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// On the server the panel loads nothing.
+#[cfg(not(feature = "hydrate"))]
+pub async fn call(_method: &str, _path: &str, _csrf: &str, _body: Body) -> Result<Value, String> {
+    Err("The admin panel needs JavaScript.".into())
+}
+
+/// `GET path`.
+pub async fn get(path: String) -> Result<Value, String> {
+    call("GET", &path, "", Body::Empty).await
+}
+
+/// Reloads the page (after logging in or out).
+pub fn reload() {
+    #[cfg(feature = "hydrate")]
+    if let Some(w) = web_sys::window() {
+        let _ = w.location().reload();
+    }
+}
+
+/// Opens `href`.
+pub fn go(href: &str) {
+    #[cfg(feature = "hydrate")]
+    if let Some(w) = web_sys::window() {
+        let _ = w.location().set_href(href);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = href;
+}
+
+/// Whether the session `s` may change project `slug`.
+pub fn may_change(s: &Value, slug: &str) -> bool {
+    match s["role"].as_str() {
+        Some("global") => true,
+        Some("project") => s["projects"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p == slug)),
+        _ => false,
+    }
+}
+
+/// A number field of `v`, 0 when absent.
+pub fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// How long ago `t_ms` (ms since the epoch) was, e.g. `5 min`.
+pub fn age(t_ms: u64) -> String {
+    #[cfg(feature = "hydrate")]
+    let now = js_sys::Date::now() as u64;
+    #[cfg(not(feature = "hydrate"))]
+    let now = t_ms;
+    let s = now.saturating_sub(t_ms) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        3600..86400 => format!("{} h", s / 3600),
+        _ => format!("{} d", s / 86400),
+    }
+}

@@ -1,0 +1,121 @@
+// The admin panel in a real browser: first-run setup, login, adding items, releasing claims,
+// and a read-only account.
+import { test, expect, type Tracker } from './fixtures';
+import type { Page } from '@playwright/test';
+
+const PASSWORD = 'correct horse battery';
+
+async function logIn(page: Page, tracker: Tracker, name: string) {
+  await page.goto(`${tracker.base}/admin`);
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await expect(page.getByText(`Logged in as ${name}`)).toBeVisible();
+}
+
+test('first-run setup link creates an account that can log in', async ({ page, tracker }) => {
+  const link = tracker.stdout().match(/http:\/\/\S+\/admin\/setup\?token=\w+/)?.[0];
+  expect(link, 'the server prints a setup link while no account exists').toBeTruthy();
+  await page.goto(link!);
+  await page.getByLabel('Name').fill('Root');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Create account' }).click();
+  await expect(page.getByText('Logged in as root (global)')).toBeVisible();
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await expect(page.getByRole('button', { name: 'Log in' })).toBeVisible();
+  await logIn(page, tracker, 'root');
+  await expect(page.getByRole('table', { name: 'Projects' })).toBeVisible();
+});
+
+test('items added in the textarea show in the queue sizes', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  await logIn(page, tracker, 'root');
+  await page.getByRole('link', { name: 'Demo' }).click();
+  const queues = page.getByRole('region', { name: 'Queues' });
+  await expect(queues.getByRole('row', { name: 'todo 0', exact: true })).toBeVisible();
+  await page.getByLabel('Items, one a line').fill('a\nb\nc\n');
+  await page.getByRole('region', { name: 'Add items' }).getByRole('button', { name: 'Preview' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Add 3 items to todo?');
+  await expect(queues.getByRole('row', { name: 'todo 0', exact: true })).toBeVisible();
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(queues.getByRole('row', { name: 'todo 3', exact: true })).toBeVisible();
+});
+
+test('claims of one downloader are released after the dry-run count', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'i1\ni2\ni3\ni4\n');
+  for (const who of ['alice', 'alice', 'bob']) await tracker.claim('demo', who);
+  await logIn(page, tracker, 'root');
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const claims = page.getByRole('region', { name: 'Claims' });
+  await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toContainText('2');
+  await page.getByRole('button', { name: 'Release claims of alice' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Release 2 claims?');
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 2 items.');
+  await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toHaveCount(0);
+  await expect(claims.getByRole('row').filter({ hasText: 'bob' })).toBeVisible();
+  const queues = page.getByRole('region', { name: 'Queues' });
+  await expect(queues.getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
+});
+
+test('a read-only account sees no actions and its POSTs are refused', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'viewer', '--read-only'], `${PASSWORD}\n`);
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'i1\ni2\n');
+  await tracker.claim('demo', 'alice');
+  await logIn(page, tracker, 'viewer');
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const claims = page.getByRole('region', { name: 'Claims' });
+  await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toBeVisible();
+  await expect(page.getByRole('button')).toHaveCount(0);
+  await expect(page.getByLabel('Items, one a line')).toHaveCount(0);
+  const status = await page.evaluate(async () => {
+    const session = await (await fetch('/admin/api/session')).json();
+    const r = await fetch('/admin/api/demo/release', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-csrf-token': session.csrf },
+      body: JSON.stringify({ downloader: 'alice' }),
+    });
+    return r.status;
+  });
+  expect(status).toBe(403);
+  await expect(page.getByRole('region', { name: 'Queues' }).getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
+});
+
+test('settings are saved from the panel with the description sanitised', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  await logIn(page, tracker, 'root');
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const settings = page.getByRole('region', { name: 'Settings' });
+  const json = settings.getByLabel('Settings (JSON)');
+  await expect(json).toHaveValue(/"title": "Demo"/);
+  await json.fill((await json.inputValue()).replace('"title": "Demo"', '"title": "Renamed"'));
+  await settings.getByLabel('Description (HTML)').fill('<p>Save <b>it</b></p><script>alert(1)</script>');
+  await settings.getByRole('button', { name: 'Save settings' }).click();
+  await expect(settings.getByRole('status')).toHaveText('Saved.');
+  await expect(settings.getByLabel('Description (HTML)')).toHaveValue('<p>Save <b>it</b></p>');
+  expect(JSON.parse(tracker.cli(['project', 'show', 'demo'])).title).toBe('Renamed');
+});
+
+test('a global admin creates and deletes an account on the accounts page', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  await logIn(page, tracker, 'root');
+  await page.getByRole('link', { name: 'Accounts' }).click();
+  const form = page.getByRole('form', { name: 'New account' });
+  await form.getByLabel('Name').fill('Viewer');
+  await form.getByLabel('Password').fill(PASSWORD);
+  await form.getByRole('button', { name: 'Create account' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Account created.');
+  const accounts = page.getByRole('table', { name: 'Accounts' });
+  await expect(accounts.getByRole('row').filter({ hasText: 'viewer' })).toContainText('read-only');
+  await page.getByRole('button', { name: 'Delete viewer' }).click();
+  await expect(accounts.getByRole('row').filter({ hasText: 'viewer' })).toHaveCount(0);
+  await page.getByRole('button', { name: 'Delete root' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toContainText('last global admin');
+});

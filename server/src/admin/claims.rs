@@ -1,0 +1,173 @@
+//! Claims in the panel: grouped by downloader, released by filter (with a dry run), and the
+//! failed items (list, requeue, drop).
+
+use super::{
+    auth::Caller,
+    items::{parse_regex, Affected},
+};
+use crate::{
+    api::{known_project, ApiError, ApiResult},
+    store::{now_ms, ClaimFilter, ClaimGroup, FailedItem},
+    AppState,
+};
+use axum::{
+    extract::{Path, State},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+
+/// `GET /admin/api/SLUG/claims`: claims grouped by downloader.
+pub async fn list_claims(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<Vec<ClaimGroup>>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    Ok(Json(state.store.claim_groups(&slug).await?))
+}
+
+/// Body of `POST /admin/api/SLUG/release`: which claims to release (all set fields must
+/// match; at least one must be set).
+#[derive(Debug, Default, Deserialize)]
+pub struct Release {
+    /// Claimed at or before this time (ms since the epoch).
+    #[serde(default)]
+    pub before_ms: Option<u64>,
+    /// Claimed more than this many seconds ago.
+    #[serde(default)]
+    pub older_than_s: Option<u64>,
+    /// Held by this downloader.
+    #[serde(default)]
+    pub downloader: Option<String>,
+    /// This item.
+    #[serde(default)]
+    pub item: Option<String>,
+    /// Items matching this expression.
+    #[serde(default)]
+    pub regex: Option<String>,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `POST /admin/api/SLUG/release`: gives matching claims back to `todo`.
+pub async fn release_claims(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<Release>,
+) -> ApiResult<Json<Affected>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    let now = now_ms();
+    let older = req
+        .older_than_s
+        .map(|s| now.saturating_sub(s.saturating_mul(1000)));
+    let before_ms = match (req.before_ms, older) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let filter = ClaimFilter {
+        before_ms,
+        downloader: req.downloader.clone().filter(|d| !d.is_empty()),
+        item: req.item.clone().filter(|i| !i.is_empty()),
+        regex: parse_regex(req.regex.as_deref().unwrap_or_default())?,
+    };
+    if filter.before_ms.is_none()
+        && filter.downloader.is_none()
+        && filter.item.is_none()
+        && filter.regex.is_none()
+    {
+        return Err(ApiError::bad_request(
+            "Say which claims: before_ms, older_than_s, downloader, item or regex.",
+        ));
+    }
+    let count = state
+        .store
+        .release_matching(&slug, &filter, &caller.name, now, req.dry_run)
+        .await?;
+    if !req.dry_run {
+        let detail = format!(
+            "before_ms={:?} downloader={:?} item={:?} regex={:?}",
+            filter.before_ms, filter.downloader, filter.item, req.regex
+        );
+        caller
+            .record(&state, "claims.release", &slug, count, detail)
+            .await?;
+    }
+    Ok(Json(Affected {
+        count,
+        dry_run: req.dry_run,
+    }))
+}
+
+/// `GET /admin/api/SLUG/failed`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FailedList {
+    /// Up to 1000 failed items.
+    pub items: Vec<FailedItem>,
+    /// How many there are.
+    pub total: u64,
+}
+
+/// `GET /admin/api/SLUG/failed`: failed items (up to 1000) and their number.
+pub async fn list_failed(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<FailedList>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    let (items, total) = state.store.failed_items(&slug, 1000).await?;
+    Ok(Json(FailedList { items, total }))
+}
+
+/// Body of `POST /admin/api/SLUG/failed`.
+#[derive(Debug, Deserialize)]
+pub struct ResolveFailed {
+    /// `requeue` or `drop`.
+    pub action: String,
+    /// These items (default: every failed item).
+    #[serde(default)]
+    pub items: Option<Vec<String>>,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `POST /admin/api/SLUG/failed`: requeues or drops failed items.
+pub async fn resolve_failed(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<ResolveFailed>,
+) -> ApiResult<Json<Affected>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    let requeue = match req.action.as_str() {
+        "requeue" => true,
+        "drop" => false,
+        _ => return Err(ApiError::bad_request("action is requeue or drop.")),
+    };
+    let count = state
+        .store
+        .resolve_failed(
+            &slug,
+            req.items.as_deref(),
+            requeue,
+            &caller.name,
+            now_ms(),
+            req.dry_run,
+        )
+        .await?;
+    if !req.dry_run {
+        caller
+            .record(&state, &format!("failed.{}", req.action), &slug, count, "")
+            .await?;
+    }
+    Ok(Json(Affected {
+        count,
+        dry_run: req.dry_run,
+    }))
+}

@@ -1,0 +1,65 @@
+//! The guard of every state-changing `/admin` request: a same-origin `Origin` (when the
+//! browser sends one) and the session's CSRF token in `X-CSRF-Token`. Scripts with the API
+//! token send no cookie, so they need neither.
+
+use super::auth::{session_error, CSRF};
+use crate::{
+    api::{constant_time_eq, is_admin, ApiError},
+    AppState,
+};
+use axum::{
+    extract::{Request, State},
+    http::{header, HeaderMap, Method},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use tower_sessions::Session;
+
+/// The header carrying the CSRF token.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// Refuses unsafe requests that are cross-origin or lack the session's CSRF token.
+pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if safe || is_admin(req.headers(), state.admin_token.as_deref()) {
+        return next.run(req).await;
+    }
+    if !same_origin(req.headers()) {
+        return ApiError::forbidden("Cross-origin request refused.").into_response();
+    }
+    let Some(session) = req.extensions().get::<Session>().cloned() else {
+        return ApiError::forbidden("No session.").into_response();
+    };
+    let expected = match session.get::<String>(CSRF).await {
+        Ok(t) => t.unwrap_or_default(),
+        Err(e) => return session_error(e).into_response(),
+    };
+    let sent = req
+        .headers()
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if expected.is_empty() || !constant_time_eq(sent.as_bytes(), expected.as_bytes()) {
+        return ApiError::forbidden("Missing or wrong CSRF token: reload the page.")
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// Whether the request's `Origin` (if any) names the host it was sent to, and the browser
+/// does not flag it cross-site.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    if text("sec-fetch-site") == Some("cross-site") {
+        return false;
+    }
+    let Some(origin) = text(header::ORIGIN.as_str()) else {
+        return true;
+    };
+    let host = text(header::HOST.as_str()).unwrap_or_default();
+    let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or("");
+    let forwarded = text("x-forwarded-host");
+    !origin_host.is_empty()
+        && (origin_host.eq_ignore_ascii_case(host)
+            || forwarded.is_some_and(|f| origin_host.eq_ignore_ascii_case(f)))
+}

@@ -1,0 +1,283 @@
+//! Queues in the panel: sizes, adding items (a streamed body: plain, gzip or zstd, one item a
+//! line), moving items between queues, clearing a queue. Every bulk action has a dry run.
+
+use super::auth::Caller;
+use crate::{
+    api::{known_project, warrior::MAX_ITEM_LEN, ApiError, ApiResult},
+    keys::QUEUES,
+    AppState,
+};
+use axum::{
+    body::Body,
+    extract::{Path, Query, State},
+    Json,
+};
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read};
+
+/// Items per `add_items` call while streaming.
+const ADD_BATCH: usize = 10_000;
+
+/// The answer of every bulk action.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Affected {
+    /// Items affected (or, in a dry run, that would be).
+    pub count: u64,
+    /// Whether nothing was changed.
+    pub dry_run: bool,
+}
+
+/// `GET /admin/api/SLUG/queues`: the size of every queue part, and the other states.
+pub async fn show_queues(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    let (board, queues) = state
+        .store
+        .snapshot(&slug, 0, 0)
+        .await?
+        .ok_or_else(ApiError::no_project)?;
+    Ok(Json(serde_json::json!({
+        "queues": queues.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+        "claimed": board.counts.out,
+        "done": board.counts.done,
+        "failed": board.counts.failed,
+    })))
+}
+
+/// Query of `POST /admin/api/SLUG/items`.
+#[derive(Debug, Deserialize)]
+pub struct AddQuery {
+    /// One of the queues (default `todo`).
+    #[serde(default = "default_queue")]
+    pub queue: String,
+    /// `1`: only count the items the body holds.
+    #[serde(default)]
+    pub dry_run: Option<String>,
+}
+
+fn default_queue() -> String {
+    "todo".into()
+}
+
+fn is_dry(flag: &Option<String>) -> bool {
+    matches!(flag.as_deref(), Some("1" | "true" | "yes"))
+}
+
+/// `POST /admin/api/SLUG/items?queue=Q[&dry_run=1]`: adds the items of the body, one a line
+/// (plain, gzip or zstd, detected by their magic bytes), streamed in batches. Items the project
+/// knows in any state are always skipped (an item is in one state only). The answer counts new
+/// items (dry run: the valid lines).
+pub async fn add_items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Query(q): Query<AddQuery>,
+    body: Body,
+) -> ApiResult<Json<Affected>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    if !QUEUES.contains(&q.queue.as_str()) {
+        return Err(ApiError::bad_request(format!("queue is one of {QUEUES:?}")));
+    }
+    let dry_run = is_dry(&q.dry_run);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<String>, String>>(2);
+    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
+    let reading = tokio::task::spawn_blocking(move || read_lines(reader, &tx));
+    let mut count = 0;
+    let mut failure = None;
+    while let Some(batch) = rx.recv().await {
+        match batch {
+            Ok(items) if dry_run => count += items.len() as u64,
+            Ok(items) => count += state.store.add_items(&slug, &q.queue, &items).await?,
+            Err(reason) => failure = Some(reason),
+        }
+    }
+    let _ = reading.await;
+    let detail = format!("queue={}", q.queue);
+    if let Some(reason) = failure {
+        if !dry_run && count > 0 {
+            caller
+                .record(
+                    &state,
+                    "items.add",
+                    &slug,
+                    count,
+                    format!("{detail} (partial)"),
+                )
+                .await?;
+        }
+        return Err(ApiError::bad_request(format!(
+            "{reason} ({count} items added before)"
+        )));
+    }
+    if !dry_run {
+        caller
+            .record(&state, "items.add", &slug, count, detail)
+            .await?;
+    }
+    Ok(Json(Affected { count, dry_run }))
+}
+
+/// Reads items from `raw` (decompressing it if needed) and sends them in batches.
+fn read_lines(raw: impl Read, tx: &tokio::sync::mpsc::Sender<Result<Vec<String>, String>>) {
+    let send = |v| tx.blocking_send(v).is_ok();
+    let mut raw = BufReader::with_capacity(1 << 16, raw);
+    let magic = match raw.fill_buf() {
+        Ok(b) => b.get(..4).map(|m| m.to_vec()).unwrap_or_default(),
+        Err(e) => {
+            send(Err(format!("reading the body: {e}")));
+            return;
+        }
+    };
+    let reader: Box<dyn Read> = if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::MultiGzDecoder::new(raw))
+    } else if magic == [0x28, 0xb5, 0x2f, 0xfd] {
+        match ruzstd::decoding::StreamingDecoder::new(raw) {
+            Ok(d) => Box::new(d),
+            Err(e) => {
+                send(Err(format!("zstd: {e}")));
+                return;
+            }
+        }
+    } else {
+        Box::new(raw)
+    };
+    let mut batch = Vec::with_capacity(ADD_BATCH);
+    for (n, line) in BufReader::with_capacity(1 << 16, reader)
+        .split(b'\n')
+        .enumerate()
+    {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => {
+                send(Err(format!("reading line {}: {e}", n + 1)));
+                return;
+            }
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.is_empty() {
+            continue;
+        }
+        let item = match String::from_utf8(line.to_vec()) {
+            Ok(s) if s.len() <= MAX_ITEM_LEN && !s.contains('\0') => s,
+            _ => {
+                send(Err(format!(
+                    "line {} is not UTF-8, too long or has NUL",
+                    n + 1
+                )));
+                return;
+            }
+        };
+        batch.push(item);
+        if batch.len() >= ADD_BATCH && !send(Ok(std::mem::take(&mut batch))) {
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        send(Ok(batch));
+    }
+}
+
+/// Body of `POST /admin/api/SLUG/move`.
+#[derive(Debug, Deserialize)]
+pub struct MoveItems {
+    /// Source queue.
+    pub from: String,
+    /// Destination queue.
+    pub to: String,
+    /// Only items matching this expression (default: all).
+    #[serde(default)]
+    pub regex: String,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `POST /admin/api/SLUG/move`: moves waiting items between queues.
+pub async fn move_items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<MoveItems>,
+) -> ApiResult<Json<Affected>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    for q in [&req.from, &req.to] {
+        if !QUEUES.contains(&q.as_str()) {
+            return Err(ApiError::bad_request(format!("queues are {QUEUES:?}")));
+        }
+    }
+    if req.from == req.to {
+        return Err(ApiError::bad_request("from and to are the same queue."));
+    }
+    let regex = parse_regex(&req.regex)?;
+    let count = state
+        .store
+        .move_items(&slug, &req.from, &req.to, regex.as_ref(), req.dry_run)
+        .await?;
+    if !req.dry_run {
+        let detail = format!("{} -> {} regex={:?}", req.from, req.to, req.regex);
+        caller
+            .record(&state, "items.move", &slug, count, detail)
+            .await?;
+    }
+    Ok(Json(Affected {
+        count,
+        dry_run: req.dry_run,
+    }))
+}
+
+/// An optional regular expression from a request (empty: none), or a 400.
+pub fn parse_regex(raw: &str) -> ApiResult<Option<regex::Regex>> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    regex::RegexBuilder::new(raw)
+        .size_limit(1 << 20)
+        .build()
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(format!("regex: {e}")))
+}
+
+/// Body of `POST /admin/api/SLUG/clear`.
+#[derive(Debug, Deserialize)]
+pub struct ClearQueue {
+    /// The queue to empty.
+    pub queue: String,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `POST /admin/api/SLUG/clear`: drops every item waiting in a queue.
+pub async fn clear_queue(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<ClearQueue>,
+) -> ApiResult<Json<Affected>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    if !QUEUES.contains(&req.queue.as_str()) {
+        return Err(ApiError::bad_request(format!("queue is one of {QUEUES:?}")));
+    }
+    let count = state
+        .store
+        .clear_queue(&slug, &req.queue, req.dry_run)
+        .await?;
+    if !req.dry_run {
+        caller
+            .record(&state, "queue.clear", &slug, count, req.queue)
+            .await?;
+    }
+    Ok(Json(Affected {
+        count,
+        dry_run: req.dry_run,
+    }))
+}

@@ -1,0 +1,118 @@
+//! The completion log of a project as NDJSON, streamed page by page for any time range.
+
+use super::auth::Caller;
+use crate::{
+    api::{known_project, ApiResult},
+    store::Store,
+    AppState,
+};
+use axum::{
+    body::Body,
+    extract::{Path, Query, State},
+    http::{header, HeaderValue},
+    response::{IntoResponse, Response},
+};
+use serde::Deserialize;
+
+/// Entries read per Redis call.
+const PAGE: u64 = 1000;
+
+/// Query of `GET /admin/api/SLUG/log`.
+#[derive(Debug, Deserialize)]
+pub struct LogRange {
+    /// From this time (ms, inclusive; default: the start).
+    #[serde(default)]
+    pub from: Option<u64>,
+    /// To this time (ms, inclusive; default: now).
+    #[serde(default)]
+    pub to: Option<u64>,
+}
+
+/// `GET /admin/api/SLUG/log?from=MS&to=MS`: one JSON object per completion report, oldest first:
+///
+/// ```text
+/// {"log_id":"1700000000000-0","t":1700000000000,"d":"alice","ip":"…","ua":"…","v":"…",
+///  "items":["…"],"claimed":{…},"bytes":{"data":123},"id":"…"}
+/// ```
+pub async fn download_log(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Query(range): Query<LogRange>,
+) -> ApiResult<Response> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    let start = range.from.map_or("-".to_string(), |f| format!("{f}-0"));
+    let end = range
+        .to
+        .map_or("+".to_string(), |t| format!("{t}-{}", u64::MAX));
+    caller
+        .record(
+            &state,
+            "log.download",
+            &slug,
+            0,
+            format!("from={:?} to={:?}", range.from, range.to),
+        )
+        .await?;
+    let pages = futures::stream::unfold(
+        (state.store.clone(), slug, Some(start), end),
+        |(store, slug, start, end)| async move {
+            let start = start?;
+            let page = page_text(&store, &slug, &start, &end).await;
+            let (text, next) = match page {
+                Ok(p) => p,
+                Err(e) => {
+                    return Some((
+                        Err(std::io::Error::other(e.to_string())),
+                        (store, slug, None, end),
+                    ))
+                }
+            };
+            if text.is_empty() {
+                return None;
+            }
+            Some((Ok(text), (store, slug, next, end)))
+        },
+    );
+    let mut resp = Body::from_stream(pages).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    h.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment; filename=\"completions.ndjson\""),
+    );
+    Ok(resp)
+}
+
+/// One page as NDJSON, and the exclusive start of the next page (none after the last).
+async fn page_text(
+    store: &Store,
+    slug: &str,
+    start: &str,
+    end: &str,
+) -> Result<(String, Option<String>), crate::store::StoreError> {
+    let entries = store.log_page(slug, start, end, PAGE).await?;
+    let next = (entries.len() as u64 == PAGE)
+        .then(|| entries.last().map(|(id, _)| format!("({id}")))
+        .flatten();
+    let mut text = String::new();
+    for (id, fields) in entries {
+        let mut obj = serde_json::Map::new();
+        obj.insert("log_id".into(), id.into());
+        for (k, v) in fields {
+            let value = match k.as_str() {
+                "t" => v.parse::<u64>().map(Into::into).unwrap_or(v.into()),
+                "items" | "claimed" | "bytes" => serde_json::from_str(&v).unwrap_or(v.into()),
+                _ => v.into(),
+            };
+            obj.insert(k, value);
+        }
+        text.push_str(&serde_json::Value::Object(obj).to_string());
+        text.push('\n');
+    }
+    Ok((text, next))
+}

@@ -1,0 +1,370 @@
+//! Accounts (global admins only), block lists, and the audit log.
+
+use super::auth::{hash_password, new_account, Caller};
+use crate::{
+    api::{known_project, ApiError, ApiResult},
+    store::{now_ms, valid_slug, Account, AuditEntry, BlockEntry, BlockKind, Role},
+    AppState,
+};
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+    Json,
+};
+use serde::{Deserialize, Serialize};
+
+/// `GET /admin/api/users` (global admins).
+pub async fn list_users(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<Account>>> {
+    caller.must_be_global()?;
+    Ok(Json(state.store.accounts().await?))
+}
+
+/// Body of `POST /admin/api/users` and `PUT /admin/api/users/NAME`.
+#[derive(Debug, Deserialize)]
+pub struct UserChange {
+    /// Name (creating only).
+    #[serde(default)]
+    pub name: String,
+    /// New password (required when creating).
+    #[serde(default)]
+    pub password: Option<String>,
+    /// Role.
+    #[serde(default)]
+    pub role: Option<Role>,
+    /// Projects of a `project` account.
+    #[serde(default)]
+    pub projects: Option<Vec<String>>,
+}
+
+async fn check_projects(state: &AppState, projects: &[String]) -> ApiResult<()> {
+    for p in projects {
+        if !valid_slug(p) {
+            return Err(ApiError::bad_request(format!("no project {p:?}")));
+        }
+        known_project(state, p).await?;
+    }
+    Ok(())
+}
+
+/// `POST /admin/api/users` (global admins): creates an account.
+pub async fn create_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<UserChange>,
+) -> ApiResult<(StatusCode, Json<Account>)> {
+    caller.must_be_global()?;
+    let projects = req.projects.unwrap_or_default();
+    check_projects(&state, &projects).await?;
+    let password = req
+        .password
+        .ok_or_else(|| ApiError::bad_request("A new account needs a password."))?;
+    let role = req.role.unwrap_or(Role::ReadOnly);
+    let account = new_account(&req.name, password, role, projects).await?;
+    if !state.store.create_account(&account).await? {
+        return Err(ApiError::Client(
+            StatusCode::CONFLICT,
+            "That name is taken.".into(),
+        ));
+    }
+    caller
+        .record(
+            &state,
+            "user.create",
+            "",
+            1,
+            format!("{} {}", account.name, role.as_str()),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(account)))
+}
+
+/// Whether `name` is the only global admin left.
+async fn last_global(state: &AppState, name: &str) -> ApiResult<bool> {
+    let globals: Vec<String> = state
+        .store
+        .accounts()
+        .await?
+        .into_iter()
+        .filter(|a| a.role == Role::Global)
+        .map(|a| a.name)
+        .collect();
+    Ok(globals == [name])
+}
+
+/// `PUT /admin/api/users/NAME` (global admins): sets role, projects or password.
+pub async fn update_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Json(req): Json<UserChange>,
+) -> ApiResult<Json<Account>> {
+    caller.must_be_global()?;
+    let name = name.to_lowercase();
+    let mut account = state
+        .store
+        .account(&name)
+        .await?
+        .ok_or_else(|| ApiError::not_found("No such account."))?;
+    let mut changed = Vec::new();
+    if let Some(role) = req.role.filter(|r| *r != account.role) {
+        if account.role == Role::Global && last_global(&state, &name).await? {
+            return Err(ApiError::bad_request("The last global admin stays global."));
+        }
+        account.role = role;
+        changed.push(format!("role={}", role.as_str()));
+    }
+    if let Some(projects) = req.projects {
+        check_projects(&state, &projects).await?;
+        changed.push(format!("projects={}", projects.join(",")));
+        account.projects = projects;
+    }
+    if let Some(password) = req.password {
+        account.hash = hash_password(password).await?;
+        changed.push("password".into());
+    }
+    state.store.save_account(&account).await?;
+    caller
+        .record(
+            &state,
+            "user.update",
+            "",
+            1,
+            format!("{name} {}", changed.join(" ")),
+        )
+        .await?;
+    Ok(Json(account))
+}
+
+/// `DELETE /admin/api/users/NAME` (global admins): deletes an account, never the last global
+/// admin.
+pub async fn delete_user(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.must_be_global()?;
+    let name = name.to_lowercase();
+    let account = state
+        .store
+        .account(&name)
+        .await?
+        .ok_or_else(|| ApiError::not_found("No such account."))?;
+    if account.role == Role::Global && last_global(&state, &name).await? {
+        return Err(ApiError::bad_request(
+            "The last global admin cannot be deleted.",
+        ));
+    }
+    state.store.delete_account(&name).await?;
+    caller.record(&state, "user.delete", "", 1, name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Query of `GET /admin/api/blocks`.
+#[derive(Debug, Deserialize)]
+pub struct BlocksQuery {
+    /// A project's lists (default: the global ones).
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// One block as listed.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BlockRow {
+    /// `ip` or `dl`.
+    pub kind: String,
+    /// The IP or name.
+    pub value: String,
+    /// Reason, who, when, expiry.
+    #[serde(flatten)]
+    pub entry: BlockEntry,
+    /// Whether it still holds.
+    pub active: bool,
+}
+
+fn kind_of(kind: &str) -> ApiResult<BlockKind> {
+    match kind {
+        "ip" => Ok(BlockKind::Ip),
+        "dl" => Ok(BlockKind::Downloader),
+        _ => Err(ApiError::bad_request("kind is ip or dl.")),
+    }
+}
+
+/// Checks the caller may see (`change`: change) the lists of `project` (global: any admin may
+/// see, global admins change).
+async fn block_scope(
+    state: &AppState,
+    caller: &Caller,
+    project: &Option<String>,
+    change: bool,
+) -> ApiResult<()> {
+    match project {
+        Some(slug) => {
+            known_project(state, slug).await?;
+            if change {
+                caller.may_change(slug)
+            } else {
+                caller.may_view(slug)
+            }
+        }
+        None if change => caller.must_be_global(),
+        None => Ok(()),
+    }
+}
+
+/// `GET /admin/api/blocks[?project=SLUG]`: a block list, automatic blocks with their expiry.
+pub async fn list_blocks(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<BlocksQuery>,
+) -> ApiResult<Json<Vec<BlockRow>>> {
+    block_scope(&state, &caller, &q.project, false).await?;
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (kind, name) in [(BlockKind::Ip, "ip"), (BlockKind::Downloader, "dl")] {
+        for (value, entry) in state.store.blocks(q.project.as_deref(), kind).await? {
+            rows.push(BlockRow {
+                kind: name.into(),
+                value,
+                active: entry.active(now),
+                entry,
+            });
+        }
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.entry.t));
+    Ok(Json(rows))
+}
+
+/// Body of `POST /admin/api/blocks` and `/unblock`.
+#[derive(Debug, Deserialize)]
+pub struct BlockChange {
+    /// `ip` or `dl`.
+    pub kind: String,
+    /// The IP or name.
+    pub value: String,
+    /// A project (default: the global lists).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+    /// Hours until it lifts (default: never).
+    #[serde(default)]
+    pub hours: Option<u64>,
+}
+
+/// `POST /admin/api/blocks`: blocks an IP or a name.
+pub async fn add_block(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<BlockChange>,
+) -> ApiResult<StatusCode> {
+    block_scope(&state, &caller, &req.project, true).await?;
+    let kind = kind_of(&req.kind)?;
+    let value = req.value.trim();
+    if value.is_empty() || value.len() > 256 {
+        return Err(ApiError::bad_request("The value is 1 to 256 characters."));
+    }
+    if kind == BlockKind::Ip && value.parse::<std::net::IpAddr>().is_err() {
+        return Err(ApiError::bad_request("Not an IP address."));
+    }
+    let now = now_ms();
+    let entry = BlockEntry {
+        reason: req.reason.chars().take(500).collect(),
+        by: caller.name.clone(),
+        t: now,
+        expires: req
+            .hours
+            .map(|h| now + h.min(1 << 20) * 3_600_000)
+            .unwrap_or(0),
+    };
+    state
+        .store
+        .block(req.project.as_deref(), kind, value, &entry)
+        .await?;
+    let project = req.project.unwrap_or_default();
+    caller
+        .record(
+            &state,
+            "block",
+            &project,
+            1,
+            format!("{} {value}", req.kind),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /admin/api/unblock`: lifts a block.
+pub async fn remove_block(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<BlockChange>,
+) -> ApiResult<StatusCode> {
+    block_scope(&state, &caller, &req.project, true).await?;
+    let kind = kind_of(&req.kind)?;
+    if !state
+        .store
+        .unblock(req.project.as_deref(), kind, &req.value)
+        .await?
+    {
+        return Err(ApiError::not_found("Not blocked."));
+    }
+    let project = req.project.unwrap_or_default();
+    caller
+        .record(
+            &state,
+            "unblock",
+            &project,
+            1,
+            format!("{} {}", req.kind, req.value),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Query of `GET /admin/api/audit`: every set field must match.
+#[derive(Debug, Default, Deserialize)]
+pub struct AuditQuery {
+    /// Account name.
+    #[serde(default)]
+    pub who: Option<String>,
+    /// Action, or its prefix before `.` (`items` matches `items.add`).
+    #[serde(default)]
+    pub action: Option<String>,
+    /// Project.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// At most this many (default 200, at most 5000).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// `GET /admin/api/audit`: the newest entries, filtered. Project admins see their projects'.
+pub async fn list_audit(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<Vec<AuditEntry>>> {
+    if let Some(p) = &q.project {
+        caller.may_view(p)?;
+    }
+    let limit = q.limit.unwrap_or(200).min(5000);
+    let who = q.who.map(|w| w.to_lowercase()).filter(|w| !w.is_empty());
+    let action = q.action.filter(|a| !a.is_empty());
+    let project = q.project.filter(|p| !p.is_empty());
+    let entries = state
+        .store
+        .audit_log(limit, |e| {
+            who.as_ref().is_none_or(|w| &e.who == w)
+                && action.as_ref().is_none_or(|a| {
+                    &e.action == a || e.action.split('.').next() == Some(a.as_str())
+                })
+                && project.as_ref().is_none_or(|p| &e.project == p)
+                && (caller.role != Role::Project || caller.projects.contains(&e.project))
+        })
+        .await?;
+    Ok(Json(entries))
+}

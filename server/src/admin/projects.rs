@@ -1,0 +1,340 @@
+//! Projects in the panel: the overview, settings (validated like the CLI's), upload targets,
+//! the backfeed key, creating and destroying projects.
+
+use super::auth::Caller;
+use crate::{
+    api::{known_project, ApiError, ApiResult},
+    cli::validate_settings,
+    store::{now_ms, valid_slug, NewProject, Settings, StoreError},
+    AppState,
+};
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One project on the overview.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProjectRow {
+    /// Slug.
+    pub slug: String,
+    /// Title.
+    pub title: String,
+    /// `active`, `paused`, `draining` or `finished`.
+    pub state: String,
+    /// Higher first on the overview.
+    pub priority: i64,
+    /// Items waiting, per queue part.
+    pub queues: BTreeMap<String, u64>,
+    /// Items claimed.
+    pub claimed: u64,
+    /// Items done.
+    pub done: u64,
+    /// Items failed.
+    pub failed: u64,
+    /// Items done in the last 10 minutes, per minute.
+    pub items_per_minute: f64,
+}
+
+/// `GET /admin/api/overview`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Overview {
+    /// The projects the caller may see, by priority then slug.
+    pub projects: Vec<ProjectRow>,
+    /// Redis `used_memory_human`.
+    pub redis_memory: String,
+    /// This server's version.
+    pub version: String,
+}
+
+/// `GET /admin/api/overview`: every project the caller may see, with its numbers.
+pub async fn show_overview(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Overview>> {
+    let store = &state.store;
+    let mut projects = Vec::new();
+    let now = now_ms();
+    for summary in store.list_projects().await? {
+        if caller.may_view(&summary.slug).is_err() {
+            continue;
+        }
+        let Some((board, queues)) = store.snapshot(&summary.slug, 0, 0).await? else {
+            continue;
+        };
+        let settings = store.project(&summary.slug).await?.unwrap_or_default();
+        let extras = store.project_extras(&summary.slug).await?;
+        let minutes = store.minutes(&summary.slug, now, 10).await?;
+        let items: u64 = minutes
+            .iter()
+            .map(|m| m.counters.get("i").copied().unwrap_or(0))
+            .sum();
+        projects.push(ProjectRow {
+            slug: summary.slug.clone(),
+            title: board.title,
+            state: settings.state.clone(),
+            priority: extras
+                .get("priority")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0),
+            queues: queues.into_iter().collect(),
+            claimed: board.counts.out,
+            done: board.counts.done,
+            failed: board.counts.failed,
+            items_per_minute: items as f64 / 10.0,
+        });
+    }
+    projects.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.slug.cmp(&b.slug)));
+    Ok(Json(Overview {
+        projects,
+        redis_memory: store.redis_memory().await?,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }))
+}
+
+/// Body of `POST /admin/api/projects`.
+#[derive(Debug, Deserialize)]
+pub struct CreateProject {
+    /// `[a-z0-9-]{1,64}`.
+    pub slug: String,
+    /// Title (default: the slug).
+    #[serde(default)]
+    pub title: String,
+    /// Byte domains (default: `data`).
+    #[serde(default)]
+    pub domains: Vec<String>,
+}
+
+/// `POST /admin/api/projects` (global admins): creates a project.
+pub async fn create_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<CreateProject>,
+) -> ApiResult<StatusCode> {
+    caller.must_be_global()?;
+    if !valid_slug(&req.slug) {
+        return Err(ApiError::bad_request(
+            "Slugs are 1 to 64 of a-z, 0-9 and '-'.",
+        ));
+    }
+    let title = if req.title.trim().is_empty() {
+        req.slug.clone()
+    } else {
+        req.title.trim().to_string()
+    };
+    let domains = if req.domains.is_empty() {
+        vec!["data".to_string()]
+    } else {
+        req.domains
+    };
+    let p = NewProject {
+        slug: req.slug.clone(),
+        title,
+        domains,
+    };
+    match state.store.create_project(&p).await {
+        Err(StoreError::ProjectExists) => {
+            return Err(ApiError::Client(
+                StatusCode::CONFLICT,
+                "That project exists.".into(),
+            ))
+        }
+        other => other?,
+    }
+    caller
+        .record(&state, "project.create", &p.slug, 0, p.title)
+        .await?;
+    Ok(StatusCode::CREATED)
+}
+
+/// Query of `DELETE /admin/api/SLUG`.
+#[derive(Debug, Deserialize)]
+pub struct Confirm {
+    /// Must repeat the slug.
+    #[serde(default)]
+    pub confirm: String,
+}
+
+/// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item.
+pub async fn destroy_project(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Query(q): Query<Confirm>,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.must_be_global()?;
+    known_project(&state, &slug).await?;
+    if q.confirm != slug {
+        return Err(ApiError::bad_request("Type the project's slug to confirm."));
+    }
+    let keys = state.store.destroy_project(&slug).await?;
+    caller
+        .record(&state, "project.destroy", &slug, keys, "")
+        .await?;
+    Ok(Json(serde_json::json!({ "keys": keys })))
+}
+
+/// Settings as the panel shows and saves them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProjectSettings {
+    /// The settings the CLI also edits.
+    pub settings: Settings,
+    /// Description (HTML; sanitised when saved).
+    #[serde(default)]
+    pub description: String,
+    /// Overview order (higher first).
+    #[serde(default)]
+    pub priority: i64,
+    /// Upload targets (read-only here; see `/targets`).
+    #[serde(default)]
+    pub targets: Vec<(String, bool)>,
+    /// Accounts administering the project (read-only here; see `/users`).
+    #[serde(default)]
+    pub admins: Vec<String>,
+}
+
+/// `GET /admin/api/SLUG/settings`.
+pub async fn show_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<ProjectSettings>> {
+    caller.may_view(&slug)?;
+    let settings = (*known_project(&state, &slug).await?).clone();
+    let extras = state.store.project_extras(&slug).await?;
+    let admins = state
+        .store
+        .accounts()
+        .await?
+        .into_iter()
+        .filter(|a| a.projects.contains(&slug))
+        .map(|a| a.name)
+        .collect();
+    Ok(Json(ProjectSettings {
+        settings,
+        description: extras.get("description").cloned().unwrap_or_default(),
+        priority: extras
+            .get("priority")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0),
+        targets: state.store.upload_targets(&slug).await?,
+        admins,
+    }))
+}
+
+/// Description HTML with everything but harmless markup removed.
+pub fn sanitise_html(html: &str) -> String {
+    ammonia::clean(html)
+}
+
+/// `PUT /admin/api/SLUG/settings`: validates (as `tracker project set` does) and saves.
+pub async fn save_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<ProjectSettings>,
+) -> ApiResult<Json<ProjectSettings>> {
+    caller.may_change(&slug)?;
+    let before = known_project(&state, &slug).await?;
+    let mut settings = req.settings;
+    settings.title = settings.title.trim().to_string();
+    if settings.title.is_empty() || settings.title.len() > 200 {
+        return Err(ApiError::bad_request("The title is 1 to 200 characters."));
+    }
+    validate_settings(&settings).map_err(ApiError::bad_request)?;
+    let description = sanitise_html(&req.description);
+    let store = &state.store;
+    store.save_settings(&slug, &settings).await?;
+    store
+        .set_project_extra(&slug, "description", &description)
+        .await?;
+    store
+        .set_project_extra(&slug, "priority", &req.priority.to_string())
+        .await?;
+    caller
+        .record(
+            &state,
+            "settings.save",
+            &slug,
+            0,
+            changed_fields(&before, &settings),
+        )
+        .await?;
+    show_settings(State(state), caller, Path(slug)).await
+}
+
+/// The names of the settings that differ.
+fn changed_fields(a: &Settings, b: &Settings) -> String {
+    let (a, b) = (
+        serde_json::to_value(a).unwrap_or_default(),
+        serde_json::to_value(b).unwrap_or_default(),
+    );
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return String::new();
+    };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `POST /admin/api/SLUG/backfeed-key`: a new random backfeed secret (the old one stops working).
+pub async fn rotate_backfeed_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.may_change(&slug)?;
+    let mut settings = (*known_project(&state, &slug).await?).clone();
+    settings.backfeed_key = super::random_token(24);
+    state.store.save_settings(&slug, &settings).await?;
+    caller
+        .record(&state, "backfeed_key.rotate", &slug, 0, "")
+        .await?;
+    Ok(Json(
+        serde_json::json!({ "backfeed_key": settings.backfeed_key }),
+    ))
+}
+
+/// Body of `POST /admin/api/SLUG/targets`.
+#[derive(Debug, Deserialize)]
+pub struct TargetChange {
+    /// e.g. `rsync://host/module/:downloader/`.
+    pub target: String,
+    /// `activate`, `deactivate` or `remove` (adding is activating a new one).
+    pub action: String,
+}
+
+/// `POST /admin/api/SLUG/targets`: adds, activates, deactivates or removes an upload target.
+pub async fn change_target(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<TargetChange>,
+) -> ApiResult<Json<Vec<(String, bool)>>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    let target = req.target.trim();
+    if target.is_empty() || target.len() > 1024 || target.chars().any(char::is_whitespace) {
+        return Err(ApiError::bad_request("A target is one URL without spaces."));
+    }
+    let store = &state.store;
+    match req.action.as_str() {
+        "activate" => store.set_upload_target(&slug, target, true).await?,
+        "deactivate" => store.set_upload_target(&slug, target, false).await?,
+        "remove" => store.remove_upload_target(&slug, target).await?,
+        _ => {
+            return Err(ApiError::bad_request(
+                "action is activate, deactivate or remove.",
+            ))
+        }
+    }
+    caller
+        .record(&state, &format!("target.{}", req.action), &slug, 0, target)
+        .await?;
+    Ok(Json(store.upload_targets(&slug).await?))
+}

@@ -1,0 +1,230 @@
+//! The Warrior HQ project list: edited in the panel (validated, HTML sanitised, previewed, the
+//! last 20 versions kept) and served publicly as `GET /projects.json` (PROTOCOL.md "Warrior HQ").
+
+use super::auth::Caller;
+use crate::{
+    api::{ApiError, ApiResult},
+    store::now_ms,
+    AppState,
+};
+use axum::{
+    extract::{Query, State},
+    http::{header, HeaderValue},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// What `/projects.json` serves before anything was saved.
+const EMPTY_LIST: &str = r#"{"warrior":{"seesaw_version":"0.10.3"},"projects":[]}"#;
+
+/// The document with its HTML fields sanitised, or why it cannot be served to Warriors.
+pub fn validate_list(raw: &str) -> Result<Value, String> {
+    let mut doc: Value = serde_json::from_str(raw).map_err(|e| format!("not JSON: {e}"))?;
+    let obj = doc.as_object_mut().ok_or("the list is a JSON object")?;
+    if !obj
+        .get("warrior")
+        .and_then(|w| w.get("seesaw_version"))
+        .is_some_and(Value::is_string)
+    {
+        return Err("warrior.seesaw_version (a string) is required".into());
+    }
+    for field in ["broadcast_message", "tracker_banner_html"] {
+        sanitise_field(obj, field)?;
+    }
+    let projects = obj
+        .get_mut("projects")
+        .and_then(Value::as_array_mut)
+        .ok_or("projects (an array) is required")?;
+    for (i, p) in projects.iter_mut().enumerate() {
+        let p = p
+            .as_object_mut()
+            .ok_or(format!("projects[{i}] is an object"))?;
+        for field in ["name", "repository"] {
+            if p.get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(format!("projects[{i}].{field} (a string) is required"));
+            }
+        }
+        if let Some(d) = p.get("deadline") {
+            if !d.as_str().is_some_and(valid_deadline) {
+                return Err(format!(
+                    "projects[{i}].deadline must be like 2013-04-30T23:59:59Z"
+                ));
+            }
+        }
+        if let Some(ll) = p.get("lat_lng") {
+            let ok = ll
+                .as_array()
+                .is_some_and(|a| a.len() == 2 && a.iter().all(Value::is_number));
+            if !ok {
+                return Err(format!("projects[{i}].lat_lng is [lat, lng]"));
+            }
+        }
+        for field in ["description", "marker_html"] {
+            sanitise_field(p, field).map_err(|e| format!("projects[{i}].{e}"))?;
+        }
+    }
+    Ok(doc)
+}
+
+fn sanitise_field(obj: &mut serde_json::Map<String, Value>, field: &str) -> Result<(), String> {
+    match obj.get_mut(field) {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(s)) => {
+            *s = ammonia::clean(s);
+            Ok(())
+        }
+        Some(_) => Err(format!("{field} is a string of HTML")),
+    }
+}
+
+/// `%Y-%m-%dT%H:%M:%SZ` with plausible numbers.
+fn valid_deadline(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        s.get(r.clone())?
+            .parse()
+            .ok()
+            .filter(|_| b[r].iter().all(u8::is_ascii_digit))
+    };
+    b.len() == 20
+        && (b[4], b[7], b[10], b[13], b[16], b[19]) == (b'-', b'-', b'T', b':', b':', b'Z')
+        && digits(0..4).is_some()
+        && digits(5..7).is_some_and(|m| (1..=12).contains(&m))
+        && digits(8..10).is_some_and(|d| (1..=31).contains(&d))
+        && digits(11..13).is_some_and(|h| h < 24)
+        && digits(14..16).is_some_and(|m| m < 60)
+        && digits(17..19).is_some_and(|s| s < 61)
+}
+
+/// `GET /admin/api/warrior/projects`: the list and its versions (who, when).
+pub async fn show_list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Value>> {
+    let current = state.store.warrior_projects().await?;
+    let versions: Vec<Value> = state
+        .store
+        .warrior_projects_versions()
+        .await?
+        .into_iter()
+        .map(|v| json!({"t": v.t, "who": v.who}))
+        .collect();
+    Ok(Json(json!({
+        "json": current.unwrap_or_else(|| EMPTY_LIST.to_string()),
+        "versions": versions,
+    })))
+}
+
+/// Body of `PUT /admin/api/warrior/projects`.
+#[derive(Debug, Deserialize)]
+pub struct SaveList {
+    /// The new document.
+    pub json: String,
+    /// Only validate and answer the sanitised document (the preview).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `PUT /admin/api/warrior/projects` (global admins): validates, sanitises and saves.
+pub async fn save_list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<SaveList>,
+) -> ApiResult<Json<Value>> {
+    caller.must_be_global()?;
+    let doc = validate_list(&req.json).map_err(ApiError::bad_request)?;
+    if !req.dry_run {
+        let text = doc.to_string();
+        state
+            .store
+            .save_warrior_projects(&text, &caller.name, now_ms())
+            .await?;
+        let n = doc["projects"].as_array().map_or(0, Vec::len) as u64;
+        caller
+            .record(&state, "warrior_projects.save", "", n, "")
+            .await?;
+    }
+    Ok(Json(json!({"json": doc, "dry_run": req.dry_run})))
+}
+
+/// Body of `POST /admin/api/warrior/restore`.
+#[derive(Debug, Deserialize)]
+pub struct Restore {
+    /// Index in the versions (0 = current).
+    pub index: usize,
+}
+
+/// `POST /admin/api/warrior/restore` (global admins): saves an earlier version again.
+pub async fn restore_list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<Restore>,
+) -> ApiResult<Json<Value>> {
+    caller.must_be_global()?;
+    let versions = state.store.warrior_projects_versions().await?;
+    let v = versions
+        .get(req.index)
+        .ok_or_else(|| ApiError::not_found("No such version."))?;
+    state
+        .store
+        .save_warrior_projects(&v.json, &caller.name, now_ms())
+        .await?;
+    caller
+        .record(
+            &state,
+            "warrior_projects.restore",
+            "",
+            1,
+            format!("version {}", req.index),
+        )
+        .await?;
+    Ok(Json(json!({"json": v.json})))
+}
+
+/// Query of `GET /projects.json`.
+#[derive(Debug, Deserialize)]
+pub struct Jsonp {
+    /// JSONP callback name.
+    #[serde(default)]
+    pub callback: Option<String>,
+}
+
+/// `GET /projects.json[?callback=cb]`: the Warrior HQ list, CORS `*`, JSON or JSONP.
+pub async fn get_projects_json(
+    State(state): State<AppState>,
+    Query(q): Query<Jsonp>,
+) -> ApiResult<Response> {
+    let body = state
+        .store
+        .warrior_projects()
+        .await?
+        .unwrap_or_else(|| EMPTY_LIST.to_string());
+    let (body, kind) = match q.callback.filter(|c| !c.is_empty()) {
+        Some(cb) => {
+            let ok = cb.len() <= 64
+                && cb
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_$.".contains(c))
+                && !cb.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                return Err(ApiError::bad_request("callback is a JavaScript name."));
+            }
+            (format!("{cb}({body});"), "application/javascript")
+        }
+        None => (body, "application/json"),
+    };
+    let mut resp = body.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=60"),
+    );
+    Ok(resp)
+}

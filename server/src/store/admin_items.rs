@@ -1,0 +1,400 @@
+//! Bulk item operations of the admin panel: claims grouped by downloader, release by filter,
+//! moving and clearing queues, failed items. Every change is a Lua script; filters are matched
+//! here and the scripts re-check each item, so a dry run and the real run agree on a quiet project.
+
+use super::{Store, StoreResult};
+use crate::keys::QUEUES;
+use fred::prelude::*;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// How many items one bulk script call carries.
+const BULK: usize = 1000;
+
+/// Which claims an admin release takes back; every set field must match.
+#[derive(Clone, Debug, Default)]
+pub struct ClaimFilter {
+    /// Claimed at or before this time (ms).
+    pub before_ms: Option<u64>,
+    /// The claimant.
+    pub downloader: Option<String>,
+    /// One item.
+    pub item: Option<String>,
+    /// Item names matching this expression.
+    pub regex: Option<Regex>,
+}
+
+/// The claims of one downloader.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClaimGroup {
+    /// Downloader name.
+    pub downloader: String,
+    /// Items held.
+    pub count: u64,
+    /// Oldest claim time (ms).
+    pub oldest: u64,
+    /// The IPs of its claims.
+    pub ips: Vec<String>,
+    /// Items it has done.
+    pub done: u64,
+}
+
+/// A failed item.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedItem {
+    /// The item.
+    pub item: String,
+    /// Why it failed.
+    pub reason: String,
+    /// When (ms).
+    pub t: u64,
+}
+
+/// One claim as read: item, claim time (ms), record.
+struct Claim {
+    item: String,
+    t: u64,
+    d: String,
+    ip: String,
+}
+
+impl Store {
+    async fn read_claims(&self, slug: &str) -> StoreResult<Vec<Claim>> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let out: Vec<(String, f64)> = client
+            .zrange(k.out(), 0, -1, None, false, None, true)
+            .await?;
+        let records: HashMap<String, String> = client.hgetall(k.claims()).await?;
+        Ok(out
+            .into_iter()
+            .map(|(item, t)| {
+                let rec = records
+                    .get(&item)
+                    .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+                    .unwrap_or_default();
+                Claim {
+                    t: t as u64,
+                    d: rec["d"].as_str().unwrap_or_default().to_string(),
+                    ip: rec["ip"].as_str().unwrap_or_default().to_string(),
+                    item,
+                }
+            })
+            .collect())
+    }
+
+    /// The claims of a project grouped by downloader, most items first.
+    pub async fn claim_groups(&self, slug: &str) -> StoreResult<Vec<ClaimGroup>> {
+        let mut groups: BTreeMap<String, (ClaimGroup, BTreeSet<String>)> = BTreeMap::new();
+        for c in self.read_claims(slug).await? {
+            let (g, ips) = groups.entry(c.d.clone()).or_default();
+            g.count += 1;
+            g.oldest = if g.oldest == 0 {
+                c.t
+            } else {
+                g.oldest.min(c.t)
+            };
+            ips.insert(c.ip);
+        }
+        let k = self.keys.project(slug);
+        let mut out = Vec::with_capacity(groups.len());
+        for (d, (mut g, ips)) in groups {
+            let done: Option<f64> = self.pool.next().zscore(k.dl_items(), d.as_str()).await?;
+            g.done = done.unwrap_or(0.0) as u64;
+            g.downloader = d;
+            g.ips = ips.into_iter().filter(|i| !i.is_empty()).collect();
+            out.push(g);
+        }
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.downloader.cmp(&b.downloader)));
+        Ok(out)
+    }
+
+    /// Releases the claims matching `filter` back to `todo` (dry run: counts them); how many.
+    pub async fn release_matching(
+        &self,
+        slug: &str,
+        filter: &ClaimFilter,
+        who: &str,
+        now_ms: u64,
+        dry_run: bool,
+    ) -> StoreResult<u64> {
+        let matching: Vec<Claim> = self
+            .read_claims(slug)
+            .await?
+            .into_iter()
+            .filter(|c| filter.before_ms.is_none_or(|b| c.t <= b))
+            .filter(|c| filter.downloader.as_ref().is_none_or(|d| &c.d == d))
+            .filter(|c| filter.item.as_ref().is_none_or(|i| &c.item == i))
+            .filter(|c| filter.regex.as_ref().is_none_or(|r| r.is_match(&c.item)))
+            .collect();
+        if dry_run {
+            return Ok(matching.len() as u64);
+        }
+        let k = self.keys.project(slug);
+        let patterns = self.patterns(slug).await?;
+        let keys = vec![k.out(), k.claims(), k.dl_claims(), k.timeline()];
+        let mut released = 0;
+        for chunk in matching.chunks(BULK) {
+            let mut args = vec![
+                Value::from(k.prefix()),
+                Value::from(now_ms as i64),
+                Value::from(who),
+            ];
+            for c in chunk {
+                args.push(Value::from(c.item.as_str()));
+                args.push(Value::from(c.t as i64));
+                args.push(Value::from(format!("todo{}", patterns.part_of(&c.item))));
+            }
+            let n: u64 = self
+                .scripts
+                .run(
+                    self.pool.next(),
+                    &self.scripts.release_items,
+                    keys.clone(),
+                    args,
+                )
+                .await?;
+            released += n;
+        }
+        Ok(released)
+    }
+
+    /// The parts (key suffixes) of queue `queue`, as the claim order lists them.
+    async fn queue_parts(&self, slug: &str, queue: &str) -> StoreResult<Vec<String>> {
+        let order: Option<String> = self
+            .pool
+            .next()
+            .hget(self.keys.project(slug).meta(), "queues")
+            .await?;
+        let order = order.unwrap_or_else(|| QUEUES.join(","));
+        Ok(order
+            .split(',')
+            .map(|g| g.split(' ').filter(|p| !p.is_empty()).collect::<Vec<_>>())
+            .find(|parts| parts.first() == Some(&queue))
+            .map(|parts| parts.into_iter().map(String::from).collect())
+            .unwrap_or_else(|| vec![queue.to_string()]))
+    }
+
+    /// Moves the items of queue `from` (those matching `regex`, or all) to queue `to`, each
+    /// into the part its pattern limit says (dry run: counts them); how many.
+    pub async fn move_items(
+        &self,
+        slug: &str,
+        from: &str,
+        to: &str,
+        regex: Option<&Regex>,
+        dry_run: bool,
+    ) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let patterns = self.patterns(slug).await?;
+        let client = self.pool.next();
+        let mut total = 0;
+        for part in self.queue_parts(slug, from).await? {
+            let key = k.key(&part);
+            if dry_run && regex.is_none() {
+                let n: u64 = client.zcard(&key).await?;
+                total += n;
+                continue;
+            }
+            let mut cursor = "0".to_string();
+            loop {
+                let reply: (String, Vec<String>) = client
+                    .custom(
+                        fred::cmd!("ZSCAN"),
+                        vec![key.clone(), cursor.clone(), "COUNT".into(), "1000".into()],
+                    )
+                    .await?;
+                let items: Vec<&String> = reply
+                    .1
+                    .chunks(2)
+                    .filter_map(|c| c.first())
+                    .filter(|item| regex.is_none_or(|r| r.is_match(item)))
+                    .collect();
+                if dry_run {
+                    total += items.len() as u64;
+                } else {
+                    for chunk in items.chunks(BULK) {
+                        let mut args = vec![Value::from(k.prefix())];
+                        for item in chunk {
+                            args.push(Value::from(part.as_str()));
+                            args.push(Value::from(format!("{to}{}", patterns.part_of(item))));
+                            args.push(Value::from(item.as_str()));
+                        }
+                        let n: u64 = self
+                            .scripts
+                            .run(client, &self.scripts.move_items, vec![k.qseq()], args)
+                            .await?;
+                        total += n;
+                    }
+                }
+                cursor = reply.0;
+                if cursor == "0" {
+                    break;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// Drops every item waiting in `queue` (dry run: counts them); how many.
+    pub async fn clear_queue(&self, slug: &str, queue: &str, dry_run: bool) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let args = vec![
+            Value::from(k.prefix()),
+            Value::from(queue),
+            Value::from(if dry_run { "1" } else { "0" }),
+        ];
+        self.scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.clear_queue,
+                vec![k.meta()],
+                args,
+            )
+            .await
+    }
+
+    /// Up to `limit` failed items (unordered) and how many there are.
+    pub async fn failed_items(
+        &self,
+        slug: &str,
+        limit: usize,
+    ) -> StoreResult<(Vec<FailedItem>, u64)> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let total: u64 = client.hlen(k.failed()).await?;
+        let reply: (String, Vec<String>) = client
+            .custom(
+                fred::cmd!("HSCAN"),
+                vec![k.failed(), "0".into(), "COUNT".into(), limit.to_string()],
+            )
+            .await?;
+        let items = reply
+            .1
+            .chunks(2)
+            .filter(|c| c.len() == 2)
+            .take(limit)
+            .map(|c| {
+                let v: serde_json::Value = serde_json::from_str(&c[1]).unwrap_or_default();
+                FailedItem {
+                    item: c[0].clone(),
+                    reason: v["reason"].as_str().unwrap_or_default().to_string(),
+                    t: v["t"].as_u64().unwrap_or(0),
+                }
+            })
+            .collect();
+        Ok((items, total))
+    }
+
+    /// Requeues (`requeue`) or drops failed items: the listed ones, or all when `items` is
+    /// `None` (dry run: counts them); how many.
+    pub async fn resolve_failed(
+        &self,
+        slug: &str,
+        items: Option<&[String]>,
+        requeue: bool,
+        who: &str,
+        now_ms: u64,
+        dry_run: bool,
+    ) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let items: Vec<String> = match items {
+            Some(list) => {
+                let mut known = Vec::new();
+                for item in list {
+                    let exists: bool = client.hexists(k.failed(), item.as_str()).await?;
+                    if exists {
+                        known.push(item.clone());
+                    }
+                }
+                known
+            }
+            None => client.hkeys(k.failed()).await?,
+        };
+        if dry_run {
+            return Ok(items.len() as u64);
+        }
+        let patterns = self.patterns(slug).await?;
+        let keys = vec![k.failed(), k.attempts(), k.timeline()];
+        let mut total = 0;
+        for chunk in items.chunks(BULK) {
+            let mut args = vec![
+                Value::from(k.prefix()),
+                Value::from(now_ms as i64),
+                Value::from(who),
+                Value::from(if requeue { "requeue" } else { "drop" }),
+            ];
+            for item in chunk {
+                args.push(Value::from(item.as_str()));
+                args.push(Value::from(format!("todo{}", patterns.part_of(item))));
+            }
+            let n: u64 = self
+                .scripts
+                .run(client, &self.scripts.resolve_failed, keys.clone(), args)
+                .await?;
+            total += n;
+        }
+        Ok(total)
+    }
+
+    /// Removes every key of project `slug` and unlists it; how many keys went.
+    pub async fn destroy_project(&self, slug: &str) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let _: () = client.srem(self.keys.projects(), slug).await?;
+        let pattern = format!("{}*", escape_glob(k.prefix()));
+        let (mut cursor, mut removed) = ("0".to_string(), 0);
+        loop {
+            let (next, page): (String, Vec<String>) = client
+                .scan_page(cursor, pattern.as_str(), Some(1000), None)
+                .await?;
+            if !page.is_empty() {
+                let n: u64 = client.unlink(page).await?;
+                removed += n;
+            }
+            if next == "0" {
+                break;
+            }
+            cursor = next;
+        }
+        self.forget_settings(slug);
+        Ok(removed)
+    }
+
+    /// Drops the cached settings of `slug`.
+    fn forget_settings(&self, slug: &str) {
+        self.settings_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(slug);
+    }
+
+    /// Redis memory in use, human readable (`INFO memory`).
+    pub async fn redis_memory(&self) -> StoreResult<String> {
+        let info: String = self
+            .pool
+            .next()
+            .info(Some(fred::types::InfoKind::Memory))
+            .await?;
+        Ok(info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory_human:"))
+            .unwrap_or("?")
+            .trim()
+            .to_string())
+    }
+}
+
+/// `s` with glob metacharacters escaped, for `SCAN MATCH`.
+fn escape_glob(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,27 @@
+--[[
+  clear_queue: drops every waiting item of one queue (all its parts: pattern parts, backfeed
+  shards); the items leave the project. With dry run, only counts them.
+
+  KEYS[1]  meta  hash  queues (the queue parts, grouped by queue)
+  Derived (same slot): <prefix><queue part>.
+
+  ARGV[1]  key prefix `ns:{SLUG}:`
+  ARGV[2]  the queue, one of todo, todo:backfeed, todo:secondary, todo:redo
+  ARGV[3]  1 for a dry run, else 0
+
+  Output: number of items dropped (or that would be).
+  Events: none.
+]]
+local meta = KEYS[1]
+local prefix, queue, dry = ARGV[1], ARGV[2], ARGV[3] == '1'
+
+local count = 0
+for _, parts in ipairs(queue_groups(rcall('HGET', meta, 'queues'))) do
+  if parts[1] == queue then
+    for _, part in ipairs(parts) do
+      count = count + rcall('ZCARD', prefix .. part)
+      if not dry then rcall('UNLINK', prefix .. part) end
+    end
+  end
+end
+return count
