@@ -5,6 +5,7 @@ mod api {
     mod crash;
     mod engine;
     mod live;
+    mod pages;
     mod protocol;
     mod public;
     mod scripts;

@@ -71,7 +71,7 @@ impl Scripts {
             done: lua!("done", 20),
             item_status: lua!("item_status", 6),
             release: lua!("release", 5),
-            snapshot: lua!("snapshot", 9),
+            snapshot: lua!("snapshot", 11),
         }
     }
 
