@@ -70,7 +70,10 @@ pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
 /// One project's leaderboard page data, with downloader sums over the last `window` minutes;
 /// `None` when there is no such project (the page answers 404).
 #[server]
-pub async fn get_leaderboard(slug: String, window: u64) -> Result<Option<Leaderboard>, ServerFnError> {
+pub async fn get_leaderboard(
+    slug: String,
+    window: u64,
+) -> Result<Option<Leaderboard>, ServerFnError> {
     let backend = expect_context::<backend::SharedBackend>();
     let board = backend
         .leaderboard(&slug, window.clamp(1, 1440))

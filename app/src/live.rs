@@ -87,7 +87,8 @@ impl Live {
                     }
                 });
                 if !fresh.is_empty() {
-                    self.charts.update(|c| fresh.iter().for_each(|e| c.apply(e)));
+                    self.charts
+                        .update(|c| fresh.iter().for_each(|e| c.apply(e)));
                 }
             }
             Err(e) => leptos::logging::warn!("bad live message: {e}"),

@@ -92,16 +92,16 @@ mod tests {
     fn downsample_keeps_the_last_point_per_bucket() {
         let s = vec![(0, 1), (30, 2), (60, 3), (3599, 4), (3600, 5)];
         assert_eq!(downsample(&s, 3600), vec![(3599, 4), (3600, 5)]);
-        assert_eq!(downsample(&s, 60), vec![(30, 2), (60, 3), (3599, 4), (3600, 5)]);
+        assert_eq!(
+            downsample(&s, 60),
+            vec![(30, 2), (60, 3), (3599, 4), (3600, 5)]
+        );
     }
 
     #[test]
     fn increases_spread_a_cumulative_series_over_buckets() {
         let s = vec![(0, 10), (60, 15), (200, 15), (250, 20)];
-        assert_eq!(
-            increases(&s, 120, 0, 300),
-            vec![(0, 5), (120, 0), (240, 5)]
-        );
+        assert_eq!(increases(&s, 120, 0, 300), vec![(0, 5), (120, 0), (240, 5)]);
         assert_eq!(since(&s, 100), &s[1..]);
     }
 }

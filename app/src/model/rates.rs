@@ -142,7 +142,10 @@ mod tests {
         assert_eq!(r.low, 0.0, "{r:?}");
         let eta = r.eta(1000).expect("positive rate");
         assert!(eta.fastest <= eta.secs);
-        assert_eq!(eta.slowest, None, "the slow end is unbounded when idle minutes dominate");
+        assert_eq!(
+            eta.slowest, None,
+            "the slow end is unbounded when idle minutes dominate"
+        );
         assert_eq!(Rate::over(&[], T0, 5).eta(10), None);
     }
 }

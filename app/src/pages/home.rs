@@ -26,7 +26,13 @@ fn Sparkline(hourly: Vec<u64>) -> impl IntoView {
     let points = hourly
         .iter()
         .enumerate()
-        .map(|(i, v)| format!("{:.1},{:.1}", i as f64 * step, 24.0 - *v as f64 / top * 22.0))
+        .map(|(i, v)| {
+            format!(
+                "{:.1},{:.1}",
+                i as f64 * step,
+                24.0 - *v as f64 / top * 22.0
+            )
+        })
         .collect::<Vec<_>>()
         .join(" ");
     view! {

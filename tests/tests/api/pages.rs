@@ -19,7 +19,11 @@ async fn board_page_carries_rates_queues_and_downloader_details() {
     assert_eq!(b.window, 5);
     assert_eq!(b.state, "active");
     assert_eq!(b.counts.todo, 1);
-    assert!(b.queues.contains(&("todo".to_string(), 1)), "{:?}", b.queues);
+    assert!(
+        b.queues.contains(&("todo".to_string(), 1)),
+        "{:?}",
+        b.queues
+    );
 
     let alice = &b.downloaders[0];
     assert_eq!((alice.name.as_str(), alice.items), ("alice", 2));
@@ -89,7 +93,10 @@ async fn front_page_lists_active_projects_first_with_banner_and_rate() {
     assert_eq!(active.hourly.len(), 24);
     assert_eq!(active.hourly[23], 1);
     let paused = list.iter().find(|p| p.slug == "a-paused").unwrap();
-    assert_eq!((paused.state.as_str(), paused.banner.as_str()), ("paused", "Back on Monday"));
+    assert_eq!(
+        (paused.state.as_str(), paused.banner.as_str()),
+        ("paused", "Back on Monday")
+    );
 
     let html = app.get("/").await.body;
     let (at_active, at_paused) = (html.find("/b-active/"), html.find("/a-paused/"));

@@ -27,7 +27,10 @@ fn span(charts: &ChartData, now_s: u64, range: u64) -> (u64, u64) {
     let last = charts.items.last().map_or(0, |p| p.0);
     let to = now_s.max(last);
     let from = if range == 0 {
-        charts.items.first().map_or(to.saturating_sub(3600), |p| p.0)
+        charts
+            .items
+            .first()
+            .map_or(to.saturating_sub(3600), |p| p.0)
     } else {
         to.saturating_sub(range)
     };
@@ -74,19 +77,23 @@ fn LineChart(
         let (from, to) = span.get();
         let top = max().max(1e-9);
         let x = move |t: u64| (t.saturating_sub(from)) as f64 / (to - from) as f64 * W;
-        lines.get().into_iter().map(move |l| {
-            let pts = l
-                .points
-                .iter()
-                .map(|&(t, v)| format!("{:.1},{:.1}", x(t), H - v / top * (H - 4.0)))
-                .collect::<Vec<_>>()
-                .join(" ");
-            view! {
-                <polyline class=format!("line c{}", l.color % 10) points=pts>
-                    <title>{l.name}</title>
-                </polyline>
-            }
-        }).collect_view()
+        lines
+            .get()
+            .into_iter()
+            .map(move |l| {
+                let pts = l
+                    .points
+                    .iter()
+                    .map(|&(t, v)| format!("{:.1},{:.1}", x(t), H - v / top * (H - 4.0)))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                view! {
+                    <polyline class=format!("line c{}", l.color % 10) points=pts>
+                        <title>{l.name}</title>
+                    </polyline>
+                }
+            })
+            .collect_view()
     };
     view! {
         <figure class="chart">
@@ -140,7 +147,14 @@ pub fn Charts(board: RwSignal<Leaderboard>, charts: RwSignal<ChartData>) -> AnyV
                 .collect()
         })
     });
-    let names = move || charts.with(|c| c.downloaders.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
+    let names = move || {
+        charts.with(|c| {
+            c.downloaders
+                .iter()
+                .map(|(n, _)| n.clone())
+                .collect::<Vec<_>>()
+        })
+    };
     view! {
         <section class="card charts" aria-label="Charts">
             <div class="rates-head">

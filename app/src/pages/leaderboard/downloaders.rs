@@ -25,7 +25,11 @@ enum Col {
 }
 
 /// Orders two rows (with their ranks) by `col`, the natural direction first.
-fn compare(col: Col, a: &(usize, &DownloaderRow), b: &(usize, &DownloaderRow)) -> std::cmp::Ordering {
+fn compare(
+    col: Col,
+    a: &(usize, &DownloaderRow),
+    b: &(usize, &DownloaderRow),
+) -> std::cmp::Ordering {
     let (x, y) = (a.1, b.1);
     match col {
         Col::Rank => a.0.cmp(&b.0),
@@ -74,10 +78,18 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
             if col != Col::Rank || reverse {
                 rows.sort_by(|a, b| {
                     let o = compare(col, a, b);
-                    if reverse { o.reverse() } else { o }
+                    if reverse {
+                        o.reverse()
+                    } else {
+                        o
+                    }
                 });
             }
-            let start = if show_all.get() { page.get() * per_page } else { 0 };
+            let start = if show_all.get() {
+                page.get() * per_page
+            } else {
+                0
+            };
             let shown: Vec<(usize, DownloaderRow)> = rows
                 .iter()
                 .skip(start)
@@ -97,7 +109,9 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                 .find(|d| d.name == q)
                 .or_else(|| {
                     let q = q.to_lowercase();
-                    b.downloaders.iter().find(|d| d.name.to_lowercase().contains(&q))
+                    b.downloaders
+                        .iter()
+                        .find(|d| d.name.to_lowercase().contains(&q))
                 })
                 .map(|d| d.name.clone())
         });
@@ -120,7 +134,11 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
     let pinned_summary = move || {
         let name = pinned.get()?;
         board.with(|b| {
-            let (rank, d) = b.downloaders.iter().enumerate().find(|(_, d)| d.name == name)?;
+            let (rank, d) = b
+                .downloaders
+                .iter()
+                .enumerate()
+                .find(|(_, d)| d.name == name)?;
             Some(format!(
                 "{name}: #{} · {} items · {}",
                 rank + 1,
