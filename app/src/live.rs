@@ -20,6 +20,8 @@ const FIRST_BACKOFF_MS: u32 = 250;
 const MAX_BACKOFF_MS: u32 = 10_000;
 /// How often the page's clock moves on without events (rates decay, ages grow).
 const TICK: Duration = Duration::from_secs(10);
+/// Ticks between re-reads of the downloaders' window sums.
+const REFRESH_TICKS: u32 = 6;
 
 /// Keeps `board` and `charts` current from `/SLUG/ws`; `online` tells whether the socket is open
 /// (`None` before the first attempt ended).
@@ -37,10 +39,22 @@ pub fn watch(
         socket: RefCell::new(None),
     });
     let stopped = live.stopped.clone();
+    let ticks = Cell::new(0u32);
     let ticker = set_interval_with_handle(
         move || {
             let now = js_sys::Date::now() as u64;
             board.update(|b| b.now = b.now.max(now));
+            // Window sums only grow with events; re-read them now and then so that old
+            // completions leave the window.
+            ticks.set(ticks.get() + 1);
+            if ticks.get() % REFRESH_TICKS == 0 {
+                let (slug, window) = board.with_untracked(|b| (b.slug.clone(), b.window));
+                leptos::task::spawn_local(async move {
+                    if let Ok(sums) = crate::get_downloader_window(slug, window).await {
+                        board.update(|b| b.set_window_sums(window, sums));
+                    }
+                });
+            }
         },
         TICK,
     )
@@ -124,15 +138,11 @@ fn open(live: Rc<Live>) {
         let live = live.clone();
         Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
             if let Some(text) = ev.data().as_string() {
+                // Live once the server answered (a proxy may accept a socket and drop it).
+                live.online.set(Some(true));
+                live.backoff_ms.set(FIRST_BACKOFF_MS);
                 live.receive(&text);
             }
-        })
-    };
-    let on_open = {
-        let live = live.clone();
-        Closure::<dyn FnMut()>::new(move || {
-            live.online.set(Some(true));
-            live.backoff_ms.set(FIRST_BACKOFF_MS);
         })
     };
     let on_close = {
@@ -146,11 +156,9 @@ fn open(live: Rc<Live>) {
         })
     };
     ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
     // Each socket owns its handlers for its whole life (a few per reconnect).
     on_message.forget();
-    on_open.forget();
     on_close.forget();
     *live.socket.borrow_mut() = Some(ws);
 }

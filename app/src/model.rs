@@ -226,6 +226,21 @@ impl Leaderboard {
         *self = fresh;
     }
 
+    /// Sets every downloader's sums of the `window` minutes from `(name, items, bytes)`; rows
+    /// not listed had none. Ignored when the page has switched to another window meanwhile.
+    pub fn set_window_sums(&mut self, window: u64, sums: Vec<(String, u64, u64)>) {
+        if window != self.window {
+            return;
+        }
+        let sums: std::collections::HashMap<String, (u64, u64)> =
+            sums.into_iter().map(|(d, i, b)| (d, (i, b))).collect();
+        for row in &mut self.downloaders {
+            let (items, bytes) = sums.get(&row.name).copied().unwrap_or_default();
+            row.window_items = items;
+            row.window_bytes = bytes;
+        }
+    }
+
     /// Items and bytes per second over the last `minutes` minutes, as of [`Leaderboard::now`].
     pub fn rate(&self, minutes: u64) -> Rate {
         Rate::over(&self.minutes, self.now, minutes)
@@ -333,5 +348,48 @@ mod tests {
         assert_eq!(b.recent.len(), RECENT_LEN);
         assert_eq!(b.recent[0].seq, 39);
         assert_eq!(b.counts.done, 39);
+    }
+
+    #[test]
+    fn apply_feeds_rates_and_window_sums_and_a_snapshot_keeps_page_data() {
+        let mut b = board();
+        b.window = 5;
+        let mut e = ev(1, "a", 3);
+        e.time = 60_000 * 1000 + 30_000;
+        e.version = "v2".into();
+        b.apply(&e);
+        assert_eq!(b.minutes, vec![MinuteCount(1000, 3, 10)]);
+        assert_eq!(b.now, e.time);
+        assert!(b.rate(5).items_per_s > 0.0);
+        let row = &b.downloaders[0];
+        assert_eq!(
+            (row.window_items, row.last_seen, row.version.as_str()),
+            (3, e.time, "v2")
+        );
+
+        b.set_window_sums(60, vec![("a".into(), 9, 9)]);
+        assert_eq!(
+            b.downloaders[0].window_items, 3,
+            "a stale answer for another window"
+        );
+        b.set_window_sums(5, vec![]);
+        assert_eq!(b.downloaders[0].window_items, 0);
+
+        let mut fresh = board();
+        fresh.seq = 7;
+        fresh.downloaders = vec![DownloaderRow {
+            name: "a".into(),
+            items: 5,
+            ..DownloaderRow::default()
+        }];
+        b.downloaders[0].window_items = 4;
+        b.adopt(fresh);
+        assert_eq!(b.seq, 7);
+        assert_eq!(b.downloaders[0].window_items, 4);
+        assert_eq!(
+            b.minutes.len(),
+            1,
+            "per-minute counts survive a websocket snapshot"
+        );
     }
 }

@@ -86,15 +86,7 @@ fn choose_window(board: RwSignal<Leaderboard>, w: u64) {
     leptos::task::spawn_local(async move {
         let slug = board.with_untracked(|b| b.slug.clone());
         if let Ok(sums) = crate::get_downloader_window(slug, w).await {
-            let sums: std::collections::HashMap<_, _> =
-                sums.into_iter().map(|(d, i, b)| (d, (i, b))).collect();
-            board.update(|b| {
-                for row in &mut b.downloaders {
-                    let (i, by) = sums.get(&row.name).copied().unwrap_or_default();
-                    row.window_items = i;
-                    row.window_bytes = by;
-                }
-            });
+            board.update(|b| b.set_window_sums(w, sums));
         }
     });
 }
