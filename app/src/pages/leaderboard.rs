@@ -76,12 +76,12 @@ fn Board(initial: Leaderboard, charts: ChartData) -> AnyView {
         {(!banner.is_empty()).then(|| view! { <p class="banner" role="note">{banner}</p> })}
         <figures::Counts board/>
         <figures::Rates board/>
+        <downloaders::Downloaders board/>
         <div class="columns">
-            <downloaders::Downloaders board/>
             <recent::Recent board/>
+            <figures::TrackerFigures board/>
         </div>
         <charts::Charts board charts/>
-        <figures::TrackerFigures board/>
     }
     .into_any()
 }

@@ -113,7 +113,16 @@ fn LineChart(
 /// The charts section, updated live through `charts`.
 #[component]
 pub fn Charts(board: RwSignal<Leaderboard>, charts: RwSignal<ChartData>) -> AnyView {
-    let range = RwSignal::new(86_400u64);
+    // Opens on the shortest range that holds all the data.
+    let range = RwSignal::new(charts.with_untracked(|c| {
+        let first = c.items.first().map_or(0, |p| p.0);
+        let now = board.with_untracked(|b| b.now / 1000).max(first);
+        RANGES
+            .iter()
+            .map(|r| r.1)
+            .find(|&r| r > 0 && now - first <= r)
+            .unwrap_or(0)
+    }));
     let hidden = RwSignal::new(Vec::<String>::new());
     let now_s = move || board.with(|b| b.now / 1000);
     let span_of = Signal::derive(move || charts.with(|c| span(c, now_s(), range.get())));

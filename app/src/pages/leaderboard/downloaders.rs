@@ -16,6 +16,7 @@ const PIN_KEY: &str = "tracker.pinned";
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Col {
     Rank,
+    Items,
     Name,
     Bytes,
     ItemsRate,
@@ -32,7 +33,7 @@ fn compare(
 ) -> std::cmp::Ordering {
     let (x, y) = (a.1, b.1);
     match col {
-        Col::Rank => a.0.cmp(&b.0),
+        Col::Rank | Col::Items => a.0.cmp(&b.0),
         Col::Name => x.name.to_lowercase().cmp(&y.name.to_lowercase()),
         Col::Bytes => y.bytes.cmp(&x.bytes),
         Col::ItemsRate => y.window_items.cmp(&x.window_items),
@@ -208,7 +209,7 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                         <tr>
                             {header("#", Col::Rank, true)}
                             {header("Name", Col::Name, false)}
-                            {header("Items", Col::Rank, true)}
+                            {header("Items", Col::Items, true)}
                             {header("Bytes", Col::Bytes, true)}
                             <th class="num">"Share"</th>
                             {header("Items/s", Col::ItemsRate, true)}
