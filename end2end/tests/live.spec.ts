@@ -39,7 +39,9 @@ test('after a server restart the page reconnects and catches up', async ({ page,
   // While `hold` is set, the page's websocket connections are refused, so that completions
   // happen while it is offline; then its own reconnect must bring them.
   let hold = false;
+  const urls: string[] = [];
   await page.routeWebSocket(/\/ws/, (ws) => {
+    urls.push(ws.url());
     if (hold) ws.close();
     else ws.connectToServer();
   });
@@ -49,6 +51,7 @@ test('after a server restart the page reconnects and catches up', async ({ page,
   const first = await tracker.claim('restart', 'carol');
   await tracker.done('restart', 'carol', first, 10);
   await expect(page.getByLabel('done', { exact: true })).toHaveText('1');
+  await page.evaluate(() => ((window as any).__noReload = true));
 
   hold = true;
   await tracker.stop();
@@ -69,4 +72,7 @@ test('after a server restart the page reconnects and catches up', async ({ page,
   for (const item of [first, ...missed]) {
     await expect(log.getByRole('listitem').filter({ hasText: item })).toHaveCount(1);
   }
+  // It asked only for what it missed: the events after the one it had.
+  expect(urls.at(-1)).toMatch(/\/restart\/ws\?since=1$/);
+  expect(await page.evaluate(() => (window as any).__noReload)).toBe(true);
 });
