@@ -66,20 +66,20 @@ pub fn since(series: &[(u64, u64)], from_s: u64) -> &[(u64, u64)] {
     &series[at.saturating_sub(1)..]
 }
 
-/// The increase of a cumulative series in each `bucket_s`-second bucket from `from_s` to
-/// `to_s`, idle buckets included: `[(bucket start, increase)]`.
+/// The increase of a cumulative series (starting from 0) in each `bucket_s`-second bucket from
+/// `from_s` to `to_s`, idle buckets included: `[(bucket start, increase)]`.
 pub fn increases(series: &[(u64, u64)], bucket_s: u64, from_s: u64, to_s: u64) -> Vec<(u64, u64)> {
     let bucket_s = bucket_s.max(1);
     let first = from_s / bucket_s;
     let last = to_s / bucket_s;
     let mut out: Vec<(u64, u64)> = (first..=last).map(|b| (b * bucket_s, 0)).collect();
-    let mut prev: Option<u64> = None;
+    let mut prev = 0;
     for &(t, v) in series {
         let b = t / bucket_s;
-        if let (Some(p), true) = (prev, b >= first && b <= last) {
-            out[(b - first) as usize].1 += v.saturating_sub(p);
+        if b >= first && b <= last {
+            out[(b - first) as usize].1 += v.saturating_sub(prev);
         }
-        prev = Some(v);
+        prev = v;
     }
     out
 }
@@ -101,7 +101,10 @@ mod tests {
     #[test]
     fn increases_spread_a_cumulative_series_over_buckets() {
         let s = vec![(0, 10), (60, 15), (200, 15), (250, 20)];
-        assert_eq!(increases(&s, 120, 0, 300), vec![(0, 5), (120, 0), (240, 5)]);
+        assert_eq!(
+            increases(&s, 120, 0, 300),
+            vec![(0, 15), (120, 0), (240, 5)]
+        );
         assert_eq!(since(&s, 100), &s[1..]);
     }
 }

@@ -41,12 +41,22 @@ fn bucket(from: u64, to: u64) -> u64 {
     ((to - from) / POINTS).max(60)
 }
 
-/// A cumulative series within the span, thinned.
+/// A cumulative series within the span, thinned; from 0 before its first point and flat after
+/// its last one.
 fn cumulative(s: &[(u64, u64)], from: u64, to: u64) -> Vec<(u64, f64)> {
-    downsample(since(s, from), bucket(from, to))
-        .into_iter()
-        .map(|(t, v)| (t.max(from), v as f64))
-        .collect()
+    let mut out: Vec<(u64, f64)> = Vec::new();
+    if let Some(&(t0, _)) = s.first().filter(|p| p.0 > from) {
+        out.push((t0.saturating_sub(60).max(from), 0.0));
+    }
+    out.extend(
+        downsample(since(s, from), bucket(from, to))
+            .into_iter()
+            .map(|(t, v)| (t.max(from), v as f64)),
+    );
+    if let Some(&(_, v)) = out.last() {
+        out.push((to, v));
+    }
+    out
 }
 
 /// The increase of a cumulative series per bucket, scaled to per `per` seconds.
