@@ -47,7 +47,7 @@ pub fn watch(
             // Window sums only grow with events; re-read them now and then so that old
             // completions leave the window.
             ticks.set(ticks.get() + 1);
-            if ticks.get() % REFRESH_TICKS == 0 {
+            if ticks.get().is_multiple_of(REFRESH_TICKS) {
                 let (slug, window) = board.with_untracked(|b| (b.slug.clone(), b.window));
                 leptos::task::spawn_local(async move {
                     if let Ok(sums) = crate::get_downloader_window(slug, window).await {
