@@ -158,9 +158,9 @@ pub fn Rates(board: RwSignal<Leaderboard>) -> AnyView {
 /// The tracker's statistics of the last hour.
 #[component]
 pub fn TrackerFigures(board: RwSignal<Leaderboard>) -> AnyView {
-    let t = move |f: fn(&crate::model::TrackerStats) -> String| {
-        Signal::derive(move || board.with(|b| f(&b.tracker)))
-    };
+    // Read once: these come with the page data, not with live events.
+    let stats = board.with_untracked(|b| b.tracker.clone());
+    let t = |f: fn(&crate::model::TrackerStats) -> String| f(&stats);
     view! {
         <section class="card" aria-label="Tracker statistics">
             <h2>"Tracker, last hour"</h2>
