@@ -1,6 +1,6 @@
 //! The seam between the pages and the process: what server functions may ask of the backend.
 
-use crate::model::{Leaderboard, ProjectSummary};
+use crate::model::{ChartData, Leaderboard, ProjectSummary};
 use std::sync::Arc;
 
 /// Operations the pages need; implemented by the server on its Redis store.
@@ -8,8 +8,17 @@ use std::sync::Arc;
 pub trait Backend: Send + Sync + 'static {
     /// All projects, for the front page.
     async fn projects(&self) -> Result<Vec<ProjectSummary>, String>;
-    /// One project's leaderboard, or `None` when there is no such project.
-    async fn leaderboard(&self, slug: &str) -> Result<Option<Leaderboard>, String>;
+    /// One project's leaderboard page data with downloader sums over the last `window`
+    /// minutes, or `None` when there is no such project.
+    async fn leaderboard(&self, slug: &str, window: u64) -> Result<Option<Leaderboard>, String>;
+    /// Items and bytes per downloader over the last `window` minutes.
+    async fn downloader_window(
+        &self,
+        slug: &str,
+        window: u64,
+    ) -> Result<Vec<(String, u64, u64)>, String>;
+    /// The project's charts, or `None` when there is no such project.
+    async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String>;
 }
 
 /// The backend as provided in Leptos context.

@@ -1,4 +1,5 @@
-//! Number formatting for the pages: bytes in binary units, counts with thousands separators.
+//! Number formatting for the pages: bytes in binary units, counts with thousands separators,
+//! rates, durations and ages.
 
 /// `1234567` → `"1,234,567"`.
 pub fn thousands(n: u64) -> String {
@@ -35,6 +36,56 @@ pub fn bytes(n: u64) -> String {
     format!("{value:.decimals$} {}", UNITS[unit])
 }
 
+/// A rate with three significant digits: `0.512`, `12.3`, `1,234`.
+pub fn rate(per_s: f64) -> String {
+    if per_s >= 1000.0 {
+        thousands(per_s.round() as u64)
+    } else if per_s >= 100.0 {
+        format!("{per_s:.0}")
+    } else if per_s >= 10.0 {
+        format!("{per_s:.1}")
+    } else if per_s > 0.0 {
+        format!("{per_s:.2}")
+    } else {
+        "0".into()
+    }
+}
+
+/// A duration in its two largest units: `45 s`, `3 min`, `2 h 5 min`, `4 d 3 h`.
+pub fn duration(secs: u64) -> String {
+    let (d, h, m) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60);
+    if d > 0 {
+        format!("{d} d {h} h")
+    } else if h > 0 {
+        format!("{h} h {m} min")
+    } else if m > 0 {
+        format!("{m} min")
+    } else {
+        format!("{secs} s")
+    }
+}
+
+/// How long before `now_ms` `then_ms` was: `just now`, `5 min ago`; `—` when unknown.
+pub fn ago(then_ms: u64, now_ms: u64) -> String {
+    if then_ms == 0 {
+        return "—".into();
+    }
+    let secs = now_ms.saturating_sub(then_ms) / 1000;
+    if secs < 60 {
+        "just now".into()
+    } else {
+        format!("{} ago", duration(secs))
+    }
+}
+
+/// A fraction as a percentage with one decimal: `0.9731` → `97.3%`; `—` for none.
+pub fn percent(f: Option<f64>) -> String {
+    match f {
+        Some(f) => format!("{:.1}%", f * 100.0),
+        None => "—".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +104,19 @@ mod tests {
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(bytes(200 * 1024 * 1024), "200 MiB");
         assert_eq!(bytes(5 * 1024 * 1024 * 1024), "5.00 GiB");
+    }
+
+    #[test]
+    fn rates_durations_and_ages_read_naturally() {
+        assert_eq!(rate(0.0), "0");
+        assert_eq!(rate(0.5123), "0.51");
+        assert_eq!(rate(12.34), "12.3");
+        assert_eq!(rate(1234.4), "1,234");
+        assert_eq!(duration(45), "45 s");
+        assert_eq!(duration(7500), "2 h 5 min");
+        assert_eq!(duration(3 * 86_400 + 7200), "3 d 2 h");
+        assert_eq!(ago(0, 5), "—");
+        assert_eq!(ago(1_000, 301_000), "5 min ago");
+        assert_eq!(percent(Some(0.9731)), "97.3%");
     }
 }

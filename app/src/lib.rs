@@ -16,7 +16,7 @@ use leptos_router::{
     components::{Route, Router, Routes},
     path, SsrMode,
 };
-use model::{Leaderboard, ProjectSummary};
+use model::{ChartData, Leaderboard, ProjectSummary};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -72,12 +72,16 @@ pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
     backend.projects().await.map_err(ServerFnError::new)
 }
 
-/// One project's leaderboard; `None` when there is no such project (the page answers 404).
+/// One project's leaderboard page data, with downloader sums over the last `window` minutes;
+/// `None` when there is no such project (the page answers 404).
 #[server]
-pub async fn get_leaderboard(slug: String) -> Result<Option<Leaderboard>, ServerFnError> {
+pub async fn get_leaderboard(
+    slug: String,
+    window: u64,
+) -> Result<Option<Leaderboard>, ServerFnError> {
     let backend = expect_context::<backend::SharedBackend>();
     let board = backend
-        .leaderboard(&slug)
+        .leaderboard(&slug, window.clamp(1, 1440))
         .await
         .map_err(ServerFnError::new)?;
     if board.is_none() {
@@ -86,4 +90,24 @@ pub async fn get_leaderboard(slug: String) -> Result<Option<Leaderboard>, Server
         }
     }
     Ok(board)
+}
+
+/// Items and bytes per downloader over the last `window` minutes (at most a day).
+#[server]
+pub async fn get_downloader_window(
+    slug: String,
+    window: u64,
+) -> Result<Vec<(String, u64, u64)>, ServerFnError> {
+    let backend = expect_context::<backend::SharedBackend>();
+    backend
+        .downloader_window(&slug, window.clamp(1, 1440))
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// One project's charts; `None` when there is no such project.
+#[server]
+pub async fn get_charts(slug: String) -> Result<Option<ChartData>, ServerFnError> {
+    let backend = expect_context::<backend::SharedBackend>();
+    backend.charts(&slug).await.map_err(ServerFnError::new)
 }

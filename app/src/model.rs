@@ -1,5 +1,11 @@
 //! Types shared by the server and the browser: leaderboard snapshots and live events.
 
+mod charts;
+mod rates;
+
+pub use charts::{downsample, increases, since, ChartData, Series};
+pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -51,7 +57,7 @@ impl DoneEvent {
 }
 
 /// One row of the downloaders table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DownloaderRow {
     /// Downloader name.
     pub name: String,
@@ -59,10 +65,47 @@ pub struct DownloaderRow {
     pub items: u64,
     /// Bytes done.
     pub bytes: u64,
+    /// Last completion, milliseconds since the epoch (0: unknown).
+    #[serde(default)]
+    pub last_seen: u64,
+    /// Script version of the last completion.
+    #[serde(default)]
+    pub version: String,
+    /// Items done in the leaderboard's rate window ([`Leaderboard::window`]).
+    #[serde(default)]
+    pub window_items: u64,
+    /// Bytes done in the rate window.
+    #[serde(default)]
+    pub window_bytes: u64,
+}
+
+/// The tracker's own statistics over the last hour (see `/SLUG/tracker-stats.json`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrackerStats {
+    /// Minutes covered.
+    pub window_minutes: u64,
+    /// Item requests that were served an item, of all item requests (`None`: no requests).
+    pub item_request_serve_rate: Option<f64>,
+    /// Claims that were reclaims of expired claims, of all claims.
+    pub reclaim_rate: Option<f64>,
+    /// Served items that were reclaims, of all served items.
+    pub reclaim_serve_rate: Option<f64>,
+    /// Mean time from claim to done, seconds.
+    pub mean_round_trip_s: Option<f64>,
+    /// New backfeed items per minute.
+    pub backfeed_per_minute: f64,
+    /// Backfeed duplicates per minute.
+    pub backfeed_duplicates_per_minute: f64,
+    /// Records held by the backfeed filter over its capacity, all layers.
+    pub bloom_fill: f64,
+    /// Layers of the backfeed filter.
+    pub bloom_layers: u64,
+    /// Distinct downloaders with completions in the last 30 days.
+    pub unique_downloaders_30d: u64,
 }
 
 /// Everything the leaderboard page shows, consistent as of event `seq`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Leaderboard {
     /// Project slug.
     pub slug: String,
@@ -80,6 +123,27 @@ pub struct Leaderboard {
     pub downloaders: Vec<DownloaderRow>,
     /// Most recent completions, newest first.
     pub recent: Vec<DoneEvent>,
+    /// `active`, `paused`, `draining` or `finished`.
+    #[serde(default)]
+    pub state: String,
+    /// The project's banner message (may be empty).
+    #[serde(default)]
+    pub banner: String,
+    /// Size of every queue part (`personal`: all personal queues together).
+    #[serde(default)]
+    pub queues: Vec<(String, u64)>,
+    /// Items and bytes done per minute over the last day, minutes without any left out.
+    #[serde(default)]
+    pub minutes: Vec<MinuteCount>,
+    /// The rate window of the downloaders' `window_items` / `window_bytes`, minutes.
+    #[serde(default)]
+    pub window: u64,
+    /// Server time of the snapshot, milliseconds since the epoch.
+    #[serde(default)]
+    pub now: u64,
+    /// The tracker's statistics.
+    #[serde(default)]
+    pub tracker: TrackerStats,
 }
 
 /// How many recent completions the leaderboard shows.
@@ -99,14 +163,21 @@ impl Leaderboard {
             *self.domain_bytes.entry(domain.clone()).or_default() += bytes;
         }
         let n = ev.items.len() as u64;
+        rates::add_minute(&mut self.minutes, ev.time, n, ev.bytes);
+        self.now = self.now.max(ev.time);
         match self
             .downloaders
             .iter()
             .position(|d| d.name == ev.downloader)
         {
             Some(i) => {
-                self.downloaders[i].items += n;
-                self.downloaders[i].bytes += ev.bytes;
+                let row = &mut self.downloaders[i];
+                row.items += n;
+                row.bytes += ev.bytes;
+                row.window_items += n;
+                row.window_bytes += ev.bytes;
+                row.last_seen = ev.time;
+                row.version.clone_from(&ev.version);
                 // Keep the order: bubble the row up past those it overtook.
                 let mut i = i;
                 while i > 0 && self.downloaders[i - 1].items < self.downloaders[i].items {
@@ -119,6 +190,10 @@ impl Leaderboard {
                     name: ev.downloader.clone(),
                     items: n,
                     bytes: ev.bytes,
+                    last_seen: ev.time,
+                    version: ev.version.clone(),
+                    window_items: n,
+                    window_bytes: ev.bytes,
                 };
                 let at = self.downloaders.partition_point(|d| d.items >= n);
                 self.downloaders.insert(at, row);
@@ -128,10 +203,52 @@ impl Leaderboard {
         self.recent.truncate(RECENT_LEN);
         true
     }
+
+    /// Takes `fresh` (a websocket snapshot) as the new state, keeping what only the page data
+    /// carries (per-minute counts, window sums, tracker statistics) when `fresh` lacks it.
+    pub fn adopt(&mut self, mut fresh: Leaderboard) {
+        if fresh.now == 0 {
+            let old = std::mem::take(self);
+            for row in &mut fresh.downloaders {
+                if let Some(o) = old.downloaders.iter().find(|o| o.name == row.name) {
+                    row.window_items = o.window_items;
+                    row.window_bytes = o.window_bytes;
+                }
+            }
+            fresh.minutes = old.minutes;
+            fresh.tracker = old.tracker;
+            fresh.window = old.window;
+            fresh.now = old.now;
+            if fresh.queues.is_empty() {
+                fresh.queues = old.queues;
+            }
+        }
+        *self = fresh;
+    }
+
+    /// Sets every downloader's sums of the `window` minutes from `(name, items, bytes)`; rows
+    /// not listed had none. Ignored when the page has switched to another window meanwhile.
+    pub fn set_window_sums(&mut self, window: u64, sums: Vec<(String, u64, u64)>) {
+        if window != self.window {
+            return;
+        }
+        let sums: std::collections::HashMap<String, (u64, u64)> =
+            sums.into_iter().map(|(d, i, b)| (d, (i, b))).collect();
+        for row in &mut self.downloaders {
+            let (items, bytes) = sums.get(&row.name).copied().unwrap_or_default();
+            row.window_items = items;
+            row.window_bytes = bytes;
+        }
+    }
+
+    /// Items and bytes per second over the last `minutes` minutes, as of [`Leaderboard::now`].
+    pub fn rate(&self, minutes: u64) -> Rate {
+        Rate::over(&self.minutes, self.now, minutes)
+    }
 }
 
 /// A project as listed on the front page.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProjectSummary {
     /// Project slug.
     pub slug: String,
@@ -139,6 +256,18 @@ pub struct ProjectSummary {
     pub title: String,
     /// Item counts.
     pub counts: Counts,
+    /// `active`, `paused`, `draining` or `finished`.
+    #[serde(default)]
+    pub state: String,
+    /// The project's banner message (may be empty).
+    #[serde(default)]
+    pub banner: String,
+    /// Items per second over the last 5 minutes.
+    #[serde(default)]
+    pub items_per_s: f64,
+    /// Items done per hour over the last 24 hours, oldest first.
+    #[serde(default)]
+    pub hourly: Vec<u64>,
 }
 
 /// A message on the leaderboard websocket (`GET /SLUG/ws`).
@@ -149,6 +278,9 @@ pub struct ProjectSummary {
 /// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// A message lives only from parsing to applying; boxing the board would change the shared
+// type every sender builds, for no measurable gain.
+#[allow(clippy::large_enum_variant)]
 pub enum LiveMessage {
     /// The whole state; replaces what the viewer had.
     Snapshot {
@@ -189,12 +321,7 @@ mod tests {
         Leaderboard {
             slug: "p".into(),
             title: "P".into(),
-            seq: 0,
-            counts: Counts::default(),
-            total_bytes: 0,
-            domain_bytes: BTreeMap::new(),
-            downloaders: vec![],
-            recent: vec![],
+            ..Leaderboard::default()
         }
     }
 
@@ -221,5 +348,48 @@ mod tests {
         assert_eq!(b.recent.len(), RECENT_LEN);
         assert_eq!(b.recent[0].seq, 39);
         assert_eq!(b.counts.done, 39);
+    }
+
+    #[test]
+    fn apply_feeds_rates_and_window_sums_and_a_snapshot_keeps_page_data() {
+        let mut b = board();
+        b.window = 5;
+        let mut e = ev(1, "a", 3);
+        e.time = 60_000 * 1000 + 30_000;
+        e.version = "v2".into();
+        b.apply(&e);
+        assert_eq!(b.minutes, vec![MinuteCount(1000, 3, 10)]);
+        assert_eq!(b.now, e.time);
+        assert!(b.rate(5).items_per_s > 0.0);
+        let row = &b.downloaders[0];
+        assert_eq!(
+            (row.window_items, row.last_seen, row.version.as_str()),
+            (3, e.time, "v2")
+        );
+
+        b.set_window_sums(60, vec![("a".into(), 9, 9)]);
+        assert_eq!(
+            b.downloaders[0].window_items, 3,
+            "a stale answer for another window"
+        );
+        b.set_window_sums(5, vec![]);
+        assert_eq!(b.downloaders[0].window_items, 0);
+
+        let mut fresh = board();
+        fresh.seq = 7;
+        fresh.downloaders = vec![DownloaderRow {
+            name: "a".into(),
+            items: 5,
+            ..DownloaderRow::default()
+        }];
+        b.downloaders[0].window_items = 4;
+        b.adopt(fresh);
+        assert_eq!(b.seq, 7);
+        assert_eq!(b.downloaders[0].window_items, 4);
+        assert_eq!(
+            b.minutes.len(),
+            1,
+            "per-minute counts survive a websocket snapshot"
+        );
     }
 }

@@ -1,16 +1,20 @@
 // The leaderboard page updates live, without reload, when items complete over HTTP.
 import { test, expect } from './fixtures';
 
-test('done count and recent completions change live without reload', async ({ page, tracker }) => {
+test('counts, recent completions and charts change live without reload', async ({ page, tracker }) => {
   tracker.cli(['project', 'create', 'live-demo', '--title', 'Live demo']);
   expect(tracker.cli(['items', 'add', 'live-demo', '-'], 'one\ntwo\nthree\n')).toContain('3 new items');
 
   await page.goto(`${tracker.base}/live-demo/`);
   await expect(page.getByRole('heading', { name: 'Live demo' })).toBeVisible();
+  await expect(page.getByRole('status')).toHaveText('live');
   const done = page.getByLabel('done', { exact: true });
   const todo = page.getByLabel('to do', { exact: true });
+  const downloaded = page.getByLabel('downloaded', { exact: true });
   await expect(done).toHaveText('0');
   await expect(todo).toHaveText('3');
+  const itemsChart = page.getByRole('figure').filter({ has: page.getByRole('img', { name: 'Items done' }) });
+  await expect(itemsChart).toContainText('max 0');
   // A mark that a reload would wipe.
   await page.evaluate(() => ((window as any).__noReload = true));
 
@@ -19,15 +23,24 @@ test('done count and recent completions change live without reload', async ({ pa
 
   await expect(done).toHaveText('1');
   await expect(todo).toHaveText('2');
+  await expect(downloaded).toHaveText('4.00 KiB');
   const log = page.getByRole('list', { name: 'Recent completions' });
   await expect(log.getByRole('listitem').filter({ hasText: item })).toContainText('e2e-user');
   await expect(page.getByRole('table', { name: 'Downloaders' })).toContainText('e2e-user');
+  await expect(itemsChart).toContainText('max 1');
+  await expect(itemsChart.locator('polyline')).toHaveAttribute('points', /\d/);
   expect(await page.evaluate(() => (window as any).__noReload)).toBe(true);
 });
 
 test('the project list links to the leaderboard', async ({ page, tracker }) => {
   tracker.cli(['project', 'create', 'listed', '--title', 'Listed project']);
+  tracker.cli(['project', 'create', 'older', '--title', 'A paused project']);
+  tracker.cli(['project', 'set', 'older', 'state=paused', 'banner=Back soon']);
   await page.goto(`${tracker.base}/`);
+  const cards = page.getByRole('list', { name: 'Projects' }).getByRole('listitem');
+  // Active projects come first, whatever their title.
+  await expect(cards.first()).toContainText('Listed project');
+  await expect(cards.nth(1)).toContainText('Back soon');
   await page.getByRole('link', { name: 'Listed project' }).click();
   await expect(page).toHaveURL(/\/listed\/$/);
   await expect(page.getByRole('heading', { name: 'Listed project' })).toBeVisible();

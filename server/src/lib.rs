@@ -28,12 +28,12 @@ pub use routes::router;
 
 use app::{
     backend::Backend,
-    model::{Leaderboard, ProjectSummary},
+    model::{ChartData, Leaderboard, ProjectSummary},
 };
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
 use std::net::SocketAddr;
-use store::{Store, PAGE_RECENT};
+use store::Store;
 
 /// Shared state of the handlers; cheap to clone.
 #[derive(Clone)]
@@ -100,24 +100,70 @@ pub async fn serve(
         .await
 }
 
+/// How many downloaders the page's cumulative-bytes chart offers.
+const CHART_DOWNLOADERS: i64 = 10;
+
+fn read_failed(e: store::StoreError, what: &str, slug: &str) -> String {
+    tracing::error!(error = %e, slug, what, "reading page data");
+    "The tracker could not read its data.".to_string()
+}
+
 #[async_trait::async_trait]
 impl Backend for Store {
     async fn projects(&self) -> Result<Vec<ProjectSummary>, String> {
-        self.list_projects().await.map_err(|e| {
-            tracing::error!(error = %e, "listing projects");
-            "The tracker could not read its data.".to_string()
-        })
+        self.list_projects(store::now_ms())
+            .await
+            .map_err(|e| read_failed(e, "projects", ""))
     }
 
-    async fn leaderboard(&self, slug: &str) -> Result<Option<Leaderboard>, String> {
+    async fn leaderboard(&self, slug: &str, window: u64) -> Result<Option<Leaderboard>, String> {
         if !store::valid_slug(slug) {
             return Ok(None);
         }
-        Store::leaderboard(self, slug, -1, PAGE_RECENT)
+        self.board_page(slug, store::now_ms(), window)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, slug, "reading leaderboard");
-                "The tracker could not read its data.".to_string()
-            })
+            .map_err(|e| read_failed(e, "leaderboard", slug))
+    }
+
+    async fn downloader_window(
+        &self,
+        slug: &str,
+        window: u64,
+    ) -> Result<Vec<(String, u64, u64)>, String> {
+        if !store::valid_slug(slug) {
+            return Ok(vec![]);
+        }
+        let sums = Store::downloader_window(self, slug, store::now_ms(), window)
+            .await
+            .map_err(|e| read_failed(e, "downloader window", slug))?;
+        Ok(sums.into_iter().map(|(d, (i, b))| (d, i, b)).collect())
+    }
+
+    async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String> {
+        if !store::valid_slug(slug) || self.project(slug).await.ok().flatten().is_none() {
+            return Ok(None);
+        }
+        let charts = Store::charts(self, slug, CHART_DOWNLOADERS)
+            .await
+            .map_err(|e| read_failed(e, "charts", slug))?;
+        // Minute points for the last day; older ones hourly (exact: the series are cumulative).
+        let cut = store::now_ms() / 1000 - 86_400;
+        let thin = |s: Vec<(u64, u64)>| {
+            let at = s.partition_point(|p| p.0 < cut);
+            let mut out = app::model::downsample(&s[..at], 3600);
+            out.extend_from_slice(&s[at..]);
+            out
+        };
+        let mut downloaders: Vec<(String, Vec<(u64, u64)>)> = charts
+            .downloaders
+            .into_iter()
+            .map(|(d, s)| (d, thin(s)))
+            .collect();
+        downloaders.sort_by_key(|(_, s)| std::cmp::Reverse(s.last().map_or(0, |p| p.1)));
+        Ok(Some(ChartData {
+            items: thin(charts.items),
+            bytes: thin(charts.bytes),
+            downloaders,
+        }))
     }
 }

@@ -9,7 +9,8 @@ mod check;
 mod items;
 mod projects;
 pub mod scripts;
-mod stats;
+mod snapshot;
+pub mod stats;
 mod warrior;
 
 pub use accounts::{valid_user_name, Account, AuditEntry, Role};
@@ -17,9 +18,9 @@ pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
-pub use projects::{
-    valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings, PAGE_RECENT,
-};
+pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
+pub use snapshot::{QueueSizes, PAGE_RECENT};
+pub use stats::tracker_stats;
 pub use warrior::ListVersion;
 
 use crate::keys::Keys;

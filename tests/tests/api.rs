@@ -10,6 +10,7 @@ mod api {
     mod feed;
     mod live;
     mod live_frames;
+    mod pages;
     mod protocol;
     mod public;
     mod scripts;

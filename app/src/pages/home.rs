@@ -1,8 +1,73 @@
-//! `/`: every project with its counts.
+//! `/`: every project with its state, progress, current rate, a day's sparkline and banner;
+//! active projects first.
 
-use crate::{format::thousands, list_projects};
+use crate::{
+    format::{rate, thousands},
+    list_projects,
+    model::ProjectSummary,
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
+
+/// Active projects first, then by title.
+fn order(list: &mut [ProjectSummary]) {
+    list.sort_by(|a, b| {
+        (a.state != "active")
+            .cmp(&(b.state != "active"))
+            .then_with(|| a.title.to_lowercase().cmp(&b.title.to_lowercase()))
+    });
+}
+
+/// Items per hour over the last day as an SVG polyline.
+#[component]
+fn Sparkline(hourly: Vec<u64>) -> impl IntoView {
+    let top = hourly.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let step = 100.0 / (hourly.len().max(2) - 1) as f64;
+    let points = hourly
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "{:.1},{:.1}",
+                i as f64 * step,
+                24.0 - *v as f64 / top * 22.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    view! {
+        <svg class="spark" viewBox="0 0 100 24" preserveAspectRatio="none" role="img" aria-label="Items per hour, last 24 hours">
+            <polyline class="line c0" points=points></polyline>
+        </svg>
+    }
+}
+
+fn card(p: ProjectSummary) -> impl IntoView {
+    let total = p.counts.todo + p.counts.out + p.counts.done;
+    let pct = if total == 0 {
+        0.0
+    } else {
+        100.0 * p.counts.done as f64 / total as f64
+    };
+    let active = p.state == "active";
+    view! {
+        <li class="card project">
+            <div class="project-head">
+                <a href=format!("/{}/", p.slug)>{p.title}</a>
+                <span class="badge" class:active=active>{p.state}</span>
+            </div>
+            {(!p.banner.is_empty()).then(|| view! { <p class="banner">{p.banner}</p> })}
+            <progress max="100" value=format!("{pct:.1}")></progress>
+            <div class="project-figures">
+                <span>
+                    {format!("{} / {} done", thousands(p.counts.done), thousands(total))}
+                </span>
+                <span class="muted">{format!("{} items/s", rate(p.items_per_s))}</span>
+            </div>
+            <Sparkline hourly=p.hourly/>
+        </li>
+    }
+}
 
 /// The front page.
 #[component]
@@ -17,33 +82,11 @@ pub fn HomePage() -> impl IntoView {
                     Ok(list) if list.is_empty() => {
                         view! { <p class="muted">"No projects yet."</p> }.into_any()
                     }
-                    Ok(list) => {
+                    Ok(mut list) => {
+                        order(&mut list);
                         view! {
                             <ul class="projects" aria-label="Projects">
-                                {list
-                                    .into_iter()
-                                    .map(|p| {
-                                        let total = p.counts.todo + p.counts.out + p.counts.done;
-                                        let pct = if total == 0 {
-                                            0.0
-                                        } else {
-                                            100.0 * p.counts.done as f64 / total as f64
-                                        };
-                                        view! {
-                                            <li class="card project">
-                                                <a href=format!("/{}/", p.slug)>{p.title}</a>
-                                                <progress max="100" value=format!("{pct:.1}")></progress>
-                                                <span class="muted">
-                                                    {format!(
-                                                        "{} of {} done",
-                                                        thousands(p.counts.done),
-                                                        thousands(total),
-                                                    )}
-                                                </span>
-                                            </li>
-                                        }
-                                    })
-                                    .collect_view()}
+                                {list.into_iter().map(card).collect_view()}
                             </ul>
                         }
                             .into_any()

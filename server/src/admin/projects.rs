@@ -58,7 +58,7 @@ pub async fn show_overview(
     let store = &state.store;
     let mut projects = Vec::new();
     let now = now_ms();
-    for summary in store.list_projects().await? {
+    for summary in store.list_projects(now).await? {
         if caller.may_view(&summary.slug).is_err() {
             continue;
         }

@@ -1,7 +1,10 @@
 //! Public JSON: health and the old leaderboard's `stats.json`.
 
 use super::{ApiError, ApiResult};
-use crate::AppState;
+use crate::{
+    store::{stats, tracker_stats},
+    AppState,
+};
 use axum::{
     extract::{Path, State},
     http::StatusCode,
@@ -128,24 +131,11 @@ pub async fn get_tracker_stats(
     let window = q.minutes.unwrap_or(60).clamp(1, 7 * 1440);
     let now = crate::store::now_ms();
     let minutes = state.store.minutes(&slug, now, window).await?;
-    let sum = |c: &str| {
-        minutes
-            .iter()
-            .map(|m| m.counters.get(c).copied().unwrap_or(0))
-            .sum::<u64>()
-    };
-    let ratio = |a: u64, b: u64| {
-        if b == 0 {
-            serde_json::Value::Null
-        } else {
-            json!(a as f64 / b as f64)
-        }
-    };
     let layers = state.store.bloom_layers(&slug).await?;
-    let (count, capacity) = layers
-        .iter()
-        .fold((0, 0), |(n, c), l| (n + l.count, c + l.capacity));
+    let records: u64 = layers.iter().map(|l| l.count).sum();
     let (dl, ip) = state.store.unique_contributors(&slug, now).await?;
+    let stats = tracker_stats(&minutes, &layers, dl);
+    let sum = |c: &str| stats::sum(&minutes, c);
     let series = |c: &str| {
         minutes
             .iter()
@@ -155,10 +145,10 @@ pub async fn get_tracker_stats(
     Ok(Json(json!({
         "window_minutes": window,
         "requests": sum("rq"),
-        "item_request_serve_rate": ratio(sum("ok"), sum("rq")),
-        "reclaim_rate": ratio(sum("rc"), sum("cl")),
-        "reclaim_serve_rate": ratio(sum("rs"), sum("ok")),
-        "mean_round_trip_s": ratio(sum("rt"), sum("rn") * 1000),
+        "item_request_serve_rate": stats.item_request_serve_rate,
+        "reclaim_rate": stats.reclaim_rate,
+        "reclaim_serve_rate": stats.reclaim_serve_rate,
+        "mean_round_trip_s": stats.mean_round_trip_s,
         "items_claimed": sum("cl"),
         "items_done": sum("i"),
         "bytes_done": sum("b"),
@@ -169,9 +159,9 @@ pub async fn get_tracker_stats(
         "backfeed_added": sum("bf"),
         "backfeed_duplicates": sum("bd"),
         "bloom": {
-            "layers": layers.len(),
-            "records": count,
-            "fill": if capacity == 0 { 0.0 } else { count as f64 / capacity as f64 },
+            "layers": stats.bloom_layers,
+            "records": records,
+            "fill": stats.bloom_fill,
             "false_positive_rate": crate::store::estimated_fp(&layers),
         },
         "unique_downloaders_30d": dl,

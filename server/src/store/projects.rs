@@ -1,8 +1,8 @@
-//! Projects: creation, settings, listing, and the leaderboard snapshot.
+//! Projects: creation, settings, and the event history.
 
 use super::{Store, StoreError, StoreResult};
-use crate::keys::{HISTORY_LEN, QUEUES};
-use app::model::{Counts, DoneEvent, DownloaderRow, Leaderboard, ProjectSummary, RECENT_LEN};
+use crate::keys::QUEUES;
+use app::model::DoneEvent;
 use fred::prelude::*;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,9 @@ pub struct PatternLimit {
 pub struct Settings {
     /// Title.
     pub title: String,
+    /// A message shown on the pages (empty: none).
+    #[serde(default)]
+    pub banner: String,
     /// `active`, `paused`, `draining` (serves, takes no new items) or `finished`.
     pub state: String,
     /// Byte domains a done must report.
@@ -125,9 +128,6 @@ impl Patterns {
     }
 }
 
-/// The size of every queue part, by name (`personal` for all personal queues together).
-pub type QueueSizes = Vec<(String, u64)>;
-
 /// Whether `slug` is a valid project slug.
 pub fn valid_slug(slug: &str) -> bool {
     (1..=64).contains(&slug.len())
@@ -184,6 +184,7 @@ impl Store {
         let b = |v: bool| if v { "1" } else { "0" }.to_string();
         let mut fields: Vec<(String, String)> = vec![
             ("title".into(), s.title.clone()),
+            ("banner".into(), s.banner.clone()),
             ("state".into(), s.state.clone()),
             ("domains".into(), s.domains.join(",")),
             ("min_version".into(), s.min_version.clone()),
@@ -269,6 +270,7 @@ impl Store {
         let defaults = Settings::defaults(title);
         let settings = Settings {
             title: title.clone(),
+            banner: text("banner"),
             state: meta.get("state").cloned().unwrap_or(defaults.state),
             domains: text("domains")
                 .split(',')
@@ -338,143 +340,4 @@ impl Store {
         events.retain(|e| e.seq > since);
         Ok(Some(events))
     }
-
-    /// Every project with its counts, by slug.
-    pub async fn list_projects(&self) -> StoreResult<Vec<ProjectSummary>> {
-        let mut slugs: Vec<String> = self.pool.next().smembers(self.keys.projects()).await?;
-        slugs.sort();
-        let mut out = Vec::with_capacity(slugs.len());
-        for slug in slugs {
-            if let Some(b) = self.leaderboard(&slug, 0, 0).await? {
-                out.push(ProjectSummary {
-                    slug,
-                    title: b.title,
-                    counts: b.counts,
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// The leaderboard of `slug` with the top `downloaders` (all when negative) and `recent`
-    /// completions, read atomically; `None` when there is no such project.
-    pub async fn leaderboard(
-        &self,
-        slug: &str,
-        downloaders: i64,
-        recent: usize,
-    ) -> StoreResult<Option<Leaderboard>> {
-        Ok(self
-            .snapshot(slug, downloaders, recent)
-            .await?
-            .map(|(b, _)| b))
-    }
-
-    /// [`Store::leaderboard`] with the size of every queue part.
-    pub async fn snapshot(
-        &self,
-        slug: &str,
-        downloaders: i64,
-        recent: usize,
-    ) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
-        let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.stats(),
-            k.out(),
-            k.dl_items(),
-            k.dl_bytes(),
-            k.domain_bytes(),
-            k.seq(),
-            k.history(),
-            k.failed(),
-        ];
-        let args = vec![
-            Value::from(k.prefix()),
-            Value::from(downloaders),
-            Value::from(recent.min(HISTORY_LEN) as i64),
-        ];
-        let reply: Value = self
-            .scripts
-            .run(self.pool.next(), &self.scripts.snapshot, keys, args)
-            .await?;
-        parse_snapshot(slug, reply)
-    }
 }
-
-fn bad(detail: impl Into<String>) -> StoreError {
-    StoreError::Reply {
-        script: "snapshot",
-        detail: detail.into(),
-    }
-}
-
-fn num(v: &Value) -> u64 {
-    match v {
-        Value::Integer(i) => (*i).max(0) as u64,
-        Value::Double(d) => d.max(0.0) as u64,
-        other => other
-            .as_str()
-            .and_then(|s| s.parse::<f64>().ok())
-            .map(|f| f.max(0.0) as u64)
-            .unwrap_or(0),
-    }
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
-    let parts = match reply {
-        Value::Integer(-1) => return Ok(None),
-        Value::Array(parts) if parts.len() == 11 => parts,
-        other => return Err(bad(format!("{other:?}"))),
-    };
-    let list = |v: &Value| match v {
-        Value::Array(a) => Ok(a.clone()),
-        other => Err(bad(format!("expected array, got {other:?}"))),
-    };
-    let domain_bytes: BTreeMap<String, u64> = list(&parts[6])?
-        .chunks(2)
-        .filter(|c| c.len() == 2)
-        .map(|c| (text(&c[0]), num(&c[1])))
-        .collect();
-    let downloaders = list(&parts[7])?
-        .chunks(3)
-        .filter(|c| c.len() == 3)
-        .map(|c| DownloaderRow {
-            name: text(&c[0]),
-            items: num(&c[1]),
-            bytes: num(&c[2]),
-        })
-        .collect();
-    let recent = list(&parts[8])?
-        .iter()
-        .filter_map(|v| serde_json::from_str::<DoneEvent>(v.as_str()?.as_ref()).ok())
-        .collect();
-    let queues = list(&parts[10])?
-        .chunks(2)
-        .filter(|c| c.len() == 2)
-        .map(|c| (text(&c[0]), num(&c[1])))
-        .collect();
-    let board = Leaderboard {
-        slug: slug.to_string(),
-        title: text(&parts[0]),
-        seq: num(&parts[1]),
-        counts: Counts {
-            todo: num(&parts[2]),
-            out: num(&parts[3]),
-            done: num(&parts[4]),
-            failed: num(&parts[9]),
-        },
-        total_bytes: num(&parts[5]),
-        domain_bytes,
-        downloaders,
-        recent,
-    };
-    Ok(Some((board, queues)))
-}
-
-/// The leaderboard page's default: every downloader, the recent completions it shows.
-pub const PAGE_RECENT: usize = RECENT_LEN;

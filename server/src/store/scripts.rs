@@ -79,7 +79,7 @@ impl Scripts {
             done: lua!("done", 20),
             item_status: lua!("item_status", 6),
             release: lua!("release", 5),
-            snapshot: lua!("snapshot", 9),
+            snapshot: lua!("snapshot", 11),
             release_items: lua!("release_items", 4),
             move_items: lua!("move_items", 1),
             clear_queue: lua!("clear_queue", 1),

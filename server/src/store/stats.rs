@@ -1,7 +1,8 @@
 //! Statistics read for the pages and the old leaderboard's JSON: charts, versions, per-minute
 //! counters, unique contributors.
 
-use super::{Store, StoreResult};
+use super::{BloomLayer, Store, StoreResult};
+use app::model::TrackerStats;
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -26,6 +27,40 @@ pub struct Minute {
     pub t: u64,
     /// Counter -> value: rq, ok, cl, rc, rs, f, i, b, rt, rn, bf, bd.
     pub counters: BTreeMap<String, u64>,
+}
+
+/// The sum of counter `c` over `minutes`.
+pub fn sum(minutes: &[Minute], c: &str) -> u64 {
+    minutes
+        .iter()
+        .map(|m| m.counters.get(c).copied().unwrap_or(0))
+        .sum()
+}
+
+/// `a / b`, or `None` when `b` is zero.
+pub fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b != 0).then(|| a as f64 / b as f64)
+}
+
+/// The tracker statistics of `minutes` (the same figures as `/SLUG/tracker-stats.json`).
+pub fn tracker_stats(minutes: &[Minute], layers: &[BloomLayer], unique_dl: u64) -> TrackerStats {
+    let s = |c: &str| sum(minutes, c);
+    let (count, capacity) = layers
+        .iter()
+        .fold((0, 0), |(n, c), l| (n + l.count, c + l.capacity));
+    let n = minutes.len().max(1) as f64;
+    TrackerStats {
+        window_minutes: minutes.len() as u64,
+        item_request_serve_rate: ratio(s("ok"), s("rq")),
+        reclaim_rate: ratio(s("rc"), s("cl")),
+        reclaim_serve_rate: ratio(s("rs"), s("ok")),
+        mean_round_trip_s: ratio(s("rt"), s("rn") * 1000),
+        backfeed_per_minute: s("bf") as f64 / n,
+        backfeed_duplicates_per_minute: s("bd") as f64 / n,
+        bloom_fill: ratio(count, capacity).unwrap_or(0.0),
+        bloom_layers: layers.len() as u64,
+        unique_downloaders_30d: unique_dl,
+    }
 }
 
 fn point(entry: &str) -> Option<(u64, Vec<u64>)> {

@@ -1,7 +1,7 @@
 --[[
   snapshot: reads a project's leaderboard state in one step, consistent with its event sequence.
 
-  KEYS[1]  meta           hash    title, queues
+  KEYS[1]  meta           hash    title, queues, state, banner
   KEYS[2]  stats          hash    done_items, done_bytes, pq
   KEYS[3]  out            zset    claimed items
   KEYS[4]  dl:items       zset    items per downloader
@@ -10,6 +10,8 @@
   KEYS[7]  seq            string  event sequence number
   KEYS[8]  history        list    recent events, newest first
   KEYS[9]  failed         hash    failed items
+  KEYS[10] dl:seen        hash    last completion per downloader (ms)
+  KEYS[11] dl:version     hash    last version per downloader
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -17,15 +19,17 @@
   ARGV[3]  how many recent events to return
 
   Output: {title, seq, todo, out, done_items, done_bytes, {domain, bytes, ...},
-           {downloader, items, bytes, ...}, {event JSON, ...}, failed, {queue part, size, ...}}
+           {downloader, items, bytes, last seen, version, ...}, {event JSON, ...}, failed,
+           {queue part, size, ...}, state, banner}
     -1  no such project
   Events: none.
 ]]
 local meta, stats, out, dl_items, dl_bytes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local domain_bytes, seq_key, history, failed = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local dl_seen, dl_version = KEYS[10], KEYS[11]
 local prefix, ndl, nrecent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local m = rcall('HMGET', meta, 'title', 'queues')
+local m = rcall('HMGET', meta, 'title', 'queues', 'state', 'banner')
 if not m[1] then return -1 end
 
 local st = rcall('HMGET', stats, 'done_items', 'done_bytes', 'pq')
@@ -46,8 +50,10 @@ for i = 1, #top, 2 do
   rows[#rows + 1] = top[i]
   rows[#rows + 1] = top[i + 1]
   rows[#rows + 1] = rcall('ZSCORE', dl_bytes, top[i]) or '0'
+  rows[#rows + 1] = rcall('HGET', dl_seen, top[i]) or '0'
+  rows[#rows + 1] = rcall('HGET', dl_version, top[i]) or ''
 end
 
 local recent = nrecent > 0 and rcall('LRANGE', history, 0, nrecent - 1) or {}
 return { m[1], rcall('GET', seq_key) or '0', todo, rcall('ZCARD', out), st[1] or '0', st[2] or '0',
-  rcall('HGETALL', domain_bytes), rows, recent, rcall('HLEN', failed), sizes }
+  rcall('HGETALL', domain_bytes), rows, recent, rcall('HLEN', failed), sizes, m[3] or 'active', m[4] or '' }

@@ -1,0 +1,268 @@
+//! The leaderboard snapshot: one atomic read of a project's counts, downloaders and recent
+//! completions; for the pages, completed with per-minute counts, per-downloader window sums and
+//! the tracker's statistics.
+
+use super::{stats::tracker_stats, Store, StoreError, StoreResult};
+use crate::keys::HISTORY_LEN;
+use app::model::{
+    Counts, DoneEvent, DownloaderRow, Leaderboard, MinuteCount, ProjectSummary, Rate, RECENT_LEN,
+};
+use fred::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// The size of every queue part, by name (`personal` for all personal queues together).
+pub type QueueSizes = Vec<(String, u64)>;
+
+/// The leaderboard page's default: every downloader, the recent completions it shows.
+pub const PAGE_RECENT: usize = RECENT_LEN;
+
+/// Most completion-log reports read for the per-downloader window sums (newest first).
+const WINDOW_REPORTS: u64 = 20_000;
+
+/// Minutes of per-minute counts the pages get (the longest rate window).
+const PAGE_MINUTES: u64 = 1440;
+
+impl Store {
+    /// Every project with its counts, state, banner and recent rate, by slug.
+    pub async fn list_projects(&self, now_ms: u64) -> StoreResult<Vec<ProjectSummary>> {
+        let mut slugs: Vec<String> = self.pool.next().smembers(self.keys.projects()).await?;
+        slugs.sort();
+        let mut out = Vec::with_capacity(slugs.len());
+        for slug in slugs {
+            let Some((b, _)) = self.snapshot(&slug, 0, 0).await? else {
+                continue;
+            };
+            let minutes = self.minute_counts(&slug, now_ms).await?;
+            let now_min = now_ms / 60_000;
+            let mut hourly = vec![0; 24];
+            for c in &minutes {
+                let age = now_min.saturating_sub(c.0) / 60;
+                if let Some(slot) = 23usize.checked_sub(age as usize) {
+                    hourly[slot] += c.1;
+                }
+            }
+            out.push(ProjectSummary {
+                slug,
+                title: b.title,
+                counts: b.counts,
+                state: b.state,
+                banner: b.banner,
+                items_per_s: Rate::over(&minutes, now_ms, 5).items_per_s,
+                hourly,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The leaderboard page's data as of `now_ms`: the snapshot with every downloader, the last
+    /// day's per-minute counts, each downloader's items and bytes of the last `window` minutes,
+    /// and the tracker statistics of the last hour.
+    pub async fn board_page(
+        &self,
+        slug: &str,
+        now_ms: u64,
+        window: u64,
+    ) -> StoreResult<Option<Leaderboard>> {
+        let Some((mut board, queues)) = self.snapshot(slug, -1, PAGE_RECENT).await? else {
+            return Ok(None);
+        };
+        let raw = self.minutes(slug, now_ms, PAGE_MINUTES).await?;
+        board.minutes = counts_of(&raw);
+        let layers = self.bloom_layers(slug).await?;
+        let (unique_dl, _) = self.unique_contributors(slug, now_ms).await?;
+        let last_hour = &raw[raw.len().saturating_sub(60)..];
+        board.tracker = tracker_stats(last_hour, &layers, unique_dl);
+        let sums = self.downloader_window(slug, now_ms, window).await?;
+        for row in &mut board.downloaders {
+            if let Some(&(items, bytes)) = sums.get(&row.name) {
+                row.window_items = items;
+                row.window_bytes = bytes;
+            }
+        }
+        board.queues = queues;
+        board.window = window;
+        board.now = now_ms;
+        Ok(Some(board))
+    }
+
+    /// Items and bytes per downloader over the `minutes` minutes up to `now_ms`, from the
+    /// completion log (its newest [`WINDOW_REPORTS`] reports at most).
+    pub async fn downloader_window(
+        &self,
+        slug: &str,
+        now_ms: u64,
+        minutes: u64,
+    ) -> StoreResult<HashMap<String, (u64, u64)>> {
+        let start = now_ms.saturating_sub(minutes * 60_000);
+        let entries: Vec<(String, HashMap<String, String>)> = self
+            .pool
+            .next()
+            .xrevrange(
+                self.keys.project(slug).log(),
+                "+",
+                format!("{start}-0"),
+                Some(WINDOW_REPORTS),
+            )
+            .await?;
+        let mut sums: HashMap<String, (u64, u64)> = HashMap::new();
+        for (_, fields) in entries {
+            let Some(who) = fields.get("d") else { continue };
+            let items = fields
+                .get("items")
+                .and_then(|v| serde_json::from_str::<Vec<serde_json::Value>>(v).ok())
+                .map_or(0, |v| v.len() as u64);
+            let bytes = fields
+                .get("bytes")
+                .and_then(|v| serde_json::from_str::<BTreeMap<String, u64>>(v).ok())
+                .map_or(0, |m| m.values().sum());
+            let slot = sums.entry(who.clone()).or_default();
+            slot.0 += items;
+            slot.1 += bytes;
+        }
+        Ok(sums)
+    }
+
+    /// Non-empty per-minute item and byte counts of the last day up to `now_ms`.
+    async fn minute_counts(&self, slug: &str, now_ms: u64) -> StoreResult<Vec<MinuteCount>> {
+        Ok(counts_of(&self.minutes(slug, now_ms, PAGE_MINUTES).await?))
+    }
+
+    /// The leaderboard of `slug` with the top `downloaders` (all when negative) and `recent`
+    /// completions, read atomically; `None` when there is no such project.
+    pub async fn leaderboard(
+        &self,
+        slug: &str,
+        downloaders: i64,
+        recent: usize,
+    ) -> StoreResult<Option<Leaderboard>> {
+        Ok(self
+            .snapshot(slug, downloaders, recent)
+            .await?
+            .map(|(b, _)| b))
+    }
+
+    /// [`Store::leaderboard`] with the size of every queue part.
+    pub async fn snapshot(
+        &self,
+        slug: &str,
+        downloaders: i64,
+        recent: usize,
+    ) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
+        let k = self.keys.project(slug);
+        let keys = vec![
+            k.meta(),
+            k.stats(),
+            k.out(),
+            k.dl_items(),
+            k.dl_bytes(),
+            k.domain_bytes(),
+            k.seq(),
+            k.history(),
+            k.failed(),
+            k.dl_seen(),
+            k.dl_version(),
+        ];
+        let args = vec![
+            Value::from(k.prefix()),
+            Value::from(downloaders),
+            Value::from(recent.min(HISTORY_LEN) as i64),
+        ];
+        let reply: Value = self
+            .scripts
+            .run(self.pool.next(), &self.scripts.snapshot, keys, args)
+            .await?;
+        parse_snapshot(slug, reply)
+    }
+}
+
+/// The item (`i`) and byte (`b`) counters of active minutes.
+fn counts_of(minutes: &[super::stats::Minute]) -> Vec<MinuteCount> {
+    minutes
+        .iter()
+        .filter_map(|m| {
+            let get = |c: &str| m.counters.get(c).copied().unwrap_or(0);
+            let (i, b) = (get("i"), get("b"));
+            (i > 0 || b > 0).then_some(MinuteCount(m.t / 60, i, b))
+        })
+        .collect()
+}
+
+fn bad(detail: impl Into<String>) -> StoreError {
+    StoreError::Reply {
+        script: "snapshot",
+        detail: detail.into(),
+    }
+}
+
+fn num(v: &Value) -> u64 {
+    match v {
+        Value::Integer(i) => (*i).max(0) as u64,
+        Value::Double(d) => d.max(0.0) as u64,
+        other => other
+            .as_str()
+            .and_then(|s| s.parse::<f64>().ok())
+            .map(|f| f.max(0.0) as u64)
+            .unwrap_or(0),
+    }
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().map(|s| s.to_string()).unwrap_or_default()
+}
+
+fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
+    let parts = match reply {
+        Value::Integer(-1) => return Ok(None),
+        Value::Array(parts) if parts.len() == 13 => parts,
+        other => return Err(bad(format!("{other:?}"))),
+    };
+    let list = |v: &Value| match v {
+        Value::Array(a) => Ok(a.clone()),
+        other => Err(bad(format!("expected array, got {other:?}"))),
+    };
+    let domain_bytes: BTreeMap<String, u64> = list(&parts[6])?
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| (text(&c[0]), num(&c[1])))
+        .collect();
+    let downloaders = list(&parts[7])?
+        .chunks(5)
+        .filter(|c| c.len() == 5)
+        .map(|c| DownloaderRow {
+            name: text(&c[0]),
+            items: num(&c[1]),
+            bytes: num(&c[2]),
+            last_seen: num(&c[3]),
+            version: text(&c[4]),
+            ..DownloaderRow::default()
+        })
+        .collect();
+    let recent = list(&parts[8])?
+        .iter()
+        .filter_map(|v| serde_json::from_str::<DoneEvent>(v.as_str()?.as_ref()).ok())
+        .collect();
+    let queues = list(&parts[10])?
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| (text(&c[0]), num(&c[1])))
+        .collect();
+    let board = Leaderboard {
+        slug: slug.to_string(),
+        title: text(&parts[0]),
+        seq: num(&parts[1]),
+        counts: Counts {
+            todo: num(&parts[2]),
+            out: num(&parts[3]),
+            done: num(&parts[4]),
+            failed: num(&parts[9]),
+        },
+        total_bytes: num(&parts[5]),
+        domain_bytes,
+        downloaders,
+        recent,
+        state: text(&parts[11]),
+        banner: text(&parts[12]),
+        ..Leaderboard::default()
+    };
+    Ok(Some((board, queues)))
+}

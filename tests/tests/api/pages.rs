@@ -1,0 +1,128 @@
+//! The data behind the public pages: the leaderboard page's rates, queue sizes, downloader
+//! details and tracker statistics; the front page's summaries; the charts.
+
+use app::model::Rate;
+use server::store::now_ms;
+use tests::TestApp;
+
+#[tokio::test]
+async fn board_page_carries_rates_queues_and_downloader_details() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c", "d"]).await;
+    for who in ["alice", "alice", "bob"] {
+        let item = app.claim("p1", who).await;
+        assert_eq!(app.done("p1", who, &item, 1000).await.status, 200);
+    }
+    let now = now_ms();
+    let b = app.store.board_page("p1", now, 5).await.unwrap().unwrap();
+    assert_eq!(b.now, now);
+    assert_eq!(b.window, 5);
+    assert_eq!(b.state, "active");
+    assert_eq!(b.counts.todo, 1);
+    assert!(
+        b.queues.contains(&("todo".to_string(), 1)),
+        "{:?}",
+        b.queues
+    );
+
+    let alice = &b.downloaders[0];
+    assert_eq!((alice.name.as_str(), alice.items), ("alice", 2));
+    assert_eq!((alice.window_items, alice.window_bytes), (2, 2000));
+    assert_eq!(alice.version, "20240101.01");
+    assert!(alice.last_seen > 0 && alice.last_seen <= now);
+
+    let done_in_minutes: u64 = b.minutes.iter().map(|m| m.1).sum();
+    assert_eq!(done_in_minutes, 3);
+    assert!(b.rate(5).items_per_s > 0.0);
+    assert_eq!(b.tracker.unique_downloaders_30d, 2);
+    assert_eq!(b.tracker.item_request_serve_rate, Some(1.0));
+
+    // An hour later the 5-minute window is empty: no rate, no ETA.
+    let later = app
+        .store
+        .board_page("p1", now + 3_600_000, 5)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(later.downloaders[0].window_items, 0);
+    assert_eq!(later.rate(5), Rate::default());
+    assert_eq!(later.rate(5).eta(1), None);
+}
+
+#[tokio::test]
+async fn board_page_tracker_figures_match_tracker_stats_json() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    let item = app.claim("p1", "alice").await;
+    app.done("p1", "alice", &item, 10).await;
+    let json: serde_json::Value =
+        serde_json::from_str(&app.get("/p1/tracker-stats.json").await.body).unwrap();
+    let b = app
+        .store
+        .board_page("p1", now_ms(), 5)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        json["item_request_serve_rate"].as_f64(),
+        b.tracker.item_request_serve_rate
+    );
+    assert_eq!(json["bloom"]["fill"].as_f64(), Some(b.tracker.bloom_fill));
+    assert_eq!(
+        json["unique_downloaders_30d"].as_u64(),
+        Some(b.tracker.unique_downloaders_30d)
+    );
+}
+
+#[tokio::test]
+async fn front_page_lists_active_projects_first_with_banner_and_rate() {
+    let app = TestApp::start().await;
+    app.project("a-paused", &[]).await;
+    app.project("b-active", &["x"]).await;
+    app.settings("a-paused", |s| {
+        s.state = "paused".into();
+        s.banner = "Back on Monday".into();
+    })
+    .await;
+    let item = app.claim("b-active", "alice").await;
+    app.done("b-active", "alice", &item, 10).await;
+
+    let list = app.store.list_projects(now_ms()).await.unwrap();
+    let active = list.iter().find(|p| p.slug == "b-active").unwrap();
+    assert!(active.items_per_s > 0.0);
+    assert_eq!(active.hourly.len(), 24);
+    assert_eq!(active.hourly[23], 1);
+    let paused = list.iter().find(|p| p.slug == "a-paused").unwrap();
+    assert_eq!(
+        (paused.state.as_str(), paused.banner.as_str()),
+        ("paused", "Back on Monday")
+    );
+
+    let html = app.get("/").await.body;
+    let (at_active, at_paused) = (html.find("/b-active/"), html.find("/a-paused/"));
+    assert!(at_active < at_paused, "active first");
+    assert!(html.contains("Back on Monday"));
+}
+
+#[tokio::test]
+async fn leaderboard_page_renders_every_section() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    let item = app.claim("p1", "alice").await;
+    app.done("p1", "alice", &item, 4096).await;
+    let r = app.get("/p1/").await;
+    assert_eq!(r.status, 200);
+    for needle in [
+        "Rates",
+        "time left",
+        "Downloaders",
+        "Recent completions",
+        "Items done",
+        "Bytes by downloader",
+        "Tracker, last hour",
+        "20240101.01",
+        "100.0%",
+    ] {
+        assert!(r.body.contains(needle), "{needle} missing");
+    }
+}
