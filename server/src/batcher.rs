@@ -17,8 +17,18 @@ use tokio::sync::{mpsc, oneshot};
 
 /// The most requests one script call serves.
 pub const MAX_BATCH: usize = 128;
-/// Script calls in flight per lane: one runs while the next batch gathers.
-const WORKERS: usize = 2;
+/// Script calls in flight per lane (`TRACKER_BATCH_WORKERS`, default 2): one runs while the next
+/// batch gathers. Fewer workers make bigger batches, which is what Redis's time depends on.
+fn workers() -> usize {
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        std::env::var("TRACKER_BATCH_WORKERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| (1..=16).contains(&n))
+            .unwrap_or(2)
+    })
+}
 
 type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
 type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
@@ -113,7 +123,7 @@ where
     }
     let (tx, rx) = mpsc::channel::<Job<Req, Res>>(MAX_BATCH * 8);
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    for _ in 0..WORKERS {
+    for _ in 0..workers() {
         let (rx, run, slug) = (rx.clone(), run.clone(), slug.to_string());
         tokio::spawn(async move {
             loop {

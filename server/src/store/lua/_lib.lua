@@ -45,14 +45,12 @@ local function flush_stats(prefix, now)
   local day = math.floor(now / 86400000)
   local minute = math.floor((now % 86400000) / 60000)
   local key = prefix .. 'st:' .. day
-  local any = false
+  -- The expiry is set when a field is new (so at the key's creation), not at every call.
+  local new = false
   for field, n in pairs(pending_stats) do
-    if n ~= 0 then
-      rcall('HINCRBY', key, minute .. ':' .. field, n)
-      any = true
-    end
+    if n ~= 0 and rcall('HINCRBY', key, minute .. ':' .. field, n) == n then new = true end
   end
-  if any then rcall('EXPIRE', key, 35 * 86400) end
+  if new then rcall('EXPIRE', key, 35 * 86400) end
   pending_stats = {}
 end
 

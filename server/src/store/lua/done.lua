@@ -310,8 +310,12 @@ local function uniques(kind, set)
   for m in pairs(set) do members[#members + 1] = m end
   if #members > 0 then
     local key = prefix .. 'u:' .. kind .. ':' .. day
-    bulk('PFADD', key, members)
-    rcall('EXPIRE', key, 31 * 86400)
+    -- PFADD answers 1 when it creates the key: the expiry is set then, not at every call.
+    local changed = 0
+    for i = 1, #members, 1000 do
+      changed = changed + rcall('PFADD', key, unpack(members, i, math.min(i + 999, #members)))
+    end
+    if changed > 0 then rcall('EXPIRE', key, 31 * 86400) end
   end
 end
 uniques('dl', seen_dl)
