@@ -211,29 +211,69 @@ async fn project(store: &Store, slug: &str, items: usize) {
     }
 }
 
+/// A private redis-server and the release tracker on a free port, started for a bench run.
+struct Rig {
+    dir: std::path::PathBuf,
+    url: String,
+    store: Store,
+    base: String,
+    redis_pid: u32,
+    tracker_pid: u32,
+    _redis: Killed,
+    _tracker: Killed,
+}
+
+impl Rig {
+    /// Starts both (data under a fresh temp dir named after `what`) and waits for `/healthz`.
+    async fn start(what: &str, pool: usize) -> Rig {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let bin = root.join("target/release/tracker");
+        let dir = std::env::temp_dir().join(format!("tracker-{what}-{:x}", rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (redis, url) = tests::start_redis(&dir);
+        let redis_pid = redis.id();
+        let _redis = Killed(redis);
+        let store = Store::connect(&url, "bench", pool).await.unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let base = format!("http://127.0.0.1:{port}");
+        let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);
+        let tracker_pid = _tracker.0.id();
+        let http = reqwest::Client::new();
+        while http.get(format!("{base}/healthz")).send().await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Rig {
+            dir,
+            url,
+            store,
+            base,
+            redis_pid,
+            tracker_pid,
+            _redis,
+            _tracker,
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|a| a == "--viewers") {
         return viewers::run().await;
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let bin = root.join("target/release/tracker");
-    let dir = std::env::temp_dir().join(format!("tracker-bench-{:x}", rand::random::<u32>()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (redis, url) = tests::start_redis(&dir);
-    let _redis = Killed(redis);
-    let store = Store::connect(&url, "bench", 8).await.unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);
-    let http = reqwest::Client::new();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let Rig {
+        dir,
+        url,
+        store,
+        base,
+        _redis,
+        _tracker,
+        ..
+    } = Rig::start("bench", 8).await;
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
     // `--phases a,b`: only those phases (pairs, ceiling, half, multi, backfeed, wrk, floor).
     let args: Vec<String> = std::env::args().collect();

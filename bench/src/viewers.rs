@@ -3,12 +3,11 @@
 //! completion to delivery, and the tracker's CPU and memory, per viewer count.
 
 use futures::StreamExt;
-use server::store::{now_ms, NewProject, Store};
+use server::store::{now_ms, NewProject};
 use std::{
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
-use tests::Killed;
 use tokio_tungstenite::tungstenite::Message;
 
 /// Length of the measured window.
@@ -232,26 +231,17 @@ pub async fn run() {
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![50, 5000]);
     let nofile = raise_nofile();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let bin = root.join("target/release/tracker");
-    let dir = std::env::temp_dir().join(format!("tracker-viewers-{:x}", rand::random::<u32>()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (redis, url) = tests::start_redis(&dir);
-    let redis_pid = redis.id();
-    let _redis = Killed(redis);
-    let store = Store::connect(&url, "bench", 4).await.unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let tracker = tests::spawn_tracker(&bin, &url, "bench", port);
-    let pid = tracker.0.id();
-    let http = reqwest::Client::new();
-    while http.get(format!("{base}/healthz")).send().await.is_err() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let crate::Rig {
+        dir,
+        store,
+        base,
+        redis_pid,
+        tracker_pid: pid,
+        _redis,
+        _tracker: tracker,
+        ..
+    } = crate::Rig::start("viewers", 4).await;
+    let ws_base = base.replacen("http://", "ws://", 1);
     println!(
         "# viewer bench: {RATE} items/s ({WARRIORS} warriors, done of {BATCH} items each), \
          {SECONDS} s window, open files limit {nofile}, tracker pid {pid}"
@@ -274,7 +264,7 @@ pub async fn run() {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel(n.max(1));
-        let ws_url = format!("ws://127.0.0.1:{port}/{slug}/ws");
+        let ws_url = format!("{ws_base}/{slug}/ws");
         let started = Instant::now();
         let mut tasks = Vec::with_capacity(n);
         for _ in 0..n {

@@ -219,6 +219,17 @@ impl TestApp {
             .expect("save settings");
     }
 
+    /// The project's item counts, as the leaderboard reads them.
+    pub async fn counts(&self, slug: &str) -> app::model::Counts {
+        let (board, _) = self
+            .store
+            .snapshot(slug, 0, 0)
+            .await
+            .expect("snapshot")
+            .expect("the project exists");
+        board.counts
+    }
+
     /// Panics unless `tracker check` finds the project's invariant intact.
     pub async fn assert_invariant(&self, slug: &str) {
         let problems = self.store.check(slug).await.expect("check");

@@ -8,8 +8,7 @@ use tests::{TestApp, ADMIN_TOKEN};
 
 /// Items waiting in any queue of p1.
 async fn todo(app: &TestApp) -> u64 {
-    let board = app.store.snapshot("p1", 0, 0).await.unwrap().unwrap().0;
-    board.counts.todo
+    app.counts("p1").await.todo
 }
 
 #[tokio::test]
@@ -174,23 +173,13 @@ async fn claims_of_one_downloader_are_released_after_a_dry_run() {
         json(&p.post("/admin/api/p1/release", release(true)).await)["count"],
         3
     );
-    assert_eq!(
-        app.store
-            .snapshot("p1", 0, 0)
-            .await
-            .unwrap()
-            .unwrap()
-            .0
-            .counts
-            .out,
-        4
-    );
+    assert_eq!(app.counts("p1").await.out, 4);
     assert_eq!(
         json(&p.post("/admin/api/p1/release", release(false)).await)["count"],
         3
     );
-    let board = app.store.snapshot("p1", 0, 0).await.unwrap().unwrap().0;
-    assert_eq!((board.counts.out, board.counts.todo), (1, 4));
+    let counts = app.counts("p1").await;
+    assert_eq!((counts.out, counts.todo), (1, 4));
     app.assert_invariant("p1").await;
 
     let r = p.post("/admin/api/p1/release", serde_json::json!({})).await;
@@ -250,8 +239,8 @@ async fn failed_items_are_requeued_or_dropped() {
         )["count"],
         2
     );
-    let board = app.store.snapshot("p1", 0, 0).await.unwrap().unwrap().0;
-    assert_eq!((board.counts.todo, board.counts.failed), (1, 0));
+    let counts = app.counts("p1").await;
+    assert_eq!((counts.todo, counts.failed), (1, 0));
     app.assert_invariant("p1").await;
 }
 
