@@ -182,7 +182,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
         }) => {
             if !valid_slug(&slug) {
                 return Err(CliError::Usage(format!(
-                    "invalid slug {slug:?}: use [a-z0-9-]{{1,64}}"
+                    "invalid slug {slug:?}: use [a-z0-9-]{{1,64}}, not a reserved path such as admin or api"
                 )));
             }
             let domains: Vec<String> = domains.into_iter().filter(|d| !d.is_empty()).collect();

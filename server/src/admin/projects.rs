@@ -117,7 +117,7 @@ pub async fn create_project(
     caller.must_be_global()?;
     if !valid_slug(&req.slug) {
         return Err(ApiError::bad_request(
-            "Slugs are 1 to 64 of a-z, 0-9 and '-'.",
+            "Slugs are 1 to 64 of a-z, 0-9 and '-', and not a reserved path such as admin or api.",
         ));
     }
     let title = if req.title.trim().is_empty() {

@@ -134,7 +134,15 @@ pub fn valid_slug(slug: &str) -> bool {
         && slug
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !RESERVED_SLUGS.contains(&slug)
 }
+
+/// Names a project cannot take: the first path segment of a site route (`/admin/`, `/api/...`),
+/// or a fixed segment of the admin API that would shadow `/admin/api/SLUG`.
+const RESERVED_SLUGS: &[&str] = &[
+    "admin", "api", "pkg", "now", "healthz", "backfeed", "session", "login", "logout", "setup",
+    "overview", "projects", "blocks", "unblock", "users", "audit", "warrior",
+];
 
 /// Whether `name` may name a pattern limit or shard.
 pub fn valid_part_name(name: &str) -> bool {
@@ -339,5 +347,19 @@ impl Store {
         }
         events.retain(|e| e.seq > since);
         Ok(Some(events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_that_would_shadow_a_route_are_refused() {
+        assert!(valid_slug("warrior-project-2"));
+        for taken in ["admin", "api", "pkg", "users", "audit", "login"] {
+            assert!(!valid_slug(taken), "{taken}");
+        }
+        assert!(!valid_slug("Caps") && !valid_slug("") && !valid_slug("a/b"));
     }
 }
