@@ -2,7 +2,6 @@
 
 use super::{Store, StoreError, StoreResult};
 use crate::keys::QUEUES;
-use app::model::DoneEvent;
 use fred::prelude::*;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -317,36 +316,6 @@ impl Store {
                 (Instant::now(), entry.0.clone(), entry.1.clone()),
             );
         Ok(Some(entry))
-    }
-
-    /// The events after `since`, oldest first; `None` when the capped history has lost some.
-    pub async fn events_since(
-        &self,
-        slug: &str,
-        since: u64,
-    ) -> StoreResult<Option<Vec<DoneEvent>>> {
-        let raw: Vec<String> = self
-            .pool
-            .next()
-            .lrange(self.keys.project(slug).history(), 0, -1)
-            .await?;
-        let mut events: Vec<DoneEvent> = raw
-            .iter()
-            .filter_map(|e| serde_json::from_str(e).ok())
-            .collect();
-        events.reverse();
-        let missing_before = events.first().is_some_and(|e| e.seq > since + 1);
-        let current: u64 = self
-            .pool
-            .next()
-            .get::<Option<u64>, _>(self.keys.project(slug).seq())
-            .await?
-            .unwrap_or(0);
-        if missing_before || (events.is_empty() && current > since) {
-            return Ok(None);
-        }
-        events.retain(|e| e.seq > since);
-        Ok(Some(events))
     }
 }
 
