@@ -193,17 +193,8 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_client_that_falls_behind_gets_the_missed_completions_from_the_history() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let app = TestApp::start().await;
-    // Big completions, so that the socket buffers fill after a few.
-    let long = "x".repeat(2000);
-    let names: Vec<String> = (0..200 * 80).map(|i| format!("{long}{i:05}")).collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    app.project("p1", &refs).await;
-
-    // A client that does not read: a small receive buffer, HTTP/1.0 (no chunked encoding).
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stream = socket.connect(app.addr).await.unwrap();
+    // A client that does not read (HTTP/1.0: no chunked encoding).
+    let (app, mut stream, names) = super::live_frames::slow_reader_on_big_items().await;
     stream
         .write_all(b"GET /p1/live HTTP/1.0\r\n\r\n")
         .await

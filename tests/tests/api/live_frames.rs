@@ -54,16 +54,7 @@ async fn a_thousand_completions_make_at_most_four_frames_a_second() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_that_does_not_read_gets_a_snapshot_not_a_gap() {
-    let app = TestApp::start().await;
-    // Big completions, so that the socket buffers fill after a few.
-    let long = "x".repeat(2000);
-    let names: Vec<String> = (0..200 * 80).map(|i| format!("{long}{i:05}")).collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    app.project("p1", &refs).await;
-
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let stream = socket.connect(app.addr).await.unwrap();
+    let (app, stream, names) = slow_reader_on_big_items().await;
     let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{}/p1/ws", app.addr), stream)
         .await
         .expect("connect");
@@ -104,4 +95,19 @@ async fn a_watcher_that_does_not_read_gets_a_snapshot_not_a_gap() {
         known = *s.last().unwrap();
     }
     assert_eq!(snapshots, 1, "exactly one snapshot for the lag");
+}
+
+/// A project `p1` of 16,000 items of 2 KB each (so that socket buffers fill after a few
+/// completions), a connection to the server with a 4 KiB receive buffer, not yet read, and the
+/// item names.
+pub async fn slow_reader_on_big_items() -> (TestApp, tokio::net::TcpStream, Vec<String>) {
+    let app = TestApp::start().await;
+    let long = "x".repeat(2000);
+    let names: Vec<String> = (0..200 * 80).map(|i| format!("{long}{i:05}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project("p1", &refs).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stream = socket.connect(app.addr).await.unwrap();
+    (app, stream, names)
 }
