@@ -47,6 +47,12 @@ pub struct DoneEvent {
     pub user_agent: String,
     /// The project's counts right after this completion.
     pub counts: Counts,
+    /// The downloader's items done in all, this completion included (0: not known).
+    #[serde(default)]
+    pub dl_items: u64,
+    /// The downloader's bytes done in all, this completion included.
+    #[serde(default)]
+    pub dl_bytes: u64,
 }
 
 impl DoneEvent {
@@ -77,6 +83,31 @@ pub struct DownloaderRow {
     /// Bytes done in the rate window.
     #[serde(default)]
     pub window_bytes: u64,
+}
+
+/// One page of a project's downloaders, as `GET /SLUG/downloaders.json` answers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DownloaderPage {
+    /// Downloaders matching the search, in all.
+    pub total: u64,
+    /// Downloaders of the project, in all.
+    pub count: u64,
+    /// The rate window of the rows' `window_items` / `window_bytes`, minutes.
+    pub window: u64,
+    /// Server time, milliseconds since the epoch.
+    pub now: u64,
+    /// The page's rows with their rank by items (1 = most).
+    pub rows: Vec<RankedRow>,
+}
+
+/// A downloader with its rank by items done.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankedRow {
+    /// 1 for the downloader with the most items.
+    pub rank: u64,
+    /// The row.
+    #[serde(flatten)]
+    pub row: DownloaderRow,
 }
 
 /// The tracker's own statistics over the last hour (see `/SLUG/tracker-stats.json`).
@@ -119,8 +150,12 @@ pub struct Leaderboard {
     pub total_bytes: u64,
     /// Bytes done per domain.
     pub domain_bytes: BTreeMap<String, u64>,
-    /// Downloaders by items done, most first.
+    /// The top downloaders by items done, most first (at most [`TOP_DOWNLOADERS`]; the rest
+    /// are paged from `/SLUG/downloaders.json`).
     pub downloaders: Vec<DownloaderRow>,
+    /// How many downloaders have done anything, in all.
+    #[serde(default)]
+    pub downloader_count: u64,
     /// Most recent completions, newest first.
     pub recent: Vec<DoneEvent>,
     /// `active`, `paused`, `draining` or `finished`.
@@ -149,6 +184,10 @@ pub struct Leaderboard {
 /// How many recent completions the leaderboard shows.
 pub const RECENT_LEN: usize = 18;
 
+/// How many downloaders a snapshot carries (the top ones by items). However many thousand
+/// downloaders a project has, its page data and websocket snapshots stay this small.
+pub const TOP_DOWNLOADERS: usize = 100;
+
 impl Leaderboard {
     /// Folds one live event in; events at or before `self.seq` are already included and ignored.
     /// Returns whether the event was applied.
@@ -165,6 +204,12 @@ impl Leaderboard {
         let n = ev.items.len() as u64;
         rates::add_minute(&mut self.minutes, ev.time, n, ev.bytes);
         self.now = self.now.max(ev.time);
+        // The event's totals when it has them (a downloader beyond the top rows gets its real
+        // count when it climbs in); older events only carry the increase.
+        let known = ev.dl_items >= n && ev.dl_items > 0;
+        if known && ev.dl_items == n {
+            self.downloader_count += 1;
+        }
         match self
             .downloaders
             .iter()
@@ -172,8 +217,13 @@ impl Leaderboard {
         {
             Some(i) => {
                 let row = &mut self.downloaders[i];
-                row.items += n;
-                row.bytes += ev.bytes;
+                if known {
+                    row.items = ev.dl_items;
+                    row.bytes = ev.dl_bytes;
+                } else {
+                    row.items += n;
+                    row.bytes += ev.bytes;
+                }
                 row.window_items += n;
                 row.window_bytes += ev.bytes;
                 row.last_seen = ev.time;
@@ -186,17 +236,30 @@ impl Leaderboard {
                 }
             }
             None => {
+                let (items, bytes) = if known {
+                    (ev.dl_items, ev.dl_bytes)
+                } else {
+                    (n, ev.bytes)
+                };
                 let row = DownloaderRow {
                     name: ev.downloader.clone(),
-                    items: n,
-                    bytes: ev.bytes,
+                    items,
+                    bytes,
                     last_seen: ev.time,
                     version: ev.version.clone(),
                     window_items: n,
                     window_bytes: ev.bytes,
                 };
-                let at = self.downloaders.partition_point(|d| d.items >= n);
-                self.downloaders.insert(at, row);
+                let at = self.downloaders.partition_point(|d| d.items >= items);
+                // Beyond the top rows it is not shown: the page asks the server for those.
+                if at < TOP_DOWNLOADERS {
+                    self.downloaders.insert(at, row);
+                    self.downloaders.truncate(TOP_DOWNLOADERS);
+                }
+                if !known {
+                    self.downloader_count =
+                        self.downloader_count.max(self.downloaders.len() as u64);
+                }
             }
         }
         self.recent.insert(0, ev.clone());
@@ -314,6 +377,8 @@ mod tests {
                 done: seq,
                 failed: 0,
             },
+            dl_items: 0,
+            dl_bytes: 0,
         }
     }
 
@@ -348,6 +413,47 @@ mod tests {
         assert_eq!(b.recent.len(), RECENT_LEN);
         assert_eq!(b.recent[0].seq, 39);
         assert_eq!(b.counts.done, 39);
+    }
+
+    #[test]
+    fn apply_takes_the_events_totals_and_keeps_only_the_top_rows() {
+        let mut b = board();
+        b.downloaders = (0..TOP_DOWNLOADERS as u64)
+            .map(|i| DownloaderRow {
+                name: format!("top{i}"),
+                items: 1000 - i,
+                ..DownloaderRow::default()
+            })
+            .collect();
+        b.downloader_count = 5000;
+        // Someone far below the top rows does one more item: not shown, not a new downloader.
+        let mut e = ev(1, "low", 1);
+        (e.dl_items, e.dl_bytes) = (7, 70);
+        assert!(b.apply(&e));
+        assert_eq!(b.downloaders.len(), TOP_DOWNLOADERS);
+        assert!(!b.downloaders.iter().any(|d| d.name == "low"));
+        assert_eq!(b.downloader_count, 5000);
+        // A first completion counts a new downloader.
+        let mut e = ev(2, "new", 1);
+        (e.dl_items, e.dl_bytes) = (1, 10);
+        b.apply(&e);
+        assert_eq!(b.downloader_count, 5001);
+        // A climber enters with its real total, and the last top row leaves.
+        let mut e = ev(3, "low", 1);
+        (e.dl_items, e.dl_bytes) = (2000, 9);
+        b.apply(&e);
+        assert_eq!(
+            (b.downloaders[0].name.as_str(), b.downloaders[0].items),
+            ("low", 2000)
+        );
+        assert_eq!(b.downloaders.len(), TOP_DOWNLOADERS);
+        assert_eq!(b.downloaders.last().unwrap().name, "top98");
+        // A top row takes its total from the event, not its own sum.
+        let mut e = ev(4, "top5", 1);
+        (e.dl_items, e.dl_bytes) = (996, 1);
+        b.apply(&e);
+        let row = b.downloaders.iter().find(|d| d.name == "top5").unwrap();
+        assert_eq!((row.items, row.bytes), (996, 1));
     }
 
     #[test]

@@ -25,3 +25,46 @@ test('the downloader search pins a row that stays highlighted after reload', asy
   await expect(row).toHaveClass(/pinned/);
   await expect(page.getByText(/frank: #\d/)).toBeVisible();
 });
+
+test('beyond the top rows, search, pin and pages come from the server', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'crowd', '--title', 'Crowd']);
+  const n = 130;
+  const names = Array.from({ length: n }, (_, i) => `dl-${String(i).padStart(3, '0')}`);
+  tracker.cli(['items', 'add', 'crowd', '-'], names.map((d) => `item-${d}`).join('\n') + '\n');
+  // dl-000 does two items, everyone else one: ties rank by name, last name first.
+  await Promise.all(names.map(async (who) => tracker.done('crowd', who, await tracker.claim('crowd', who), 10)));
+  tracker.cli(['items', 'add', 'crowd', '-'], 'extra\n');
+  await tracker.done('crowd', 'dl-000', await tracker.claim('crowd', 'dl-000'), 10);
+
+  await page.goto(`${tracker.base}/crowd/`);
+  await expect(page.getByRole('status')).toHaveText('live');
+  const table = page.getByRole('table', { name: 'Downloaders' });
+  await expect(table.getByRole('row')).toHaveCount(21);
+  await expect(page.getByText('20 of 130 downloaders')).toBeVisible();
+
+  // dl-001 ranks last (130th): beyond every snapshot row, found by the server.
+  await page.getByRole('searchbox', { name: 'Find downloader' }).fill('dl-001');
+  await expect(table.getByRole('row')).toHaveCount(2);
+  const row = table.getByRole('row').filter({ hasText: 'dl-001' });
+  await expect(row.getByRole('cell').first()).toHaveText('130');
+  await page.getByRole('button', { name: 'Pin' }).click();
+  await expect(page.getByText('dl-001: #130 · 1 items')).toBeVisible();
+
+  // Show all: two pages of 100; the pinned row is highlighted on the second.
+  await page.getByRole('button', { name: 'Show all' }).click();
+  await expect(page.getByText('page 1 of 2')).toBeVisible();
+  await expect(table.getByRole('row')).toHaveCount(101);
+  await page.getByRole('button', { name: 'Next' }).click();
+  await expect(table.getByRole('row')).toHaveCount(31);
+  await expect(table.getByRole('row').filter({ hasText: 'dl-001' })).toHaveClass(/pinned/);
+
+  // Sorting by name asks the server for the whole order.
+  await page.getByRole('button', { name: 'Show top 20' }).click();
+  await page.getByRole('button', { name: 'Name' }).click();
+  await expect(table.getByRole('row').nth(1)).toContainText('dl-000');
+  await expect(table.getByRole('row').nth(2)).toContainText('dl-001');
+
+  await page.reload();
+  await expect(page.getByRole('status')).toHaveText('live');
+  await expect(page.getByText('dl-001: #130 · 1 items')).toBeVisible();
+});

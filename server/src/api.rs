@@ -2,6 +2,7 @@
 //! error type.
 
 pub mod backfeed;
+pub mod downloaders;
 pub mod extras;
 pub mod feed;
 pub mod live;

@@ -11,7 +11,7 @@ pub mod history;
 
 pub use frame::{events_message, sse_chunk, Frame, LegacyEvent};
 
-use crate::store::{Store, PAGE_RECENT};
+use crate::store::{Store, PAGE_DOWNLOADERS, PAGE_RECENT};
 use app::model::{DoneEvent, LiveMessage};
 use axum::extract::ws::Utf8Bytes;
 use fred::prelude::*;
@@ -253,7 +253,7 @@ impl Hub {
             return Some((s.seq, s.text.clone()));
         }
         let started = Instant::now();
-        let board = match store.leaderboard(slug, -1, PAGE_RECENT).await {
+        let board = match store.leaderboard(slug, PAGE_DOWNLOADERS, PAGE_RECENT).await {
             Ok(board) => board?,
             Err(e) => {
                 tracing::error!(error = %e, slug, "reading a snapshot");

@@ -52,6 +52,8 @@ pub struct AppState {
     pub admin_token: Option<String>,
     /// Mark the admin session cookie `Secure` (served over HTTPS).
     pub secure_cookies: bool,
+    /// Recent reads of every downloader, for `downloaders.json`.
+    pub downloaders: api::downloaders::DownloaderCache,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -84,6 +86,7 @@ impl AppState {
             trust_proxy: false,
             admin_token: None,
             secure_cookies: false,
+            downloaders: Default::default(),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The route table, grouped by who calls it.
 
 use crate::{
-    api::{backfeed, extras, feed, live, public, warrior},
+    api::{backfeed, downloaders, extras, feed, live, public, warrior},
     AppState,
 };
 use app::{backend::SharedBackend, shell, App};
@@ -54,6 +54,10 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/update-status.json", get(public::get_update_status))
         .route("/{slug}/tracker-stats.json", get(public::get_tracker_stats))
         .route("/{slug}/recent.json", get(feed::get_recent))
+        .route(
+            "/{slug}/downloaders.json",
+            get(downloaders::get_downloaders),
+        )
         .route("/{slug}", get(redirect_or_file));
 
     let live_feeds = Router::new()

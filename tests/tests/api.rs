@@ -6,6 +6,7 @@ mod api {
     mod admin_extras;
     mod backfeed;
     mod crash;
+    mod downloaders;
     mod engine;
     mod feed;
     mod live;

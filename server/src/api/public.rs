@@ -46,20 +46,19 @@ pub async fn get_stats(
     if !crate::store::valid_slug(&slug) {
         return Err(ApiError::no_project());
     }
-    let Some(b) = state.store.leaderboard(&slug, -1, 0).await? else {
+    let Some(b) = state.store.leaderboard(&slug, 0, 0).await? else {
         return Err(ApiError::no_project());
     };
-    let bytes: serde_json::Map<_, _> = b
-        .downloaders
+    let downloaders = state.store.all_downloaders(&slug).await?;
+    let bytes: serde_json::Map<_, _> = downloaders
         .iter()
         .map(|d| (d.name.clone(), json!(d.bytes)))
         .collect();
-    let count: serde_json::Map<_, _> = b
-        .downloaders
+    let count: serde_json::Map<_, _> = downloaders
         .iter()
         .map(|d| (d.name.clone(), json!(d.items)))
         .collect();
-    let names: Vec<&str> = b.downloaders.iter().map(|d| d.name.as_str()).collect();
+    let names: Vec<&str> = downloaders.iter().map(|d| d.name.as_str()).collect();
     Ok(Json(json!({
         "domain_bytes": b.domain_bytes,
         "downloader_bytes": bytes,

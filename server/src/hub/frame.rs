@@ -157,6 +157,8 @@ mod tests {
                 done: 3,
                 failed: 4,
             },
+            dl_items: 9,
+            dl_bytes: 9,
         }
     }
 

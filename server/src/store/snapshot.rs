@@ -6,6 +6,7 @@ use super::{stats::tracker_stats, Store, StoreError, StoreResult};
 use crate::keys::HISTORY_LEN;
 use app::model::{
     Counts, DoneEvent, DownloaderRow, Leaderboard, MinuteCount, ProjectSummary, Rate, RECENT_LEN,
+    TOP_DOWNLOADERS,
 };
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -13,8 +14,11 @@ use std::collections::{BTreeMap, HashMap};
 /// The size of every queue part, by name (`personal` for all personal queues together).
 pub type QueueSizes = Vec<(String, u64)>;
 
-/// The leaderboard page's default: every downloader, the recent completions it shows.
+/// The leaderboard page's default: the recent completions it shows.
 pub const PAGE_RECENT: usize = RECENT_LEN;
+
+/// The top downloaders a snapshot carries, as the script's argument.
+pub const PAGE_DOWNLOADERS: i64 = TOP_DOWNLOADERS as i64;
 
 /// Most completion-log reports read for the per-downloader window sums (newest first).
 const WINDOW_REPORTS: u64 = 20_000;
@@ -54,7 +58,7 @@ impl Store {
         Ok(out)
     }
 
-    /// The leaderboard page's data as of `now_ms`: the snapshot with every downloader, the last
+    /// The leaderboard page's data as of `now_ms`: the snapshot with the top downloaders, the last
     /// day's per-minute counts, each downloader's items and bytes of the last `window` minutes,
     /// and the tracker statistics of the last hour.
     pub async fn board_page(
@@ -63,7 +67,8 @@ impl Store {
         now_ms: u64,
         window: u64,
     ) -> StoreResult<Option<Leaderboard>> {
-        let Some((mut board, queues)) = self.snapshot(slug, -1, PAGE_RECENT).await? else {
+        let Some((mut board, queues)) = self.snapshot(slug, PAGE_DOWNLOADERS, PAGE_RECENT).await?
+        else {
             return Ok(None);
         };
         let raw = self.minutes(slug, now_ms, PAGE_MINUTES).await?;
@@ -120,6 +125,41 @@ impl Store {
             slot.1 += bytes;
         }
         Ok(sums)
+    }
+
+    /// Every downloader of `slug` with its items, bytes, last completion and version, in
+    /// ZREVRANGE order (most items first, ties by name descending) as the snapshot ranks them. Four plain reads sent together, not one script: at tens of
+    /// thousands of downloaders a script would hold Redis for the whole walk. The reads may
+    /// straddle a completion; a row is then one report behind, which the next read fixes.
+    pub async fn all_downloaders(&self, slug: &str) -> StoreResult<Vec<DownloaderRow>> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let (items, bytes, seen, versions): (
+            Vec<(String, f64)>,
+            Vec<(String, f64)>,
+            HashMap<String, u64>,
+            HashMap<String, String>,
+        ) = tokio::try_join!(
+            client.zrange(k.dl_items(), 0, -1, None, false, None, true),
+            client.zrange(k.dl_bytes(), 0, -1, None, false, None, true),
+            client.hgetall(k.dl_seen()),
+            client.hgetall(k.dl_version()),
+        )?;
+        let bytes: HashMap<String, f64> = bytes.into_iter().collect();
+        let mut versions = versions;
+        let rows: Vec<DownloaderRow> = items
+            .into_iter()
+            .rev()
+            .map(|(name, n)| DownloaderRow {
+                items: n.max(0.0) as u64,
+                bytes: bytes.get(&name).copied().unwrap_or(0.0).max(0.0) as u64,
+                last_seen: seen.get(&name).copied().unwrap_or(0),
+                version: versions.remove(&name).unwrap_or_default(),
+                name,
+                ..DownloaderRow::default()
+            })
+            .collect();
+        Ok(rows)
     }
 
     /// Non-empty per-minute item and byte counts of the last day up to `now_ms`.
@@ -213,7 +253,7 @@ fn text(v: &Value) -> String {
 fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
     let parts = match reply {
         Value::Integer(-1) => return Ok(None),
-        Value::Array(parts) if parts.len() == 13 => parts,
+        Value::Array(parts) if parts.len() == 14 => parts,
         other => return Err(bad(format!("{other:?}"))),
     };
     let list = |v: &Value| match v {
@@ -262,6 +302,7 @@ fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, 
         recent,
         state: text(&parts[11]),
         banner: text(&parts[12]),
+        downloader_count: num(&parts[13]),
         ..Leaderboard::default()
     };
     Ok(Some((board, queues)))

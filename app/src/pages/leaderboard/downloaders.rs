@@ -1,14 +1,19 @@
-//! The downloaders table: sortable, the top 20 or every downloader a page at a time, a search
-//! box, and a pinned name (kept in `localStorage`) whose row stays highlighted.
+//! The downloaders table: the top 20 live from the page's state; sorting, searching and
+//! "show all" ask the server for one page at a time (`/SLUG/downloaders.json`), so 50,000
+//! downloaders cost the browser one page of rows. A pinned name (kept in `localStorage`) keeps
+//! its rank line and its row stays highlighted.
 
 use crate::{
     format::{ago, bytes, rate, thousands},
-    model::{DownloaderRow, Leaderboard},
+    model::{DownloaderPage, Leaderboard, RankedRow},
 };
 use leptos::prelude::*;
 
 const TOP: usize = 20;
 const PAGE: usize = 100;
+/// How often a page asked of the server is read again while shown, milliseconds.
+#[cfg(feature = "hydrate")]
+const REFRESH_MS: u64 = 5_000;
 /// The `localStorage` key of the pinned name (one name for every project).
 #[cfg(feature = "hydrate")]
 const PIN_KEY: &str = "tracker.pinned";
@@ -25,23 +30,77 @@ enum Col {
     Version,
 }
 
-/// Orders two rows (with their ranks) by `col`, the natural direction first.
-fn compare(
-    col: Col,
-    a: &(usize, &DownloaderRow),
-    b: &(usize, &DownloaderRow),
-) -> std::cmp::Ordering {
-    let (x, y) = (a.1, b.1);
-    match col {
-        Col::Rank | Col::Items => a.0.cmp(&b.0),
-        Col::Name => x.name.to_lowercase().cmp(&y.name.to_lowercase()),
-        Col::Bytes => y.bytes.cmp(&x.bytes),
-        Col::ItemsRate => y.window_items.cmp(&x.window_items),
-        Col::BytesRate => y.window_bytes.cmp(&x.window_bytes),
-        Col::Seen => y.last_seen.cmp(&x.last_seen),
-        Col::Version => y.version.cmp(&x.version),
+impl Col {
+    /// The `sort` of `downloaders.json`.
+    fn key(self) -> &'static str {
+        match self {
+            Col::Rank | Col::Items => "rank",
+            Col::Name => "name",
+            Col::Bytes => "bytes",
+            Col::ItemsRate => "items_rate",
+            Col::BytesRate => "bytes_rate",
+            Col::Seen => "seen",
+            Col::Version => "version",
+        }
     }
-    .then(a.0.cmp(&b.0))
+}
+
+/// What the table shows: the live top rows, or a page asked of the server.
+#[derive(Clone, PartialEq)]
+struct Ask {
+    query: String,
+    sort: (Col, bool),
+    offset: usize,
+    limit: usize,
+    window: u64,
+}
+
+impl Ask {
+    /// Whether the page's own top rows answer it (no search, rank order, first page).
+    fn is_live_top(&self) -> bool {
+        self.query.is_empty()
+            && self.sort == (Col::Rank, false)
+            && self.offset == 0
+            && self.limit == TOP
+    }
+
+    /// The query string of `downloaders.json` for this page.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    fn url(&self, slug: &str) -> String {
+        format!(
+            "/{slug}/downloaders.json?offset={}&limit={}&q={}&sort={}&dir={}&window={}",
+            self.offset,
+            self.limit,
+            encode(&self.query),
+            self.sort.0.key(),
+            if self.sort.1 { "reverse" } else { "natural" },
+            self.window
+        )
+    }
+}
+
+/// `s` percent-encoded for a query string.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `GET url` as a [`DownloaderPage`].
+#[cfg(feature = "hydrate")]
+async fn fetch_page(url: String) -> Option<DownloaderPage> {
+    let resp = gloo_net::http::Request::get(&url).send().await.ok()?;
+    if !resp.ok() {
+        return None;
+    }
+    resp.json().await.ok()
 }
 
 #[cfg(feature = "hydrate")]
@@ -57,66 +116,124 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
     let page = RwSignal::new(0usize);
     let query = RwSignal::new(String::new());
     let pinned = RwSignal::new(None::<String>);
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if let Some(name) = storage().and_then(|s| s.get_item(PIN_KEY).ok().flatten()) {
-            pinned.set(Some(name));
+    // The server's answer for a page the top rows cannot give, with what it answers.
+    let served = RwSignal::new(None::<(Ask, DownloaderPage)>);
+    // The pinned downloader's row, when it is not among the top rows.
+    let pinned_row = RwSignal::new(None::<RankedRow>);
+
+    let ask = Memo::new(move |_| {
+        let per_page = if show_all.get() { PAGE } else { TOP };
+        Ask {
+            query: query.get().trim().to_string(),
+            sort: sort.get(),
+            offset: if show_all.get() { page.get() * PAGE } else { 0 },
+            limit: per_page,
+            window: board.with(|b| b.window.max(1)),
         }
     });
 
-    // The rows that match the search, in the chosen order: (total, this page's rows).
-    let view_rows = Memo::new(move |_| {
-        let q = query.get().to_lowercase();
-        let (col, reverse) = sort.get();
-        let per_page = if show_all.get() { PAGE } else { TOP };
-        board.with(|b| {
-            let mut rows: Vec<(usize, &DownloaderRow)> = b
-                .downloaders
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| q.is_empty() || d.name.to_lowercase().contains(&q))
-                .collect();
-            if col != Col::Rank || reverse {
-                rows.sort_by(|a, b| {
-                    let o = compare(col, a, b);
-                    if reverse {
-                        o.reverse()
-                    } else {
-                        o
-                    }
-                });
+    #[cfg(feature = "hydrate")]
+    {
+        if let Some(name) = storage().and_then(|s| s.get_item(PIN_KEY).ok().flatten()) {
+            pinned.set(Some(name));
+        }
+        let slug = StoredValue::new(board.with_untracked(|b| b.slug.clone()));
+        // Reads the page `a` of the server, keeping it only if it is still the one shown.
+        let load = move |a: Ask| {
+            if a.is_live_top() {
+                return;
             }
-            let start = if show_all.get() {
-                page.get() * per_page
-            } else {
-                0
+            leptos::task::spawn_local(async move {
+                if let Some(p) = fetch_page(a.url(&slug.get_value())).await {
+                    if ask.get_untracked() == a {
+                        served.set(Some((a, p)));
+                    }
+                }
+            });
+        };
+        let load_pinned = move || {
+            let Some(name) = pinned.get_untracked() else {
+                return pinned_row.set(None);
             };
-            let shown: Vec<(usize, DownloaderRow)> = rows
-                .iter()
-                .skip(start)
-                .take(per_page)
-                .map(|(r, d)| (*r, (*d).clone()))
-                .collect();
-            (rows.len(), shown)
+            if board.with_untracked(|b| b.downloaders.iter().any(|d| d.name == name)) {
+                return pinned_row.set(None);
+            }
+            let url = format!(
+                "/{}/downloaders.json?name={}&window={}",
+                slug.get_value(),
+                encode(&name),
+                board.with_untracked(|b| b.window.max(1))
+            );
+            leptos::task::spawn_local(async move {
+                if let Some(p) = fetch_page(url).await {
+                    if pinned.get_untracked().as_deref() == Some(name.as_str()) {
+                        pinned_row.set(p.rows.into_iter().next());
+                    }
+                }
+            });
+        };
+        Effect::new(move |_| load(ask.get()));
+        Effect::new(move |_| {
+            pinned.track();
+            load_pinned();
+        });
+        let ticker = set_interval_with_handle(
+            move || {
+                load(ask.get_untracked());
+                load_pinned();
+            },
+            std::time::Duration::from_millis(REFRESH_MS),
+        )
+        .ok();
+        on_cleanup(move || {
+            if let Some(t) = ticker {
+                t.clear();
+            }
+        });
+    }
+
+    // (rows matching, downloaders in all, this page's rows): the live top rows when they
+    // answer the page, else the server's last answer (kept while the next one loads).
+    let view_rows = Memo::new(move |_| {
+        let a = ask.get();
+        if a.is_live_top() {
+            return board.with(|b| {
+                let rows: Vec<RankedRow> = b
+                    .downloaders
+                    .iter()
+                    .take(TOP)
+                    .enumerate()
+                    .map(|(i, d)| RankedRow {
+                        rank: i as u64 + 1,
+                        row: d.clone(),
+                    })
+                    .collect();
+                let all = b.downloader_count.max(b.downloaders.len() as u64);
+                (all, all, rows)
+            });
+        }
+        served.with(|s| match s {
+            Some((_, p)) => (p.total, p.count, p.rows.clone()),
+            None => (0, 0, vec![]),
         })
     });
-    let pages = move || view_rows.with(|(n, _)| n.div_ceil(PAGE).max(1));
+    let pages = move || view_rows.with(|(n, _, _)| (*n as usize).div_ceil(PAGE).max(1));
 
     let pin = move |_| {
-        let q = query.get_untracked();
-        let name = board.with_untracked(|b| {
-            b.downloaders
-                .iter()
-                .find(|d| d.name == q)
+        let q = query.get_untracked().trim().to_string();
+        if q.is_empty() {
+            return;
+        }
+        let name = view_rows.with_untracked(|(_, _, rows)| {
+            rows.iter()
+                .find(|r| r.row.name == q)
                 .or_else(|| {
                     let q = q.to_lowercase();
-                    b.downloaders
-                        .iter()
-                        .find(|d| d.name.to_lowercase().contains(&q))
+                    rows.iter().find(|r| r.row.name.to_lowercase().contains(&q))
                 })
-                .map(|d| d.name.clone())
+                .map(|r| r.row.name.clone())
         });
-        if let Some(name) = name.filter(|_| !q.is_empty()) {
+        if let Some(name) = name {
             #[cfg(feature = "hydrate")]
             if let Some(s) = storage() {
                 let _ = s.set_item(PIN_KEY, &name);
@@ -134,19 +251,26 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
     };
     let pinned_summary = move || {
         let name = pinned.get()?;
-        board.with(|b| {
-            let (rank, d) = b
-                .downloaders
+        let live = board.with(|b| {
+            b.downloaders
                 .iter()
                 .enumerate()
-                .find(|(_, d)| d.name == name)?;
-            Some(format!(
-                "{name}: #{} · {} items · {}",
-                rank + 1,
-                thousands(d.items),
-                bytes(d.bytes)
-            ))
-        })
+                .find(|(_, d)| d.name == name)
+                .map(|(i, d)| (i as u64 + 1, d.items, d.bytes))
+        });
+        let (rank, items, size) = live.or_else(|| {
+            pinned_row.with(|r| {
+                r.as_ref()
+                    .filter(|r| r.row.name == name)
+                    .map(|r| (r.rank, r.row.items, r.row.bytes))
+            })
+        })?;
+        Some(format!(
+            "{name}: #{} · {} items · {}",
+            thousands(rank),
+            thousands(items),
+            bytes(size)
+        ))
     };
 
     let header = move |label: &'static str, col: Col, num: bool| {
@@ -225,13 +349,13 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                             let mine = pinned.get();
                             view_rows
                                 .get()
-                                .1
+                                .2
                                 .into_iter()
-                                .map(|(rank, d)| {
+                                .map(|RankedRow { rank, row: d }| {
                                     let is_pinned = mine.as_deref() == Some(d.name.as_str());
                                     view! {
                                         <tr class:pinned=is_pinned>
-                                            <td class="num">{rank + 1}</td>
+                                            <td class="num">{thousands(rank)}</td>
                                             <td class="name">{d.name}</td>
                                             <td class="num">{thousands(d.items)}</td>
                                             <td class="num">{bytes(d.bytes)}</td>
@@ -255,9 +379,18 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
             <div class="pager">
                 <span class="muted">
                     {move || {
-                        let n = view_rows.with(|(n, _)| *n);
-                        let shown = view_rows.with(|(_, r)| r.len());
-                        format!("{} of {} downloaders", thousands(shown as u64), thousands(n as u64))
+                        view_rows.with(|(n, all, rows)| {
+                            if n == all {
+                                format!("{} of {} downloaders", thousands(rows.len() as u64), thousands(*all))
+                            } else {
+                                format!(
+                                    "{} of {} matching, {} downloaders in all",
+                                    thousands(rows.len() as u64),
+                                    thousands(*n),
+                                    thousands(*all)
+                                )
+                            }
+                        })
                     }}
                 </span>
                 <Show when=move || show_all.get()>

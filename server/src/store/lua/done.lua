@@ -42,8 +42,9 @@
   Output: per report, flattened: 200, counted, duplicates, seq (0 when nothing counted)
                                  404, item (unknown item; nothing changed)
                                  403, 0 (byte domains differ; ip blocked, items released)
-  Events: per report that counts anything, one event JSON pushed on KEYS[15]; all of the
-  batch's events published as one message on KEYS[16], joined by ',' (parse as `[` .. `]`).
+  Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
+  downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
+  one message on KEYS[16], joined by ',' (parse as `[` .. `]`).
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -83,6 +84,24 @@ for r = 1, nrep do
   end
   a = at + nitems
   reps[r] = rep
+end
+
+-- Each reporting downloader's items and bytes before this batch (the events carry the totals).
+local dl_base_items, dl_base_bytes = {}, {}
+do
+  local whos, listed = {}, {}
+  for _, rep in ipairs(reps) do
+    if not listed[rep.who] then
+      listed[rep.who] = true
+      whos[#whos + 1] = rep.who
+    end
+  end
+  if #whos > 0 then
+    local i_raw, b_raw = bulk_read('ZMSCORE', dl_items, whos), bulk_read('ZMSCORE', dl_bytes, whos)
+    for i, who in ipairs(whos) do
+      dl_base_items[who], dl_base_bytes[who] = tonumber(i_raw[i]) or 0, tonumber(b_raw[i]) or 0
+    end
+  end
 end
 
 -- Phase 1: where each item is: 'out', 'done', 'failed', or (looked up per report) a queue part.
@@ -260,6 +279,8 @@ for _, rep in ipairs(reps) do
         .. ',"items":' .. cjson.encode(fresh) .. ',"bytes":' .. total_s
         .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
         .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(rep.ua)
+        .. string.format(',"dl_items":%d,"dl_bytes":%d', dl_base_items[who] + dl_add_items[who],
+          dl_base_bytes[who] + dl_add_bytes[who])
         .. string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo_now, out_now, done_items,
           failed_now)
     end

@@ -20,7 +20,7 @@
 
   Output: {title, seq, todo, out, done_items, done_bytes, {domain, bytes, ...},
            {downloader, items, bytes, last seen, version, ...}, {event JSON, ...}, failed,
-           {queue part, size, ...}, state, banner}
+           {queue part, size, ...}, state, banner, downloaders in all}
     -1  no such project
   Events: none.
 ]]
@@ -46,14 +46,22 @@ end
 
 local rows = {}
 local top = ndl == 0 and {} or rcall('ZREVRANGE', dl_items, 0, ndl < 0 and -1 or ndl - 1, 'WITHSCORES')
-for i = 1, #top, 2 do
-  rows[#rows + 1] = top[i]
-  rows[#rows + 1] = top[i + 1]
-  rows[#rows + 1] = rcall('ZSCORE', dl_bytes, top[i]) or '0'
-  rows[#rows + 1] = rcall('HGET', dl_seen, top[i]) or '0'
-  rows[#rows + 1] = rcall('HGET', dl_version, top[i]) or ''
+if #top > 0 then
+  local names = {}
+  for i = 1, #top, 2 do names[#names + 1] = top[i] end
+  local bytes = bulk_read('ZMSCORE', dl_bytes, names)
+  local seen = bulk_read('HMGET', dl_seen, names)
+  local version = bulk_read('HMGET', dl_version, names)
+  for i, name in ipairs(names) do
+    rows[#rows + 1] = name
+    rows[#rows + 1] = top[2 * i]
+    rows[#rows + 1] = bytes[i] or '0'
+    rows[#rows + 1] = seen[i] or '0'
+    rows[#rows + 1] = version[i] or ''
+  end
 end
 
 local recent = nrecent > 0 and rcall('LRANGE', history, 0, nrecent - 1) or {}
 return { m[1], rcall('GET', seq_key) or '0', todo, rcall('ZCARD', out), st[1] or '0', st[2] or '0',
-  rcall('HGETALL', domain_bytes), rows, recent, rcall('HLEN', failed), sizes, m[3] or 'active', m[4] or '' }
+  rcall('HGETALL', domain_bytes), rows, recent, rcall('HLEN', failed), sizes, m[3] or 'active', m[4] or '',
+  rcall('ZCARD', dl_items) }
