@@ -165,11 +165,14 @@ pub fn page_of(rows: &[DownloaderRow], query: &PageQuery) -> (u64, Vec<RankedRow
     (hits.len() as u64, page)
 }
 
+/// One read of every downloader: when, the server time it is as of, the rows.
+type Read = (Instant, u64, Arc<Vec<DownloaderRow>>);
+
 /// Recent reads of every downloader, by project and window, shared by the pages asked for
 /// within [`FRESH_FOR`].
 #[derive(Clone, Default)]
 pub struct DownloaderCache {
-    reads: Arc<Mutex<HashMap<(String, u64), (Instant, u64, Arc<Vec<DownloaderRow>>)>>>,
+    reads: Arc<Mutex<HashMap<(String, u64), Read>>>,
 }
 
 impl DownloaderCache {
@@ -204,10 +207,7 @@ impl DownloaderCache {
         Ok((now, rows))
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, u64), (Instant, u64, Arc<Vec<DownloaderRow>>)>>
-    {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Read>> {
         self.reads.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -134,16 +134,12 @@ impl Store {
     pub async fn all_downloaders(&self, slug: &str) -> StoreResult<Vec<DownloaderRow>> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
-        let (items, bytes, seen, versions): (
-            Vec<(String, f64)>,
-            Vec<(String, f64)>,
-            HashMap<String, u64>,
-            HashMap<String, String>,
-        ) = tokio::try_join!(
-            client.zrange(k.dl_items(), 0, -1, None, false, None, true),
-            client.zrange(k.dl_bytes(), 0, -1, None, false, None, true),
-            client.hgetall(k.dl_seen()),
-            client.hgetall(k.dl_version()),
+        type Scores = Vec<(String, f64)>;
+        let (items, bytes, seen, versions) = tokio::try_join!(
+            client.zrange::<Scores, _, _, _>(k.dl_items(), 0, -1, None, false, None, true),
+            client.zrange::<Scores, _, _, _>(k.dl_bytes(), 0, -1, None, false, None, true),
+            client.hgetall::<HashMap<String, u64>, _>(k.dl_seen()),
+            client.hgetall::<HashMap<String, String>, _>(k.dl_version()),
         )?;
         let bytes: HashMap<String, f64> = bytes.into_iter().collect();
         let mut versions = versions;
