@@ -21,7 +21,7 @@ tools-test:
 	@scripts/install-tools.sh test
 
 build:
-	cargo leptos build --release
+	cargo leptos build --release --split
 
 lint:
 	cargo fmt --all --check

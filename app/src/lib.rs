@@ -14,7 +14,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path, SsrMode,
+    path, Lazy, SsrMode,
 };
 use model::{ChartData, Leaderboard, ProjectSummary};
 
@@ -54,15 +54,50 @@ pub fn App() -> impl IntoView {
                     // Async: the whole page is in the first response, usable before the Wasm loads.
                     <Route path=path!("/") view=pages::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/:slug/") view=pages::LeaderboardPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin") view=pages::admin::AdminPage/>
-                    <Route path=path!("/admin/setup") view=pages::admin::SetupPage/>
-                    <Route path=path!("/admin/audit") view=pages::admin::AuditPage/>
-                    <Route path=path!("/admin/users") view=pages::admin::UsersPage/>
-                    <Route path=path!("/admin/p/:slug") view=pages::admin::ProjectAdminPage/>
+                    // The panel: split out of the main Wasm (`cargo leptos build --split`),
+                    // loaded only when an admin opens it.
+                    <Route path=path!("/admin") view={Lazy::<panel::Overview>::new()}/>
+                    <Route path=path!("/admin/setup") view={Lazy::<panel::Setup>::new()}/>
+                    <Route path=path!("/admin/audit") view={Lazy::<panel::Audit>::new()}/>
+                    <Route path=path!("/admin/users") view={Lazy::<panel::Users>::new()}/>
+                    <Route path=path!("/admin/p/:slug") view={Lazy::<panel::Project>::new()}/>
                 </Routes>
             </main>
         </Router>
     }
+}
+
+/// The admin panel's routes, each a lazily loaded view: in the browser its code is a separate
+/// Wasm chunk fetched when an admin page is opened, so volunteers never download it.
+mod panel {
+    use crate::pages::admin;
+    use leptos::prelude::*;
+    use leptos_router::{lazy_route, LazyRoute};
+
+    /// Declares `$route`, showing the component `$page`.
+    macro_rules! lazy_page {
+        ($route:ident, $page:ident) => {
+            #[doc = concat!("The route of [`admin::", stringify!($page), "`].")]
+            pub struct $route;
+
+            #[lazy_route]
+            impl LazyRoute for $route {
+                fn data() -> Self {
+                    Self
+                }
+
+                fn view(_this: Self) -> AnyView {
+                    admin::$page().into_any()
+                }
+            }
+        };
+    }
+
+    lazy_page!(Overview, AdminPage);
+    lazy_page!(Setup, SetupPage);
+    lazy_page!(Audit, AuditPage);
+    lazy_page!(Users, UsersPage);
+    lazy_page!(Project, ProjectAdminPage);
 }
 
 /// All projects, for the front page.

@@ -45,3 +45,18 @@ test('the project list links to the leaderboard', async ({ page, tracker }) => {
   await expect(page).toHaveURL(/\/listed\/$/);
   await expect(page.getByRole('heading', { name: 'Listed project' })).toBeVisible();
 });
+
+test('volunteers never download the admin panel: its code is a chunk fetched on /admin only', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'light', '--title', 'Light']);
+  const wasm: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('.wasm')) wasm.push(new URL(r.url()).pathname);
+  });
+  await page.goto(`${tracker.base}/light/`);
+  await expect(page.getByRole('status')).toHaveText('live');
+  expect(wasm).toEqual(['/pkg/tracker.wasm']);
+
+  await page.goto(`${tracker.base}/admin`);
+  await expect(page.getByRole('form', { name: 'Log in' })).toBeVisible();
+  expect(wasm.some((p) => /\/pkg\/split_.*overview.*\.wasm$/.test(p))).toBe(true);
+});

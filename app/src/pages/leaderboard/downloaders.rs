@@ -134,9 +134,12 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
 
     #[cfg(feature = "hydrate")]
     {
-        if let Some(name) = storage().and_then(|s| s.get_item(PIN_KEY).ok().flatten()) {
-            pinned.set(Some(name));
-        }
+        // After hydration: the server rendered the page without the browser's pin.
+        Effect::new(move |_| {
+            if let Some(name) = storage().and_then(|s| s.get_item(PIN_KEY).ok().flatten()) {
+                pinned.set(Some(name));
+            }
+        });
         let slug = StoredValue::new(board.with_untracked(|b| b.slug.clone()));
         // Reads the page `a` of the server, keeping it only if it is still the one shown.
         let load = move |a: Ask| {
@@ -404,7 +407,7 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                     <span>{move || format!("page {} of {}", page.get() + 1, pages())}</span>
                     <button
                         type="button"
-                        disabled=move || page.get() + 1 >= pages()
+                        disabled=move || { page.get() + 1 >= pages() }
                         on:click=move |_| page.update(|p| *p += 1)
                     >
                         "Next"
