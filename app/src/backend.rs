@@ -1,6 +1,6 @@
 //! The seam between the pages and the process: what server functions may ask of the backend.
 
-use crate::model::{ChartData, Leaderboard, ProjectSummary};
+use crate::model::{ChartData, Leaderboard, ProjectSummary, TrackerStats};
 use std::sync::Arc;
 
 /// Operations the pages need; implemented by the server on its Redis store.
@@ -11,12 +11,15 @@ pub trait Backend: Send + Sync + 'static {
     /// One project's leaderboard page data with downloader sums over the last `window`
     /// minutes, or `None` when there is no such project.
     async fn leaderboard(&self, slug: &str, window: u64) -> Result<Option<Leaderboard>, String>;
-    /// Items and bytes per downloader over the last `window` minutes.
+    /// Items and bytes over the last `window` minutes of each of the top downloaders (those a
+    /// page's snapshot holds) that did something in it.
     async fn downloader_window(
         &self,
         slug: &str,
         window: u64,
     ) -> Result<Vec<(String, u64, u64)>, String>;
+    /// The project's tracker statistics of the last hour (zeros for an unknown project).
+    async fn tracker_figures(&self, slug: &str) -> Result<TrackerStats, String>;
     /// The project's charts, or `None` when there is no such project.
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String>;
 }

@@ -140,6 +140,16 @@ pub async fn get_downloader_window(
         .map_err(ServerFnError::new)
 }
 
+/// One project's tracker statistics of the last hour.
+#[server]
+pub async fn get_tracker_figures(slug: String) -> Result<model::TrackerStats, ServerFnError> {
+    let backend = expect_context::<backend::SharedBackend>();
+    backend
+        .tracker_figures(&slug)
+        .await
+        .map_err(ServerFnError::new)
+}
+
 /// One project's charts; `None` when there is no such project.
 #[server]
 pub async fn get_charts(slug: String) -> Result<Option<ChartData>, ServerFnError> {

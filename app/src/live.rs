@@ -20,7 +20,7 @@ const FIRST_BACKOFF_MS: u32 = 250;
 const MAX_BACKOFF_MS: u32 = 10_000;
 /// How often the page's clock moves on without events (rates decay, ages grow).
 const TICK: Duration = Duration::from_secs(10);
-/// Ticks between re-reads of the downloaders' window sums.
+/// Ticks between re-reads of the downloaders' window sums and the tracker statistics.
 const REFRESH_TICKS: u32 = 6;
 
 /// Keeps `board` and `charts` current from `/SLUG/ws`; `online` tells whether the socket is open
@@ -45,13 +45,17 @@ pub fn watch(
             let now = js_sys::Date::now() as u64;
             board.update(|b| b.now = b.now.max(now));
             // Window sums only grow with events; re-read them now and then so that old
-            // completions leave the window.
+            // completions leave the window, with the tracker statistics.
             ticks.set(ticks.get() + 1);
             if ticks.get().is_multiple_of(REFRESH_TICKS) {
                 let (slug, window) = board.with_untracked(|b| (b.slug.clone(), b.window));
                 leptos::task::spawn_local(async move {
-                    if let Ok(sums) = crate::get_downloader_window(slug, window).await {
+                    if let Ok(sums) = crate::get_downloader_window(slug.clone(), window).await {
                         board.update(|b| b.set_window_sums(window, sums));
+                    }
+                    // The tracker statistics are per-minute figures: re-read them as well.
+                    if let Ok(figures) = crate::get_tracker_figures(slug).await {
+                        board.update(|b| b.tracker = figures);
                     }
                 });
             }

@@ -136,10 +136,25 @@ impl Backend for Store {
         if !store::valid_slug(slug) {
             return Ok(vec![]);
         }
-        let sums = Store::downloader_window(self, slug, store::now_ms(), window)
+        let (sums, top) = tokio::try_join!(
+            Store::downloader_window(self, slug, store::now_ms(), window),
+            self.top_downloader_names(slug, store::PAGE_DOWNLOADERS),
+        )
+        .map_err(|e| read_failed(e, "downloader window", slug))?;
+        // Only the rows the page holds: with thousands of downloaders the rest would be waste.
+        Ok(top
+            .into_iter()
+            .filter_map(|d| sums.get(&d).map(|&(i, b)| (d, i, b)))
+            .collect())
+    }
+
+    async fn tracker_figures(&self, slug: &str) -> Result<app::model::TrackerStats, String> {
+        if !store::valid_slug(slug) {
+            return Ok(Default::default());
+        }
+        Store::tracker_figures(self, slug, store::now_ms())
             .await
-            .map_err(|e| read_failed(e, "downloader window", slug))?;
-        Ok(sums.into_iter().map(|(d, (i, b))| (d, i, b)).collect())
+            .map_err(|e| read_failed(e, "tracker statistics", slug))
     }
 
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String> {

@@ -5,8 +5,8 @@
 use super::{stats::tracker_stats, Store, StoreError, StoreResult};
 use crate::keys::HISTORY_LEN;
 use app::model::{
-    Counts, DoneEvent, DownloaderRow, Leaderboard, MinuteCount, ProjectSummary, Rate, RECENT_LEN,
-    TOP_DOWNLOADERS,
+    Counts, DoneEvent, DownloaderRow, Leaderboard, MinuteCount, ProjectSummary, Rate, TrackerStats,
+    RECENT_LEN, TOP_DOWNLOADERS,
 };
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -73,10 +73,9 @@ impl Store {
         };
         let raw = self.minutes(slug, now_ms, PAGE_MINUTES).await?;
         board.minutes = counts_of(&raw);
-        let layers = self.bloom_layers(slug).await?;
-        let (unique_dl, _) = self.unique_contributors(slug, now_ms).await?;
-        let last_hour = &raw[raw.len().saturating_sub(60)..];
-        board.tracker = tracker_stats(last_hour, &layers, unique_dl);
+        board.tracker = self
+            .figures_of(slug, &raw[raw.len().saturating_sub(60)..], now_ms)
+            .await?;
         let sums = self.downloader_window(slug, now_ms, window).await?;
         for row in &mut board.downloaders {
             if let Some(&(items, bytes)) = sums.get(&row.name) {
@@ -88,6 +87,31 @@ impl Store {
         board.window = window;
         board.now = now_ms;
         Ok(Some(board))
+    }
+
+    /// The names of the `n` downloaders with the most items, most first.
+    pub async fn top_downloader_names(&self, slug: &str, n: i64) -> StoreResult<Vec<String>> {
+        let key = self.keys.project(slug).dl_items();
+        Ok(self.pool.next().zrevrange(key, 0, n - 1, false).await?)
+    }
+
+    /// The tracker statistics of `slug` over the hour up to `now_ms`.
+    pub async fn tracker_figures(&self, slug: &str, now_ms: u64) -> StoreResult<TrackerStats> {
+        let last_hour = self.minutes(slug, now_ms, 60).await?;
+        self.figures_of(slug, &last_hour, now_ms).await
+    }
+
+    /// The tracker statistics from `last_hour`'s per-minute counters, the backfeed filter and
+    /// the unique contributors.
+    async fn figures_of(
+        &self,
+        slug: &str,
+        last_hour: &[super::stats::Minute],
+        now_ms: u64,
+    ) -> StoreResult<TrackerStats> {
+        let layers = self.bloom_layers(slug).await?;
+        let (unique_dl, _) = self.unique_contributors(slug, now_ms).await?;
+        Ok(tracker_stats(last_hour, &layers, unique_dl))
     }
 
     /// Items and bytes per downloader over the `minutes` minutes up to `now_ms`, from the

@@ -171,6 +171,26 @@ async fn a_completion_carries_the_downloaders_totals_so_a_climber_enters_the_top
     assert!(board.apply(&events[0]));
     assert_eq!(board.downloaders[0].name, "dl00000");
     assert_eq!(board.downloaders[0].items, MANY + 13);
+
+    // The page's minute re-read of window sums covers its top rows only, not everyone active.
+    app.store
+        .add_items("big", "todo", &["x4".to_string()])
+        .await
+        .unwrap();
+    let item = app.claim("big", "dl49999").await;
+    app.done("big", "dl49999", &item, 5).await;
+    let mut sums = app::backend::Backend::downloader_window(&app.store, "big", 5)
+        .await
+        .unwrap();
+    sums.sort();
+    assert_eq!(
+        sums,
+        vec![
+            ("dl00000".to_string(), 2, 10),
+            ("dl49999".to_string(), 1, 5)
+        ],
+        "newcomer is active but not a top row"
+    );
     // (`tracker check` would count the injected totals as a broken invariant: not run here.)
 }
 

@@ -72,6 +72,10 @@ async fn board_page_tracker_figures_match_tracker_stats_json() {
         json["unique_downloaders_30d"].as_u64(),
         Some(b.tracker.unique_downloaders_30d)
     );
+    // What the live page re-reads every minute is the page data's figures.
+    let live = app.store.tracker_figures("p1", now_ms()).await.unwrap();
+    assert_eq!(live, b.tracker);
+    assert_eq!(live.unique_downloaders_30d, 1);
 }
 
 #[tokio::test]
