@@ -58,6 +58,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/setup") view=pages::admin::SetupPage/>
                     <Route path=path!("/admin/audit") view=pages::admin::AuditPage/>
                     <Route path=path!("/admin/users") view=pages::admin::UsersPage/>
+                    <Route path=path!("/admin/blocks") view=pages::admin::BlocksPage/>
+                    <Route path=path!("/admin/warrior") view=pages::admin::WarriorPage/>
+                    <Route path=path!("/admin/tokens") view=pages::admin::TokensPage/>
                     <Route path=path!("/admin/p/:slug") view=pages::admin::ProjectAdminPage/>
                 </Routes>
             </main>

@@ -10,8 +10,11 @@
 //! | [`claims`] | claims by downloader, release by filter, failed items |
 //! | [`people`] | accounts, block lists, the audit log |
 //! | [`logs`] | the completion log as streamed NDJSON |
+//! | [`archive`] | archiving the completion log to gzip NDJSON files, listed and downloadable |
+//! | [`tokens`] | per-account API tokens for scripts |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
 
+pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
@@ -19,6 +22,7 @@ pub mod items;
 pub mod logs;
 pub mod people;
 pub mod projects;
+pub mod tokens;
 pub mod warrior;
 
 use crate::{store::Store, AppState};
@@ -56,11 +60,19 @@ pub fn router(state: &AppState) -> Router<AppState> {
         )
         .route("/audit", get(people::list_audit))
         .route(
+            "/tokens",
+            get(tokens::list_tokens).post(tokens::create_token),
+        )
+        .route("/tokens/{id}", delete(tokens::revoke_token))
+        .route(
             "/warrior/projects",
             get(warrior::show_list).put(warrior::save_list),
         )
         .route("/warrior/restore", post(warrior::restore_list))
         .route("/{slug}/log", get(logs::download_log))
+        .route("/{slug}/log/archive", post(archive::archive_log))
+        .route("/{slug}/archives", get(archive::list_archives))
+        .route("/{slug}/archives/{name}", get(archive::download_archive))
         .route("/{slug}", delete(projects::destroy_project))
         .route(
             "/{slug}/settings",
@@ -81,7 +93,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             "/{slug}/failed",
             get(claims::list_failed).post(claims::resolve_failed),
         )
-        .layer(middleware::from_fn_with_state(state.clone(), csrf::guard));
+        .layer(middleware::from_fn(csrf::guard));
     Router::new()
         .nest("/admin/api", api)
         .layer(session_layer(&state.store, state.secure_cookies))

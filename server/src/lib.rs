@@ -52,6 +52,8 @@ pub struct AppState {
     pub admin_token: Option<String>,
     /// Mark the admin session cookie `Secure` (served over HTTPS).
     pub secure_cookies: bool,
+    /// Where completion log archives are written (a directory per project).
+    pub archive_dir: std::path::PathBuf,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -84,6 +86,7 @@ impl AppState {
             trust_proxy: false,
             admin_token: None,
             secure_cookies: false,
+            archive_dir: "data/archive".into(),
         })
     }
 }

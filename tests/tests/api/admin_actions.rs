@@ -149,7 +149,7 @@ async fn scripts_add_items_with_the_api_token() {
             "z\n",
         )
         .await;
-    assert_eq!(r.status, 403, "no session, no token: refused ({})", r.body);
+    assert_eq!(r.status, 401, "no session, no token: refused ({})", r.body);
     assert_eq!(todo(&app).await, 2);
 }
 
