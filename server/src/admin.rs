@@ -5,7 +5,8 @@
 //! |---|---|
 //! | [`auth`] | who is calling: sessions, the API token, roles; login, logout, first-run setup |
 //! | [`csrf`] | the CSRF and Origin guard of every state-changing request |
-//! | [`projects`] | overview, settings, creating and destroying projects |
+//! | [`projects`] | overview, upload targets, backfeed key, creating and destroying projects |
+//! | [`settings`] | a project's settings, description and admins |
 //! | [`items`] | queues, adding items (streamed), moving, clearing |
 //! | [`claims`] | claims by downloader, release by filter, failed items |
 //! | [`people`] | accounts, block lists, the audit log |
@@ -22,6 +23,7 @@ pub mod items;
 pub mod logs;
 pub mod people;
 pub mod projects;
+pub mod settings;
 pub mod tokens;
 pub mod warrior;
 
@@ -76,7 +78,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/{slug}", delete(projects::destroy_project))
         .route(
             "/{slug}/settings",
-            get(projects::show_settings).put(projects::save_settings),
+            get(settings::show_settings).put(settings::save_settings),
         )
         .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
         .route("/{slug}/targets", post(projects::change_target))

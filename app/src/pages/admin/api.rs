@@ -22,7 +22,8 @@ pub enum Body {
 pub type FileBody = send_wrapper::SendWrapper<web_sys::File>;
 /// A file picked in the page (in the browser; nothing on the server).
 #[cfg(not(feature = "hydrate"))]
-pub type FileBody = ();
+#[derive(Clone)]
+pub struct FileBody;
 
 /// `method` `path` with `body`; the JSON answer (`null` when empty), or the server's reason.
 #[cfg(feature = "hydrate")]
