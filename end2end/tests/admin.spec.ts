@@ -79,7 +79,7 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   await expect(page.getByRole('form', { name: 'Settings' }).getByLabel('Title', { exact: true })).toHaveAttribute('readonly', '');
   for (const path of ['/admin/blocks', '/admin/warrior']) {
     await page.goto(`${tracker.base}${path}`);
-    await expect(page.getByRole('link', { name: 'Projects' })).toBeVisible();
+    await expect(page.getByRole('link', { name: 'Projects', exact: true })).toBeVisible();
     await expect(page.getByRole('button')).toHaveText(['Log out']);
   }
   const status = await page.evaluate(async () => {

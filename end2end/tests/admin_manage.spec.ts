@@ -134,9 +134,11 @@ test('the Warrior list is edited with a preview and an earlier version restored'
   expect(await preview.innerHTML()).not.toContain('script');
   await page.getByRole('button', { name: 'Save list' }).click();
   await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Saved.');
+  const versions = page.getByRole('table', { name: 'Versions' });
+  // The page reloads the list after a save: wait for it before typing again.
+  await expect(versions.getByRole('row')).toHaveCount(2);
   await editor.fill(doc('second', '2030-01-01T00:00:00Z'));
   await page.getByRole('button', { name: 'Save list' }).click();
-  const versions = page.getByRole('table', { name: 'Versions' });
   await expect(versions.getByRole('row')).toHaveCount(3);
   expect((await (await fetch(`${tracker.base}/projects.json`)).json()).projects[0].name).toBe('second');
 

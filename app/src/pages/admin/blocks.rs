@@ -92,6 +92,7 @@ fn Blocks(session: Value, project: String) -> impl IntoView {
         );
         value.set(String::new());
         reason.set(String::new());
+        hours.set(String::new());
     };
     let may_change_add = may_change.clone();
     view! {
