@@ -122,7 +122,7 @@ fn AddItems(slug: String, bulk: Bulk) -> impl IntoView {
             let body = BodyKind::File(send_wrapper::SendWrapper::new(file));
             bulk.preview(path, body, move |c| {
                 format!(
-                    "Add the file's {} items to {}? Items the project already knows are skipped.",
+                    "Add the file's {} new items to {}?",
                     thousands(c),
                     queue.get_untracked()
                 )
@@ -135,7 +135,7 @@ fn AddItems(slug: String, bulk: Bulk) -> impl IntoView {
         <section class="card" aria-label="Add items">
             <h2>"Add items"</h2>
             {queue_select(queue, "Queue")}
-            <p class="muted">"Items the project already knows (waiting, claimed, done or failed) are always skipped: an item is in one state only. The preview counts the lines; the result says how many were new."</p>
+            <p class="muted">"Items the project already knows (waiting, claimed, done or failed) are always skipped: an item is in one state only. The preview counts the new ones."</p>
             <div class="grid2">
                 <div>
                     <label>"Items, one a line" <textarea rows="6" bind:value=items></textarea></label>
