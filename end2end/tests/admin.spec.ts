@@ -77,11 +77,6 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   await expect(page.getByRole('button')).toHaveText(['Log out']);
   await expect(page.getByLabel('Items, one a line')).toHaveCount(0);
   await expect(page.getByRole('form', { name: 'Settings' }).getByLabel('Title', { exact: true })).toHaveAttribute('readonly', '');
-  for (const path of ['/admin/blocks', '/admin/warrior']) {
-    await page.goto(`${tracker.base}${path}`);
-    await expect(page.getByRole('link', { name: 'Projects', exact: true })).toBeVisible();
-    await expect(page.getByRole('button')).toHaveText(['Log out']);
-  }
   const status = await page.evaluate(async () => {
     const session = await (await fetch('/admin/api/session')).json();
     const r = await fetch('/admin/api/demo/release', {
@@ -93,6 +88,11 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   });
   expect(status).toBe(403);
   await expect(page.getByRole('region', { name: 'Queues' }).getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
+  for (const path of ['/admin/blocks', '/admin/warrior']) {
+    await page.goto(`${tracker.base}${path}`);
+    await expect(page.getByRole('link', { name: 'Projects', exact: true })).toBeVisible();
+    await expect(page.getByRole('button')).toHaveText(['Log out']);
+  }
 });
 
 test('a global admin creates and deletes an account on the accounts page', async ({ page, tracker }) => {
