@@ -88,7 +88,7 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   });
   expect(status).toBe(403);
   await expect(page.getByRole('region', { name: 'Queues' }).getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
-  for (const path of ['/admin/blocks', '/admin/warrior']) {
+  for (const path of ['/admin/blocks', '/admin/warrior', '/admin/tokens']) {
     await page.goto(`${tracker.base}${path}`);
     await expect(page.getByRole('link', { name: 'Projects', exact: true })).toBeVisible();
     await expect(page.getByRole('button')).toHaveText(['Log out']);

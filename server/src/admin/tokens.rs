@@ -1,11 +1,12 @@
 //! API tokens of the logged-in account, for scripts (`Authorization: Bearer SECRET`): listed,
 //! created (the secret shown once, stored as its SHA-256) and revoked. Managing tokens needs a
-//! session, so a leaked token cannot mint more.
+//! session, so a leaked token cannot mint more; read-only accounts make none (they change
+//! nothing, tokens included), and a token of an account made read-only later only reads.
 
 use super::auth::Caller;
 use crate::{
     api::{ApiError, ApiResult},
-    store::{now_ms, token_hash, ApiToken},
+    store::{now_ms, token_hash, ApiToken, Role},
     AppState,
 };
 use axum::{
@@ -61,6 +62,9 @@ pub async fn create_token(
     Json(req): Json<NewToken>,
 ) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
     needs_session(&caller)?;
+    if caller.role == Role::ReadOnly {
+        return Err(ApiError::forbidden("Read-only account."));
+    }
     let name = req.name.trim();
     if name.is_empty() || name.chars().count() > 64 {
         return Err(ApiError::bad_request(

@@ -86,12 +86,17 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
         id.as_str()
     );
 
-    // A read-only account's token reads but changes nothing.
+    // Read-only accounts make no tokens; a token of an account made read-only later only reads.
     let mut ro = Panel::logged_in(&app, "ro").await;
     let r = ro
         .post("/admin/api/tokens", serde_json::json!({"name": "look"}))
         .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = p
+        .post("/admin/api/tokens", serde_json::json!({"name": "later"}))
+        .await;
     let secret = json(&r)["secret"].as_str().unwrap().to_string();
+    account_role(&app, "pat", Role::ReadOnly).await;
     let r = with_token(&app, &secret, "/admin/api/p1/items", "z\n").await;
     assert_eq!(r.status, 403, "{}", r.body);
     let r = app
@@ -102,6 +107,14 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(app.counts("p1").await.todo, 2);
+}
+
+/// Gives account `name` role `role`.
+async fn account_role(app: &TestApp, name: &str, role: Role) {
+    let mut a = app.store.account(name).await.unwrap().unwrap();
+    a.role = role;
+    app.store.save_account(&a).await.unwrap();
 }
 
 #[tokio::test]

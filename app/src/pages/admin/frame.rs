@@ -6,14 +6,23 @@ use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
 use serde_json::{json, Value};
 
-/// The panel's pages in the navigation: (path, label, global admins only).
-const PAGES: [(&str, &str, bool); 6] = [
-    ("/admin", "Projects", false),
-    ("/admin/blocks", "Blocks", false),
-    ("/admin/warrior", "Warrior list", false),
-    ("/admin/users", "Accounts", true),
-    ("/admin/audit", "Audit log", false),
-    ("/admin/tokens", "API tokens", false),
+/// Who sees a page in the navigation.
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    Everyone,
+    /// Accounts that change things (not read-only).
+    Actors,
+    Global,
+}
+
+/// The panel's pages in the navigation: (path, label, who sees it).
+const PAGES: [(&str, &str, Who); 6] = [
+    ("/admin", "Projects", Who::Everyone),
+    ("/admin/blocks", "Blocks", Who::Everyone),
+    ("/admin/warrior", "Warrior list", Who::Everyone),
+    ("/admin/users", "Accounts", Who::Global),
+    ("/admin/audit", "Audit log", Who::Everyone),
+    ("/admin/tokens", "API tokens", Who::Actors),
 ];
 
 /// A panel page titled `title`: navigation and `content(session)` for a logged-in account,
@@ -55,6 +64,12 @@ where
 fn Nav(session: Value, current: &'static str) -> impl IntoView {
     let csrf = session["csrf"].as_str().unwrap_or_default().to_string();
     let global = api::is_global(&session);
+    let actor = global || session["role"].as_str() == Some("project");
+    let shown = move |who: Who| match who {
+        Who::Everyone => true,
+        Who::Actors => actor,
+        Who::Global => global,
+    };
     let log_out = move |_| {
         let csrf = csrf.clone();
         spawn_local(async move {
@@ -73,7 +88,7 @@ fn Nav(session: Value, current: &'static str) -> impl IntoView {
     view! {
         <nav class="admin-nav" aria-label="Admin">
             <ul>
-                {PAGES.iter().filter(|p| global || !p.2).map(|(href, label, _)| {
+                {PAGES.iter().filter(|p| shown(p.2)).map(|(href, label, _)| {
                     let here = *href == current;
                     view! { <li><a href=*href aria-current=here.then_some("page")>{*label}</a></li> }
                 }).collect_view()}

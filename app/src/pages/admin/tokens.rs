@@ -52,6 +52,7 @@ fn Tokens(session: Value) -> impl IntoView {
         .as_str()
         .unwrap_or_default()
         .replace('_', "-");
+    let can = role != "read-only";
     view! {
         <p class="muted">{format!("Tokens act as you ({role}). Scripts send them as ")}
             <code>"Authorization: Bearer TOKEN"</code>", e.g. "
@@ -87,7 +88,7 @@ fn Tokens(session: Value) -> impl IntoView {
                                             <td>{label.clone()}</td>
                                             <td class="mono">{id}</td>
                                             <td>{api::when(n(&t["t"]))}</td>
-                                            <td><button on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button></td>
+                                            <td>{can.then(|| view! { <button on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button> })}</td>
                                         </tr>
                                     }
                                 }).collect_view()}
@@ -97,10 +98,16 @@ fn Tokens(session: Value) -> impl IntoView {
                 })}
             </Suspense>
         </section>
-        <form class="card admin-form" on:submit=create aria-label="New token">
-            <h2>"New token"</h2>
-            <label>"What it is for" <input bind:value=name required maxlength="64"/></label>
-            <button type="submit">"Create token"</button>
-        </form>
+        {if can {
+            view! {
+                <form class="card admin-form" on:submit=create aria-label="New token">
+                    <h2>"New token"</h2>
+                    <label>"What it is for" <input bind:value=name required maxlength="64"/></label>
+                    <button type="submit">"Create token"</button>
+                </form>
+            }.into_any()
+        } else {
+            view! { <p class="muted">"Read-only accounts make no tokens."</p> }.into_any()
+        }}
     }
 }
