@@ -219,3 +219,24 @@ test('an API token is shown once, adds items from a script, and stops when revok
   await expect(page.getByText('No tokens.')).toBeVisible();
   expect((await post()).status).toBe(401);
 });
+
+test('the completion log is archived to a file listed for download', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'a\nb\nc\n');
+  for (let i = 0; i < 3; i++) await tracker.done('demo', 'alice', await tracker.claim('demo', 'alice'), 10);
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const log = page.getByRole('region', { name: 'Completion log' });
+  await expect(log.getByRole('link', { name: 'Download NDJSON' })).toHaveAttribute('href', '/admin/api/demo/log');
+  await expect(log).toContainText('No archives.');
+  await log.getByLabel('Archive entries up to').fill('2099-01-01T00:00');
+  await log.getByRole('button', { name: 'Preview archive' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Archive 3 log entries');
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 3 items.');
+  const file = log.getByRole('table', { name: 'Archives' }).getByRole('link');
+  await expect(file).toHaveText(/^demo-\d+-\d+\.ndjson\.gz$/);
+  const left = await page.evaluate(async () => (await fetch('/admin/api/demo/log')).text());
+  expect(left).toBe('');
+});
