@@ -157,7 +157,8 @@ pub struct Confirm {
     pub confirm: String,
 }
 
-/// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item.
+/// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item,
+/// and takes it off its project admins' lists. Log archives on disk stay.
 pub async fn destroy_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -170,8 +171,16 @@ pub async fn destroy_project(
         return Err(ApiError::bad_request("Type the project's slug to confirm."));
     }
     let keys = state.store.destroy_project(&slug).await?;
+    // A project made later under the same slug must not inherit these admins.
+    let unlisted = super::settings::set_project_admins(&state, &slug, &[]).await?;
     caller
-        .record(&state, "project.destroy", &slug, keys, "")
+        .record(
+            &state,
+            "project.destroy",
+            &slug,
+            keys,
+            format!("admins removed: {}", unlisted.join(",")),
+        )
         .await?;
     Ok(Json(serde_json::json!({ "keys": keys })))
 }

@@ -95,7 +95,7 @@ async fn check_admins(state: &AppState, wanted: &[String]) -> ApiResult<Vec<Stri
 
 /// Makes `wanted` (checked names) exactly the project-admin accounts of `slug`; the names of
 /// the accounts changed.
-async fn set_project_admins(
+pub(super) async fn set_project_admins(
     state: &AppState,
     slug: &str,
     wanted: &[String],
