@@ -60,6 +60,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/setup") view={Lazy::<panel::Setup>::new()}/>
                     <Route path=path!("/admin/audit") view={Lazy::<panel::Audit>::new()}/>
                     <Route path=path!("/admin/users") view={Lazy::<panel::Users>::new()}/>
+                    <Route path=path!("/admin/blocks") view={Lazy::<panel::Blocks>::new()}/>
+                    <Route path=path!("/admin/warrior") view={Lazy::<panel::Warrior>::new()}/>
+                    <Route path=path!("/admin/tokens") view={Lazy::<panel::Tokens>::new()}/>
                     <Route path=path!("/admin/p/:slug") view={Lazy::<panel::Project>::new()}/>
                 </Routes>
             </main>
@@ -97,6 +100,9 @@ mod panel {
     lazy_page!(Setup, SetupPage);
     lazy_page!(Audit, AuditPage);
     lazy_page!(Users, UsersPage);
+    lazy_page!(Blocks, BlocksPage);
+    lazy_page!(Warrior, WarriorPage);
+    lazy_page!(Tokens, TokensPage);
     lazy_page!(Project, ProjectAdminPage);
 }
 

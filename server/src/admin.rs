@@ -5,13 +5,17 @@
 //! |---|---|
 //! | [`auth`] | who is calling: sessions, the API token, roles; login, logout, first-run setup |
 //! | [`csrf`] | the CSRF and Origin guard of every state-changing request |
-//! | [`projects`] | overview, settings, creating and destroying projects |
+//! | [`projects`] | overview, upload targets, backfeed key, creating and destroying projects |
+//! | [`settings`] | a project's settings, description and admins |
 //! | [`items`] | queues, adding items (streamed), moving, clearing |
 //! | [`claims`] | claims by downloader, release by filter, failed items |
 //! | [`people`] | accounts, block lists, the audit log |
 //! | [`logs`] | the completion log as streamed NDJSON |
+//! | [`archive`] | archiving the completion log to gzip NDJSON files, listed and downloadable |
+//! | [`tokens`] | per-account API tokens for scripts |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
 
+pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
@@ -19,6 +23,8 @@ pub mod items;
 pub mod logs;
 pub mod people;
 pub mod projects;
+pub mod settings;
+pub mod tokens;
 pub mod warrior;
 
 use crate::{store::Store, AppState};
@@ -56,15 +62,23 @@ pub fn router(state: &AppState) -> Router<AppState> {
         )
         .route("/audit", get(people::list_audit))
         .route(
+            "/tokens",
+            get(tokens::list_tokens).post(tokens::create_token),
+        )
+        .route("/tokens/{id}", delete(tokens::revoke_token))
+        .route(
             "/warrior/projects",
             get(warrior::show_list).put(warrior::save_list),
         )
         .route("/warrior/restore", post(warrior::restore_list))
         .route("/{slug}/log", get(logs::download_log))
+        .route("/{slug}/log/archive", post(archive::archive_log))
+        .route("/{slug}/archives", get(archive::list_archives))
+        .route("/{slug}/archives/{name}", get(archive::download_archive))
         .route("/{slug}", delete(projects::destroy_project))
         .route(
             "/{slug}/settings",
-            get(projects::show_settings).put(projects::save_settings),
+            get(settings::show_settings).put(settings::save_settings),
         )
         .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
         .route("/{slug}/targets", post(projects::change_target))
@@ -81,7 +95,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             "/{slug}/failed",
             get(claims::list_failed).post(claims::resolve_failed),
         )
-        .layer(middleware::from_fn_with_state(state.clone(), csrf::guard));
+        .layer(middleware::from_fn(csrf::guard));
     Router::new()
         .nest("/admin/api", api)
         .layer(session_layer(&state.store, state.secure_cookies))

@@ -34,15 +34,36 @@ pub struct ServeArgs {
     /// item, item history.
     #[arg(long, env = "TRACKER_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// Mark the admin session cookie `Secure` (set when the panel is served over HTTPS).
+    /// Mark the admin session cookie `Secure` (set when the panel is served over HTTPS; on
+    /// anyway when the public URL is https://).
     #[arg(long, env = "TRACKER_SECURE_COOKIES")]
     pub secure_cookies: bool,
     /// The public base URL printed in the first-run setup link (default: http://LISTEN).
     #[arg(long, env = "TRACKER_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Directory of completion log archives (default: `archive` under the data directory).
+    #[arg(long, env = "TRACKER_ARCHIVE_DIR")]
+    pub archive_dir: Option<PathBuf>,
 }
 
 impl ServeArgs {
+    /// Whether the session cookie is `Secure`: asked for, or implied by an `https://` public URL
+    /// (a browser would not send a `Secure` cookie over plain HTTP, so it is not forced otherwise).
+    pub fn secure_cookies(&self) -> bool {
+        self.secure_cookies
+            || self
+                .public_url
+                .as_deref()
+                .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
+    }
+
+    /// The archive directory: as set, or `archive` under `data_dir`.
+    pub fn archive_dir(&self, data_dir: &std::path::Path) -> PathBuf {
+        self.archive_dir
+            .clone()
+            .unwrap_or_else(|| data_dir.join("archive"))
+    }
+
     /// The site root to serve `/pkg` from.
     pub fn site_root(&self) -> PathBuf {
         if let Some(root) = &self.site_root {
@@ -53,5 +74,29 @@ impl ServeArgs {
             .and_then(|exe| Some(exe.parent()?.parent()?.join("site")))
             .filter(|p| p.join("pkg").is_dir())
             .unwrap_or_else(|| PathBuf::from("target/site"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[test]
+    fn an_https_public_url_makes_the_cookie_secure() {
+        let args = |a: &[&str]| ServeArgs::parse_from([&["serve"], a].concat());
+        assert!(!args(&[]).secure_cookies());
+        assert!(args(&["--secure-cookies"]).secure_cookies());
+        assert!(args(&["--public-url", "HTTPS://tracker.example"]).secure_cookies());
+        assert!(!args(&["--public-url", "http://tracker.example"]).secure_cookies());
+    }
+
+    #[test]
+    fn archives_default_to_the_data_dir() {
+        let a = ServeArgs::parse_from(["serve"]);
+        assert_eq!(
+            a.archive_dir(std::path::Path::new("/d")),
+            PathBuf::from("/d/archive")
+        );
     }
 }

@@ -47,6 +47,9 @@
 //! ns:admin:fail:ip:<ip>        string  failed logins from an IP (expires)             (global)
 //! ns:admin:fail:user:<name>    string  failed logins of a name (expires)              (global)
 //! ns:admin:audit               list    admin actions (JSON), newest first, capped     (global)
+//! ns:admin:token:<sha256>      hash    API token (by the SHA-256 of its secret): user, id,
+//!                                      name, t                                       (global)
+//! ns:admin:tokens:<name>       hash    an account's tokens: id -> JSON {hash, name, t} (global)
 //! ns:warrior:projects          string  the Warrior HQ project list (projects.json) (global)
 //! ns:warrior:projects:versions list    earlier project lists, newest first, last 20 (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
@@ -123,6 +126,16 @@ impl Keys {
     /// The audit log.
     pub fn admin_audit(&self) -> String {
         format!("{}:admin:audit", self.ns)
+    }
+
+    /// An API token, by the hex SHA-256 of its secret.
+    pub fn admin_token(&self, hash: &str) -> String {
+        format!("{}:admin:token:{hash}", self.ns)
+    }
+
+    /// The API tokens of account `name`.
+    pub fn admin_tokens(&self, name: &str) -> String {
+        format!("{}:admin:tokens:{name}", self.ns)
     }
 
     /// The Warrior HQ project list (`projects.json`).

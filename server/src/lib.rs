@@ -54,6 +54,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Recent reads of every downloader, for `downloaders.json`.
     pub downloaders: api::downloaders::DownloaderCache,
+    /// Where completion log archives are written (a directory per project).
+    pub archive_dir: std::path::PathBuf,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -87,6 +89,7 @@ impl AppState {
             admin_token: None,
             secure_cookies: false,
             downloaders: Default::default(),
+            archive_dir: "data/archive".into(),
         })
     }
 }

@@ -34,7 +34,10 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
         .command
         .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from(["serve"])));
     let result = match command {
-        Command::Serve(serve) => run_server(&url, &args.redis.namespace, serve).await,
+        Command::Serve(serve) => {
+            let archive_dir = serve.archive_dir(&args.redis.data_dir);
+            run_server(&url, &args.redis.namespace, archive_dir, serve).await
+        }
         admin => match Store::connect(&url, &args.redis.namespace, 2).await {
             Ok(store) => {
                 let result = cli::run_admin(&store, admin).await;
@@ -53,13 +56,15 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
 async fn run_server(
     url: &str,
     namespace: &str,
+    archive_dir: std::path::PathBuf,
     serve: ServeArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let site_root = serve.site_root();
     let mut state = AppState::new(url, namespace, &site_root.to_string_lossy()).await?;
     state.trust_proxy = serve.trust_proxy;
     state.admin_token = serve.admin_token.clone();
-    state.secure_cookies = serve.secure_cookies;
+    state.secure_cookies = serve.secure_cookies();
+    state.archive_dir = archive_dir;
     let listener = tokio::net::TcpListener::bind(serve.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
     if let Some(token) = server::admin::prepare_setup(&state.store).await? {

@@ -11,6 +11,7 @@ mod projects;
 pub mod scripts;
 mod snapshot;
 pub mod stats;
+mod tokens;
 mod warrior;
 
 pub use accounts::{valid_user_name, Account, AuditEntry, Role};
@@ -21,6 +22,7 @@ pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus}
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
 pub use snapshot::{QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
+pub use tokens::{token_hash, ApiToken};
 pub use warrior::ListVersion;
 
 use crate::keys::Keys;

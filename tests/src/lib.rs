@@ -149,6 +149,7 @@ impl TestApp {
             .await
             .expect("connect to redis");
         state.admin_token = Some(ADMIN_TOKEN.to_string());
+        state.archive_dir = dir.join("archive");
         let store = state.store.clone();
         let hub = state.hub.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -4,6 +4,7 @@ mod api {
     mod admin;
     mod admin_actions;
     mod admin_extras;
+    mod admin_more;
     mod backfeed;
     mod crash;
     mod downloaders;

@@ -1,18 +1,31 @@
 //! `/admin`: the admin panel. Its data comes from the admin JSON API after hydration; the
-//! server renders the frame. Read-only accounts get no action buttons.
+//! server renders the frame. Read-only accounts get no action buttons (and the API refuses
+//! their changes anyway).
 
 mod api;
 mod audit;
+mod blocks;
+mod bulk;
+mod claims;
+mod frame;
+mod logs;
 mod project;
 mod settings;
+mod targets;
+mod tokens;
 mod users;
+mod warrior;
 
 pub use audit::AuditPage;
+pub use blocks::BlocksPage;
 pub use project::ProjectAdminPage;
+pub use tokens::TokensPage;
 pub use users::UsersPage;
+pub use warrior::WarriorPage;
 
 use crate::format::thousands;
 use api::{n, Body};
+use frame::Frame;
 use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -26,75 +39,17 @@ fn session() -> LocalResource<Result<Value, String>> {
 /// `/admin`: the login form, or the overview of every project.
 #[component]
 pub fn AdminPage() -> impl IntoView {
-    let session = session();
     view! {
-        <Title text="Admin · Tracker"/>
-        <h1>"Admin"</h1>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match session.await {
-                    Ok(s) if s["user"].is_string() => view! { <Overview session=s/> }.into_any(),
-                    Ok(s) => view! { <Login csrf=s["csrf"].as_str().unwrap_or_default().to_string()/> }.into_any(),
-                    Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                }
-            })}
-        </Suspense>
+        <Frame title="Projects".into() current="/admin" content=|s| view! { <Overview session=s/> }/>
     }
 }
 
-/// The login form.
-#[component]
-fn Login(csrf: String) -> impl IntoView {
-    let (name, password, error) = (
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-    );
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let csrf = csrf.clone();
-        spawn_local(async move {
-            let body =
-                json!({"username": name.get_untracked(), "password": password.get_untracked()});
-            match api::call("POST", "/admin/api/login", &csrf, Body::Json(body)).await {
-                Ok(_) => api::reload(),
-                Err(e) => error.set(e),
-            }
-        });
-    };
-    view! {
-        <form class="card admin-form" on:submit=submit aria-label="Log in">
-            <label>"Name" <input name="username" autocomplete="username" bind:value=name required/></label>
-            <label>"Password" <input type="password" name="password" autocomplete="current-password" bind:value=password required/></label>
-            <button type="submit">"Log in"</button>
-            <p class="error" role="alert">{error}</p>
-        </form>
-    }
-}
-
-/// Every project the account may see, with its numbers.
+/// Every project the account may see, with its numbers; global admins create projects here.
 #[component]
 fn Overview(session: Value) -> impl IntoView {
     let overview = LocalResource::new(|| api::get("/admin/api/overview".into()));
     let csrf = session["csrf"].as_str().unwrap_or_default().to_string();
-    let log_out = move |_| {
-        let csrf = csrf.clone();
-        spawn_local(async move {
-            let _ = api::call("POST", "/admin/api/logout", &csrf, Body::Empty).await;
-            api::reload();
-        });
-    };
-    let who = format!(
-        "{} ({})",
-        session["user"].as_str().unwrap_or_default(),
-        session["role"]
-            .as_str()
-            .unwrap_or_default()
-            .replace('_', "-")
-    );
     view! {
-        <p class="muted">"Logged in as " {who} " " <button on:click=log_out>"Log out"</button></p>
-        <p><a href="/admin/audit">"Audit log"</a> " · " <a href="/admin/users">"Accounts"</a></p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match overview.await {
@@ -103,6 +58,46 @@ fn Overview(session: Value) -> impl IntoView {
                 }
             })}
         </Suspense>
+        {api::is_global(&session).then(|| view! { <CreateProject csrf/> })}
+    }
+}
+
+/// The form creating a project (global admins).
+#[component]
+fn CreateProject(csrf: String) -> impl IntoView {
+    let (slug, title, domains, error) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new("data".to_string()),
+        RwSignal::new(String::new()),
+    );
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let csrf = csrf.clone();
+        let slug = slug.get_untracked().trim().to_string();
+        let domains: Vec<String> = domains
+            .get_untracked()
+            .split(',')
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .collect();
+        let body = json!({"slug": slug, "title": title.get_untracked(), "domains": domains});
+        spawn_local(async move {
+            match api::call("POST", "/admin/api/projects", &csrf, Body::Json(body)).await {
+                Ok(_) => api::go(&format!("/admin/p/{slug}")),
+                Err(e) => error.set(e),
+            }
+        });
+    };
+    view! {
+        <form class="card admin-form" on:submit=submit aria-label="New project">
+            <h2>"New project"</h2>
+            <label>"Slug (a-z, 0-9, -)" <input name="slug" bind:value=slug required pattern="[a-z0-9-]{1,64}"/></label>
+            <label>"Title" <input name="title" bind:value=title/></label>
+            <label>"Byte domains (comma-separated)" <input name="domains" bind:value=domains/></label>
+            <button type="submit">"Create project"</button>
+            <p class="error" role="alert">{error}</p>
+        </form>
     }
 }
 

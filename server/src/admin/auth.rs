@@ -3,7 +3,7 @@
 
 use crate::{
     api::{client_ip, constant_time_eq, is_admin, ApiError, ApiResult},
-    store::{now_ms, valid_user_name, Account, AuditEntry, Role},
+    store::{now_ms, token_hash, valid_user_name, Account, AuditEntry, Role},
     AppState,
 };
 use axum::{
@@ -39,6 +39,8 @@ pub struct Caller {
     pub role: Role,
     /// Projects of a `Project` account.
     pub projects: Vec<String>,
+    /// The id of the account's API token the call came with (none: a session).
+    pub token: Option<String>,
 }
 
 impl Caller {
@@ -77,13 +79,17 @@ impl Caller {
         count: u64,
         detail: impl Into<String>,
     ) -> ApiResult<()> {
+        let mut detail = detail.into();
+        if let Some(id) = &self.token {
+            detail = format!("{detail} [token {id}]").trim_start().to_string();
+        }
         let entry = AuditEntry {
             t: now_ms(),
             who: self.name.clone(),
             action: action.into(),
             project: project.into(),
             count,
-            detail: detail.into(),
+            detail,
         };
         state.store.audit(&entry).await?;
         Ok(())
@@ -99,6 +105,28 @@ impl FromRequestParts<AppState> for Caller {
                 name: TOKEN_CALLER.into(),
                 role: Role::Global,
                 projects: vec![],
+                token: None,
+            });
+        }
+        // A bearer token is the whole credential: a wrong one never falls back to the session.
+        if let Some(secret) = bearer(&parts.headers) {
+            let revoked = || {
+                ApiError::Client(
+                    StatusCode::UNAUTHORIZED,
+                    "Unknown or revoked API token.".into(),
+                )
+            };
+            let (user, id) = state
+                .store
+                .token_owner(&token_hash(secret))
+                .await?
+                .ok_or_else(revoked)?;
+            let account = state.store.account(&user).await?.ok_or_else(revoked)?;
+            return Ok(Caller {
+                name: account.name,
+                role: account.role,
+                projects: account.projects,
+                token: Some(id),
             });
         }
         let session = parts.extensions.get::<Session>().cloned();
@@ -114,8 +142,20 @@ impl FromRequestParts<AppState> for Caller {
             name: account.name,
             role: account.role,
             projects: account.projects,
+            token: None,
         })
     }
+}
+
+/// The secret of an `Authorization: Bearer SECRET` header, if the request has one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
 }
 
 /// A session store failure: logged, answered with a generic 500.
@@ -228,6 +268,7 @@ pub async fn log_in(
         name: account.name.clone(),
         role: account.role,
         projects: account.projects.clone(),
+        token: None,
     };
     caller.record(&state, "login", "", 0, ip).await?;
     Ok(Json(info(&state, &session).await?))
@@ -291,6 +332,7 @@ pub async fn set_up(
         name: account.name.clone(),
         role: Role::Global,
         projects: vec![],
+        token: None,
     };
     caller
         .record(&state, "setup", "", 1, account.name.clone())

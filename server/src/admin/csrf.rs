@@ -1,14 +1,13 @@
 //! The guard of every state-changing `/admin` request: a same-origin `Origin` (when the
-//! browser sends one) and the session's CSRF token in `X-CSRF-Token`. Scripts with the API
-//! token send no cookie, so they need neither.
+//! browser sends one) and the session's CSRF token in `X-CSRF-Token`. Scripts authenticate
+//! with `Authorization: Bearer` (the install's admin token or an account's API token) and send
+//! no cookie, so they need neither: a cross-site page cannot set that header (no CORS is
+//! offered), and a request carrying it is judged by the token alone, never by the session.
 
-use super::auth::{session_error, CSRF};
-use crate::{
-    api::{constant_time_eq, is_admin, ApiError},
-    AppState,
-};
+use super::auth::{bearer, session_error, CSRF};
+use crate::api::{constant_time_eq, ApiError};
 use axum::{
-    extract::{Request, State},
+    extract::Request,
     http::{header, HeaderMap, Method},
     middleware::Next,
     response::{IntoResponse, Response},
@@ -19,9 +18,9 @@ use tower_sessions::Session;
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// Refuses unsafe requests that are cross-origin or lack the session's CSRF token.
-pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn guard(req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if safe || is_admin(req.headers(), state.admin_token.as_deref()) {
+    if safe || bearer(req.headers()).is_some() {
         return next.run(req).await;
     }
     if !same_origin(req.headers()) {

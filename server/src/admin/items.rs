@@ -71,7 +71,8 @@ fn is_dry(flag: &Option<String>) -> bool {
 /// `POST /admin/api/SLUG/items?queue=Q[&dry_run=1]`: adds the items of the body, one a line
 /// (plain, gzip or zstd, detected by their magic bytes), streamed in batches. Items the project
 /// knows in any state are always skipped (an item is in one state only). The answer counts new
-/// items (dry run: the valid lines).
+/// items (dry run: the items that would be new; a line repeated far apart in the body may
+/// be counted twice).
 pub async fn add_items(
     State(state): State<AppState>,
     caller: Caller,
@@ -93,7 +94,9 @@ pub async fn add_items(
     let mut failure = None;
     while let Some(batch) = rx.recv().await {
         match batch {
-            Ok(items) if dry_run => count += items.len() as u64,
+            Ok(items) if dry_run => {
+                count += state.store.count_new_items(&slug, &q.queue, &items).await?
+            }
             Ok(items) => count += state.store.add_items(&slug, &q.queue, &items).await?,
             Err(reason) => failure = Some(reason),
         }

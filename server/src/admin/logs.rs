@@ -61,7 +61,7 @@ pub async fn download_log(
             let start = start?;
             let page = page_text(&store, &slug, &start, &end).await;
             let (text, next) = match page {
-                Ok(p) => p,
+                Ok(p) => (p.text, p.next),
                 Err(e) => {
                     return Some((
                         Err(std::io::Error::other(e.to_string())),
@@ -88,17 +88,34 @@ pub async fn download_log(
     Ok(resp)
 }
 
-/// One page as NDJSON, and the exclusive start of the next page (none after the last).
-async fn page_text(
+/// One page of the log as NDJSON.
+pub struct Page {
+    /// One JSON object a line.
+    pub text: String,
+    /// The exclusive start of the next page (none after the last).
+    pub next: Option<String>,
+    /// The stream id of the first entry.
+    pub first: Option<String>,
+    /// The stream id of the last entry.
+    pub last: Option<String>,
+    /// How many entries.
+    pub count: u64,
+}
+
+/// The page of up to [`PAGE`] entries from stream id `start` to `end`.
+pub async fn page_text(
     store: &Store,
     slug: &str,
     start: &str,
     end: &str,
-) -> Result<(String, Option<String>), crate::store::StoreError> {
+) -> Result<Page, crate::store::StoreError> {
     let entries = store.log_page(slug, start, end, PAGE).await?;
     let next = (entries.len() as u64 == PAGE)
         .then(|| entries.last().map(|(id, _)| format!("({id}")))
         .flatten();
+    let count = entries.len() as u64;
+    let first = entries.first().map(|(id, _)| id.clone());
+    let last = entries.last().map(|(id, _)| id.clone());
     let mut text = String::new();
     for (id, fields) in entries {
         let mut obj = serde_json::Map::new();
@@ -114,5 +131,11 @@ async fn page_text(
         text.push_str(&serde_json::Value::Object(obj).to_string());
         text.push('\n');
     }
-    Ok((text, next))
+    Ok(Page {
+        text,
+        next,
+        first,
+        last,
+        count,
+    })
 }

@@ -158,7 +158,16 @@ pub async fn delete_user(
         ));
     }
     state.store.delete_account(&name).await?;
-    caller.record(&state, "user.delete", "", 1, name).await?;
+    let tokens = state.store.revoke_all_tokens(&name).await?;
+    caller
+        .record(
+            &state,
+            "user.delete",
+            "",
+            1,
+            format!("{name} ({tokens} tokens revoked)"),
+        )
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -342,7 +351,8 @@ pub struct AuditQuery {
     pub limit: Option<usize>,
 }
 
-/// `GET /admin/api/audit`: the newest entries, filtered. Project admins see their projects'.
+/// `GET /admin/api/audit`: the newest entries, filtered. Project admins see their projects'
+/// and their own.
 pub async fn list_audit(
     State(state): State<AppState>,
     caller: Caller,
@@ -363,7 +373,9 @@ pub async fn list_audit(
                     &e.action == a || e.action.split('.').next() == Some(a.as_str())
                 })
                 && project.as_ref().is_none_or(|p| &e.project == p)
-                && (caller.role != Role::Project || caller.projects.contains(&e.project))
+                && (caller.role != Role::Project
+                    || caller.projects.contains(&e.project)
+                    || e.who == caller.name)
         })
         .await?;
     Ok(Json(entries))

@@ -1,11 +1,10 @@
-//! Projects in the panel: the overview, settings (validated like the CLI's), upload targets,
-//! the backfeed key, creating and destroying projects.
+//! Projects in the panel: the overview, upload targets, the backfeed key, creating and
+//! destroying projects (settings are in [`super::settings`]).
 
 use super::auth::Caller;
 use crate::{
     api::{known_project, ApiError, ApiResult},
-    cli::validate_settings,
-    store::{now_ms, valid_slug, NewProject, Settings, StoreError},
+    store::{now_ms, valid_slug, NewProject, StoreError},
     AppState,
 };
 use axum::{
@@ -158,7 +157,8 @@ pub struct Confirm {
     pub confirm: String,
 }
 
-/// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item.
+/// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item,
+/// and takes it off its project admins' lists. Log archives on disk stay.
 pub async fn destroy_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -171,115 +171,18 @@ pub async fn destroy_project(
         return Err(ApiError::bad_request("Type the project's slug to confirm."));
     }
     let keys = state.store.destroy_project(&slug).await?;
-    caller
-        .record(&state, "project.destroy", &slug, keys, "")
-        .await?;
-    Ok(Json(serde_json::json!({ "keys": keys })))
-}
-
-/// Settings as the panel shows and saves them.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ProjectSettings {
-    /// The settings the CLI also edits.
-    pub settings: Settings,
-    /// Description (HTML; sanitised when saved).
-    #[serde(default)]
-    pub description: String,
-    /// Overview order (higher first).
-    #[serde(default)]
-    pub priority: i64,
-    /// Upload targets (read-only here; see `/targets`).
-    #[serde(default)]
-    pub targets: Vec<(String, bool)>,
-    /// Accounts administering the project (read-only here; see `/users`).
-    #[serde(default)]
-    pub admins: Vec<String>,
-}
-
-/// `GET /admin/api/SLUG/settings`.
-pub async fn show_settings(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(slug): Path<String>,
-) -> ApiResult<Json<ProjectSettings>> {
-    caller.may_view(&slug)?;
-    let settings = (*known_project(&state, &slug).await?).clone();
-    let extras = state.store.project_extras(&slug).await?;
-    let admins = state
-        .store
-        .accounts()
-        .await?
-        .into_iter()
-        .filter(|a| a.projects.contains(&slug))
-        .map(|a| a.name)
-        .collect();
-    Ok(Json(ProjectSettings {
-        settings,
-        description: extras.get("description").cloned().unwrap_or_default(),
-        priority: extras
-            .get("priority")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(0),
-        targets: state.store.upload_targets(&slug).await?,
-        admins,
-    }))
-}
-
-/// Description HTML with everything but harmless markup removed.
-pub fn sanitise_html(html: &str) -> String {
-    ammonia::clean(html)
-}
-
-/// `PUT /admin/api/SLUG/settings`: validates (as `tracker project set` does) and saves.
-pub async fn save_settings(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(slug): Path<String>,
-    Json(req): Json<ProjectSettings>,
-) -> ApiResult<Json<ProjectSettings>> {
-    caller.may_change(&slug)?;
-    let before = known_project(&state, &slug).await?;
-    let mut settings = req.settings;
-    settings.title = settings.title.trim().to_string();
-    if settings.title.is_empty() || settings.title.len() > 200 {
-        return Err(ApiError::bad_request("The title is 1 to 200 characters."));
-    }
-    validate_settings(&settings).map_err(ApiError::bad_request)?;
-    let description = sanitise_html(&req.description);
-    let store = &state.store;
-    store.save_settings(&slug, &settings).await?;
-    store
-        .set_project_extra(&slug, "description", &description)
-        .await?;
-    store
-        .set_project_extra(&slug, "priority", &req.priority.to_string())
-        .await?;
+    // A project made later under the same slug must not inherit these admins.
+    let unlisted = super::settings::set_project_admins(&state, &slug, &[]).await?;
     caller
         .record(
             &state,
-            "settings.save",
+            "project.destroy",
             &slug,
-            0,
-            changed_fields(&before, &settings),
+            keys,
+            format!("admins removed: {}", unlisted.join(",")),
         )
         .await?;
-    show_settings(State(state), caller, Path(slug)).await
-}
-
-/// The names of the settings that differ.
-fn changed_fields(a: &Settings, b: &Settings) -> String {
-    let (a, b) = (
-        serde_json::to_value(a).unwrap_or_default(),
-        serde_json::to_value(b).unwrap_or_default(),
-    );
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return String::new();
-    };
-    a.iter()
-        .filter(|(k, v)| b.get(*k) != Some(v))
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
+    Ok(Json(serde_json::json!({ "keys": keys })))
 }
 
 /// `POST /admin/api/SLUG/backfeed-key`: a new random backfeed secret (the old one stops working).

@@ -124,15 +124,37 @@ impl Store {
     /// Adds items to `queue` (a queue of [`crate::keys::QUEUES`] or `todo:d:<downloader>`), each
     /// in the part its pattern limit says; returns how many were new.
     pub async fn add_items(&self, slug: &str, queue: &str, items: &[String]) -> StoreResult<u64> {
+        self.add_or_count_items(slug, queue, items, false).await
+    }
+
+    /// How many of `items` [`Store::add_items`] would add (none known yet, each counted once
+    /// per call); changes nothing.
+    pub async fn count_new_items(
+        &self,
+        slug: &str,
+        queue: &str,
+        items: &[String],
+    ) -> StoreResult<u64> {
+        self.add_or_count_items(slug, queue, items, true).await
+    }
+
+    async fn add_or_count_items(
+        &self,
+        slug: &str,
+        queue: &str,
+        items: &[String],
+        count_only: bool,
+    ) -> StoreResult<u64> {
         let k = self.keys.project(slug);
         let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats(), k.qseq()];
         let patterns = self.patterns(slug).await?;
         let personal = queue.starts_with("todo:d:");
         let mut added = 0;
         for chunk in items.chunks(ADD_BATCH) {
-            let mut args = Vec::with_capacity(2 + 2 * chunk.len());
+            let mut args = Vec::with_capacity(3 + 2 * chunk.len());
             args.push(Value::from(k.prefix()));
             args.push(Value::from(queue));
+            args.push(Value::from(if count_only { "count" } else { "add" }));
             for item in chunk {
                 let part = if personal {
                     String::new()

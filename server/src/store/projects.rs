@@ -140,7 +140,7 @@ pub fn valid_slug(slug: &str) -> bool {
 /// or a fixed segment of the admin API that would shadow `/admin/api/SLUG`.
 const RESERVED_SLUGS: &[&str] = &[
     "admin", "api", "pkg", "now", "healthz", "backfeed", "session", "login", "logout", "setup",
-    "overview", "projects", "blocks", "unblock", "users", "audit", "warrior",
+    "overview", "projects", "blocks", "unblock", "users", "audit", "warrior", "tokens",
 ];
 
 /// Whether `name` may name a pattern limit or shard.

@@ -107,4 +107,20 @@ impl Store {
             })
             .collect())
     }
+
+    /// Removes the completion log entries up to and including stream id `last` (`ms-seq`);
+    /// how many went. Entries added later (higher ids) stay.
+    pub async fn trim_log_through(&self, slug: &str, last: &str) -> StoreResult<u64> {
+        let (ms, seq) = last.split_once('-').unwrap_or((last, "0"));
+        let threshold = format!("{ms}-{}", seq.parse::<u64>().unwrap_or(0).saturating_add(1));
+        let n: u64 = self
+            .pool
+            .next()
+            .custom(
+                fred::cmd!("XTRIM"),
+                vec![self.keys.project(slug).log(), "MINID".into(), threshold],
+            )
+            .await?;
+        Ok(n)
+    }
 }

@@ -13,7 +13,17 @@ pub enum Body {
     Json(Value),
     /// Plain text (items, one a line).
     Text(String),
+    /// A file the browser streams from disk (items, one a line; plain, gzip or zstd).
+    File(FileBody),
 }
+
+/// A file picked in the page (in the browser; nothing on the server).
+#[cfg(feature = "hydrate")]
+pub type FileBody = send_wrapper::SendWrapper<web_sys::File>;
+/// A file picked in the page (in the browser; nothing on the server).
+#[cfg(not(feature = "hydrate"))]
+#[derive(Clone)]
+pub struct FileBody;
 
 /// `method` `path` with `body`; the JSON answer (`null` when empty), or the server's reason.
 #[cfg(feature = "hydrate")]
@@ -32,6 +42,10 @@ pub async fn call(method: &str, path: &str, csrf: &str, body: Body) -> Result<Va
         Body::Empty => builder.build(),
         Body::Json(v) => builder.json(&v),
         Body::Text(t) => builder.header("content-type", "text/plain").body(t),
+        // A Blob body is read from disk as it is sent, never held in memory whole.
+        Body::File(f) => builder
+            .header("content-type", "application/octet-stream")
+            .body(wasm_bindgen::JsValue::from((*f).clone())),
     }
     .map_err(|e| e.to_string())?;
     let resp = request.send().await.map_err(|e| e.to_string())?;
@@ -83,6 +97,57 @@ pub fn may_change(s: &Value, slug: &str) -> bool {
             .is_some_and(|p| p.iter().any(|p| p == slug)),
         _ => false,
     }
+}
+
+/// Whether the session `s` is a global admin's.
+pub fn is_global(s: &Value) -> bool {
+    s["role"].as_str() == Some("global")
+}
+
+/// Milliseconds since the epoch of a `datetime-local` value (local time), if it is one.
+pub fn local_time_ms(value: &str) -> Option<u64> {
+    #[cfg(feature = "hydrate")]
+    {
+        let ms = js_sys::Date::parse(value);
+        (ms.is_finite() && ms >= 0.0).then_some(ms as u64)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = value;
+        None
+    }
+}
+
+/// `t_ms` as a local date and time, e.g. `2026-11-21 23:59`.
+pub fn when(t_ms: u64) -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let d = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(t_ms as f64));
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}",
+            d.get_full_year(),
+            d.get_month() + 1,
+            d.get_date(),
+            d.get_hours(),
+            d.get_minutes()
+        )
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        t_ms.to_string()
+    }
+}
+
+/// `s` percent-encoded for a query string or a path segment.
+pub fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// A number field of `v`, 0 when absent.

@@ -1,20 +1,33 @@
 //! `/admin/audit`: every admin action (who, when, what, how many items), filterable.
 
-use super::api::{self, n};
+use super::api::{self, encode, n};
+use super::frame::Frame;
 use crate::format::thousands;
 use leptos::prelude::*;
-use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 use serde_json::Value;
 
-/// The audit log page.
+/// The audit log page (`?project=SLUG` starts filtered).
 #[component]
 pub fn AuditPage() -> impl IntoView {
+    view! {
+        <Frame title="Audit log".into() current="/admin/audit" content=|_| view! { <Audit/> }/>
+    }
+}
+
+#[component]
+fn Audit() -> impl IntoView {
+    let start = use_query_map().with_untracked(|q| q.get("project").unwrap_or_default());
     let (who, action, project) = (
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
+        RwSignal::new(start.clone()),
     );
-    let filter = RwSignal::new(String::new());
+    let filter = RwSignal::new(if start.is_empty() {
+        String::new()
+    } else {
+        format!("&project={}", encode(&start))
+    });
     let entries =
         LocalResource::new(move || api::get(format!("/admin/api/audit?limit=500{}", filter.get())));
     let apply = move |ev: leptos::ev::SubmitEvent| {
@@ -34,9 +47,6 @@ pub fn AuditPage() -> impl IntoView {
         ));
     };
     view! {
-        <Title text="Audit log · Admin · Tracker"/>
-        <p><a href="/admin">"← All projects"</a></p>
-        <h1>"Audit log"</h1>
         <form class="card filters" on:submit=apply aria-label="Filter">
             <label>"Who" <input bind:value=who/></label>
             <label>"Action" <input bind:value=action placeholder="e.g. items or claims.release"/></label>
@@ -64,7 +74,7 @@ fn AuditTable(list: Value) -> impl IntoView {
             <tbody>
                 {rows.into_iter().map(|e| view! {
                     <tr>
-                        <td>{api::age(n(&e["t"])) + " ago"}</td>
+                        <td title=api::when(n(&e["t"]))>{api::age(n(&e["t"])) + " ago"}</td>
                         <td>{text(&e["who"])}</td>
                         <td>{text(&e["action"])}</td>
                         <td>{text(&e["project"])}</td>
@@ -75,16 +85,4 @@ fn AuditTable(list: Value) -> impl IntoView {
             </tbody>
         </table>
     }
-}
-
-/// `s` percent-encoded for a query string.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

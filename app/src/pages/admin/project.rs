@@ -1,179 +1,58 @@
-//! `/admin/p/SLUG`: one project's queues and claims, with adding items and releasing claims,
-//! each previewed (dry run) before it runs.
+//! `/admin/p/SLUG`: one project's queues, adding items (textarea or a streamed file), moving
+//! and clearing, with the other sections (claims, failed items, settings, targets, logs)
+//! beside them. Every bulk action is previewed (dry run) before it runs.
 
-use super::api::{self, n, Body};
+use super::{
+    api::{self, n},
+    bulk::{BodyKind, Bulk, ConfirmBox},
+    frame::Frame,
+};
 use crate::format::thousands;
-use leptos::{prelude::*, task::spawn_local};
-use leptos_meta::Title;
+use leptos::{html, prelude::*};
 use leptos_router::hooks::use_params_map;
 use serde_json::{json, Value};
 
-/// The queues items can be moved between.
-const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
-
-/// A bulk action waiting for confirmation: what it will do, and the call that does it.
-#[derive(Clone)]
-struct Pending {
-    text: String,
-    path: String,
-    body: BodyKind,
-}
-
-#[derive(Clone)]
-enum BodyKind {
-    Json(Value),
-    Text(String),
-}
-
-impl BodyKind {
-    fn body(&self) -> Body {
-        match self {
-            BodyKind::Json(v) => Body::Json(v.clone()),
-            BodyKind::Text(t) => Body::Text(t.clone()),
-        }
-    }
-}
+/// The queues items can be added to and moved between.
+pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
 
 /// The project page of the panel.
 #[component]
 pub fn ProjectAdminPage() -> impl IntoView {
     let slug = use_params_map().with_untracked(|p| p.get("slug").unwrap_or_default());
-    let session = LocalResource::new(|| api::get("/admin/api/session".into()));
+    let content = {
+        let slug = slug.clone();
+        move |s: Value| view! { <Project slug=slug.clone() session=s/> }
+    };
+    view! { <Frame title=slug current="" content/> }
+}
+
+/// A `<select>` of the queues bound to `value`.
+pub fn queue_select(value: RwSignal<String>, label: &'static str) -> impl IntoView {
     view! {
-        <Title text=format!("{slug} · Admin · Tracker")/>
-        <p><a href="/admin">"← All projects"</a></p>
-        <h1>{slug.clone()}</h1>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || {
-                let slug = slug.clone();
-                Suspend::new(async move {
-                    match session.await {
-                        Ok(s) if s["user"].is_string() => view! { <Project slug session=s/> }.into_any(),
-                        Ok(_) => view! { <p>"Please " <a href="/admin">"log in"</a> "."</p> }.into_any(),
-                        Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                    }
-                })
-            }}
-        </Suspense>
+        <label>{label}
+            <select prop:value=move || value.get() on:change=move |ev| value.set(event_target_value(&ev))>
+                {QUEUES.iter().map(|q| view! { <option value=*q>{*q}</option> }).collect_view()}
+            </select>
+        </label>
     }
 }
 
 #[component]
 fn Project(slug: String, session: Value) -> impl IntoView {
     let may_change = api::may_change(&session, &slug);
-    let csrf = StoredValue::new(session["csrf"].as_str().unwrap_or_default().to_string());
-    let version = RwSignal::new(0u32);
-    let (queues_path, claims_path) = (
-        format!("/admin/api/{slug}/queues"),
-        format!("/admin/api/{slug}/claims"),
-    );
+    let global = api::is_global(&session);
+    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+    let queues_path = format!("/admin/api/{slug}/queues");
     let queues = LocalResource::new(move || {
-        version.track();
+        bulk.version.track();
         api::get(queues_path.clone())
     });
-    let claims = LocalResource::new(move || {
-        version.track();
-        api::get(claims_path.clone())
-    });
-    let pending: RwSignal<Option<Pending>> = RwSignal::new(None);
-    let message = RwSignal::new(String::new());
-
-    // Runs the dry run of `path` with `body`; on success asks to confirm with `describe(count)`.
-    let preview = move |path: String, body: BodyKind, describe: fn(u64) -> String| {
-        let dry_path = if path.contains('?') {
-            format!("{path}&dry_run=1")
-        } else {
-            path.clone()
-        };
-        let dry_body = match &body {
-            BodyKind::Json(v) => {
-                let mut v = v.clone();
-                v["dry_run"] = true.into();
-                BodyKind::Json(v)
-            }
-            t => t.clone(),
-        };
-        spawn_local(async move {
-            match api::call("POST", &dry_path, &csrf.get_value(), dry_body.body()).await {
-                Ok(r) => pending.set(Some(Pending {
-                    text: describe(n(&r["count"])),
-                    path,
-                    body,
-                })),
-                Err(e) => message.set(e),
-            }
-        });
-    };
-    let confirm = move |_| {
-        let Some(p) = pending.get_untracked() else {
-            return;
-        };
-        spawn_local(async move {
-            match api::call("POST", &p.path, &csrf.get_value(), p.body.body()).await {
-                Ok(r) => message.set(format!("Done: {} items.", thousands(n(&r["count"])))),
-                Err(e) => message.set(e),
-            }
-            pending.set(None);
-            version.update(|v| *v += 1);
-        });
-    };
-
-    let items = RwSignal::new(String::new());
-    let add_path = format!("/admin/api/{slug}/items?queue=todo");
-    let preview_add = move |_| {
-        preview(
-            add_path.clone(),
-            BodyKind::Text(items.get_untracked()),
-            |c| {
-                format!(
-                    "Add {} items to todo? Items the project already knows are skipped.",
-                    thousands(c)
-                )
-            },
-        )
-    };
-    let release_path = StoredValue::new(format!("/admin/api/{slug}/release"));
-
-    let (from, to, regex) = (
-        RwSignal::new("todo".to_string()),
-        RwSignal::new("todo:redo".to_string()),
-        RwSignal::new(String::new()),
-    );
-    let move_path = format!("/admin/api/{slug}/move");
-    let preview_move = move |_| {
-        let body = json!({"from": from.get_untracked(), "to": to.get_untracked(), "regex": regex.get_untracked()});
-        preview(move_path.clone(), BodyKind::Json(body), |c| {
-            format!("Move {} items?", thousands(c))
-        })
-    };
-    let clear_path = format!("/admin/api/{slug}/clear");
-    let preview_clear = move |_| {
-        let body = json!({"queue": from.get_untracked()});
-        preview(clear_path.clone(), BodyKind::Json(body), |c| {
-            format!("Drop all {} items of the queue?", thousands(c))
-        })
-    };
-    let minutes = RwSignal::new("60".to_string());
-    let preview_stale = move |_| {
-        let Ok(m) = minutes.get_untracked().trim().parse::<u64>() else {
-            return message.set("Minutes must be a number.".into());
-        };
-        let body = json!({"older_than_s": m * 60});
-        preview(release_path.get_value(), BodyKind::Json(body), |c| {
-            format!("Release {} claims?", thousands(c))
-        })
-    };
-    let queue_select = move |value: RwSignal<String>, label: &'static str| {
-        view! {
-            <label>{label}
-                <select prop:value=move || value.get() on:change=move |ev| value.set(event_target_value(&ev))>
-                    {QUEUES.iter().map(|q| view! { <option value=*q>{*q}</option> }).collect_view()}
-                </select>
-            </label>
-        }
-    };
-
     view! {
+        <p class="muted">
+            <a href=format!("/{slug}/")>"Leaderboard"</a> " · "
+            <a href=format!("/admin/blocks?project={slug}")>"Blocks of this project"</a> " · "
+            <a href=format!("/admin/audit?project={slug}")>"Audit log of this project"</a>
+        </p>
         <section class="card" aria-label="Queues">
             <h2>"Queues"</h2>
             <Suspense fallback=|| view! { <p>"Loading…"</p> }>
@@ -191,73 +70,122 @@ fn Project(slug: String, session: Value) -> impl IntoView {
                 })}
             </Suspense>
         </section>
-        <Show when=move || pending.get().is_some()>
-            <section class="card confirm" role="dialog" aria-label="Confirm">
-                <p>{move || pending.get().map(|p| p.text).unwrap_or_default()}</p>
-                <button on:click=confirm>"Confirm"</button>
-                <button on:click=move |_| pending.set(None)>"Cancel"</button>
-            </section>
-        </Show>
-        <p role="status" aria-label="Result">{message}</p>
-        <Show when=move || may_change>
-            <section class="card" aria-label="Add items">
-                <h2>"Add items"</h2>
-                <label>"Items, one a line" <textarea rows="6" bind:value=items></textarea></label>
-                <button on:click=preview_add.clone()>"Preview"</button>
-            </section>
-            <section class="card" aria-label="Move or clear">
-                <h2>"Move or clear a queue"</h2>
+        <ConfirmBox bulk/>
+        {may_change.then(|| view! { <AddItems slug=slug.clone() bulk/> <MoveOrClear slug=slug.clone() bulk/> }.into_any())}
+        <super::claims::Claims slug=slug.clone() bulk may_change/>
+        <super::claims::Failed slug=slug.clone() bulk may_change/>
+        <super::settings::SettingsEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
+        <super::targets::Targets slug=slug.clone() bulk may_change/>
+        <super::logs::Logs slug=slug.clone() bulk may_change/>
+        {global.then(|| view! { <super::targets::Destroy slug=slug.clone() bulk/> })}
+    }
+    .into_any()
+}
+
+/// Adding items: typed in, or a file streamed from disk (plain, .gz or .zst).
+#[component]
+fn AddItems(slug: String, bulk: Bulk) -> impl IntoView {
+    let items = RwSignal::new(String::new());
+    let queue = RwSignal::new("todo".to_string());
+    let file_input: NodeRef<html::Input> = NodeRef::new();
+    let path = StoredValue::new(format!("/admin/api/{slug}/items"));
+    let describe = move |c: u64| {
+        format!(
+            "Add {} items to {}? Items the project already knows are skipped.",
+            thousands(c),
+            queue.get_untracked()
+        )
+    };
+    let preview_text = move |_| {
+        let path = format!(
+            "{}?queue={}",
+            path.get_value(),
+            api::encode(&queue.get_untracked())
+        );
+        bulk.preview(path, BodyKind::Text(items.get_untracked()), describe)
+    };
+    let preview_file = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let file = file_input
+                .get_untracked()
+                .and_then(|i| i.files())
+                .and_then(|f| f.get(0));
+            let Some(file) = file else {
+                return bulk.message.set("Choose a file first.".into());
+            };
+            let path = format!(
+                "{}?queue={}",
+                path.get_value(),
+                api::encode(&queue.get_untracked())
+            );
+            let body = BodyKind::File(send_wrapper::SendWrapper::new(file));
+            bulk.preview(path, body, move |c| {
+                format!(
+                    "Add the file's {} new items to {}?",
+                    thousands(c),
+                    queue.get_untracked()
+                )
+            })
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (file_input, path, describe);
+    };
+    view! {
+        <section class="card" aria-label="Add items">
+            <h2>"Add items"</h2>
+            {queue_select(queue, "Queue")}
+            <p class="muted">"Items the project already knows (waiting, claimed, done or failed) are always skipped: an item is in one state only. The preview counts the new ones."</p>
+            <div class="grid2">
+                <div>
+                    <label>"Items, one a line" <textarea rows="6" bind:value=items></textarea></label>
+                    <button on:click=preview_text>"Preview"</button>
+                </div>
+                <div>
+                    <label>"Items file (one a line; plain, .gz or .zst; streamed)"
+                        <input type="file" node_ref=file_input accept=".txt,.gz,.zst,text/plain"/>
+                    </label>
+                    <button on:click=preview_file>"Check file"</button>
+                </div>
+            </div>
+        </section>
+    }
+}
+
+/// Moving items between queues (all, or those matching a regex), and clearing a queue.
+#[component]
+fn MoveOrClear(slug: String, bulk: Bulk) -> impl IntoView {
+    let (from, to, regex) = (
+        RwSignal::new("todo".to_string()),
+        RwSignal::new("todo:redo".to_string()),
+        RwSignal::new(String::new()),
+    );
+    let move_path = format!("/admin/api/{slug}/move");
+    let preview_move = move |_| {
+        let body = json!({"from": from.get_untracked(), "to": to.get_untracked(), "regex": regex.get_untracked()});
+        bulk.preview(move_path.clone(), BodyKind::Json(body), |c| {
+            format!("Move {} items?", thousands(c))
+        })
+    };
+    let clear_path = format!("/admin/api/{slug}/clear");
+    let preview_clear = move |_| {
+        let body = json!({"queue": from.get_untracked()});
+        bulk.preview(clear_path.clone(), BodyKind::Json(body), |c| {
+            format!("Drop all {} items of the queue?", thousands(c))
+        })
+    };
+    view! {
+        <section class="card" aria-label="Move or clear">
+            <h2>"Move or clear a queue"</h2>
+            <div class="row">
                 {queue_select(from, "From")}
                 {queue_select(to, "To")}
-                <label>"Only items matching (regular expression; empty: all)" <input bind:value=regex/></label>
-                <button on:click=preview_move.clone()>"Preview move"</button>
-                " "
-                <button on:click=preview_clear.clone()>"Preview clearing From"</button>
-            </section>
-            <section class="card" aria-label="Release old claims">
-                <h2>"Release old claims"</h2>
-                <label>"Claimed more than this many minutes ago" <input inputmode="numeric" bind:value=minutes/></label>
-                <button on:click=preview_stale>"Preview release"</button>
-            </section>
-        </Show>
-        <super::settings::SettingsEditor slug=slug.clone() csrf may_change/>
-        <section class="card" aria-label="Claims">
-            <h2>"Claims"</h2>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let groups = claims.await.ok().and_then(|c| c.as_array().cloned()).unwrap_or_default();
-                    view! {
-                        <table>
-                            <thead><tr><th>"Downloader"</th><th>"Claims"</th><th>"Oldest"</th><th>"IPs"</th><th>"Done"</th><th></th></tr></thead>
-                            <tbody>
-                                {groups.into_iter().map(|g| {
-                                    let d = g["downloader"].as_str().unwrap_or_default().to_string();
-                                    let ips = g["ips"].as_array().map(|a| a.iter().filter_map(|i| i.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
-                                    let oldest = api::age(n(&g["oldest"]));
-                                    let who = d.clone();
-                                    let release = move |_| preview(
-                                        release_path.get_value(),
-                                        BodyKind::Json(json!({"downloader": who.clone()})),
-                                        |c| format!("Release {} claims?", thousands(c)),
-                                    );
-                                    view! {
-                                        <tr>
-                                            <td>{d.clone()}</td>
-                                            <td>{thousands(n(&g["count"]))}</td>
-                                            <td>{oldest}</td>
-                                            <td>{ips}</td>
-                                            <td>{thousands(n(&g["done"]))}</td>
-                                            <td>{may_change.then(|| view! {
-                                                <button on:click=release aria-label=format!("Release claims of {d}")>"Release"</button>
-                                            })}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }
-                })}
-            </Suspense>
+            </div>
+            <label>"Only items matching (regular expression; empty: all)" <input bind:value=regex/></label>
+            <div class="actions">
+                <button on:click=preview_move>"Preview move"</button>
+                <button on:click=preview_clear>"Preview clearing From"</button>
+            </div>
         </section>
     }
 }

@@ -1,39 +1,41 @@
 //! `/admin/users` (global admins): accounts with their roles and projects; create, change the
-//! role and projects, reset the password, delete.
+//! role and projects, reset the password, delete (the server refuses the last global admin and
+//! says so).
 
-use super::api::{self, Body};
-use leptos::{prelude::*, task::spawn_local};
-use leptos_meta::Title;
+use super::{
+    api::{self, Body},
+    bulk::{BodyKind, Bulk, ConfirmBox},
+    frame::Frame,
+};
+use leptos::prelude::*;
 use serde_json::{json, Value};
 
 /// The accounts page.
 #[component]
 pub fn UsersPage() -> impl IntoView {
-    let session = LocalResource::new(|| api::get("/admin/api/session".into()));
-    let version = RwSignal::new(0u32);
+    view! {
+        <Frame title="Accounts".into() current="/admin/users" content=|s| view! { <Users session=s/> }/>
+    }
+}
+
+/// The role `<select>` bound to `role`.
+fn role_select(role: RwSignal<String>, label: String) -> impl IntoView {
+    view! {
+        <select prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev)) aria-label=label>
+            <option value="read_only">"read-only"</option>
+            <option value="project">"project admin"</option>
+            <option value="global">"global admin"</option>
+        </select>
+    }
+}
+
+#[component]
+fn Users(session: Value) -> impl IntoView {
+    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
     let users = LocalResource::new(move || {
-        version.track();
+        bulk.version.track();
         api::get("/admin/api/users".into())
     });
-    let message = RwSignal::new(String::new());
-    let csrf = move || async move {
-        session
-            .await
-            .ok()
-            .and_then(|s| s["csrf"].as_str().map(String::from))
-            .unwrap_or_default()
-    };
-    // Sends `method path body`, then reloads the list and says how it went.
-    let act = move |method: &'static str, path: String, body: Body, done: &'static str| {
-        spawn_local(async move {
-            let token = csrf().await;
-            match api::call(method, &path, &token, body).await {
-                Ok(_) => message.set(done.into()),
-                Err(e) => message.set(e),
-            }
-            version.update(|v| *v += 1);
-        });
-    };
     let (name, password, role, projects) = (
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
@@ -46,7 +48,7 @@ pub fn UsersPage() -> impl IntoView {
             "name": name.get_untracked(), "password": password.get_untracked(),
             "role": role.get_untracked(), "projects": split(&projects.get_untracked()),
         });
-        act(
+        bulk.run(
             "POST",
             "/admin/api/users".into(),
             Body::Json(body),
@@ -54,10 +56,7 @@ pub fn UsersPage() -> impl IntoView {
         );
     };
     view! {
-        <Title text="Accounts · Admin · Tracker"/>
-        <p><a href="/admin">"← All projects"</a></p>
-        <h1>"Accounts"</h1>
-        <p role="status" aria-label="Result">{message}</p>
+        <ConfirmBox bulk/>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match users.await {
@@ -65,21 +64,9 @@ pub fn UsersPage() -> impl IntoView {
                         let rows = list.as_array().cloned().unwrap_or_default();
                         view! {
                             <table class="card" aria-label="Accounts">
-                                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Projects"</th><th></th></tr></thead>
+                                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Projects"</th><th>"New password"</th><th></th></tr></thead>
                                 <tbody>
-                                    {rows.into_iter().map(|u| {
-                                        let user = u["name"].as_str().unwrap_or_default().to_string();
-                                        let path = format!("/admin/api/users/{user}");
-                                        let delete = move |_| act("DELETE", path.clone(), Body::Empty, "Account deleted.");
-                                        view! {
-                                            <tr>
-                                                <td>{user.clone()}</td>
-                                                <td>{u["role"].as_str().unwrap_or_default().replace('_', "-")}</td>
-                                                <td>{join(&u["projects"])}</td>
-                                                <td><button on:click=delete aria-label=format!("Delete {user}")>"Delete"</button></td>
-                                            </tr>
-                                        }
-                                    }).collect_view()}
+                                    {rows.into_iter().map(|u| view! { <UserRow user=u bulk/> }).collect_view()}
                                 </tbody>
                             </table>
                         }.into_any()
@@ -92,16 +79,52 @@ pub fn UsersPage() -> impl IntoView {
             <h2>"New account"</h2>
             <label>"Name" <input bind:value=name required/></label>
             <label>"Password" <input type="password" autocomplete="new-password" minlength="10" bind:value=password required/></label>
-            <label>"Role"
-                <select prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev))>
-                    <option value="read_only">"read-only"</option>
-                    <option value="project">"project admin"</option>
-                    <option value="global">"global admin"</option>
-                </select>
-            </label>
+            <label>"Role" {role_select(role, "Role".into())}</label>
             <label>"Projects (comma-separated, for project admins)" <input bind:value=projects/></label>
             <button type="submit">"Create account"</button>
         </form>
+    }
+}
+
+/// One account: its role and projects editable, a password reset, delete.
+#[component]
+fn UserRow(user: Value, bulk: Bulk) -> impl IntoView {
+    let name = user["name"].as_str().unwrap_or_default().to_string();
+    let path = StoredValue::new(format!("/admin/api/users/{}", api::encode(&name)));
+    let role = RwSignal::new(user["role"].as_str().unwrap_or("read_only").to_string());
+    let projects = RwSignal::new(join(&user["projects"]));
+    let password = RwSignal::new(String::new());
+    let save = move |_| {
+        let body =
+            json!({"role": role.get_untracked(), "projects": split(&projects.get_untracked())});
+        bulk.run("PUT", path.get_value(), Body::Json(body), "Account saved.");
+    };
+    let reset = move |_| {
+        let body = json!({"password": password.get_untracked()});
+        password.set(String::new());
+        bulk.run("PUT", path.get_value(), Body::Json(body), "Password reset.");
+    };
+    let who = name.clone();
+    let delete = move |_| {
+        bulk.ask(
+            format!("Delete the account {who}? Its API tokens are revoked."),
+            "DELETE",
+            path.get_value(),
+            BodyKind::Json(json!({})),
+        )
+    };
+    view! {
+        <tr>
+            <td>{name.clone()}</td>
+            <td>{role_select(role, format!("Role of {name}"))}</td>
+            <td><input bind:value=projects aria-label=format!("Projects of {name}")/></td>
+            <td><input type="password" autocomplete="new-password" bind:value=password aria-label=format!("New password of {name}")/>
+                " " <button on:click=reset aria-label=format!("Reset password of {name}")>"Reset"</button></td>
+            <td>
+                <button on:click=save aria-label=format!("Save {name}")>"Save"</button> " "
+                <button class="danger" on:click=delete aria-label=format!("Delete {name}")>"Delete"</button>
+            </td>
+        </tr>
     }
 }
 

@@ -15,28 +15,34 @@
 
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2]  the queue, e.g. `todo`, `todo:backfeed`, `todo:d:alice`
-  ARGV[3 ..]  pairs: part suffix ('' or '#pattern'), item
+  ARGV[3]  `add`, or `count` (the dry run: counts what would be added, changes nothing)
+  ARGV[4 ..]  pairs: part suffix ('' or '#pattern'), item
 
-  Output: number of items added.
+  Output: number of items added (or that would be).
   Events: none.
 ]]
 local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local prefix, queue = ARGV[1], ARGV[2]
+local prefix, queue, counting = ARGV[1], ARGV[2], ARGV[3] == 'count'
 local groups = queue_groups(rcall('HGET', meta, 'queues'))
 local personal = string.sub(queue, 1, 7) == 'todo:d:'
 
-local npairs = (#ARGV - 2) / 2
-local seq = rcall('INCRBY', qseq, npairs) - npairs
-local added = 0
-for i = 3, #ARGV, 2 do
+local npairs = (#ARGV - 3) / 2
+local seq = counting and 0 or rcall('INCRBY', qseq, npairs) - npairs
+local added, seen = 0, {}
+for i = 4, #ARGV, 2 do
   local part, item = queue .. ARGV[i], ARGV[i + 1]
   seq = seq + 1
-  local known = rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
+  local known = seen[item] or rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
     or rcall('HEXISTS', failed, item) == 1 or rcall('ZSCORE', prefix .. part, item)
     or find_in_queues(prefix, groups, item, nil)
   if not known then
-    added = added + rcall('ZADD', prefix .. part, seq, item)
+    if counting then
+      seen[item] = true
+      added = added + 1
+    else
+      added = added + rcall('ZADD', prefix .. part, seq, item)
+    end
   end
 end
-if personal and added > 0 then rcall('HINCRBY', stats, 'pq', added) end
+if personal and added > 0 and not counting then rcall('HINCRBY', stats, 'pq', added) end
 return added

@@ -1,0 +1,133 @@
+//! The backfeed key and upload targets of a project page, and destroying the project (global
+//! admins, after typing its slug).
+
+use super::{
+    api::{self, Body},
+    bulk::{BodyKind, Bulk},
+};
+use leptos::{prelude::*, task::spawn_local};
+use serde_json::json;
+
+/// The backfeed key (shown, rotated after confirmation) and the upload targets.
+#[component]
+pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
+    let settings_path = format!("/admin/api/{slug}/settings");
+    let loaded = LocalResource::new(move || {
+        bulk.version.track();
+        api::get(settings_path.clone())
+    });
+    let key_path = format!("/admin/api/{slug}/backfeed-key");
+    let targets_path = StoredValue::new(format!("/admin/api/{slug}/targets"));
+    let slug = StoredValue::new(slug);
+    let rotate = move |had_key: bool| {
+        let text = if had_key {
+            "Rotate the backfeed key? The old key stops working at once: grab scripts need the new URL."
+        } else {
+            "Generate a backfeed key? Backfeed opens at the new URL."
+        };
+        bulk.ask(
+            text.into(),
+            "POST",
+            key_path.clone(),
+            BodyKind::Json(json!({})),
+        );
+    };
+    let change = move |target: String, action: &'static str| {
+        let body = Body::Json(json!({"target": target, "action": action}));
+        let done = match action {
+            "activate" => "Target active.",
+            "deactivate" => "Target inactive.",
+            _ => "Target removed.",
+        };
+        bulk.run("POST", targets_path.get_value(), body, done);
+    };
+    let new_target = RwSignal::new(String::new());
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        change(new_target.get_untracked().trim().to_string(), "activate");
+        new_target.set(String::new());
+    };
+    view! {
+        <section class="card" aria-label="Backfeed and upload targets">
+            <h2>"Backfeed key"</h2>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || {
+                    let rotate = rotate.clone();
+                    Suspend::new(async move {
+                    let v = loaded.await.unwrap_or_default();
+                    let key = v["settings"]["backfeed_key"].as_str().unwrap_or_default().to_string();
+                    let had = !key.is_empty();
+                    let url = if had {
+                        format!("/backfeed/legacy/{}-{key}", slug.get_value())
+                    } else {
+                        "none: backfeed is closed".into()
+                    };
+                    let targets: Vec<(String, bool)> = v["targets"].as_array().map(|a| a.iter().filter_map(|t| Some((t[0].as_str()?.to_string(), t[1].as_bool()?))).collect()).unwrap_or_default();
+                    view! {
+                        <p>"Backfeed URL: " <code aria-label="Backfeed URL">{url}</code></p>
+                        {may_change.then(|| view! {
+                            <button on:click=move |_| rotate(had)>{if had { "Rotate backfeed key" } else { "Generate backfeed key" }}</button>
+                        })}
+                        <h2>"Upload targets"</h2>
+                        {targets.is_empty().then(|| view! { <p class="muted">"No upload targets."</p> })}
+                        <table aria-label="Upload targets"><tbody>
+                            {targets.into_iter().map(|(t, active)| {
+                                let (a, b) = (t.clone(), t.clone());
+                                view! {
+                                    <tr>
+                                        <td class="mono">{t.clone()}</td>
+                                        <td>{if active { "active" } else { "inactive" }}</td>
+                                        <td>{may_change.then(|| view! {
+                                            {if active {
+                                                view! { <button on:click=move |_| change(a.clone(), "deactivate") aria-label=format!("Deactivate {t}")>"Deactivate"</button> }.into_any()
+                                            } else {
+                                                view! { <button on:click=move |_| change(a.clone(), "activate") aria-label=format!("Activate {t}")>"Activate"</button> }.into_any()
+                                            }}
+                                            " "
+                                            <button on:click=move |_| change(b.clone(), "remove") aria-label=format!("Remove {t}")>"Remove"</button>
+                                        })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody></table>
+                    }
+                })}}
+            </Suspense>
+            {may_change.then(|| view! {
+                <form class="row" on:submit=add aria-label="Add upload target">
+                    <label>"New target (e.g. rsync://host/module/:downloader/)" <input bind:value=new_target required/></label>
+                    <button type="submit">"Add target"</button>
+                </form>
+            })}
+        </section>
+    }
+}
+
+/// Destroys the project once its slug is typed (global admins).
+#[component]
+pub fn Destroy(slug: String, bulk: Bulk) -> impl IntoView {
+    let typed = RwSignal::new(String::new());
+    let error = RwSignal::new(String::new());
+    let expected = slug.clone();
+    let matches = move || typed.get() == expected;
+    let destroy = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let confirm = typed.get_untracked();
+        let path = format!("/admin/api/{slug}?confirm={}", api::encode(&confirm));
+        spawn_local(async move {
+            match api::call("DELETE", &path, &bulk.csrf.get_value(), Body::Empty).await {
+                Ok(_) => api::go("/admin"),
+                Err(e) => error.set(e),
+            }
+        });
+    };
+    view! {
+        <form class="card danger-zone" on:submit=destroy aria-label="Destroy project">
+            <h2>"Destroy project"</h2>
+            <p>"Removes the project, every item, its statistics and its log. This cannot be undone."</p>
+            <label>"Type the project's slug to confirm" <input bind:value=typed autocomplete="off"/></label>
+            <button type="submit" class="danger" disabled=move || !matches()>"Destroy project"</button>
+            <p class="error" role="alert">{error}</p>
+        </form>
+    }
+}

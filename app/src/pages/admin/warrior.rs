@@ -1,0 +1,156 @@
+//! `/admin/warrior`: the Warrior HQ project list (`projects.json`): edited as JSON, checked
+//! and sanitised by the server, previewed as the list Warriors show, the last 20 versions kept
+//! to restore. Only global admins save; everyone else reads.
+
+use super::{
+    api::{self, n, Body},
+    bulk::{BodyKind, Bulk, ConfirmBox},
+    frame::Frame,
+};
+use leptos::{prelude::*, task::spawn_local};
+use serde_json::{json, Value};
+
+/// The Warrior list page.
+#[component]
+pub fn WarriorPage() -> impl IntoView {
+    view! {
+        <Frame title="Warrior project list".into() current="/admin/warrior" content=|s| view! { <Warrior session=s/> }/>
+    }
+}
+
+const PATH: &str = "/admin/api/warrior/projects";
+
+#[component]
+fn Warrior(session: Value) -> impl IntoView {
+    let global = api::is_global(&session);
+    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+    let loaded = LocalResource::new(move || {
+        bulk.version.track();
+        api::get(PATH.into())
+    });
+    let text = RwSignal::new(String::new());
+    let preview: RwSignal<Option<Value>> = RwSignal::new(None);
+    Effect::new(move || {
+        if let Some(Ok(v)) = loaded.get() {
+            let raw = v["json"].as_str().unwrap_or("{}");
+            let pretty = serde_json::from_str::<Value>(raw)
+                .ok()
+                .and_then(|d| serde_json::to_string_pretty(&d).ok())
+                .unwrap_or_else(|| raw.to_string());
+            text.set(pretty);
+            preview.set(serde_json::from_str(raw).ok());
+        }
+    });
+    let put = move |dry_run: bool| {
+        let body = json!({"json": text.get_untracked(), "dry_run": dry_run});
+        spawn_local(async move {
+            match api::call("PUT", PATH, &bulk.csrf.get_value(), Body::Json(body)).await {
+                Ok(v) if dry_run => {
+                    preview.set(Some(v["json"].clone()));
+                    bulk.message
+                        .set("Valid. The preview shows it as sanitised.".into());
+                }
+                Ok(_) => {
+                    bulk.message.set("Saved.".into());
+                    bulk.version.update(|v| *v += 1);
+                }
+                Err(e) => {
+                    preview.set(None);
+                    bulk.message.set(e);
+                }
+            }
+        });
+    };
+    let restore = move |index: usize, label: String| {
+        bulk.ask(
+            format!("Restore the version saved {label}? The current list becomes a version too."),
+            "POST",
+            "/admin/api/warrior/restore".into(),
+            BodyKind::Json(json!({ "index": index })),
+        )
+    };
+    view! {
+        <p class="muted">"Served to Warriors as " <a href="/projects.json">"/projects.json"</a>
+            ". Required: warrior.seesaw_version, and for each project a name and a repository; deadlines look like 2013-04-30T23:59:59Z; HTML fields are sanitised."</p>
+        <ConfirmBox bulk/>
+        <div class="grid2">
+            <section class="card" aria-label="Edit the list">
+                <label>"projects.json" <textarea rows="24" bind:value=text readonly=!global spellcheck="false"></textarea></label>
+                {global.then(|| view! {
+                    <div class="actions">
+                        <button on:click=move |_| put(true)>"Preview"</button>
+                        <button on:click=move |_| put(false)>"Save list"</button>
+                    </div>
+                })}
+            </section>
+            <section class="card" aria-label="Preview">
+                <h2>"Preview"</h2>
+                {move || match preview.get() {
+                    None => view! { <p class="muted">"Nothing to show: press Preview to check the list."</p> }.into_any(),
+                    Some(doc) => view! { <ListPreview doc/> }.into_any(),
+                }}
+            </section>
+        </div>
+        <section class="card" aria-label="Versions">
+            <h2>"Versions (newest first; the first is the current list)"</h2>
+            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    let versions = loaded.await.ok().and_then(|v| v["versions"].as_array().cloned()).unwrap_or_default();
+                    if versions.is_empty() {
+                        return view! { <p class="muted">"Never saved."</p> }.into_any();
+                    }
+                    view! {
+                        <table aria-label="Versions">
+                            <thead><tr><th>"Saved"</th><th>"By"</th><th></th></tr></thead>
+                            <tbody>
+                                {versions.into_iter().enumerate().map(|(i, v)| {
+                                    let label = api::when(n(&v["t"]));
+                                    let l2 = label.clone();
+                                    view! {
+                                        <tr>
+                                            <td>{label.clone()}</td>
+                                            <td>{v["who"].as_str().unwrap_or_default().to_string()}</td>
+                                            <td>{if i == 0 {
+                                                view! { <span class="muted">"current"</span> }.into_any()
+                                            } else if global {
+                                                view! { <button on:click=move |_| restore(i, l2.clone()) aria-label=format!("Restore version {i}")>"Restore"</button> }.into_any()
+                                            } else {
+                                                ().into_any()
+                                            }}</td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+/// The list as a Warrior shows it: each project's title, description (sanitised HTML) and
+/// deadline.
+#[component]
+fn ListPreview(doc: Value) -> impl IntoView {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let message = text(&doc["broadcast_message"]);
+    let projects = doc["projects"].as_array().cloned().unwrap_or_default();
+    view! {
+        {(!message.is_empty()).then(|| view! { <div class="banner" inner_html=message></div> })}
+        <p class="muted">{format!("seesaw {} · {} projects", text(&doc["warrior"]["seesaw_version"]), projects.len())}</p>
+        <ul class="warrior-list" aria-label="Project list preview">
+            {projects.into_iter().map(|p| {
+                let title = p["title"].as_str().or(p["name"].as_str()).unwrap_or_default().to_string();
+                view! {
+                    <li>
+                        <strong>{title}</strong> " " <span class="muted mono">{text(&p["name"])}</span>
+                        <div inner_html=text(&p["description"])></div>
+                        {p["deadline"].as_str().map(|d| view! { <small class="muted">"Deadline " {d.to_string()}</small> })}
+                        <small class="muted mono">{text(&p["repository"])}</small>
+                    </li>
+                }
+            }).collect_view()}
+        </ul>
+    }
+}

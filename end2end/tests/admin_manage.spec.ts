@@ -1,0 +1,242 @@
+// The admin panel's management pages in a real browser: the settings form, creating and
+// destroying a project, blocks, the Warrior list, failed items, uploading a .gz of items, and
+// API tokens.
+import { test, expect, type Tracker } from './fixtures';
+import type { Page } from '@playwright/test';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+const PASSWORD = 'correct horse battery';
+
+async function asRoot(page: Page, tracker: Tracker) {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  await page.goto(`${tracker.base}/admin`);
+  await page.getByLabel('Name').fill('root');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await expect(page.getByText('Logged in as root')).toBeVisible();
+}
+
+function show(tracker: Tracker, slug: string) {
+  return JSON.parse(tracker.cli(['project', 'show', slug]));
+}
+
+test('the settings form saves every kind of field and shows the server reasons', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const form = page.getByRole('form', { name: 'Settings' });
+  await expect(form.getByLabel('Title', { exact: true })).toHaveValue('Demo');
+  await form.getByLabel('Title', { exact: true }).fill('Renamed');
+  await form.getByLabel('Rate limit (items per second; 0: none)').fill('2.5');
+  await form.getByLabel('State').selectOption('paused');
+  await form.getByLabel('Description (HTML, sanitised when saved)').fill('<p>Save <b>it</b></p><script>alert(1)</script>');
+  await form.getByRole('button', { name: 'Add pattern limit' }).click();
+  const limits = form.getByRole('group', { name: 'Pattern limits' });
+  await limits.getByLabel('Name').fill('Big Ones');
+  await limits.getByLabel('Pattern').fill('^big-');
+  await limits.getByLabel('Rate', { exact: true }).fill('1');
+  await limits.getByLabel('Burst').fill('2');
+  await form.getByRole('button', { name: 'Add extra field' }).click();
+  const extra = form.getByRole('group', { name: 'Extra item fields' });
+  await extra.getByLabel('Field').fill('warc_prefix');
+  await extra.getByLabel('Value').fill('demo-');
+  await form.getByRole('button', { name: 'Save settings' }).click();
+  const status = form.getByRole('status', { name: 'Settings status' });
+  await expect(status).toContainText('pattern limit name');
+  expect(show(tracker, 'demo').title).toBe('Demo');
+
+  await limits.getByLabel('Name').fill('big');
+  await form.getByRole('button', { name: 'Save settings' }).click();
+  await expect(status).toHaveText('Saved.');
+  await expect(form.getByLabel('Description (HTML, sanitised when saved)')).toHaveValue('<p>Save <b>it</b></p>');
+  const saved = show(tracker, 'demo');
+  expect([saved.title, saved.rate, saved.state]).toEqual(['Renamed', 2.5, 'paused']);
+  expect(saved.pattern_limits).toEqual([{ name: 'big', pattern: '^big-', rate: 1, burst: 2 }]);
+  expect(saved.extra).toEqual({ warc_prefix: 'demo-' });
+
+  await page.reload();
+  await expect(form.getByLabel('Title', { exact: true })).toHaveValue('Renamed');
+  await expect(form.getByLabel('State')).toHaveValue('paused');
+  await expect(limits.getByLabel('Pattern')).toHaveValue('^big-');
+});
+
+test('a project is created on the overview and destroyed after typing its slug', async ({ page, tracker }) => {
+  await asRoot(page, tracker);
+  const create = page.getByRole('form', { name: 'New project' });
+  await create.getByLabel('Slug (a-z, 0-9, -)').fill('fresh');
+  await create.getByLabel('Title').fill('Fresh project');
+  await create.getByRole('button', { name: 'Create project' }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/fresh$/);
+  await expect(page.getByRole('heading', { name: 'fresh', level: 1 })).toBeVisible();
+
+  const destroy = page.getByRole('form', { name: 'Destroy project' });
+  const button = destroy.getByRole('button', { name: 'Destroy project' });
+  await expect(button).toBeDisabled();
+  await destroy.getByLabel("Type the project's slug to confirm").fill('fres');
+  await expect(button).toBeDisabled();
+  await destroy.getByLabel("Type the project's slug to confirm").fill('fresh');
+  await button.click();
+  await expect(page).toHaveURL(/\/admin$/);
+  await expect(page.getByRole('table', { name: 'Projects' })).toBeVisible();
+  await expect(page.getByRole('link', { name: 'Fresh project' })).toHaveCount(0);
+});
+
+test('blocks are added and lifted on the blocks page', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  await asRoot(page, tracker);
+  await page.getByRole('link', { name: 'Blocks' }).click();
+  await expect(page.getByText('Nothing is blocked here.')).toBeVisible();
+  const form = page.getByRole('form', { name: 'Add block' });
+  await form.getByLabel('IP address or name').fill('192.0.2.7');
+  await form.getByLabel('Reason').fill('hammering');
+  await form.getByLabel('Hours (empty: for good)').fill('2');
+  await form.getByRole('button', { name: 'Block' }).click();
+  const table = page.getByRole('table', { name: 'Blocks' });
+  const row = table.getByRole('row').filter({ hasText: '192.0.2.7' });
+  await expect(row).toContainText('hammering');
+  await expect(row).toContainText('root');
+  await expect(row).not.toContainText('never');
+
+  await page.getByLabel('Scope').selectOption('demo');
+  await expect(page.getByText('Nothing is blocked here.')).toBeVisible();
+  await form.getByLabel('Kind').selectOption('dl');
+  await form.getByLabel('IP address or name').fill('spammer');
+  await form.getByRole('button', { name: 'Block' }).click();
+  await expect(table.getByRole('row').filter({ hasText: 'spammer' })).toContainText('never');
+  await page.getByRole('button', { name: 'Unblock spammer' }).click();
+  await expect(page.getByText('Nothing is blocked here.')).toBeVisible();
+
+  await page.getByLabel('Scope').selectOption('');
+  await page.getByRole('button', { name: 'Unblock 192.0.2.7' }).click();
+  await expect(page.getByText('Nothing is blocked here.')).toBeVisible();
+});
+
+test('the Warrior list is edited with a preview and an earlier version restored', async ({ page, tracker }) => {
+  await asRoot(page, tracker);
+  await page.getByRole('link', { name: 'Warrior list' }).click();
+  const editor = page.getByLabel('projects.json');
+  const doc = (name: string, deadline: string) =>
+    JSON.stringify({
+      warrior: { seesaw_version: '0.10.3' },
+      projects: [{ name, title: name.toUpperCase(), repository: `https://example.org/${name}.git`, deadline,
+        description: '<b>Grab</b> it<script>alert(1)</script>' }],
+    }, null, 2);
+  await editor.fill(doc('first', 'soon'));
+  await page.getByRole('button', { name: 'Preview' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toContainText('deadline');
+  await editor.fill(doc('first', '2030-01-01T00:00:00Z'));
+  await page.getByRole('button', { name: 'Preview' }).click();
+  const preview = page.getByRole('list', { name: 'Project list preview' });
+  await expect(preview).toContainText('FIRST');
+  expect(await preview.innerHTML()).not.toContain('script');
+  await page.getByRole('button', { name: 'Save list' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Saved.');
+  const versions = page.getByRole('table', { name: 'Versions' });
+  // The page reloads the list after a save: wait for it before typing again.
+  await expect(versions.getByRole('row')).toHaveCount(2);
+  await editor.fill(doc('second', '2030-01-01T00:00:00Z'));
+  await page.getByRole('button', { name: 'Save list' }).click();
+  await expect(versions.getByRole('row')).toHaveCount(3);
+  expect((await (await fetch(`${tracker.base}/projects.json`)).json()).projects[0].name).toBe('second');
+
+  await page.getByRole('button', { name: 'Restore version 1' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Restore the version');
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(versions.getByRole('row')).toHaveCount(4);
+  await expect(editor).toHaveValue(/"name": "first"/);
+  expect((await (await fetch(`${tracker.base}/projects.json`)).json()).projects[0].name).toBe('first');
+});
+
+test('failed items are requeued after the dry-run count', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['project', 'set', 'demo', 'max_attempts=1', 'claims_limit=1']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'f1\n');
+  await tracker.claim('demo', 'alice');
+  // At the claims limit the next claim is served the reclaim, its second attempt: it fails.
+  await fetch(`${tracker.base}/demo/request`, { method: 'POST', body: JSON.stringify({ downloader: 'bob', api_version: '2' }) });
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const failed = page.getByRole('region', { name: 'Failed items' });
+  await expect(failed.getByRole('row').filter({ hasText: 'f1' })).toContainText('claimed');
+  await failed.getByRole('button', { name: 'Requeue all failed' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Requeue 1 failed items?');
+  await expect(failed.getByRole('row').filter({ hasText: 'f1' })).toBeVisible();
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 1 items.');
+  await expect(failed).toContainText('No failed items.');
+  const queues = page.getByRole('region', { name: 'Queues' });
+  await expect(queues.getByRole('row', { name: 'failed 0', exact: true })).toBeVisible();
+  await expect(queues.getByRole('row', { name: 'todo 1', exact: true })).toBeVisible();
+});
+
+test('a .gz file of items is uploaded after the dry-run count', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'u1\n');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'items-'));
+  const file = path.join(dir, 'items.txt.gz');
+  writeFileSync(file, gzipSync(Array.from({ length: 1000 }, (_, i) => `u${i}`).join('\n') + '\n'));
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const add = page.getByRole('region', { name: 'Add items' });
+  await add.getByLabel('Items file (one a line; plain, .gz or .zst; streamed)').setInputFiles(file);
+  await add.getByRole('button', { name: 'Check file' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  // u1 is known already: 999 would be new.
+  await expect(dialog).toContainText("Add the file's 999 new items to todo?");
+  const queues = page.getByRole('region', { name: 'Queues' });
+  await expect(queues.getByRole('row', { name: 'todo 1', exact: true })).toBeVisible();
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 999 items.');
+  await expect(queues.getByRole('row', { name: 'todo 1,000', exact: true })).toBeVisible();
+});
+
+test('an API token is shown once, adds items from a script, and stops when revoked', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  await asRoot(page, tracker);
+  await page.getByRole('link', { name: 'API tokens' }).click();
+  await page.getByLabel('What it is for').fill('ingest');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const secret = (await page.getByLabel('Token secret').textContent())!.trim();
+  expect(secret).toMatch(/^trk_\w{40}$/);
+  const post = () =>
+    fetch(`${tracker.base}/admin/api/demo/items?queue=todo`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${secret}` },
+      body: 'a\nb\n',
+    });
+  const r = await post();
+  expect(r.status).toBe(200);
+  expect((await r.json()).count).toBe(2);
+  await page.getByRole('button', { name: 'Done' }).click();
+  await expect(page.getByText(secret)).toHaveCount(0);
+  await page.getByRole('button', { name: 'Revoke ingest' }).click();
+  await page.getByRole('dialog', { name: 'Confirm' }).getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByText('No tokens.')).toBeVisible();
+  expect((await post()).status).toBe(401);
+});
+
+test('the completion log is archived to a file listed for download', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'a\nb\nc\n');
+  for (let i = 0; i < 3; i++) await tracker.done('demo', 'alice', await tracker.claim('demo', 'alice'), 10);
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const log = page.getByRole('region', { name: 'Completion log' });
+  await expect(log.getByRole('link', { name: 'Download NDJSON' })).toHaveAttribute('href', '/admin/api/demo/log');
+  await expect(log).toContainText('No archives.');
+  await log.getByLabel('Archive entries up to').fill('2099-01-01T00:00');
+  await log.getByRole('button', { name: 'Preview archive' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Archive 3 log entries');
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 3 items.');
+  const file = log.getByRole('table', { name: 'Archives' }).getByRole('link');
+  await expect(file).toHaveText(/^demo-\d+-\d+\.ndjson\.gz$/);
+  const left = await page.evaluate(async () => (await fetch('/admin/api/demo/log')).text());
+  expect(left).toBe('');
+});

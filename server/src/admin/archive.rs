@@ -1,0 +1,250 @@
+//! Archiving the completion log: its oldest entries, up to a chosen time, go to a gzip NDJSON
+//! file in the archive directory and are then trimmed from Redis.
+//!
+//! Design: an archive always starts at the oldest entry still in Redis, so the files of a
+//! project are contiguous and never overlap, and what stays in Redis is always "everything
+//! after the last archive". The file is written to a temporary name, flushed to disk and
+//! renamed before anything is trimmed; the trim removes entries up to the last id written
+//! (`XTRIM MINID`), so entries added meanwhile stay. One archive runs at a time. Files are
+//! `ARCHIVE_DIR/SLUG/SLUG-FIRSTMS-LASTMS.ndjson.gz`, one line per entry as
+//! `GET /admin/api/SLUG/log` gives it.
+
+use super::{auth::Caller, items::Affected, logs::page_text};
+use crate::{
+    api::{known_project, ApiError, ApiResult},
+    AppState,
+};
+use axum::{
+    body::Body,
+    extract::{Path, State},
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use std::{io::Write, path::PathBuf};
+
+/// One archive run at a time in this process.
+static ARCHIVING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Body of `POST /admin/api/SLUG/log/archive`.
+#[derive(Debug, Deserialize)]
+pub struct ArchiveLog {
+    /// Archive the entries up to this time (ms, inclusive).
+    pub to: u64,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// One archive file.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ArchiveFile {
+    /// File name, `SLUG-FIRSTMS-LASTMS.ndjson.gz`.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// Answer of an archive run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Archived {
+    /// Entries archived (dry run: that would be).
+    #[serde(flatten)]
+    pub affected: Affected,
+    /// The file written.
+    pub file: Option<String>,
+}
+
+fn write_failed(e: std::io::Error) -> ApiError {
+    tracing::error!(error = %e, "writing a log archive");
+    ApiError::Client(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "The archive could not be written (see the server log).".into(),
+    )
+}
+
+fn project_dir(state: &AppState, slug: &str) -> PathBuf {
+    state.archive_dir.join(slug)
+}
+
+/// `POST /admin/api/SLUG/log/archive`: writes the log entries up to `to` to a gzip NDJSON file
+/// and trims them from Redis (dry run: counts them).
+pub async fn archive_log(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<ArchiveLog>,
+) -> ApiResult<Json<Archived>> {
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    let _one = ARCHIVING.lock().await;
+    let store = &state.store;
+    let end = format!("{}-{}", req.to, u64::MAX);
+    if req.dry_run {
+        let mut count = 0;
+        let mut start = "-".to_string();
+        loop {
+            let page = store.log_page(&slug, &start, &end, 1000).await?;
+            count += page.len() as u64;
+            match page.last() {
+                Some((id, _)) if page.len() == 1000 => start = format!("({id}"),
+                _ => break,
+            }
+        }
+        return Ok(Json(Archived {
+            affected: Affected {
+                count,
+                dry_run: true,
+            },
+            file: None,
+        }));
+    }
+    let dir = project_dir(&state, &slug);
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(write_failed)?;
+    let tmp = dir.join(format!(".partial-{}", super::random_token(12)));
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
+    let tmp_path = tmp.clone();
+    let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let file = std::fs::File::create(&tmp_path)?;
+        let mut gz = flate2::write::GzEncoder::new(
+            std::io::BufWriter::new(file),
+            flate2::Compression::default(),
+        );
+        while let Some(text) = rx.blocking_recv() {
+            gz.write_all(text.as_bytes())?;
+        }
+        let file = gz.finish()?.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()
+    });
+    let (mut first, mut last, mut count) = (None::<String>, None::<String>, 0u64);
+    let mut start = Some("-".to_string());
+    let mut failure = None;
+    while let Some(from) = start.take() {
+        let page = match page_text(store, &slug, &from, &end).await {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(ApiError::from(e));
+                break;
+            }
+        };
+        if page.count == 0 {
+            break;
+        }
+        first = first.or(page.first);
+        last = page.last;
+        count += page.count;
+        if tx.send(page.text).await.is_err() {
+            break;
+        }
+        start = page.next;
+    }
+    drop(tx);
+    let written = writer
+        .await
+        .map_err(|e| write_failed(std::io::Error::other(e)))
+        .and_then(|r| r.map_err(write_failed));
+    let (first, last) = match (written, failure, first, last) {
+        (Ok(()), None, Some(first), Some(last)) => (first, last),
+        (written, failure, ..) => {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            written?;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            return Ok(Json(Archived {
+                affected: Affected {
+                    count: 0,
+                    dry_run: false,
+                },
+                file: None,
+            }));
+        }
+    };
+    let ms = |id: &str| id.split('-').next().unwrap_or_default().to_string();
+    let mut name = format!("{slug}-{}-{}.ndjson.gz", ms(&first), ms(&last));
+    let mut n = 1;
+    while tokio::fs::try_exists(dir.join(&name))
+        .await
+        .unwrap_or(false)
+    {
+        n += 1;
+        name = format!("{slug}-{}-{}-{n}.ndjson.gz", ms(&first), ms(&last));
+    }
+    tokio::fs::rename(&tmp, dir.join(&name))
+        .await
+        .map_err(write_failed)?;
+    let trimmed = store.trim_log_through(&slug, &last).await?;
+    tracing::info!(slug, file = %name, count, trimmed, "archived the completion log");
+    caller
+        .record(&state, "log.archive", &slug, count, name.clone())
+        .await?;
+    Ok(Json(Archived {
+        affected: Affected {
+            count,
+            dry_run: false,
+        },
+        file: Some(name),
+    }))
+}
+
+/// `GET /admin/api/SLUG/archives`: the archive files of a project, newest first.
+pub async fn list_archives(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<Vec<ArchiveFile>>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    let mut out = Vec::new();
+    let Ok(mut dir) = tokio::fs::read_dir(project_dir(&state, &slug)).await else {
+        return Ok(Json(out));
+    };
+    while let Ok(Some(entry)) = dir.next_entry().await {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !valid_archive_name(&name) {
+            continue;
+        }
+        let bytes = entry.metadata().await.map(|m| m.len()).unwrap_or(0);
+        out.push(ArchiveFile { name, bytes });
+    }
+    out.sort_by(|a, b| b.name.cmp(&a.name));
+    Ok(Json(out))
+}
+
+/// Whether `name` can be an archive's file name (and nothing else: no path).
+fn valid_archive_name(name: &str) -> bool {
+    name.ends_with(".ndjson.gz")
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
+}
+
+/// `GET /admin/api/SLUG/archives/NAME`: one archive file, streamed.
+pub async fn download_archive(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((slug, name)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    if !valid_archive_name(&name) {
+        return Err(ApiError::not_found("No such archive."));
+    }
+    let file = tokio::fs::File::open(project_dir(&state, &slug).join(&name))
+        .await
+        .map_err(|_| ApiError::not_found("No such archive."))?;
+    let mut resp = Body::from_stream(tokio_util::io::ReaderStream::new(file)).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/gzip"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    Ok(resp)
+}

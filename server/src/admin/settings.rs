@@ -1,0 +1,249 @@
+//! A project's settings in the panel: shown and saved (validated like the CLI's, plus the
+//! fields only the panel edits), the description sanitised, and who administers the project.
+
+use super::auth::Caller;
+use crate::{
+    api::{known_project, ApiError, ApiResult},
+    cli::validate_settings,
+    store::{Role, Settings},
+    AppState,
+};
+use axum::{
+    extract::{Path, State},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+
+/// Settings as the panel shows and saves them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProjectSettings {
+    /// The settings the CLI also edits.
+    pub settings: Settings,
+    /// Description (HTML; sanitised when saved).
+    #[serde(default)]
+    pub description: String,
+    /// Overview order (higher first); unchanged when absent.
+    #[serde(default)]
+    pub priority: Option<i64>,
+    /// Upload targets (read-only here; see `/targets`).
+    #[serde(default)]
+    pub targets: Vec<(String, bool)>,
+    /// The project-admin accounts administering the project; unchanged when absent. Only
+    /// global admins may change it.
+    #[serde(default)]
+    pub admins: Option<Vec<String>>,
+}
+
+/// `GET /admin/api/SLUG/settings`.
+pub async fn show_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<ProjectSettings>> {
+    caller.may_view(&slug)?;
+    let settings = (*known_project(&state, &slug).await?).clone();
+    let extras = state.store.project_extras(&slug).await?;
+    let admins = project_admins(&state, &slug).await?;
+    Ok(Json(ProjectSettings {
+        settings,
+        description: extras.get("description").cloned().unwrap_or_default(),
+        priority: Some(
+            extras
+                .get("priority")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0),
+        ),
+        targets: state.store.upload_targets(&slug).await?,
+        admins: Some(admins),
+    }))
+}
+
+/// The project-admin accounts of `slug`, by name.
+async fn project_admins(state: &AppState, slug: &str) -> ApiResult<Vec<String>> {
+    Ok(state
+        .store
+        .accounts()
+        .await?
+        .into_iter()
+        .filter(|a| a.role == Role::Project && a.projects.iter().any(|p| p == slug))
+        .map(|a| a.name)
+        .collect())
+}
+
+/// `wanted` as sorted lowercase names, each a project-admin account, or why not.
+async fn check_admins(state: &AppState, wanted: &[String]) -> ApiResult<Vec<String>> {
+    let mut names: Vec<String> = wanted
+        .iter()
+        .map(|n| n.trim().to_lowercase())
+        .filter(|n| !n.is_empty())
+        .collect();
+    names.sort();
+    names.dedup();
+    for name in &names {
+        match state.store.account(name).await? {
+            None => return Err(ApiError::bad_request(format!("No account {name:?}."))),
+            Some(a) if a.role != Role::Project => {
+                return Err(ApiError::bad_request(format!(
+                    "{name} is not a project-admin account (roles are set on the Accounts page)."
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(names)
+}
+
+/// Makes `wanted` (checked names) exactly the project-admin accounts of `slug`; the names of
+/// the accounts changed.
+pub(super) async fn set_project_admins(
+    state: &AppState,
+    slug: &str,
+    wanted: &[String],
+) -> ApiResult<Vec<String>> {
+    let mut changed = Vec::new();
+    for mut a in state.store.accounts().await? {
+        if a.role != Role::Project {
+            continue;
+        }
+        let has = a.projects.iter().any(|p| p == slug);
+        let wants = wanted.contains(&a.name);
+        if has == wants {
+            continue;
+        }
+        if wants {
+            a.projects.push(slug.to_string());
+        } else {
+            a.projects.retain(|p| p != slug);
+        }
+        state.store.save_account(&a).await?;
+        changed.push(a.name);
+    }
+    Ok(changed)
+}
+
+/// Description HTML with everything but harmless markup removed.
+pub fn sanitise_html(html: &str) -> String {
+    ammonia::clean(html)
+}
+
+/// `PUT /admin/api/SLUG/settings`: validates (as `tracker project set` does) and saves.
+pub async fn save_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<ProjectSettings>,
+) -> ApiResult<Json<ProjectSettings>> {
+    caller.may_change(&slug)?;
+    let before = known_project(&state, &slug).await?;
+    let mut settings = req.settings;
+    settings.title = settings.title.trim().to_string();
+    if settings.title.is_empty() || settings.title.len() > 200 {
+        return Err(ApiError::bad_request("The title is 1 to 200 characters."));
+    }
+    validate_settings(&settings).map_err(ApiError::bad_request)?;
+    validate_panel_fields(&settings).map_err(ApiError::bad_request)?;
+    // Checked before anything is saved: a bad account name changes nothing.
+    let admins = match req.admins {
+        Some(wanted) => {
+            let wanted = check_admins(&state, &wanted).await?;
+            let mut current = project_admins(&state, &slug).await?;
+            current.sort();
+            if current == wanted {
+                None
+            } else {
+                caller.must_be_global()?;
+                Some(wanted)
+            }
+        }
+        None => None,
+    };
+    let description = sanitise_html(&req.description);
+    let store = &state.store;
+    store.save_settings(&slug, &settings).await?;
+    store
+        .set_project_extra(&slug, "description", &description)
+        .await?;
+    if let Some(priority) = req.priority {
+        store
+            .set_project_extra(&slug, "priority", &priority.to_string())
+            .await?;
+    }
+    caller
+        .record(
+            &state,
+            "settings.save",
+            &slug,
+            0,
+            changed_fields(&before, &settings),
+        )
+        .await?;
+    if let Some(wanted) = admins {
+        let changed = set_project_admins(&state, &slug, &wanted).await?;
+        caller
+            .record(
+                &state,
+                "settings.admins",
+                &slug,
+                changed.len() as u64,
+                wanted.join(","),
+            )
+            .await?;
+    }
+    show_settings(State(state), caller, Path(slug)).await
+}
+
+/// Checks of the fields only the panel edits in bulk (the CLI's checks are
+/// [`validate_settings`]).
+fn validate_panel_fields(s: &Settings) -> Result<(), String> {
+    if s.domains.is_empty() {
+        return Err("domains: at least one byte domain (e.g. data)".into());
+    }
+    if s.min_version.len() > 64 {
+        return Err("min_version is at most 64 characters".into());
+    }
+    for (k, v) in &s.extra {
+        if k.is_empty()
+            || k.len() > 64
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
+        {
+            return Err(format!(
+                "extra field name {k:?} must be 1 to 64 of a-z, 0-9, '_' and '-'"
+            ));
+        }
+        if ["item_name", "items"].contains(&k.as_str()) {
+            return Err(format!(
+                "extra field {k:?} would hide the claim's own field"
+            ));
+        }
+        if v.len() > 4096 {
+            return Err(format!("extra field {k}: at most 4096 characters"));
+        }
+    }
+    let mut names: Vec<&str> = s.pattern_limits.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err("pattern limit names must differ".into());
+    }
+    if s.bloom_capacity == 0 {
+        return Err("bloom_capacity must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// The names of the settings that differ.
+fn changed_fields(a: &Settings, b: &Settings) -> String {
+    let (a, b) = (
+        serde_json::to_value(a).unwrap_or_default(),
+        serde_json::to_value(b).unwrap_or_default(),
+    );
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return String::new();
+    };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}

@@ -1,0 +1,113 @@
+//! API tokens of the logged-in account, for scripts (`Authorization: Bearer SECRET`): listed,
+//! created (the secret shown once, stored as its SHA-256) and revoked. Managing tokens needs a
+//! session, so a leaked token cannot mint more; read-only accounts make none (they change
+//! nothing, tokens included), and a token of an account made read-only later only reads.
+
+use super::auth::Caller;
+use crate::{
+    api::{ApiError, ApiResult},
+    store::{now_ms, token_hash, ApiToken, Role},
+    AppState,
+};
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    Json,
+};
+use serde::{Deserialize, Serialize};
+
+/// Tokens one account may hold.
+const MAX_TOKENS: usize = 20;
+
+/// 403 for calls made with a token.
+fn needs_session(caller: &Caller) -> ApiResult<()> {
+    match caller.token {
+        Some(_) => Err(ApiError::forbidden(
+            "Tokens are managed from a logged-in session.",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `GET /admin/api/tokens`: the caller's tokens (never their secrets).
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<ApiToken>>> {
+    needs_session(&caller)?;
+    Ok(Json(state.store.tokens(&caller.name).await?))
+}
+
+/// Body of `POST /admin/api/tokens`.
+#[derive(Debug, Deserialize)]
+pub struct NewToken {
+    /// What the token is for, e.g. `ingest script`.
+    pub name: String,
+}
+
+/// Answer of `POST /admin/api/tokens`: the only time the secret is shown.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CreatedToken {
+    /// The token as listed.
+    #[serde(flatten)]
+    pub token: ApiToken,
+    /// The secret to send as `Authorization: Bearer SECRET`.
+    pub secret: String,
+}
+
+/// `POST /admin/api/tokens`: a new token for the caller, acting with the caller's role.
+pub async fn create_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<NewToken>,
+) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
+    needs_session(&caller)?;
+    if caller.role == Role::ReadOnly {
+        return Err(ApiError::forbidden("Read-only account."));
+    }
+    let name = req.name.trim();
+    if name.is_empty() || name.chars().count() > 64 {
+        return Err(ApiError::bad_request(
+            "A token's name is 1 to 64 characters.",
+        ));
+    }
+    let store = &state.store;
+    if store.tokens(&caller.name).await?.len() >= MAX_TOKENS {
+        return Err(ApiError::bad_request(format!(
+            "At most {MAX_TOKENS} tokens per account: revoke one first."
+        )));
+    }
+    let token = ApiToken {
+        id: super::random_token(8).to_lowercase(),
+        name: name.to_string(),
+        t: now_ms(),
+    };
+    let secret = format!("trk_{}", super::random_token(40));
+    store
+        .create_token(&caller.name, &token, &token_hash(&secret))
+        .await?;
+    caller
+        .record(
+            &state,
+            "token.create",
+            "",
+            1,
+            format!("{} {:?}", token.id, token.name),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(CreatedToken { token, secret })))
+}
+
+/// `DELETE /admin/api/tokens/ID`: revokes one of the caller's tokens.
+pub async fn revoke_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    needs_session(&caller)?;
+    if !state.store.revoke_token(&caller.name, &id).await? {
+        return Err(ApiError::not_found("No such token."));
+    }
+    caller.record(&state, "token.revoke", "", 1, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
