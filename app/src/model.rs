@@ -1,9 +1,11 @@
 //! Types shared by the server and the browser: leaderboard snapshots and live events.
 
 mod charts;
+mod downloaders;
 mod rates;
 
 pub use charts::{downsample, increases, since, ChartData, Series};
+pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
 
 use serde::{Deserialize, Serialize};
@@ -60,54 +62,6 @@ impl DoneEvent {
     pub fn is_warrior(&self) -> bool {
         self.user_agent.contains(" Warrior")
     }
-}
-
-/// One row of the downloaders table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DownloaderRow {
-    /// Downloader name.
-    pub name: String,
-    /// Items done.
-    pub items: u64,
-    /// Bytes done.
-    pub bytes: u64,
-    /// Last completion, milliseconds since the epoch (0: unknown).
-    #[serde(default)]
-    pub last_seen: u64,
-    /// Script version of the last completion.
-    #[serde(default)]
-    pub version: String,
-    /// Items done in the leaderboard's rate window ([`Leaderboard::window`]).
-    #[serde(default)]
-    pub window_items: u64,
-    /// Bytes done in the rate window.
-    #[serde(default)]
-    pub window_bytes: u64,
-}
-
-/// One page of a project's downloaders, as `GET /SLUG/downloaders.json` answers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DownloaderPage {
-    /// Downloaders matching the search, in all.
-    pub total: u64,
-    /// Downloaders of the project, in all.
-    pub count: u64,
-    /// The rate window of the rows' `window_items` / `window_bytes`, minutes.
-    pub window: u64,
-    /// Server time, milliseconds since the epoch.
-    pub now: u64,
-    /// The page's rows with their rank by items (1 = most).
-    pub rows: Vec<RankedRow>,
-}
-
-/// A downloader with its rank by items done.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RankedRow {
-    /// 1 for the downloader with the most items.
-    pub rank: u64,
-    /// The row.
-    #[serde(flatten)]
-    pub row: DownloaderRow,
 }
 
 /// The tracker's own statistics over the last hour (see `/SLUG/tracker-stats.json`).

@@ -20,7 +20,7 @@ pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
-pub use snapshot::{QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
+pub use snapshot::{set_window_sums, QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
 pub use tokens::{token_hash, ApiToken};
 pub use warrior::ListVersion;

@@ -4,7 +4,7 @@
 
 use super::{ApiError, ApiResult};
 use crate::{store, AppState};
-use app::model::{DownloaderPage, DownloaderRow, RankedRow};
+use app::model::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
 use axum::{
     extract::{Path, Query, State},
     response::{IntoResponse, Response},
@@ -24,40 +24,6 @@ pub const MAX_LIMIT: usize = 500;
 const MAX_QUERY: usize = 200;
 /// How long one read of a project's downloaders serves every page asked for.
 const FRESH_FOR: Duration = Duration::from_secs(2);
-
-/// The order of a page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SortBy {
-    /// By items done (the rank).
-    Rank,
-    /// By name, A first.
-    Name,
-    /// By bytes done.
-    Bytes,
-    /// By items in the rate window.
-    ItemsRate,
-    /// By bytes in the rate window.
-    BytesRate,
-    /// By last completion, newest first.
-    Seen,
-    /// By version, highest first.
-    Version,
-}
-
-impl SortBy {
-    fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "rank" | "items" => Self::Rank,
-            "name" => Self::Name,
-            "bytes" => Self::Bytes,
-            "items_rate" => Self::ItemsRate,
-            "bytes_rate" => Self::BytesRate,
-            "seen" => Self::Seen,
-            "version" => Self::Version,
-            _ => return None,
-        })
-    }
-}
 
 /// What a page asks for, checked.
 #[derive(Clone, Debug, PartialEq)]
@@ -194,12 +160,7 @@ impl DownloaderCache {
             store.all_downloaders(slug),
             store.downloader_window(slug, now, window)
         )?;
-        for row in &mut rows {
-            if let Some(&(items, bytes)) = sums.get(&row.name) {
-                row.window_items = items;
-                row.window_bytes = bytes;
-            }
-        }
+        store::set_window_sums(&mut rows, &sums);
         let rows = Arc::new(rows);
         let mut reads = self.lock();
         reads.retain(|_, (at, _, _)| at.elapsed() < FRESH_FOR);

@@ -77,12 +77,7 @@ impl Store {
             .figures_of(slug, &raw[raw.len().saturating_sub(60)..], now_ms)
             .await?;
         let sums = self.downloader_window(slug, now_ms, window).await?;
-        for row in &mut board.downloaders {
-            if let Some(&(items, bytes)) = sums.get(&row.name) {
-                row.window_items = items;
-                row.window_bytes = bytes;
-            }
-        }
+        set_window_sums(&mut board.downloaders, &sums);
         board.queues = queues;
         board.window = window;
         board.now = now_ms;
@@ -232,6 +227,17 @@ impl Store {
             .run(self.pool.next(), &self.scripts.snapshot, keys, args)
             .await?;
         parse_snapshot(slug, reply)
+    }
+}
+
+/// Gives each of `rows` its items and bytes of a rate window from `sums` (by name; rows not
+/// in it keep theirs, zero when fresh from a read).
+pub fn set_window_sums(rows: &mut [DownloaderRow], sums: &HashMap<String, (u64, u64)>) {
+    for row in rows {
+        if let Some(&(items, bytes)) = sums.get(&row.name) {
+            row.window_items = items;
+            row.window_bytes = bytes;
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! session cookie and the CSRF token. On the server they do nothing: the panel's data is
 //! loaded after hydration.
 
+pub use crate::format::encode;
 use serde_json::Value;
 
 /// What a call sends.
@@ -136,18 +137,6 @@ pub fn when(t_ms: u64) -> String {
     {
         t_ms.to_string()
     }
-}
-
-/// `s` percent-encoded for a query string or a path segment.
-pub fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// A number field of `v`, 0 when absent.

@@ -4,8 +4,8 @@
 //! its rank line and its row stays highlighted.
 
 use crate::{
-    format::{ago, bytes, rate, thousands},
-    model::{DownloaderPage, Leaderboard, RankedRow},
+    format::{ago, bytes, encode, rate, thousands},
+    model::{DownloaderPage, Leaderboard, RankedRow, SortBy},
 };
 use leptos::prelude::*;
 
@@ -31,16 +31,17 @@ enum Col {
 }
 
 impl Col {
-    /// The `sort` of `downloaders.json`.
-    fn key(self) -> &'static str {
+    /// The server's order for this column.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    fn sort_by(self) -> SortBy {
         match self {
-            Col::Rank | Col::Items => "rank",
-            Col::Name => "name",
-            Col::Bytes => "bytes",
-            Col::ItemsRate => "items_rate",
-            Col::BytesRate => "bytes_rate",
-            Col::Seen => "seen",
-            Col::Version => "version",
+            Col::Rank | Col::Items => SortBy::Rank,
+            Col::Name => SortBy::Name,
+            Col::Bytes => SortBy::Bytes,
+            Col::ItemsRate => SortBy::ItemsRate,
+            Col::BytesRate => SortBy::BytesRate,
+            Col::Seen => SortBy::Seen,
+            Col::Version => SortBy::Version,
         }
     }
 }
@@ -72,25 +73,11 @@ impl Ask {
             self.offset,
             self.limit,
             encode(&self.query),
-            self.sort.0.key(),
+            self.sort.0.sort_by().key(),
             if self.sort.1 { "reverse" } else { "natural" },
             self.window
         )
     }
-}
-
-/// `s` percent-encoded for a query string.
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// `GET url` as a [`DownloaderPage`].
