@@ -141,8 +141,32 @@ fn ProjectTable(overview: Value) -> impl IntoView {
 #[component]
 pub fn SetupPage() -> impl IntoView {
     let session = session();
-    let token = move || use_query_map().with_untracked(|q| q.get("token").unwrap_or_default());
-    let token = token();
+    let token = use_query_map().with_untracked(|q| q.get("token").unwrap_or_default());
+    // The form appears once the session (its CSRF token) is loaded in the browser: a form the
+    // server rendered could be typed into before hydration, which then resets its fields.
+    view! {
+        <Title text="Set up · Tracker"/>
+        <h1>"Create the first admin"</h1>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || {
+                let token = token.clone();
+                Suspend::new(async move {
+                    match session.await {
+                        Ok(s) => {
+                            let csrf = s["csrf"].as_str().unwrap_or_default().to_string();
+                            view! { <SetupForm csrf token/> }.into_any()
+                        }
+                        Err(e) => view! { <p class="error">{e}</p> }.into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
+/// The first admin's name and password, sent with the setup `token`.
+#[component]
+fn SetupForm(csrf: String, token: String) -> impl IntoView {
     let (name, password, error) = (
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
@@ -150,12 +174,8 @@ pub fn SetupPage() -> impl IntoView {
     );
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let token = token.clone();
+        let (csrf, token) = (csrf.clone(), token.clone());
         spawn_local(async move {
-            let csrf = match session.await {
-                Ok(s) => s["csrf"].as_str().unwrap_or_default().to_string(),
-                Err(e) => return error.set(e),
-            };
             let body = json!({"token": token, "username": name.get_untracked(), "password": password.get_untracked()});
             match api::call("POST", "/admin/api/setup", &csrf, Body::Json(body)).await {
                 Ok(_) => api::go("/admin"),
@@ -164,8 +184,6 @@ pub fn SetupPage() -> impl IntoView {
         });
     };
     view! {
-        <Title text="Set up · Tracker"/>
-        <h1>"Create the first admin"</h1>
         <form class="card admin-form" on:submit=submit aria-label="Create the first admin">
             <label>"Name" <input name="username" autocomplete="username" bind:value=name required/></label>
             <label>"Password" <input type="password" name="password" autocomplete="new-password" minlength="10" bind:value=password required/></label>
