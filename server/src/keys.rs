@@ -35,8 +35,8 @@
 //! ns:{SLUG}:log                stream  completion log (capped)
 //! ns:{SLUG}:targets            hash    upload target -> 1 active / 0 inactive
 //! ns:{SLUG}:uploads            list    recent `uploaded` reports (capped)
-//! ns:{SLUG}:bloom              hash    backfeed filter layers: count/capacity/blocks/k
-//! ns:{SLUG}:bloom:<i>          string  bitmap of layer i
+//! ns:{SLUG}:filter             hash    backfeed filter layers: count/capacity/blocks/k
+//! ns:{SLUG}:filter:<i>         hash    layer i: block number -> 64 bytes (absent = zeros)
 //! ns:{SLUG}:seq                string  sequence number of the last completion event
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
 //! ns:{SLUG}:events             channel completion events (pub/sub)
@@ -253,7 +253,11 @@ impl ProjectKeys {
     }
     /// Backfeed filter layer metadata.
     pub fn bloom(&self) -> String {
-        self.key("bloom")
+        self.key("filter")
+    }
+    /// Layer `i` of the backfeed filter.
+    pub fn bloom_layer(&self, i: usize) -> String {
+        self.key(&format!("filter:{i}"))
     }
     /// Project counters.
     pub fn stats(&self) -> String {

@@ -147,3 +147,38 @@ async fn the_filter_grows_by_layers_instead_of_degrading() {
         (0, 450)
     );
 }
+
+/// Concurrent backfeeds of overlapping records touch the same filter blocks: the script applies
+/// a block only if it is unchanged since it was read, and the tracker decides the others again.
+/// Every record is queued once, and every other sighting is counted as a duplicate.
+#[tokio::test]
+async fn concurrent_overlapping_backfeeds_queue_each_record_once() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    app.settings("p", |s| {
+        s.backfeed_key = "s3cret".into();
+        s.bloom_capacity = 1000;
+    })
+    .await;
+    // Eight posters, each sending records 0..3000 starting at a different place.
+    let posts = (0..8).map(|c| {
+        let body: String = (0..3000)
+            .map(|i| format!("rec{}\0", (i + c * 375) % 3000))
+            .collect();
+        app.post("/backfeed/legacy/p-s3cret", body)
+    });
+    let replies = futures::future::join_all(posts).await;
+    let (mut added, mut dups) = (0, 0);
+    for r in &replies {
+        let (a, d) = reply(r);
+        added += a;
+        dups += d;
+    }
+    assert_eq!((added, dups), (3000, 7 * 3000));
+    let layers = app.store.bloom_layers("p").await.unwrap();
+    assert!(layers.iter().all(|l| l.count <= l.capacity), "{layers:?}");
+    assert_eq!(layers.iter().map(|l| l.count).sum::<u64>(), 3000);
+    let board = app.store.snapshot("p", -1, 0).await.unwrap().unwrap();
+    assert_eq!(board.0.counts.todo, 3000);
+    app.assert_invariant("p").await;
+}

@@ -66,6 +66,9 @@ end
 -- The replies of `cmd key members...` over `list` in chunks, concatenated (one per member;
 -- false for a missing one).
 local function bulk_read(cmd, key, list)
+  local n = #list
+  if n == 0 then return {} end
+  if n <= 1000 then return rcall(cmd, key, unpack(list, 1, n)) end
   local all = {}
   for i = 1, #list, 1000 do
     local part = rcall(cmd, key, unpack(list, i, math.min(i + 999, #list)))
