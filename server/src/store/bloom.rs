@@ -2,9 +2,11 @@
 //!
 //! Layer `i` holds `capacity x 2^i` records at a false-positive rate of `P x (1-r) x r^i`
 //! (`r = 1/2`), so the rates of all layers sum to at most `P` = 1e-6 however many layers the
-//! filter grows. A record touches one block per layer (one `GETRANGE` to test), which is what
-//! makes batches of thousands of records cheap; the block's bits cost some extra memory over a
-//! classic filter, which the sizing below accounts for exactly.
+//! filter grows. A record touches one 64-byte block per layer, so a batch of thousands of
+//! records reads one `HMGET` per layer; the block's bits cost some extra memory over a classic
+//! filter, which the sizing below accounts for exactly. The bits are tested and set here, and
+//! `backfeed.lua` only applies blocks that are unchanged since they were read (see
+//! [`Store::backfeed`]).
 
 use super::{Store, StoreError, StoreResult};
 use fred::prelude::*;
