@@ -184,7 +184,10 @@ pub fn TrackerFigures(board: RwSignal<Leaderboard>) -> AnyView {
                     })}
                 </dd>
                 <dt>"Backfeed filter fill"</dt>
-                <dd>{t(|s| format!("{} ({} layers)", percent(Some(s.bloom_fill)), s.bloom_layers))}</dd>
+                <dd>{t(|s| {
+                    let unit = if s.bloom_layers == 1 { "layer" } else { "layers" };
+                    format!("{} ({} {unit})", percent(Some(s.bloom_fill)), s.bloom_layers)
+                })}</dd>
                 <dt>"Contributors, 30 days"</dt>
                 <dd>{t(|s| thousands(s.unique_downloaders_30d))}</dd>
             </dl>
