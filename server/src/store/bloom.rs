@@ -215,9 +215,26 @@ fn decide(chunk: &[BackfeedRecord], layers: &[BloomLayer], read: &[Vec<Value>]) 
     d
 }
 
-/// Conflicts in a row after which a backfeed gives up (each one means another call changed a
-/// block or a layer in between, so this many means something is wrong).
-const MAX_RETRIES: usize = 64;
+/// Calls in a row that decided nothing (another call changed every block, or the layers, in
+/// between) after which a backfeed gives up.
+const MAX_STALLS: u32 = 64;
+
+/// Counts a call that decided nothing. From the second in a row on, waits a little (longer each
+/// time, with jitter) so that concurrent backfeeds of the same blocks stop colliding; the first
+/// is usually just a layer being added.
+async fn stall(stalls: &mut u32) -> StoreResult<()> {
+    *stalls += 1;
+    if *stalls > MAX_STALLS {
+        return Err(unexpected(
+            "the filter kept changing under this backfeed".into(),
+        ));
+    }
+    if *stalls > 1 {
+        let micros = 200 * u64::from((*stalls).min(25)) + rand::random_range(0..500u64);
+        tokio::time::sleep(std::time::Duration::from_micros(micros)).await;
+    }
+    Ok(())
+}
 
 impl Store {
     /// Queues the records the filter has not seen into `queue` (`todo:backfeed[:shard]`);
@@ -242,7 +259,7 @@ impl Store {
         let client = self.pool.next();
         let (mut added, mut dups) = (0, 0);
         let mut pending: Vec<BackfeedRecord> = records.to_vec();
-        let mut conflicts = 0;
+        let mut stalls = 0;
         while !pending.is_empty() {
             let layers = if skip_filter {
                 Vec::new()
@@ -311,10 +328,7 @@ impl Store {
             };
             let first = reply.first().and_then(Value::as_i64);
             if first == Some(-2) {
-                conflicts += 1;
-                if conflicts > MAX_RETRIES {
-                    return Err(unexpected("the filter kept changing".into()));
-                }
+                stall(&mut stalls).await?;
                 continue;
             }
             let (Some(a), Some(d)) = (first, reply.get(1).and_then(Value::as_i64)) else {
@@ -331,13 +345,10 @@ impl Store {
                     None => return Err(unexpected(format!("record {sent} was not sent"))),
                 }
             }
-            if again.is_empty() {
-                conflicts = 0;
+            if again.len() < take {
+                stalls = 0;
             } else {
-                conflicts += 1;
-                if conflicts > MAX_RETRIES {
-                    return Err(unexpected("the filter kept changing".into()));
-                }
+                stall(&mut stalls).await?;
             }
             pending.drain(..take);
             pending.splice(0..0, again);

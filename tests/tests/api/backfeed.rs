@@ -157,7 +157,8 @@ async fn concurrent_overlapping_backfeeds_queue_each_record_once() {
     app.project("p", &[]).await;
     app.settings("p", |s| {
         s.backfeed_key = "s3cret".into();
-        s.bloom_capacity = 1000;
+        // Small: the layers fill and grow (100, 200, 400, ...) while the posters race.
+        s.bloom_capacity = 100;
     })
     .await;
     // Eight posters, each sending records 0..3000 starting at a different place.
