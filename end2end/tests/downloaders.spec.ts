@@ -68,3 +68,28 @@ test('beyond the top rows, search, pin and pages come from the server', async ({
   await expect(page.getByRole('status')).toHaveText('live');
   await expect(page.getByText('dl-001: #130 · 1 items')).toBeVisible();
 });
+
+test('a name typed before the Wasm loads is kept and searched once the page is live', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'early', '--title', 'Early']);
+  tracker.cli(['items', 'add', 'early', '-'], 'e1\ne2\n');
+  for (const who of ['heidi', 'ivan']) {
+    await tracker.done('early', who, await tracker.claim('early', who), 100);
+  }
+  // Hold the Wasm back until the name is typed into the server-rendered box.
+  let release!: () => void;
+  const typed = new Promise<void>((resolve) => (release = resolve));
+  await page.route('**/pkg/*.wasm', async (route) => {
+    await typed;
+    await route.continue();
+  });
+  await page.goto(`${tracker.base}/early/`);
+  const box = page.getByRole('searchbox', { name: 'Find downloader' });
+  await box.fill('iva');
+  await expect(page.getByRole('status')).not.toHaveText('live');
+  release();
+  await expect(page.getByRole('status')).toHaveText('live');
+  await expect(box).toHaveValue('iva');
+  const table = page.getByRole('table', { name: 'Downloaders' });
+  await expect(table.getByRole('row')).toHaveCount(2); // the header and ivan
+  await expect(table.getByRole('row').filter({ hasText: 'ivan' })).toBeVisible();
+});

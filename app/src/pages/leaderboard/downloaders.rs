@@ -95,6 +95,20 @@ fn storage() -> Option<web_sys::Storage> {
     window().local_storage().ok().flatten()
 }
 
+/// What a volunteer typed into the search box of the server-rendered page before the Wasm
+/// loaded: read before hydration resets the box to the (empty) query, to be applied after.
+#[cfg(feature = "hydrate")]
+fn typed_before_hydration() -> String {
+    use wasm_bindgen::JsCast;
+    document()
+        .query_selector("input.find-name")
+        .ok()
+        .flatten()
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+        .map(|input| input.value())
+        .unwrap_or_default()
+}
+
 /// The downloaders section.
 #[component]
 pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
@@ -121,7 +135,12 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
 
     #[cfg(feature = "hydrate")]
     {
-        // After hydration: the server rendered the page without the browser's pin.
+        // After hydration: the search typed before it (read now, applied after: the first render
+        // must match the server's), and the browser's pin, which the server rendered without.
+        let typed = typed_before_hydration();
+        if !typed.is_empty() {
+            Effect::new(move |_| query.set(typed.clone()));
+        }
         Effect::new(move |_| {
             if let Some(name) = storage().and_then(|s| s.get_item(PIN_KEY).ok().flatten()) {
                 pinned.set(Some(name));
@@ -295,6 +314,7 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                 }>
                     <input
                         type="search"
+                        class="find-name"
                         placeholder="Find your name"
                         aria-label="Find downloader"
                         prop:value=query
