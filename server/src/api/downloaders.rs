@@ -11,6 +11,7 @@ use axum::{
     Json,
 };
 use std::{
+    cmp::Reverse,
     collections::HashMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -99,25 +100,19 @@ pub fn page_of(rows: &[DownloaderRow], query: &PageQuery) -> (u64, Vec<RankedRow
             None => query.q.is_empty() || d.name.to_lowercase().contains(&query.q),
         })
         .collect();
-    if query.sort != SortBy::Rank || query.reverse {
-        hits.sort_by(|a, b| {
-            let (x, y) = (a.1, b.1);
-            let o = match query.sort {
-                SortBy::Rank => a.0.cmp(&b.0),
-                SortBy::Name => x.name.to_lowercase().cmp(&y.name.to_lowercase()),
-                SortBy::Bytes => y.bytes.cmp(&x.bytes),
-                SortBy::ItemsRate => y.window_items.cmp(&x.window_items),
-                SortBy::BytesRate => y.window_bytes.cmp(&x.window_bytes),
-                SortBy::Seen => y.last_seen.cmp(&x.last_seen),
-                SortBy::Version => y.version.cmp(&x.version),
-            }
-            .then(a.0.cmp(&b.0));
-            if query.reverse {
-                o.reverse()
-            } else {
-                o
-            }
-        });
+    // Each order ties on rank; a reversed order is the natural one read backwards.
+    match query.sort {
+        SortBy::Rank => {}
+        // Each name lowered once, not at every comparison (50,000 downloaders).
+        SortBy::Name => hits.sort_by_cached_key(|&(i, d)| (d.name.to_lowercase(), i)),
+        SortBy::Bytes => hits.sort_by_key(|&(i, d)| (Reverse(d.bytes), i)),
+        SortBy::ItemsRate => hits.sort_by_key(|&(i, d)| (Reverse(d.window_items), i)),
+        SortBy::BytesRate => hits.sort_by_key(|&(i, d)| (Reverse(d.window_bytes), i)),
+        SortBy::Seen => hits.sort_by_key(|&(i, d)| (Reverse(d.last_seen), i)),
+        SortBy::Version => hits.sort_by(|a, b| b.1.version.cmp(&a.1.version).then(a.0.cmp(&b.0))),
+    }
+    if query.reverse {
+        hits.reverse();
     }
     let page = hits
         .iter()

@@ -156,13 +156,19 @@ fn bit_set(block: &[u8], off: usize) -> bool {
         .is_some_and(|b| b & (0x80 >> (off & 7)) != 0)
 }
 
-/// A block as Redis answered it: absent (or short) reads as zeros.
+/// A block's bytes as Redis answered them (empty when absent); missing bytes read as zeros
+/// in [`bit_set`].
+fn value_bytes(v: &Value) -> &[u8] {
+    match v {
+        Value::Bytes(b) => b,
+        Value::String(s) => s.as_bytes(),
+        _ => &[],
+    }
+}
+
+/// A block to write to: as read, padded with zeros to 64 bytes.
 fn block_bytes(v: &Value) -> Vec<u8> {
-    let mut out = match v {
-        Value::Bytes(b) => b.to_vec(),
-        Value::String(s) => s.as_bytes().to_vec(),
-        _ => Vec::new(),
-    };
+    let mut out = value_bytes(v).to_vec();
     out.resize(64, 0);
     out
 }
@@ -187,8 +193,8 @@ fn decide(chunk: &[BackfeedRecord], layers: &[BloomLayer], read: &[Vec<Value>]) 
     'records: for (r, rec) in chunk.iter().enumerate() {
         for (l, layer) in layers.iter().enumerate().take(newest) {
             let (_, mut bits) = spot(rec.hash, l, layer.blocks, layer.k);
-            let block = block_bytes(&read[l][r]);
-            if bits.all(|off| bit_set(&block, off)) {
+            let block = value_bytes(&read[l][r]);
+            if bits.all(|off| bit_set(block, off)) {
                 d.dups += 1;
                 continue 'records;
             }
@@ -260,11 +266,14 @@ impl Store {
         let (mut added, mut dups) = (0, 0);
         let mut pending: Vec<BackfeedRecord> = records.to_vec();
         let mut stalls = 0;
+        // The layers as last read; kept current after each call, read again only when the
+        // script says they changed (another call may have filled or added one).
+        let mut known: Option<Vec<BloomLayer>> = None;
         while !pending.is_empty() {
-            let layers = if skip_filter {
-                Vec::new()
-            } else {
-                self.bloom_layers(slug).await?
+            let layers = match known.take() {
+                Some(layers) => layers,
+                None if skip_filter => Vec::new(),
+                None => self.bloom_layers(slug).await?,
             };
             let room = match layers.last() {
                 Some(l) if l.count < l.capacity => (l.capacity - l.count) as usize,
@@ -301,14 +310,14 @@ impl Store {
             args.push(Value::from(layers.len() as i64));
             args.push(Value::from(decided.dups as i64));
             args.push(Value::from(decided.blocks.len() as i64));
-            for (number, old, new) in &decided.blocks {
-                args.push(Value::from(*number as i64));
+            for (number, old, new) in decided.blocks {
+                args.push(Value::from(number as i64));
                 args.push(if old.iter().all(|&b| b == 0) {
                     Value::from("")
                 } else {
-                    Value::Bytes(old.clone().into())
+                    Value::Bytes(old.into())
                 });
-                args.push(Value::Bytes(new.clone().into()));
+                args.push(Value::Bytes(new.into()));
             }
             for &(r, b, fresh) in &decided.records {
                 let rec = &chunk[r];
@@ -338,12 +347,24 @@ impl Store {
             dups += d as u64;
             // Records of blocks that changed meanwhile: decided again, ahead of the rest.
             let mut again = Vec::new();
+            // What the newest layer now counts more: the new records of the blocks applied.
+            let mut counted = decided.records.iter().filter(|r| r.2).count() as u64;
             for v in &reply[2..] {
                 let sent = v.as_u64().unwrap_or(0) as usize;
                 match decided.records.get(sent.wrapping_sub(1)) {
-                    Some(&(r, _, _)) => again.push(chunk[r].clone()),
+                    Some(&(r, _, fresh)) => {
+                        counted -= u64::from(fresh);
+                        again.push(chunk[r].clone());
+                    }
                     None => return Err(unexpected(format!("record {sent} was not sent"))),
                 }
+            }
+            if !skip_filter {
+                let mut layers = layers;
+                if let Some(newest) = layers.last_mut() {
+                    newest.count += counted;
+                }
+                known = Some(layers);
             }
             if again.len() < take {
                 stalls = 0;

@@ -18,39 +18,11 @@ const REFRESH_MS: u64 = 5_000;
 #[cfg(feature = "hydrate")]
 const PIN_KEY: &str = "tracker.pinned";
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Col {
-    Rank,
-    Items,
-    Name,
-    Bytes,
-    ItemsRate,
-    BytesRate,
-    Seen,
-    Version,
-}
-
-impl Col {
-    /// The server's order for this column.
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-    fn sort_by(self) -> SortBy {
-        match self {
-            Col::Rank | Col::Items => SortBy::Rank,
-            Col::Name => SortBy::Name,
-            Col::Bytes => SortBy::Bytes,
-            Col::ItemsRate => SortBy::ItemsRate,
-            Col::BytesRate => SortBy::BytesRate,
-            Col::Seen => SortBy::Seen,
-            Col::Version => SortBy::Version,
-        }
-    }
-}
-
 /// What the table shows: the live top rows, or a page asked of the server.
 #[derive(Clone, PartialEq)]
 struct Ask {
     query: String,
-    sort: (Col, bool),
+    sort: (SortBy, bool),
     offset: usize,
     limit: usize,
     window: u64,
@@ -60,7 +32,7 @@ impl Ask {
     /// Whether the page's own top rows answer it (no search, rank order, first page).
     fn is_live_top(&self) -> bool {
         self.query.is_empty()
-            && self.sort == (Col::Rank, false)
+            && self.sort == (SortBy::Rank, false)
             && self.offset == 0
             && self.limit == TOP
     }
@@ -73,7 +45,7 @@ impl Ask {
             self.offset,
             self.limit,
             encode(&self.query),
-            self.sort.0.sort_by().key(),
+            self.sort.0.key(),
             if self.sort.1 { "reverse" } else { "natural" },
             self.window
         )
@@ -112,7 +84,7 @@ fn typed_before_hydration() -> String {
 /// The downloaders section.
 #[component]
 pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
-    let sort = RwSignal::new((Col::Rank, false));
+    let sort = RwSignal::new((SortBy::Rank, false));
     let show_all = RwSignal::new(false);
     let page = RwSignal::new(0usize);
     let query = RwSignal::new(String::new());
@@ -282,7 +254,7 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
         ))
     };
 
-    let header = move |label: &'static str, col: Col, num: bool| {
+    let header = move |label: &'static str, col: SortBy, num: bool| {
         let aria = move || match sort.get() {
             (c, false) if c == col => "descending",
             (c, true) if c == col => "ascending",
@@ -341,15 +313,15 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                 <table aria-label="Downloaders">
                     <thead>
                         <tr>
-                            {header("#", Col::Rank, true)}
-                            {header("Name", Col::Name, false)}
-                            {header("Items", Col::Items, true)}
-                            {header("Bytes", Col::Bytes, true)}
+                            {header("#", SortBy::Rank, true)}
+                            {header("Name", SortBy::Name, false)}
+                            {header("Items", SortBy::Rank, true)}
+                            {header("Bytes", SortBy::Bytes, true)}
                             <th class="num">"Share"</th>
-                            {header("Items/s", Col::ItemsRate, true)}
-                            {header("Bytes/s", Col::BytesRate, true)}
-                            {header("Last seen", Col::Seen, false)}
-                            {header("Version", Col::Version, false)}
+                            {header("Items/s", SortBy::ItemsRate, true)}
+                            {header("Bytes/s", SortBy::BytesRate, true)}
+                            {header("Last seen", SortBy::Seen, false)}
+                            {header("Version", SortBy::Version, false)}
                         </tr>
                     </thead>
                     <tbody>
