@@ -16,11 +16,11 @@
 //! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
 //! ns:{SLUG}:qseq               string  queue sequence counter
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
-//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n}
-//! ns:{SLUG}:attempts           hash    item -> times claimed (until done)
+//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r}
+//! ns:{SLUG}:attempts           hash    item -> times claimed, while not claimed (until done)
 //! ns:{SLUG}:done               set     completed items
 //! ns:{SLUG}:failed             hash    item -> JSON {reason, t}
-//! ns:{SLUG}:timeline           hash    item -> JSON last transitions
+//! ns:{SLUG}:timeline           hash    item -> last transitions (a claim's own: in its record)
 //! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues)
 //! ns:{SLUG}:dl:items / :bytes  zset    downloader -> items / bytes done
 //! ns:{SLUG}:dl:version / :seen hash    downloader -> last version / last done (ms)

@@ -133,7 +133,13 @@ impl Store {
         }
         let k = self.keys.project(slug);
         let patterns = self.patterns(slug).await?;
-        let keys = vec![k.out(), k.claims(), k.dl_claims(), k.timeline()];
+        let keys = vec![
+            k.out(),
+            k.claims(),
+            k.dl_claims(),
+            k.timeline(),
+            k.attempts(),
+        ];
         let mut released = 0;
         for chunk in matching.chunks(BULK) {
             let mut args = vec![

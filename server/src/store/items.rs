@@ -395,6 +395,7 @@ impl Store {
             k.dl_claims(),
             k.timeline(),
             k.queue("todo"),
+            k.attempts(),
         ];
         let args = vec![
             Value::from(now_ms as i64),

@@ -141,6 +141,65 @@ async fn items_claimed_more_than_max_attempts_fail() {
     app.assert_invariant("p").await;
 }
 
+/// A claim keeps its count and its timeline line in its record; both must survive the item
+/// leaving the claim undone (released), or max_attempts and the history would forget it.
+#[tokio::test]
+async fn released_items_keep_their_claim_count_and_their_history() {
+    let app = TestApp::start().await;
+    app.project("p", &["x"]).await;
+    app.settings("p", |s| s.max_attempts = 2).await;
+    let events = |timeline: &str| -> Vec<(String, String)> {
+        serde_json::from_str::<Vec<serde_json::Value>>(timeline)
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["e"].as_str().unwrap().into(),
+                    e["d"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    let pair = |e: &str, d: &str| (e.to_string(), d.to_string());
+
+    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["x"]);
+    let status = app.store.item_status("p", "x").await.unwrap();
+    assert_eq!(events(&status.timeline), [pair("claimed", "alice")]);
+    assert!(app
+        .store
+        .release("p", "x", "alice", false, T0 + 1)
+        .await
+        .unwrap());
+    assert_eq!(claim(&app, "p", "bob", 1, T0 + 2).await, ["x"]);
+    assert!(app
+        .store
+        .release("p", "x", "bob", false, T0 + 3)
+        .await
+        .unwrap());
+    assert!(
+        claim(&app, "p", "carol", 1, T0 + 4).await.is_empty(),
+        "the third claim fails it: the two released claims counted"
+    );
+    let status = app.store.item_status("p", "x").await.unwrap();
+    assert_eq!(status.state.as_deref(), Some("failed"));
+    assert!(
+        status.detail.contains("claimed 2 times"),
+        "{}",
+        status.detail
+    );
+    assert_eq!(
+        events(&status.timeline),
+        [
+            pair("claimed", "alice"),
+            pair("released", "alice"),
+            pair("claimed", "bob"),
+            pair("released", "bob"),
+            pair("failed", ""),
+        ]
+    );
+    app.assert_invariant("p").await;
+}
+
 #[tokio::test]
 async fn at_the_claims_limit_claims_are_served_reclaims() {
     let app = TestApp::start().await;

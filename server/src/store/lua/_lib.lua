@@ -83,7 +83,8 @@ local function timeline_line(now, what, who, version)
     (version and version ~= '') and string.gsub(version, '%s', '_') or '-')
 end
 
--- `raw` (an item's timeline text, or false) with `line` appended, the last 8 lines kept.
+-- `raw` (an item's timeline text, or false) with `line` (one or more lines) appended, the last
+-- 8 lines kept.
 local function timeline_append(raw, line)
   local text = raw and (raw .. '\n' .. line) or line
   local _, lines = string.gsub(text, '\n', '')
@@ -109,6 +110,30 @@ local function timeline_many(key, items, lines)
     fields[#fields + 1] = timeline_append(old[i], lines[i])
   end
   bulk('HSET', key, fields)
+end
+
+-- The decoded claim record `raw` {d, ip, t, ua, v, n, r}: a table, empty when missing or unreadable.
+local function decode_claim(raw)
+  local ok, claim = pcall(cjson.decode, raw or '')
+  return (ok and type(claim) == 'table') and claim or {}
+end
+
+-- A claim's own timeline line ("claimed", or "reclaimed" when `r`), from its decoded record, or
+-- nil for an empty record. While a claim lasts, its line lives only in the record (a claim
+-- writes nothing to the timeline); the line joins the timeline when the item leaves the claim.
+local function claim_line(claim)
+  if not claim.t then return nil end
+  return timeline_line(tonumber(claim.t) or 0, claim.r and 'reclaimed' or 'claimed', claim.d, claim.v)
+end
+
+-- `item` leaves its claim (decoded record `claim`) without being done: the claim's line, then
+-- `line` (if any), join its timeline; and, when `attempts` is given, its claim count is kept
+-- there for its next claim to read.
+local function leave_claim(tl, attempts, item, claim, line)
+  local lines = claim_line(claim)
+  if line then lines = lines and (lines .. '\n' .. line) or line end
+  if lines then rcall('HSET', tl, item, timeline_append(rcall('HGET', tl, item), lines)) end
+  if attempts and tonumber(claim.n) then rcall('HSET', attempts, item, claim.n) end
 end
 
 -- Whether version `a` is lower than `b`, comparing their numbers piecewise (20240101.02 > 3).

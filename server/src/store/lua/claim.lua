@@ -16,14 +16,18 @@
                              dl_max_claims, reclaim_ttl, max_attempts, fifo,
                              ignore_global_blocks, queues, pl:<name> ("rate burst")
   KEYS[2]  out         zset  claimed items by claim time (ms)
-  KEYS[3]  claims      hash  item -> JSON claim record {d, ip, t, ua, v, n}
-  KEYS[4]  attempts    hash  item -> times claimed
+  KEYS[3]  claims      hash  item -> JSON claim record {d, ip, t, ua, v, n (claim count),
+                             r (1 when reclaimed)}
+  KEYS[4]  attempts    hash  item -> times claimed, for items not claimed now (a claim keeps
+                             its count in its record; the count returns here if the item
+                             leaves the claim undone)
   KEYS[5]  failed      hash  item -> JSON {reason, t}
   KEYS[6]  dl:claims   hash  downloader -> items it holds
   KEYS[7]  blocked:ip  hash  ip -> JSON block entry
   KEYS[8]  blocked:dl  hash  downloader -> JSON block entry
   KEYS[9]  ratelimit   hash  limiter -> theoretical arrival time (ms); '' is the project's
-  KEYS[10] timeline    hash  item -> transitions, lines "time event who version"
+  KEYS[10] timeline    hash  item -> transitions, lines "time event who version"; a claim's
+                             own line is written when the item leaves it (see _lib claim_line)
   KEYS[11] stats       hash  pq (items in personal queues)
   Derived (same slot): <prefix><queue part>, <prefix>todo:d:<downloader>, <prefix>st:<day>.
 
@@ -110,6 +114,9 @@ for r, q in ipairs(reqs) do
       if want > 0 then
         if dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
+        -- The claim record {d, ip, t, ua, v, n} of this request's items, all but `n` built once.
+        q.record = '{"d":' .. cjson.encode(q.d) .. ',"ip":' .. cjson.encode(q.ip) .. ',"t":' .. string.format('%d', now)
+          .. ',"ua":' .. cjson.encode(q.ua) .. ',"v":' .. cjson.encode(q.v) .. ',"n":'
         active[#active + 1] = q
       end
     end
@@ -118,8 +125,9 @@ end
 
 -- Phase 2: items for the active requests, in claim order, handed out in request order.
 local out_n = #active > 0 and rcall('ZCARD', out) or 0
+local has_attempts = #active > 0 and rcall('EXISTS', attempts) == 1
 local new_attempts = {}
-local w_out, w_claims, w_attempts, w_dl, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
+local w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
 local cursor = 1
 
 -- Items still wanted by the active requests; `capped` by the room under the claims limit.
@@ -131,15 +139,17 @@ local function short(capped)
 end
 
 -- Drops from `items` those claimed too often (they move to `failed`); returns the others.
-local function screen(items)
+-- `known`: item -> times claimed so far, where the caller knows it (reclaims); else `attempts`.
+local function screen(items, known)
   if #items == 0 then return items end
-  local counts = bulk_read('HMGET', attempts, items)
+  local counts = has_attempts and bulk_read('HMGET', attempts, items) or {}
   local ok = {}
   for i, item in ipairs(items) do
-    local n = (tonumber(counts[i]) or 0) + 1
+    -- From here on the count lives in the claim record (or in `failed`).
+    if counts[i] then w_unattempt[#w_unattempt + 1] = item end
+    local n = ((known and known[item]) or tonumber(counts[i]) or 0) + 1
     if max_attempts > 0 and n > max_attempts then
       rcall('HSET', failed, item, cjson.encode({ reason = 'claimed ' .. (n - 1) .. ' times', t = now }))
-      rcall('HDEL', attempts, item)
       timeline(tl, item, now, 'failed', '', '')
       stat(prefix, now, 'f')
     else
@@ -157,16 +167,11 @@ local function distribute(items, from)
     local q = active[cursor]
     q.got[#q.got + 1] = item
     if from == 'reclaimed' then q.reclaimed = true end
-    local n = new_attempts[item]
     w_out[#w_out + 1] = now
     w_out[#w_out + 1] = item
     w_claims[#w_claims + 1] = item
-    w_claims[#w_claims + 1] = cjson.encode({ d = q.d, ip = q.ip, t = now, ua = q.ua, v = q.v, n = n })
-    w_attempts[#w_attempts + 1] = item
-    w_attempts[#w_attempts + 1] = n
+    w_claims[#w_claims + 1] = q.record .. new_attempts[item] .. (from == 'reclaimed' and ',"r":1}' or '}')
     w_dl[q.d] = (w_dl[q.d] or 0) + 1
-    tl_items[#tl_items + 1] = item
-    tl_lines[#tl_lines + 1] = timeline_line(now, from, q.d, q.v)
     out_n = out_n + 1
   end
 end
@@ -180,20 +185,21 @@ local function reclaim(want, ttl)
   else
     candidates = rcall('ZRANGE', out, 0, want - 1)
   end
-  local taken = {}
+  local taken, known = {}, {}
   for _, item in ipairs(candidates) do
     if #taken >= want then break end
-    local raw = rcall('HGET', claims, item)
-    local old = raw and cjson.decode(raw) or { t = 0, n = 1 }
+    local old = decode_claim(rcall('HGET', claims, item))
     if not ttl or (tonumber(old.t) or 0) + ttl * (tonumber(old.n) or 1) <= now then
       if old.d then w_dl[old.d] = (w_dl[old.d] or 0) - 1 end
       rcall('ZREM', out, item)
       rcall('HDEL', claims, item)
+      leave_claim(tl, nil, item, old, nil)
       out_n = out_n - 1
       taken[#taken + 1] = item
+      known[item] = tonumber(old.n)
     end
   end
-  local ok = screen(taken)
+  local ok = screen(taken, known)
   distribute(ok, 'reclaimed')
   if #ok > 0 then stat(prefix, now, 'rc', #ok) end
 end
@@ -280,11 +286,10 @@ end
 -- Phase 3: every claim written at once.
 bulk('ZADD', out, w_out)
 bulk('HSET', claims, w_claims)
-bulk('HSET', attempts, w_attempts)
+bulk('HDEL', attempts, w_unattempt)
 for d, n in pairs(w_dl) do
   if n ~= 0 then rcall('HINCRBY', dl_claims, d, n) end
 end
-timeline_many(tl, tl_items, tl_lines)
 local used = 0
 for _, q in ipairs(active) do used = used + #q.got end
 if rate > 0 and used > 0 then

@@ -13,7 +13,7 @@
   KEYS[3]  claims        hash    claim records
   KEYS[4]  done          set     completed items
   KEYS[5]  failed        hash    failed items
-  KEYS[6]  attempts      hash    item -> times claimed
+  KEYS[6]  attempts      hash    item -> times claimed (items not claimed now)
   KEYS[7]  dl:claims     hash    downloader -> items held
   KEYS[8]  stats         hash    done_items, done_bytes, pq (items in personal queues)
   KEYS[9]  dl:items      zset    items per downloader
@@ -24,7 +24,7 @@
   KEYS[14] seq           string  event sequence number
   KEYS[15] history       list    recent events, newest first
   KEYS[16] events        channel completion events
-  KEYS[17] timeline      hash    item -> JSON transitions
+  KEYS[17] timeline      hash    item -> transitions; a claim's own line joins it here
   KEYS[18] blocked:ip    hash    ip -> JSON block entry
   KEYS[19] log           stream  completion log
   KEYS[20] chart         list    "minute items bytes" cumulative, one entry per minute
@@ -156,8 +156,7 @@ local function chart_point(key, value)
 end
 
 local function claim_record(item)
-  local raw = claim_of[item]
-  return raw and cjson.decode(raw) or {}
+  return decode_claim(claim_of[item])
 end
 
 -- Counts for the events, read once and kept current as reports change them.
@@ -209,7 +208,7 @@ for _, rep in ipairs(reps) do
         rcall('ZADD', prefix .. 'todo', 0, item)
         state[item] = 'todo'
         out_now, todo_now = out_now - 1, todo_now + 1
-        timeline(tl, item, now, 'released', who, version)
+        leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, version))
       end
     end
     result[#result + 1] = 403
@@ -221,9 +220,10 @@ for _, rep in ipairs(reps) do
       if w == 'done' then
         dups = dups + 1
       else
-        local t0 = 0
+        local t0, claimed_line = 0, nil
         if w == 'out' then
           local claim = claim_record(item)
+          claimed_line = claim_line(claim)
           t0 = tonumber(claim.t) or 0
           if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
           w_out[#w_out + 1] = item
@@ -241,7 +241,8 @@ for _, rep in ipairs(reps) do
         state[item] = 'done'
         w_done[#w_done + 1] = item
         tl_items[#tl_items + 1] = item
-        tl_lines[#tl_lines + 1] = timeline_line(now, 'done', who, version)
+        local line = timeline_line(now, 'done', who, version)
+        tl_lines[#tl_lines + 1] = claimed_line and (claimed_line .. '\n' .. line) or line
         fresh[#fresh + 1] = item
         claimed_at[#claimed_at + 1] = t0
       end
@@ -256,6 +257,7 @@ for _, rep in ipairs(reps) do
         total = total + bytes
         dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
       end
+      local fresh_json = cjson.encode(fresh)
       local total_s = string.format('%d', total)
       done_items, done_bytes = done_items + #fresh, done_bytes + total
       dl_add_items[who] = (dl_add_items[who] or 0) + #fresh
@@ -270,13 +272,13 @@ for _, rep in ipairs(reps) do
       seen_dl[who] = true
       if rep.ip ~= '' then seen_ip[rep.ip] = true end
       rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', rep.ip, 'ua', rep.ua, 'v', version,
-        'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
+        'items', fresh_json, 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
         'id', rep.id)
       seq = seq + 1
       ev_seq = seq
       -- Built by hand: cjson would print large integers in exponent form.
       evs[#evs + 1] = '{"seq":' .. string.format('%d', seq) .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
-        .. ',"items":' .. cjson.encode(fresh) .. ',"bytes":' .. total_s
+        .. ',"items":' .. fresh_json .. ',"bytes":' .. total_s
         .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
         .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(rep.ua)
         .. string.format(',"dl_items":%d,"dl_bytes":%d', dl_base_items[who] + dl_add_items[who],
@@ -297,7 +299,9 @@ bulk('HDEL', claims, w_out)
 bulk('HDEL', failed, w_failed)
 for part, items in pairs(w_queue) do bulk('ZREM', prefix .. part, items) end
 if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
-bulk('HDEL', attempts, w_done)
+-- Only items that were not claimed have a count here (and claims made before claim records
+-- held the count).
+if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
 bulk('SADD', done, w_done)
 timeline_many(tl, tl_items, tl_lines)
 for d, n in pairs(w_dl) do

@@ -14,13 +14,19 @@
 
   Output: {state, detail, timeline JSON}; state is 'out' (detail: claim record JSON), 'done',
   'failed' (detail: reason JSON), 'todo' (detail: the queue part), or '' when unknown;
-  the timeline as stored.
+  the timeline as stored, with a current claim's own line after it.
   Events: none.
 ]]
 local meta, out, claims, done, failed, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, item = ARGV[1], ARGV[2]
-local history = rcall('HGET', tl, item) or ''
-if rcall('ZSCORE', out, item) then return { 'out', rcall('HGET', claims, item) or '{}', history } end
+local stored = rcall('HGET', tl, item)
+local history = stored or ''
+if rcall('ZSCORE', out, item) then
+  -- A claim's own line is in its record until the item leaves the claim.
+  local raw = rcall('HGET', claims, item) or '{}'
+  local line = claim_line(decode_claim(raw))
+  return { 'out', raw, line and timeline_append(stored, line) or history }
+end
 if rcall('SISMEMBER', done, item) == 1 then return { 'done', '', history } end
 local reason = rcall('HGET', failed, item)
 if reason then return { 'failed', reason, history } end

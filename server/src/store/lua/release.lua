@@ -5,8 +5,9 @@
   KEYS[1]  out        zset  claimed items
   KEYS[2]  claims     hash  claim records
   KEYS[3]  dl:claims  hash  downloader -> items held
-  KEYS[4]  timeline   hash  item -> transitions
+  KEYS[4]  timeline   hash  item -> transitions (the claim's line, then "released")
   KEYS[5]  todo       zset  main queue
+  KEYS[6]  attempts   hash  item -> times claimed (the claim's count goes back here)
 
   ARGV[1]  now (ms)
   ARGV[2]  item
@@ -16,16 +17,15 @@
   Output: 1 released; -1 the item is not claimed; -2 the caller is not the claimant.
   Events: none.
 ]]
-local out, claims, dl_claims, tl, todo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local out, claims, dl_claims, tl, todo, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, item, who, admin = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
 
 if not rcall('ZSCORE', out, item) then return -1 end
-local raw = rcall('HGET', claims, item)
-local claim = raw and cjson.decode(raw) or {}
+local claim = decode_claim(rcall('HGET', claims, item))
 if not admin and claim.d ~= who then return -2 end
 if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
 rcall('ZREM', out, item)
 rcall('HDEL', claims, item)
 rcall('ZADD', todo, 0, item)
-timeline(tl, item, now, 'released', who, '')
+leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, ''))
 return 1

@@ -5,7 +5,8 @@
   KEYS[1]  out        zset  claimed items, scored by claim time (ms)
   KEYS[2]  claims     hash  claim records
   KEYS[3]  dl:claims  hash  downloader -> items held
-  KEYS[4]  timeline   hash  item -> transitions
+  KEYS[4]  timeline   hash  item -> transitions (the claim's line, then "released")
+  KEYS[5]  attempts   hash  item -> times claimed (the claim's count goes back here)
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -16,7 +17,7 @@
   Output: number of items released.
   Events: none.
 ]]
-local out, claims, dl_claims, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local out, claims, dl_claims, tl, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, now, who = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
 local released = 0
@@ -24,13 +25,12 @@ for i = 4, #ARGV, 3 do
   local item, seen, part = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local score = rcall('ZSCORE', out, item)
   if score and tonumber(score) == seen then
-    local raw = rcall('HGET', claims, item)
-    local ok, claim = pcall(cjson.decode, raw or '')
-    if ok and type(claim) == 'table' and claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
+    local claim = decode_claim(rcall('HGET', claims, item))
+    if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
     rcall('ZREM', out, item)
     rcall('HDEL', claims, item)
     rcall('ZADD', prefix .. part, 0, item)
-    timeline(tl, item, now, 'released', who, '')
+    leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, ''))
     released = released + 1
   end
 end
