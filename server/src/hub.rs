@@ -28,6 +28,26 @@ pub const FRAMES_PER_SECOND: u32 = 4;
 /// The shortest time between two frames of one project.
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(1000 / FRAMES_PER_SECOND as u64);
 
+/// Socket writes a second one project's frames may cost before its frame rate drops: a frame
+/// is one write per watcher, and on loopback that write (mostly the kernel's TCP path) is most
+/// of what a watcher costs.
+pub const WRITE_BUDGET: u64 = 8_000;
+
+/// The fewest frames a second however many watch: an event waits at most 500 ms for its frame.
+pub const MIN_FRAMES_PER_SECOND: u64 = 2;
+
+/// The time between two frames of a project with `watchers` watchers: [`FRAME_INTERVAL`] while
+/// frames x watchers fits in [`WRITE_BUDGET`] (up to 2,000 watchers), then longer so that it
+/// still fits, down to [`MIN_FRAMES_PER_SECOND`] (from 4,000 watchers). Past that point the
+/// server's cost grows with the watchers again, at half the rate.
+pub fn frame_interval(watchers: usize) -> Duration {
+    let ms = (watchers as u64 * 1000 / WRITE_BUDGET).clamp(
+        FRAME_INTERVAL.as_millis() as u64,
+        1000 / MIN_FRAMES_PER_SECOND,
+    );
+    Duration::from_millis(ms)
+}
+
 /// How many frames a watcher may fall behind (4 s at the full rate) before it gets a fresh
 /// snapshot instead of the frames it missed.
 pub const WATCHER_BUFFER: usize = 16;
@@ -76,7 +96,10 @@ impl Feed {
         if self.pending.is_empty() {
             return None;
         }
-        Some(self.last_frame.map_or(now, |t| t + FRAME_INTERVAL))
+        Some(
+            self.last_frame
+                .map_or(now, |t| t + frame_interval(self.tx.receiver_count())),
+        )
     }
 
     /// Sends the pending events as one frame.
@@ -186,7 +209,7 @@ impl Hub {
     }
 
     /// Takes a published payload of `slug` at `now`: sends a frame at once if the last one is
-    /// at least [`FRAME_INTERVAL`] old, else keeps the events; returns when pending events are
+    /// at least [`frame_interval`] old, else keeps the events; returns when pending events are
     /// due.
     ///
     /// ```text
@@ -316,6 +339,24 @@ mod tests {
         assert_eq!(frames(&mut rx), []);
         assert_eq!(hub.flush_due(t0 + FRAME_INTERVAL), None);
         assert_eq!(frames(&mut rx), [(2, 4)]);
+    }
+
+    #[test]
+    fn many_watchers_get_fewer_frames_but_at_least_two_a_second() {
+        assert_eq!(frame_interval(1), FRAME_INTERVAL);
+        assert_eq!(frame_interval(2_000), FRAME_INTERVAL);
+        assert_eq!(frame_interval(3_000), Duration::from_millis(375));
+        assert_eq!(frame_interval(1_000_000), Duration::from_millis(500));
+
+        let hub = Hub::default();
+        let mut watchers: Vec<_> = (0..5_000).map(|_| hub.watch("p")).collect();
+        let t0 = Instant::now();
+        assert_eq!(hub.receive("p", &payload(1..=1), t0), None, "first at once");
+        let due = hub.receive("p", &payload(2..=2), t0 + Duration::from_millis(10));
+        assert_eq!(due, Some(t0 + Duration::from_millis(500)));
+        assert_eq!(hub.flush_due(t0 + FRAME_INTERVAL), due, "not at 250 ms");
+        assert_eq!(hub.flush_due(t0 + Duration::from_millis(500)), None);
+        assert_eq!(frames(&mut watchers[4_999]), [(1, 1), (2, 2)]);
     }
 
     #[test]
