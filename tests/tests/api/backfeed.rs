@@ -53,6 +53,41 @@ async fn records_are_queued_once() {
     app.assert_invariant("p").await;
 }
 
+/// Items queued by other means never passed the filter: the exact check must find them in
+/// whatever state they are (done, claimed, queued), while empty tables are skipped.
+#[tokio::test]
+async fn records_new_to_the_filter_but_known_in_any_state_are_duplicates() {
+    let app = TestApp::start().await;
+    with_backfeed(&app).await;
+    app.store
+        .add_items("p", "todo", &["a".into(), "b".into(), "c".into()])
+        .await
+        .unwrap();
+    let finished = app.claim("p", "alice").await;
+    app.done("p", "alice", &finished, 10).await;
+    let held = app.claim("p", "alice").await;
+    let queued = ["a", "b", "c"]
+        .into_iter()
+        .find(|i| *i != finished && *i != held)
+        .unwrap();
+    let body = format!("{finished}\0{held}\0{queued}\0fresh\0");
+    let r = app
+        .post("/backfeed/legacy/p-s3cret?delimiter=%00", body)
+        .await;
+    assert_eq!(reply(&r), (1, 3), "only `fresh` is new");
+    let state = |item: &'static str| {
+        let app = &app;
+        async move { app.store.item_status("p", item).await.unwrap().state }
+    };
+    assert_eq!(state("fresh").await.as_deref(), Some("todo"));
+    let board = app.store.snapshot("p", -1, 0).await.unwrap().unwrap();
+    assert_eq!(
+        (board.0.counts.todo, board.0.counts.out, board.0.counts.done),
+        (2, 1, 1)
+    );
+    app.assert_invariant("p").await;
+}
+
 #[tokio::test]
 async fn compressed_bodies_separators_shards_and_skipbloom() {
     let app = TestApp::start().await;

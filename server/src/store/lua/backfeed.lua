@@ -120,21 +120,24 @@ for _, i in ipairs(candidates) do
   end
 end
 local known = {}
-local function mark(replies, list)
-  local rest = {}
-  for j, item in ipairs(list) do
-    if replies[j] and replies[j] ~= 0 then known[item] = true else rest[#rest + 1] = item end
+local rest = items
+-- Asks `cmd key` about the items not known yet; an empty table (no key) holds none of them.
+local function check(cmd, key)
+  if #rest == 0 or rcall('EXISTS', key) == 0 then return end
+  local replies, unknown = bulk_read(cmd, key, rest), {}
+  for j, item in ipairs(rest) do
+    if replies[j] and replies[j] ~= 0 then known[item] = true else unknown[#unknown + 1] = item end
   end
-  return rest
+  rest = unknown
 end
-local rest = mark(bulk_read('ZMSCORE', out, items), items)
-if #rest > 0 then rest = mark(bulk_read('SMISMEMBER', done, rest), rest) end
-if #rest > 0 and rcall('EXISTS', failed) == 1 then rest = mark(bulk_read('HMGET', failed, rest), rest) end
+check('ZMSCORE', out)
+check('SMISMEMBER', done)
+check('HMGET', failed)
 local parts_checked = {}
 local function check_part(part)
-  if #rest > 0 and not parts_checked[part] then
+  if not parts_checked[part] then
     parts_checked[part] = true
-    rest = mark(bulk_read('ZMSCORE', prefix .. part, rest), rest)
+    check('ZMSCORE', prefix .. part)
   end
 end
 for _, parts in ipairs(groups) do
