@@ -1,4 +1,4 @@
-//! The seam between the pages and the process: what server functions may ask of the backend.
+//! The seam between the pages and the process: what the pages may ask of the backend.
 
 use crate::model::{ChartData, Leaderboard, ProjectSummary, TrackerStats};
 use std::sync::Arc;

@@ -1,6 +1,7 @@
-//! The Leptos UI: the shell, the routes, the pages, server functions, and the types shared
+//! The Leptos UI: the shell, the routes, the pages, their data (`data`), and the types shared
 //! by the server and the browser.
 
+pub mod data;
 pub mod format;
 #[cfg(feature = "hydrate")]
 mod live;
@@ -16,7 +17,6 @@ use leptos_router::{
     components::{Route, Router, Routes},
     path, Lazy, SsrMode,
 };
-use model::{ChartData, Leaderboard, ProjectSummary};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -104,61 +104,4 @@ mod panel {
     lazy_page!(Warrior, WarriorPage);
     lazy_page!(Tokens, TokensPage);
     lazy_page!(Project, ProjectAdminPage);
-}
-
-/// All projects, for the front page.
-#[server]
-pub async fn list_projects() -> Result<Vec<ProjectSummary>, ServerFnError> {
-    let backend = expect_context::<backend::SharedBackend>();
-    backend.projects().await.map_err(ServerFnError::new)
-}
-
-/// One project's leaderboard page data, with downloader sums over the last `window` minutes;
-/// `None` when there is no such project (the page answers 404).
-#[server]
-pub async fn get_leaderboard(
-    slug: String,
-    window: u64,
-) -> Result<Option<Leaderboard>, ServerFnError> {
-    let backend = expect_context::<backend::SharedBackend>();
-    let board = backend
-        .leaderboard(&slug, window.clamp(1, 1440))
-        .await
-        .map_err(ServerFnError::new)?;
-    if board.is_none() {
-        if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
-            resp.set_status(http::StatusCode::NOT_FOUND);
-        }
-    }
-    Ok(board)
-}
-
-/// Items and bytes per downloader over the last `window` minutes (at most a day).
-#[server]
-pub async fn get_downloader_window(
-    slug: String,
-    window: u64,
-) -> Result<Vec<(String, u64, u64)>, ServerFnError> {
-    let backend = expect_context::<backend::SharedBackend>();
-    backend
-        .downloader_window(&slug, window.clamp(1, 1440))
-        .await
-        .map_err(ServerFnError::new)
-}
-
-/// One project's tracker statistics of the last hour.
-#[server]
-pub async fn get_tracker_figures(slug: String) -> Result<model::TrackerStats, ServerFnError> {
-    let backend = expect_context::<backend::SharedBackend>();
-    backend
-        .tracker_figures(&slug)
-        .await
-        .map_err(ServerFnError::new)
-}
-
-/// One project's charts; `None` when there is no such project.
-#[server]
-pub async fn get_charts(slug: String) -> Result<Option<ChartData>, ServerFnError> {
-    let backend = expect_context::<backend::SharedBackend>();
-    backend.charts(&slug).await.map_err(ServerFnError::new)
 }

@@ -50,11 +50,11 @@ pub fn watch(
             if ticks.get().is_multiple_of(REFRESH_TICKS) {
                 let (slug, window) = board.with_untracked(|b| (b.slug.clone(), b.window));
                 leptos::task::spawn_local(async move {
-                    if let Ok(sums) = crate::get_downloader_window(slug.clone(), window).await {
+                    if let Ok(sums) = crate::data::downloader_window(slug.clone(), window).await {
                         board.update(|b| b.set_window_sums(window, sums));
                     }
                     // The tracker statistics are per-minute figures: re-read them as well.
-                    if let Ok(figures) = crate::get_tracker_figures(slug).await {
+                    if let Ok(figures) = crate::data::tracker_figures(slug).await {
                         board.update(|b| b.tracker = figures);
                     }
                 });

@@ -6,6 +6,7 @@ pub mod downloaders;
 pub mod extras;
 pub mod feed;
 pub mod live;
+pub mod pages;
 pub mod public;
 pub mod warrior;
 

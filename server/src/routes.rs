@@ -1,7 +1,7 @@
 //! The route table, grouped by who calls it.
 
 use crate::{
-    api::{backfeed, downloaders, extras, feed, live, public, warrior},
+    api::{backfeed, downloaders, extras, feed, live, pages, public, warrior},
     AppState,
 };
 use app::{backend::SharedBackend, shell, App};
@@ -58,6 +58,11 @@ pub fn router(state: AppState) -> Router {
             "/{slug}/downloaders.json",
             get(downloaders::get_downloaders),
         )
+        .route("/board/projects.json", get(pages::get_projects))
+        .route("/board/{slug}/page.json", get(pages::get_page))
+        .route("/board/{slug}/charts.json", get(pages::get_charts))
+        .route("/board/{slug}/window.json", get(pages::get_window))
+        .route("/board/{slug}/figures.json", get(pages::get_figures))
         .route("/{slug}", get(redirect_or_file));
 
     let live_feeds = Router::new()
@@ -65,14 +70,8 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/live", get(feed::stream_live_events));
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
+    // The pages have no server functions: their data is the JSON of `public_json` (/board/...).
     let pages = Router::new()
-        .route(
-            "/api/{*fn_name}",
-            post({
-                let context = context.clone();
-                move |req| leptos_axum::handle_server_fns_with_context(context.clone(), req)
-            }),
-        )
         .leptos_routes_with_context(&state, generate_route_list(App), context.clone(), {
             let options = state.leptos.clone();
             move || shell(options.clone())

@@ -2,8 +2,8 @@
 //! active projects first.
 
 use crate::{
+    data,
     format::{rate, thousands},
-    list_projects,
     model::ProjectSummary,
 };
 use leptos::prelude::*;
@@ -72,7 +72,7 @@ fn card(p: ProjectSummary) -> impl IntoView {
 /// The front page.
 #[component]
 pub fn HomePage() -> impl IntoView {
-    let projects = Resource::new(|| (), |_| list_projects());
+    let projects = Resource::new(|| (), |_| data::projects());
     view! {
         <Title text="Projects · Tracker"/>
         <h1>"Projects"</h1>
@@ -91,7 +91,7 @@ pub fn HomePage() -> impl IntoView {
                         }
                             .into_any()
                     }
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Err(e) => view! { <p class="error">{e}</p> }.into_any(),
                 }
             })}
         </Suspense>

@@ -7,7 +7,7 @@ mod figures;
 mod recent;
 
 use crate::{
-    get_charts, get_leaderboard,
+    data,
     model::{ChartData, Leaderboard, WINDOWS},
     pages::NotFound,
 };
@@ -23,8 +23,8 @@ const DEFAULT_WINDOW: u64 = WINDOWS[0];
 pub fn LeaderboardPage() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
-    let board = Resource::new(slug, |s| get_leaderboard(s, DEFAULT_WINDOW));
-    let charts = Resource::new(slug, get_charts);
+    let board = Resource::new(slug, |s| data::leaderboard(s, DEFAULT_WINDOW));
+    let charts = Resource::new(slug, data::charts);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -34,7 +34,7 @@ pub fn LeaderboardPage() -> impl IntoView {
                     }
                     (Ok(None), _) => view! { <NotFound/> }.into_any(),
                     (Err(e), _) | (_, Err(e)) => {
-                        view! { <p class="error">{e.to_string()}</p> }.into_any()
+                        view! { <p class="error">{e}</p> }.into_any()
                     }
                 }
             })}

@@ -136,11 +136,11 @@ pub fn valid_slug(slug: &str) -> bool {
         && !RESERVED_SLUGS.contains(&slug)
 }
 
-/// Names a project cannot take: the first path segment of a site route (`/admin/`, `/api/...`),
-/// or a fixed segment of the admin API that would shadow `/admin/api/SLUG`.
+/// Names a project cannot take: the first path segment of a site route (`/admin/`, `/api/...`,
+/// `/board/...`), or a fixed segment of the admin API that would shadow `/admin/api/SLUG`.
 const RESERVED_SLUGS: &[&str] = &[
     "admin", "api", "pkg", "now", "healthz", "backfeed", "session", "login", "logout", "setup",
-    "overview", "projects", "blocks", "unblock", "users", "audit", "warrior", "tokens",
+    "overview", "projects", "blocks", "unblock", "users", "audit", "warrior", "tokens", "board",
 ];
 
 /// Whether `name` may name a pattern limit or shard.

@@ -192,3 +192,54 @@ async fn charts_json_has_cumulative_minute_points() {
     );
     assert_eq!(points(&v["downloader_chart"]["bob"]).last().unwrap().1, 5);
 }
+
+/// The JSON the pages fetch after hydration parses as the page's own types.
+#[tokio::test]
+async fn page_data_json_has_the_pages_types_and_404s_unknown_projects() {
+    let app = TestApp::start().await;
+    app.project("p1", &["alpha-item", "beta-item"]).await;
+    let item = app.claim("p1", "alice").await;
+    app.done("p1", "alice", &item, 2048).await;
+    let json = |path: &'static str| {
+        let app = &app;
+        async move {
+            let r = app.get(path).await;
+            assert_eq!(r.status, 200, "{path}: {}", r.body);
+            r.body
+        }
+    };
+
+    let projects: Vec<app::model::ProjectSummary> =
+        serde_json::from_str(&json("/board/projects.json").await).unwrap();
+    assert_eq!(projects.len(), 1);
+    assert_eq!(projects[0].counts.done, 1);
+
+    let board: app::model::Leaderboard =
+        serde_json::from_str(&json("/board/p1/page.json?window=60").await).unwrap();
+    assert_eq!((board.counts.done, board.window), (1, 60));
+    assert_eq!(board.downloaders[0].name, "alice");
+    assert_eq!(board.recent[0].items, [item]);
+
+    let charts: app::model::ChartData =
+        serde_json::from_str(&json("/board/p1/charts.json").await).unwrap();
+    assert_eq!(charts.items.last().map(|p| p.1), Some(1));
+
+    let window: Vec<(String, u64, u64)> =
+        serde_json::from_str(&json("/board/p1/window.json?window=5").await).unwrap();
+    assert_eq!(window, [("alice".to_string(), 1, 2048)]);
+
+    let figures: app::model::TrackerStats =
+        serde_json::from_str(&json("/board/p1/figures.json").await).unwrap();
+    assert_eq!(figures.unique_downloaders_30d, 1);
+
+    for path in [
+        "/board/nope/page.json",
+        "/board/nope/charts.json",
+        "/board/nope/window.json",
+        "/board/nope/figures.json",
+    ] {
+        assert_eq!(app.get(path).await.status, 404, "{path}");
+    }
+    let bad = app.get("/board/p1/page.json?window=soon").await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+}

@@ -85,7 +85,7 @@ fn choose_window(board: RwSignal<Leaderboard>, w: u64) {
     #[cfg(feature = "hydrate")]
     leptos::task::spawn_local(async move {
         let slug = board.with_untracked(|b| b.slug.clone());
-        if let Ok(sums) = crate::get_downloader_window(slug, w).await {
+        if let Ok(sums) = crate::data::downloader_window(slug, w).await {
             board.update(|b| b.set_window_sums(w, sums));
         }
     });

@@ -1,0 +1,88 @@
+//! The public pages' data as JSON, in the shapes of `app::model`: what the browser fetches
+//! when a page needs fresh data after hydration (`app::data`). On the server the pages read
+//! the same data from the backend directly.
+
+use super::{ApiError, ApiResult};
+use crate::AppState;
+use app::backend::Backend;
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Deserialize;
+
+/// `?window=MINUTES` (1 to 1440; default 5).
+#[derive(Deserialize)]
+pub struct Window {
+    #[serde(default = "default_window")]
+    window: u64,
+}
+
+fn default_window() -> u64 {
+    5
+}
+
+/// A read that failed on our side: 503 with the backend's reason (already logged).
+fn unavailable(reason: String) -> Response {
+    (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response()
+}
+
+fn answer<T: serde::Serialize>(read: Result<Option<T>, String>) -> ApiResult<Response> {
+    match read {
+        Ok(Some(v)) => Ok(Json(v).into_response()),
+        Ok(None) => Err(ApiError::no_project()),
+        Err(reason) => Ok(unavailable(reason)),
+    }
+}
+
+/// `GET /board/projects.json`: every project's summary (`Vec<ProjectSummary>`).
+pub async fn get_projects(State(state): State<AppState>) -> ApiResult<Response> {
+    answer(Backend::projects(&state.store).await.map(Some))
+}
+
+/// `GET /board/SLUG/page.json?window=M`: the leaderboard page's data (`Leaderboard`).
+pub async fn get_page(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(w): Query<Window>,
+) -> ApiResult<Response> {
+    answer(Backend::leaderboard(&state.store, &slug, w.window.clamp(1, 1440)).await)
+}
+
+/// `GET /board/SLUG/charts.json`: the page's charts (`ChartData`).
+pub async fn get_charts(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    answer(Backend::charts(&state.store, &slug).await)
+}
+
+/// `GET /board/SLUG/window.json?window=M`: items and bytes of the top downloaders over the
+/// last M minutes (`[[name, items, bytes], ...]`).
+pub async fn get_window(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(w): Query<Window>,
+) -> ApiResult<Response> {
+    super::known_project(&state, &slug).await?;
+    answer(
+        Backend::downloader_window(&state.store, &slug, w.window.clamp(1, 1440))
+            .await
+            .map(Some),
+    )
+}
+
+/// `GET /board/SLUG/figures.json`: the tracker statistics of the last hour (`TrackerStats`).
+pub async fn get_figures(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    super::known_project(&state, &slug).await?;
+    answer(
+        Backend::tracker_figures(&state.store, &slug)
+            .await
+            .map(Some),
+    )
+}
