@@ -65,6 +65,16 @@ pub fn duration(secs: u64) -> String {
     }
 }
 
+/// A measured time in seconds: under a minute with one decimal (`0.2 s`, `12.5 s`, where a
+/// whole number of seconds would say `0 s`), else as [`duration`].
+pub fn seconds(secs: f64) -> String {
+    if secs < 59.95 {
+        format!("{:.1} s", secs.max(0.0))
+    } else {
+        duration(secs.round() as u64)
+    }
+}
+
 /// How long before `now_ms` `then_ms` was: `just now`, `5 min ago`; `—` when unknown.
 pub fn ago(then_ms: u64, now_ms: u64) -> String {
     if then_ms == 0 {
@@ -127,6 +137,9 @@ mod tests {
         assert_eq!(duration(45), "45 s");
         assert_eq!(duration(7500), "2 h 5 min");
         assert_eq!(duration(3 * 86_400 + 7200), "3 d 2 h");
+        assert_eq!(seconds(0.2235), "0.2 s");
+        assert_eq!(seconds(12.46), "12.5 s");
+        assert_eq!(seconds(125.0), "2 min");
         assert_eq!(ago(0, 5), "—");
         assert_eq!(ago(1_000, 301_000), "5 min ago");
         assert_eq!(percent(Some(0.9731)), "97.3%");

@@ -2,7 +2,7 @@
 //! empty the queues, and the tracker's own statistics.
 
 use crate::{
-    format::{bytes, duration, percent, rate, thousands},
+    format::{bytes, duration, percent, rate, seconds, thousands},
     model::{Leaderboard, WINDOWS},
 };
 use leptos::prelude::*;
@@ -172,7 +172,7 @@ pub fn TrackerFigures(board: RwSignal<Leaderboard>) -> AnyView {
                 <dt>"Served items that were reclaims"</dt>
                 <dd>{t(|s| percent(s.reclaim_serve_rate))}</dd>
                 <dt>"Mean round trip"</dt>
-                <dd>{t(|s| s.mean_round_trip_s.map_or("—".into(), |v| duration(v.round() as u64)))}</dd>
+                <dd>{t(|s| s.mean_round_trip_s.map_or("—".into(), seconds))}</dd>
                 <dt>"Backfeed"</dt>
                 <dd>
                     {t(|s| {
