@@ -9,10 +9,10 @@ pub trait Backend: Send + Sync + 'static {
     /// All projects, for the front page.
     async fn projects(&self) -> Result<Vec<ProjectSummary>, String>;
     /// One project's leaderboard page data with downloader sums over the last `window`
-    /// minutes, or `None` when there is no such project.
+    /// minutes (kept within 1 to 1440), or `None` when there is no such project.
     async fn leaderboard(&self, slug: &str, window: u64) -> Result<Option<Leaderboard>, String>;
-    /// Items and bytes over the last `window` minutes of each of the top downloaders (those a
-    /// page's snapshot holds) that did something in it.
+    /// Items and bytes over the last `window` minutes (kept within 1 to 1440) of each of the
+    /// top downloaders (those a page's snapshot holds) that did something in it.
     async fn downloader_window(
         &self,
         slug: &str,

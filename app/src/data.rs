@@ -34,7 +34,7 @@ mod server_side {
     }
 
     pub async fn leaderboard(slug: String, window: u64) -> Result<Option<Leaderboard>, String> {
-        let board = backend()?.leaderboard(&slug, window.clamp(1, 1440)).await?;
+        let board = backend()?.leaderboard(&slug, window).await?;
         if board.is_none() {
             if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
                 resp.set_status(http::StatusCode::NOT_FOUND);
@@ -51,9 +51,7 @@ mod server_side {
         slug: String,
         window: u64,
     ) -> Result<Vec<(String, u64, u64)>, String> {
-        backend()?
-            .downloader_window(&slug, window.clamp(1, 1440))
-            .await
+        backend()?.downloader_window(&slug, window).await
     }
 
     pub async fn tracker_figures(slug: String) -> Result<TrackerStats, String> {
@@ -66,34 +64,31 @@ mod browser_side {
     use crate::model::{ChartData, Leaderboard, ProjectSummary, TrackerStats};
 
     pub async fn projects() -> Result<Vec<ProjectSummary>, String> {
-        get("/board/projects.json".into()).await
+        found(get("/board/projects.json".into()).await?)
     }
 
     pub async fn leaderboard(slug: String, window: u64) -> Result<Option<Leaderboard>, String> {
-        optional(get(format!("/board/{}/page.json?window={window}", esc(&slug))).await)
+        get(format!("/board/{}/page.json?window={window}", esc(&slug))).await
     }
 
     pub async fn charts(slug: String) -> Result<Option<ChartData>, String> {
-        optional(get(format!("/board/{}/charts.json", esc(&slug))).await)
+        get(format!("/board/{}/charts.json", esc(&slug))).await
     }
 
     pub async fn downloader_window(
         slug: String,
         window: u64,
     ) -> Result<Vec<(String, u64, u64)>, String> {
-        get(format!("/board/{}/window.json?window={window}", esc(&slug))).await
+        found(get(format!("/board/{}/window.json?window={window}", esc(&slug))).await?)
     }
 
     pub async fn tracker_figures(slug: String) -> Result<TrackerStats, String> {
-        get(format!("/board/{}/figures.json", esc(&slug))).await
+        found(get(format!("/board/{}/figures.json", esc(&slug))).await?)
     }
 
-    /// What [`get`] answers for a 404.
-    const NOT_FOUND: &str = "404";
-
-    /// A GET's JSON: the value, `Err(NOT_FOUND)` for 404, or the reason.
+    /// A GET's JSON: the value, `None` for 404, or the reason.
     #[cfg(feature = "hydrate")]
-    async fn get<T: serde::de::DeserializeOwned>(url: String) -> Result<T, String> {
+    async fn get<T: serde::de::DeserializeOwned>(url: String) -> Result<Option<T>, String> {
         // The browser's fetch is not `Send`; resources want `Send` futures, and the browser
         // has one thread.
         send_wrapper::SendWrapper::new(async move {
@@ -102,8 +97,8 @@ mod browser_side {
                 .await
                 .map_err(|e| e.to_string())?;
             match resp.status() {
-                200 => resp.json::<T>().await.map_err(|e| e.to_string()),
-                404 => Err(NOT_FOUND.into()),
+                200 => resp.json::<T>().await.map(Some).map_err(|e| e.to_string()),
+                404 => Ok(None),
                 status => Err(format!("The tracker answered {status}.")),
             }
         })
@@ -112,17 +107,13 @@ mod browser_side {
 
     /// Neither the server nor the browser: nothing to fetch with.
     #[cfg(not(feature = "hydrate"))]
-    async fn get<T>(_url: String) -> Result<T, String> {
+    async fn get<T>(_url: String) -> Result<Option<T>, String> {
         Err("No way to fetch page data in this build.".into())
     }
 
-    /// 404 as `None`.
-    fn optional<T>(got: Result<T, String>) -> Result<Option<T>, String> {
-        match got {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e == NOT_FOUND => Ok(None),
-            Err(e) => Err(e),
-        }
+    /// Data that must exist: a 404 (the project is gone) is an error.
+    fn found<T>(got: Option<T>) -> Result<T, String> {
+        got.ok_or_else(|| "No such project.".to_string())
     }
 
     /// `slug` as a path segment.

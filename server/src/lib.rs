@@ -126,7 +126,7 @@ impl Backend for Store {
         if !store::valid_slug(slug) {
             return Ok(None);
         }
-        self.board_page(slug, store::now_ms(), window)
+        self.board_page(slug, store::now_ms(), window.clamp(1, 1440))
             .await
             .map_err(|e| read_failed(e, "leaderboard", slug))
     }
@@ -140,7 +140,7 @@ impl Backend for Store {
             return Ok(vec![]);
         }
         let (sums, top) = tokio::try_join!(
-            Store::downloader_window(self, slug, store::now_ms(), window),
+            Store::downloader_window(self, slug, store::now_ms(), window.clamp(1, 1440)),
             self.top_downloader_names(slug, store::PAGE_DOWNLOADERS),
         )
         .map_err(|e| read_failed(e, "downloader window", slug))?;

@@ -13,7 +13,7 @@ use axum::{
 };
 use serde::Deserialize;
 
-/// `?window=MINUTES` (1 to 1440; default 5).
+/// `?window=MINUTES` (default 5; the backend keeps it within 1 to 1440).
 #[derive(Deserialize)]
 pub struct Window {
     #[serde(default = "default_window")]
@@ -48,7 +48,7 @@ pub async fn get_page(
     Path(slug): Path<String>,
     Query(w): Query<Window>,
 ) -> ApiResult<Response> {
-    answer(Backend::leaderboard(&state.store, &slug, w.window.clamp(1, 1440)).await)
+    answer(Backend::leaderboard(&state.store, &slug, w.window).await)
 }
 
 /// `GET /board/SLUG/charts.json`: the page's charts (`ChartData`).
@@ -68,7 +68,7 @@ pub async fn get_window(
 ) -> ApiResult<Response> {
     super::known_project(&state, &slug).await?;
     answer(
-        Backend::downloader_window(&state.store, &slug, w.window.clamp(1, 1440))
+        Backend::downloader_window(&state.store, &slug, w.window)
             .await
             .map(Some),
     )

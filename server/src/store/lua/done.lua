@@ -155,10 +155,6 @@ local function chart_point(key, value)
   end
 end
 
-local function claim_record(item)
-  return decode_claim(claim_of[item])
-end
-
 -- Counts for the events, read once and kept current as reports change them.
 local todo_now, out_now, failed_now = todo_count(), rcall('ZCARD', out), rcall('HLEN', failed)
 local totals = rcall('HMGET', stats, 'done_items', 'done_bytes')
@@ -201,7 +197,7 @@ for _, rep in ipairs(reps) do
       t = now, expires = now + block_ttl }))
     for _, item in ipairs(rep.items) do
       if state[item] == 'out' then
-        local claim = claim_record(item)
+        local claim = decode_claim(claim_of[item])
         if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
         rcall('ZREM', out, item)
         rcall('HDEL', claims, item)
@@ -222,7 +218,7 @@ for _, rep in ipairs(reps) do
       else
         local t0, claimed_line = 0, nil
         if w == 'out' then
-          local claim = claim_record(item)
+          local claim = decode_claim(claim_of[item])
           claimed_line = claim_line(claim)
           t0 = tonumber(claim.t) or 0
           if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
