@@ -20,13 +20,16 @@ tools:
 tools-test:
 	@scripts/install-tools.sh test
 
+# The public pages' Wasm (cargo-leptos), then the admin panel's own (same crate, `admin` feature).
 build:
-	cargo leptos build --release --split
+	cargo leptos build --release
+	scripts/build-admin-wasm.sh
 
 lint:
 	cargo fmt --all --check
 	cargo clippy -p app -p server -p tests -p bench --all-targets -- -D warnings
 	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy -p frontend --target wasm32-unknown-unknown --features admin -- -D warnings
 
 unit:
 	cargo test -p app -p server -p tests

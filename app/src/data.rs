@@ -1,15 +1,37 @@
-//! The public pages' data. On the server it is read from the backend; in the browser it is a
-//! GET of the JSON the server answers with the same types (`/board/...`, server
-//! `api/pages.rs`). Plain GETs rather than server functions keep the server-function client out
-//! of the Wasm every volunteer loads. Both sides have the same functions:
+//! The public pages' data.
 //!
-//! - `projects()`: every project's summary, for the front page;
-//! - `leaderboard(slug, window)`: one project's page data with downloader sums over the last
-//!   `window` minutes, `None` when there is no such project (the page then answers 404);
-//! - `charts(slug)`: one project's charts, `None` when there is no such project;
+//! A page's first data ([`PageData`]) is read by the server before it renders the page
+//! ([`load_page`]), and travels with the HTML as JSON in `<script id="page-data">`. The browser
+//! reads it from there before it hydrates ([`page_data`]), so the pages render synchronously on
+//! both sides: no resource, no `Suspense`, and none of their machinery in the Wasm every
+//! volunteer loads (some 25 KB gzip).
+//!
+//! After hydration the browser GETs fresher parts as JSON of the types of `app::model`
+//! (`/board/...`, server `api/pages.rs`):
 //! - `downloader_window(slug, window)`: items and bytes per top downloader over the last
 //!   `window` minutes (at most a day);
 //! - `tracker_figures(slug)`: one project's tracker statistics of the last hour.
+
+use crate::model::{ChartData, Leaderboard, ProjectSummary};
+use serde::{Deserialize, Serialize};
+
+/// The id of the `<script type="application/json">` holding the page's [`PageData`].
+pub const PAGE_DATA_ID: &str = "page-data";
+
+/// The data a public page is rendered from. Which fields are set depends on the page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageData {
+    /// `/`: every project's summary.
+    #[serde(default)]
+    pub projects: Option<Vec<ProjectSummary>>,
+    /// `/SLUG/`: the leaderboard with downloader sums over the page's first rate window, and
+    /// its charts; `None` when there is no such project (the page answers 404).
+    #[serde(default)]
+    pub board: Option<(Leaderboard, ChartData)>,
+    /// Why the data could not be read (the page shows it).
+    #[serde(default)]
+    pub error: Option<String>,
+}
 
 #[cfg(feature = "ssr")]
 pub use server_side::*;
@@ -19,60 +41,81 @@ pub use browser_side::*;
 
 #[cfg(feature = "ssr")]
 mod server_side {
-    use crate::{
-        backend::SharedBackend,
-        model::{ChartData, Leaderboard, ProjectSummary, TrackerStats},
-    };
+    use super::PageData;
+    use crate::{backend::SharedBackend, model::WINDOWS, public_page, PublicPage};
     use leptos::prelude::use_context;
 
-    fn backend() -> Result<SharedBackend, String> {
-        use_context::<SharedBackend>().ok_or_else(|| "The page has no backend.".to_string())
-    }
+    /// The rate window a leaderboard opens with, minutes.
+    const FIRST_WINDOW: u64 = WINDOWS[0];
 
-    pub async fn projects() -> Result<Vec<ProjectSummary>, String> {
-        backend()?.projects().await
-    }
-
-    pub async fn leaderboard(slug: String, window: u64) -> Result<Option<Leaderboard>, String> {
-        let board = backend()?.leaderboard(&slug, window).await?;
-        if board.is_none() {
-            if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
-                resp.set_status(http::StatusCode::NOT_FOUND);
+    /// Reads the data of the public page at `path` from `backend`.
+    pub async fn load_page(backend: &SharedBackend, path: &str) -> PageData {
+        let mut data = PageData::default();
+        match public_page(path) {
+            PublicPage::Home => match backend.projects().await {
+                Ok(list) => data.projects = Some(list),
+                Err(e) => data.error = Some(e),
+            },
+            PublicPage::Board(slug) => {
+                let (board, charts) = futures::join!(
+                    backend.leaderboard(&slug, FIRST_WINDOW),
+                    backend.charts(&slug)
+                );
+                match (board, charts) {
+                    (Ok(Some(b)), Ok(c)) => data.board = Some((b, c.unwrap_or_default())),
+                    (Ok(None), _) => {}
+                    (Err(e), _) | (_, Err(e)) => data.error = Some(e),
+                }
             }
+            PublicPage::Missing => {}
         }
-        Ok(board)
+        data
     }
 
-    pub async fn charts(slug: String) -> Result<Option<ChartData>, String> {
-        backend()?.charts(&slug).await
+    /// The page's data, as the server's handler provided it in context.
+    pub fn page_data() -> PageData {
+        use_context::<PageData>().unwrap_or_default()
     }
 
-    pub async fn downloader_window(
-        slug: String,
-        window: u64,
-    ) -> Result<Vec<(String, u64, u64)>, String> {
-        backend()?.downloader_window(&slug, window).await
-    }
-
-    pub async fn tracker_figures(slug: String) -> Result<TrackerStats, String> {
-        backend()?.tracker_figures(&slug).await
+    /// `data` as the text of a `<script>` element: JSON in which no `<` can close the element.
+    pub fn page_data_script(data: &PageData) -> String {
+        serde_json::to_string(data)
+            .unwrap_or_else(|_| "{}".into())
+            .replace('<', "\\u003c")
     }
 }
 
 #[cfg(not(feature = "ssr"))]
 mod browser_side {
-    use crate::model::{ChartData, Leaderboard, ProjectSummary, TrackerStats};
+    use super::{PageData, PAGE_DATA_ID};
+    use crate::model::TrackerStats;
 
-    pub async fn projects() -> Result<Vec<ProjectSummary>, String> {
-        found(get("/board/projects.json".into()).await?)
-    }
-
-    pub async fn leaderboard(slug: String, window: u64) -> Result<Option<Leaderboard>, String> {
-        get(format!("/board/{}/page.json?window={window}", esc(&slug))).await
-    }
-
-    pub async fn charts(slug: String) -> Result<Option<ChartData>, String> {
-        get(format!("/board/{}/charts.json", esc(&slug))).await
+    /// The page's data, read from the page's `<script id="page-data">`. A page without it (or
+    /// with data this build cannot read) shows the reason instead.
+    pub fn page_data() -> PageData {
+        #[cfg(feature = "hydrate")]
+        {
+            let text = web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| d.get_element_by_id(PAGE_DATA_ID))
+                .and_then(|e| e.text_content());
+            match text.map(|t| serde_json::from_str::<PageData>(&t)) {
+                Some(Ok(data)) => data,
+                Some(Err(e)) => PageData {
+                    error: Some(format!("The page's data is unreadable: {e}")),
+                    ..Default::default()
+                },
+                None => PageData {
+                    error: Some("The page has no data.".into()),
+                    ..Default::default()
+                },
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        {
+            let _ = PAGE_DATA_ID;
+            PageData::default()
+        }
     }
 
     pub async fn downloader_window(
@@ -89,20 +132,15 @@ mod browser_side {
     /// A GET's JSON: the value, `None` for 404, or the reason.
     #[cfg(feature = "hydrate")]
     async fn get<T: serde::de::DeserializeOwned>(url: String) -> Result<Option<T>, String> {
-        // The browser's fetch is not `Send`; resources want `Send` futures, and the browser
-        // has one thread.
-        send_wrapper::SendWrapper::new(async move {
-            let resp = gloo_net::http::Request::get(&url)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            match resp.status() {
-                200 => resp.json::<T>().await.map(Some).map_err(|e| e.to_string()),
-                404 => Ok(None),
-                status => Err(format!("The tracker answered {status}.")),
-            }
-        })
-        .await
+        let resp = gloo_net::http::Request::get(&url)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        match resp.status() {
+            200 => resp.json::<T>().await.map(Some).map_err(|e| e.to_string()),
+            404 => Ok(None),
+            status => Err(format!("The tracker answered {status}.")),
+        }
     }
 
     /// Neither the server nor the browser: nothing to fetch with.

@@ -14,6 +14,29 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `x` rounded to `decimals` places: `fixed(2.345, 1)` → `"2.3"`, `fixed(-0.04, 1)` → `"0.0"`;
+/// NaN reads 0. The pages format every fraction with this rather than `{:.N}`: the standard
+/// float formatting is some 20 KB of the Wasm, integer digits are nearly free.
+pub fn fixed(x: f64, decimals: u32) -> String {
+    let scale = 10u64.pow(decimals.min(9));
+    // Saturating: NaN becomes 0, infinities and huge values the largest u64.
+    let n = (x.abs() * scale as f64).round() as u64;
+    let mut out = String::new();
+    if x < 0.0 && n > 0 {
+        out.push('-');
+    }
+    out.push_str(&(n / scale).to_string());
+    if scale > 1 {
+        let frac = (n % scale).to_string();
+        out.push('.');
+        for _ in frac.len()..decimals.min(9) as usize {
+            out.push('0');
+        }
+        out.push_str(&frac);
+    }
+    out
+}
+
 /// `1536` → `"1.50 KiB"`; below 1 KiB, plain bytes.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
@@ -33,7 +56,7 @@ pub fn bytes(n: u64) -> String {
     } else {
         0
     };
-    format!("{value:.decimals$} {}", UNITS[unit])
+    format!("{} {}", fixed(value, decimals), UNITS[unit])
 }
 
 /// A rate with three significant digits: `0.512`, `12.3`, `1,234`.
@@ -41,11 +64,11 @@ pub fn rate(per_s: f64) -> String {
     if per_s >= 1000.0 {
         thousands(per_s.round() as u64)
     } else if per_s >= 100.0 {
-        format!("{per_s:.0}")
+        fixed(per_s, 0)
     } else if per_s >= 10.0 {
-        format!("{per_s:.1}")
+        fixed(per_s, 1)
     } else if per_s > 0.0 {
-        format!("{per_s:.2}")
+        fixed(per_s, 2)
     } else {
         "0".into()
     }
@@ -69,7 +92,7 @@ pub fn duration(secs: u64) -> String {
 /// whole number of seconds would say `0 s`), else as [`duration`].
 pub fn seconds(secs: f64) -> String {
     if secs < 59.95 {
-        format!("{:.1} s", secs.max(0.0))
+        format!("{} s", fixed(secs.max(0.0), 1))
     } else {
         duration(secs.round() as u64)
     }
@@ -91,9 +114,19 @@ pub fn ago(then_ms: u64, now_ms: u64) -> String {
 /// A fraction as a percentage with one decimal: `0.9731` → `97.3%`; `—` for none.
 pub fn percent(f: Option<f64>) -> String {
     match f {
-        Some(f) => format!("{:.1}%", f * 100.0),
+        Some(f) => format!("{}%", fixed(f * 100.0, 1)),
         None => "—".into(),
     }
+}
+
+/// `s` in lower case, to compare names regardless of case. In the browser it is the JS engine's
+/// `toLowerCase` (the same Unicode mapping as `str::to_lowercase`, whose tables and code would
+/// be some 10 KB of the Wasm).
+pub fn lower(s: &str) -> String {
+    #[cfg(feature = "hydrate")]
+    return String::from(js_sys::JsString::from(s).to_lower_case());
+    #[cfg(not(feature = "hydrate"))]
+    return s.to_lowercase();
 }
 
 /// `s` percent-encoded for a query string or a path segment.
@@ -143,5 +176,18 @@ mod tests {
         assert_eq!(ago(0, 5), "—");
         assert_eq!(ago(1_000, 301_000), "5 min ago");
         assert_eq!(percent(Some(0.9731)), "97.3%");
+    }
+
+    #[test]
+    fn fixed_rounds_to_its_decimals() {
+        assert_eq!(fixed(2.345, 1), "2.3");
+        assert_eq!(fixed(2.35, 0), "2");
+        assert_eq!(fixed(0.05, 2), "0.05");
+        assert_eq!(fixed(1.005, 3), "1.005");
+        assert_eq!(fixed(9.999, 2), "10.00");
+        assert_eq!(fixed(-1.25, 1), "-1.3");
+        assert_eq!(fixed(-0.04, 1), "0.0");
+        assert_eq!(fixed(f64::NAN, 1), "0.0");
+        assert_eq!(fixed(1234.5, 0), "1235");
     }
 }

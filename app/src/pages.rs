@@ -9,7 +9,8 @@ pub use leaderboard::LeaderboardPage;
 
 use leptos::prelude::*;
 
-/// The page for an unknown path.
+/// The page for an unknown path, in either app (its link is a full page load, as the panel's
+/// router does not know `/`).
 #[component]
 pub fn NotFound() -> impl IntoView {
     #[cfg(feature = "ssr")]
@@ -19,7 +20,7 @@ pub fn NotFound() -> impl IntoView {
     view! {
         <section class="card">
             <h1>"Not found"</h1>
-            <p>"There is nothing here. " <a href="/">"See all projects"</a> "."</p>
+            <p>"There is nothing here. " <a href="/" rel="external">"See all projects"</a> "."</p>
         </section>
     }
 }

@@ -1,9 +1,13 @@
-//! The Wasm bundle's entry point: hydrates the server-rendered page.
+//! The Wasm bundles' entry point: hydrates the server-rendered page. Built twice: without the
+//! `admin` feature it is the public pages' bundle (`tracker`, by cargo-leptos), with it the
+//! admin panel's (`admin`, by `scripts/build-admin-wasm.sh`). Each holds only its own app.
 
-/// Called by the hydration script once the Wasm has loaded. Hydrates asynchronously, so that a
-/// lazily loaded route (the admin panel) can fetch its chunk first.
+/// Called by the hydration script once the Wasm has loaded.
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_lazy(app::App);
+    #[cfg(not(feature = "admin"))]
+    leptos::mount::hydrate_body(app::App);
+    #[cfg(feature = "admin")]
+    leptos::mount::hydrate_body(app::AdminApp);
 }

@@ -4,7 +4,7 @@ use crate::{
     api::{backfeed, downloaders, extras, feed, live, pages, public, warrior},
     AppState,
 };
-use app::{backend::SharedBackend, shell, App};
+use app::{admin_shell, backend::SharedBackend, shell, AdminApp};
 use axum::{
     extract::{DefaultBodyLimit, Path, Request, State},
     response::{IntoResponse, Redirect, Response},
@@ -71,10 +71,15 @@ pub fn router(state: AppState) -> Router {
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
     // The pages have no server functions: their data is the JSON of `public_json` (/board/...).
+    // The public pages and the admin panel are two apps, each hydrated by its own Wasm bundle.
+    // The public app has no router (see `app::App`): both its paths render it whole, and it
+    // picks its page from the path.
     let pages = Router::new()
-        .leptos_routes_with_context(&state, generate_route_list(App), context.clone(), {
+        .route("/", get(render_public_page))
+        .route("/{slug}/", get(render_public_page))
+        .leptos_routes_with_context(&state, generate_route_list(AdminApp), context.clone(), {
             let options = state.leptos.clone();
-            move || shell(options.clone())
+            move || admin_shell(options.clone())
         })
         .nest_service("/pkg", ServeDir::new(pkg_dir))
         .fallback(leptos_axum::file_and_error_handler_with_context::<
@@ -91,6 +96,22 @@ pub fn router(state: AppState) -> Router {
         .merge(admin)
         .merge(pages)
         .with_state(state)
+}
+
+/// `GET /` and `GET /SLUG/`: a page of the public app, rendered from the data read for it first
+/// (`app::data::load_page`), which the page also carries for the browser to hydrate from.
+async fn render_public_page(State(state): State<AppState>, req: Request) -> Response {
+    let backend: SharedBackend = Arc::new(state.store.clone());
+    let data = app::data::load_page(&backend, req.uri().path()).await;
+    let options = state.leptos.clone();
+    let render = leptos_axum::render_app_async_with_context(
+        move || {
+            provide_context(backend.clone());
+            provide_context(data.clone());
+        },
+        move || shell(options.clone()),
+    );
+    render(req).await
 }
 
 /// `GET /SEGMENT`: `/SLUG` redirects to the leaderboard `/SLUG/`; anything else (`/favicon.svg`)

@@ -41,14 +41,51 @@ pub struct DownloaderPage {
     pub rows: Vec<RankedRow>,
 }
 
-/// A downloader with its rank by items done.
+/// A downloader with its rank by items done: the row's fields and `rank`, in one JSON object.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "FlatRankedRow")]
 pub struct RankedRow {
     /// 1 for the downloader with the most items.
     pub rank: u64,
     /// The row.
     #[serde(flatten)]
     pub row: DownloaderRow,
+}
+
+/// A [`RankedRow`] as read. serde reads a `flatten`ed field by buffering the object (its
+/// `Content` type, a second reader of every field in the Wasm); the same fields listed here are
+/// read in one pass.
+#[derive(Deserialize)]
+struct FlatRankedRow {
+    rank: u64,
+    name: String,
+    items: u64,
+    bytes: u64,
+    #[serde(default)]
+    last_seen: u64,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    window_items: u64,
+    #[serde(default)]
+    window_bytes: u64,
+}
+
+impl From<FlatRankedRow> for RankedRow {
+    fn from(f: FlatRankedRow) -> Self {
+        Self {
+            rank: f.rank,
+            row: DownloaderRow {
+                name: f.name,
+                items: f.items,
+                bytes: f.bytes,
+                last_seen: f.last_seen,
+                version: f.version,
+                window_items: f.window_items,
+                window_bytes: f.window_bytes,
+            },
+        }
+    }
 }
 
 /// The orders of a downloaders page (`sort=` of `downloaders.json`), each in its natural

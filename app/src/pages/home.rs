@@ -2,8 +2,7 @@
 //! active projects first.
 
 use crate::{
-    data,
-    format::{rate, thousands},
+    format::{fixed, lower, rate, thousands},
     model::ProjectSummary,
 };
 use leptos::prelude::*;
@@ -14,7 +13,7 @@ fn order(list: &mut [ProjectSummary]) {
     list.sort_by(|a, b| {
         (a.state != "active")
             .cmp(&(b.state != "active"))
-            .then_with(|| a.title.to_lowercase().cmp(&b.title.to_lowercase()))
+            .then_with(|| lower(&a.title).cmp(&lower(&b.title)))
     });
 }
 
@@ -28,9 +27,9 @@ fn Sparkline(hourly: Vec<u64>) -> impl IntoView {
         .enumerate()
         .map(|(i, v)| {
             format!(
-                "{:.1},{:.1}",
-                i as f64 * step,
-                24.0 - *v as f64 / top * 22.0
+                "{},{}",
+                fixed(i as f64 * step, 1),
+                fixed(24.0 - *v as f64 / top * 22.0, 1)
             )
         })
         .collect::<Vec<_>>()
@@ -57,7 +56,7 @@ fn card(p: ProjectSummary) -> impl IntoView {
                 <span class="badge" class:active=active>{p.state}</span>
             </div>
             {(!p.banner.is_empty()).then(|| view! { <p class="banner">{p.banner}</p> })}
-            <progress max="100" value=format!("{pct:.1}")></progress>
+            <progress max="100" value=fixed(pct, 1)></progress>
             <div class="project-figures">
                 <span>
                     {format!("{} / {} done", thousands(p.counts.done), thousands(total))}
@@ -69,31 +68,23 @@ fn card(p: ProjectSummary) -> impl IntoView {
     }
 }
 
-/// The front page.
+/// The front page, listing `projects`.
 #[component]
-pub fn HomePage() -> impl IntoView {
-    let projects = Resource::new(|| (), |_| data::projects());
+pub fn HomePage(mut projects: Vec<ProjectSummary>) -> impl IntoView {
+    let list = if projects.is_empty() {
+        view! { <p class="muted">"No projects yet."</p> }.into_any()
+    } else {
+        order(&mut projects);
+        view! {
+            <ul class="projects" aria-label="Projects">
+                {projects.into_iter().map(card).collect_view()}
+            </ul>
+        }
+        .into_any()
+    };
     view! {
         <Title text="Projects · Tracker"/>
         <h1>"Projects"</h1>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match projects.await {
-                    Ok(list) if list.is_empty() => {
-                        view! { <p class="muted">"No projects yet."</p> }.into_any()
-                    }
-                    Ok(mut list) => {
-                        order(&mut list);
-                        view! {
-                            <ul class="projects" aria-label="Projects">
-                                {list.into_iter().map(card).collect_view()}
-                            </ul>
-                        }
-                            .into_any()
-                    }
-                    Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                }
-            })}
-        </Suspense>
+        {list}
     }
 }

@@ -6,45 +6,13 @@ mod downloaders;
 mod figures;
 mod recent;
 
-use crate::{
-    data,
-    model::{ChartData, Leaderboard, WINDOWS},
-    pages::NotFound,
-};
+use crate::model::{ChartData, Leaderboard};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
 
-/// The rate window the page opens with, minutes.
-const DEFAULT_WINDOW: u64 = WINDOWS[0];
-
-/// The leaderboard page.
+/// The leaderboard page of one project, from its first data (`initial`, `charts`), kept live.
 #[component]
-pub fn LeaderboardPage() -> impl IntoView {
-    let params = use_params_map();
-    let slug = move || params.read().get("slug").unwrap_or_default();
-    let board = Resource::new(slug, |s| data::leaderboard(s, DEFAULT_WINDOW));
-    let charts = Resource::new(slug, data::charts);
-    view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match (board.await, charts.await) {
-                    (Ok(Some(b)), Ok(c)) => {
-                        view! { <Board initial=b charts=c.unwrap_or_default()/> }.into_any()
-                    }
-                    (Ok(None), _) => view! { <NotFound/> }.into_any(),
-                    (Err(e), _) | (_, Err(e)) => {
-                        view! { <p class="error">{e}</p> }.into_any()
-                    }
-                }
-            })}
-        </Suspense>
-    }
-}
-
-/// The live part of the page, over one project's state.
-#[component]
-fn Board(initial: Leaderboard, charts: ChartData) -> AnyView {
+pub fn LeaderboardPage(initial: Leaderboard, charts: ChartData) -> AnyView {
     let title = initial.title.clone();
     let banner = initial.banner.clone();
     let state = initial.state.clone();

@@ -130,3 +130,45 @@ async fn leaderboard_page_renders_every_section() {
         assert!(r.body.contains(needle), "{needle} missing");
     }
 }
+
+/// The JSON of a page's `<script id="page-data">`, which the browser hydrates from.
+fn page_data(html: &str) -> app::data::PageData {
+    let open = r#"<script id="page-data" type="application/json">"#;
+    let start = html.find(open).expect("page data") + open.len();
+    let end = start + html[start..].find("</script>").expect("end of page data");
+    serde_json::from_str(&html[start..end]).expect("page data is JSON")
+}
+
+#[tokio::test]
+async fn pages_carry_the_data_they_were_rendered_from_and_no_text_escapes_it() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    let title = "</script><script>alert(1)</script>";
+    app.settings("p1", |s| s.title = title.into()).await;
+    let item = app.claim("p1", "alice").await;
+    app.done("p1", "alice", &item, 4096).await;
+
+    let r = app.get("/p1/").await;
+    assert_eq!(r.status, 200);
+    assert!(
+        !r.body.contains("<script>alert(1)"),
+        "the title left its element"
+    );
+    let data = page_data(&r.body);
+    let (board, charts) = data.board.expect("the board");
+    assert_eq!((board.title.as_str(), board.counts.done), (title, 1));
+    assert_eq!(board.downloaders[0].name, "alice");
+    assert_eq!(charts.items.last().map(|p| p.1), Some(1));
+    assert_eq!((data.projects, data.error), (None, None));
+
+    let home = page_data(&app.get("/").await.body);
+    let projects = home.projects.expect("the project list");
+    assert_eq!(projects.len(), 1);
+    assert_eq!(projects[0].title, title);
+
+    // An unknown project: 404, and no data to hydrate but the absence of a board.
+    let missing = app.get("/nope/").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.body.contains("Not found"));
+    assert_eq!(page_data(&missing.body), app::data::PageData::default());
+}

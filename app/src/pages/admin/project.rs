@@ -49,7 +49,7 @@ fn Project(slug: String, session: Value) -> impl IntoView {
     });
     view! {
         <p class="muted">
-            <a href=format!("/{slug}/")>"Leaderboard"</a> " · "
+            <a href=format!("/{slug}/") rel="external">"Leaderboard"</a> " · "
             <a href=format!("/admin/blocks?project={slug}")>"Blocks of this project"</a> " · "
             <a href=format!("/admin/audit?project={slug}")>"Audit log of this project"</a>
         </p>

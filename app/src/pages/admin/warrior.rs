@@ -70,7 +70,7 @@ fn Warrior(session: Value) -> impl IntoView {
         )
     };
     view! {
-        <p class="muted">"Served to Warriors as " <a href="/projects.json">"/projects.json"</a>
+        <p class="muted">"Served to Warriors as " <a href="/projects.json" rel="external">"/projects.json"</a>
             ". Required: warrior.seesaw_version, and for each project a name and a repository; deadlines look like 2013-04-30T23:59:59Z; HTML fields are sanitised."</p>
         <ConfirmBox bulk/>
         <div class="grid2">

@@ -2,7 +2,7 @@
 //! and cumulative bytes of the top downloaders; over 1 h, 1 d, 1 w or everything.
 
 use crate::{
-    format::{bytes, rate, thousands},
+    format::{bytes, fixed, rate, thousands},
     model::{downsample, increases, since, ChartData, Leaderboard},
 };
 use leptos::prelude::*;
@@ -94,7 +94,9 @@ fn LineChart(
                 let pts = l
                     .points
                     .iter()
-                    .map(|&(t, v)| format!("{:.1},{:.1}", x(t), H - v / top * (H - 4.0)))
+                    .map(|&(t, v)| {
+                        format!("{},{}", fixed(x(t), 1), fixed(H - v / top * (H - 4.0), 1))
+                    })
                     .collect::<Vec<_>>()
                     .join(" ");
                 view! {
@@ -111,8 +113,8 @@ fn LineChart(
                 <span>{title}</span>
                 <span class="muted">{move || format!("max {}", fmt(max()))}</span>
             </figcaption>
-            <svg viewBox=format!("0 0 {W} {H}") preserveAspectRatio="none" role="img" aria-label=title>
-                <line class="axis" x1="0" y1=H x2=W y2=H></line>
+            <svg viewBox=format!("0 0 {} {}", W as u32, H as u32) preserveAspectRatio="none" role="img" aria-label=title>
+                <line class="axis" x1="0" y1=H as u32 x2=W as u32 y2=H as u32></line>
                 {paths}
             </svg>
         </figure>

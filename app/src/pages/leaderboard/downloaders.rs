@@ -4,7 +4,7 @@
 //! its rank line and its row stays highlighted.
 
 use crate::{
-    format::{ago, bytes, encode, rate, thousands},
+    format::{ago, bytes, encode, fixed, lower, rate, thousands},
     model::{DownloaderPage, Leaderboard, RankedRow, SortBy},
 };
 use leptos::prelude::*;
@@ -209,8 +209,8 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
             rows.iter()
                 .find(|r| r.row.name == q)
                 .or_else(|| {
-                    let q = q.to_lowercase();
-                    rows.iter().find(|r| r.row.name.to_lowercase().contains(&q))
+                    let q = lower(&q);
+                    rows.iter().find(|r| lower(&r.row.name).contains(&q))
                 })
                 .map(|r| r.row.name.clone())
         });
@@ -342,7 +342,7 @@ pub fn Downloaders(board: RwSignal<Leaderboard>) -> AnyView {
                                             <td class="num">{thousands(d.items)}</td>
                                             <td class="num">{bytes(d.bytes)}</td>
                                             <td class="num">
-                                                {format!("{:.1}%", 100.0 * d.items as f64 / done as f64)}
+                                                {format!("{}%", fixed(100.0 * d.items as f64 / done as f64, 1))}
                                             </td>
                                             <td class="num">{rate(d.window_items as f64 / secs)}</td>
                                             <td class="num">

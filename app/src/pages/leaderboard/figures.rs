@@ -2,7 +2,7 @@
 //! empty the queues, and the tracker's own statistics.
 
 use crate::{
-    format::{bytes, duration, percent, rate, seconds, thousands},
+    format::{bytes, duration, fixed, percent, rate, seconds, thousands},
     model::{Leaderboard, WINDOWS},
 };
 use leptos::prelude::*;
@@ -50,7 +50,7 @@ pub fn Counts(board: RwSignal<Leaderboard>) -> AnyView {
     let per_item = Signal::derive(move || {
         board.with(|b| match b.counts.done {
             0 => "—".to_string(),
-            n => format!("{:.2}", b.total_bytes as f64 / n as f64 / 1_048_576.0),
+            n => fixed(b.total_bytes as f64 / n as f64 / 1_048_576.0, 2),
         })
     });
     view! {
