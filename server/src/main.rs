@@ -67,6 +67,12 @@ async fn run_server(
     state.archive_dir = archive_dir;
     let listener = tokio::net::TcpListener::bind(serve.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
+    for bundle in ["tracker", app::ADMIN_BUNDLE] {
+        let js = site_root.join("pkg").join(format!("{bundle}.js"));
+        if !js.exists() {
+            tracing::warn!(missing = %js.display(), "a Wasm bundle is missing: its pages will not come alive (`make build` builds both; a bare `cargo leptos build` leaves out the admin panel's)");
+        }
+    }
     if let Some(token) = server::admin::prepare_setup(&state.store).await? {
         let base = serve
             .public_url
