@@ -30,23 +30,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     let script = data::page_data_script(&data::page_data());
     #[cfg(not(feature = "ssr"))]
     let script = String::new();
-    view! {
-        <!DOCTYPE html>
-        <html lang="en">
-            <head>
-                <meta charset="utf-8"/>
-                <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <meta name="color-scheme" content="light dark"/>
-                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
-                <script id=data::PAGE_DATA_ID type="application/json" inner_html=script></script>
-                <HydrationScripts options/>
-                <MetaTags/>
-            </head>
-            <body>
-                <App/>
-            </body>
-        </html>
-    }
+    document(options, Some(script), App)
 }
 
 /// The HTML document around the admin panel, hydrated by the panel's own Wasm, so that
@@ -54,6 +38,19 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn admin_shell(options: LeptosOptions) -> impl IntoView {
     let mut options = options;
     options.output_name = ADMIN_BUNDLE.into();
+    document(options, None, AdminApp)
+}
+
+/// `<html>` around `app`, hydrated by the Wasm bundle of `options`, with the page's data
+/// (`data_script`) when it has some.
+fn document<V: IntoView + 'static>(
+    options: LeptosOptions,
+    data_script: Option<String>,
+    app: fn() -> V,
+) -> impl IntoView {
+    let data = data_script.map(|script| {
+        view! { <script id=data::PAGE_DATA_ID type="application/json" inner_html=script></script> }
+    });
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -62,11 +59,12 @@ pub fn admin_shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                {data}
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
             <body>
-                <AdminApp/>
+                {app()}
             </body>
         </html>
     }

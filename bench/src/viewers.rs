@@ -31,9 +31,10 @@ struct Seen {
     snapshots: u64,
 }
 
-/// CPU ticks (user + system) and resident memory of a process, from /proc.
+/// CPU ticks (user, system) and resident memory of a process, from /proc.
 struct ProcSample {
-    ticks: u64,
+    user: u64,
+    system: u64,
     rss_kib: u64,
     hwm_kib: u64,
 }
@@ -61,16 +62,28 @@ fn sample(pid: u32) -> ProcSample {
             .unwrap_or(0)
     };
     ProcSample {
-        ticks: field(11) + field(12),
+        user: field(11),
+        system: field(12),
         rss_kib: kib("VmRSS:"),
         hwm_kib: kib("VmHWM:"),
     }
 }
 
+/// Percent of one core used between two samples `secs` apart: in all, in user space, in the
+/// kernel.
+fn cpu_split(a: &ProcSample, b: &ProcSample, secs: f64) -> (f64, f64, f64) {
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let pct = |ticks: u64| 100.0 * ticks as f64 / hz / secs;
+    let (user, system) = (
+        pct(b.user.saturating_sub(a.user)),
+        pct(b.system.saturating_sub(a.system)),
+    );
+    (user + system, user, system)
+}
+
 /// Percent of one core used between two samples `secs` apart.
 fn cpu_percent(a: &ProcSample, b: &ProcSample, secs: f64) -> f64 {
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    100.0 * (b.ticks.saturating_sub(a.ticks)) as f64 / hz / secs
+    cpu_split(a, b, secs).0
 }
 
 /// Raises the open-file limit to the hard limit (the tracker, started after, inherits it).
@@ -246,7 +259,7 @@ pub async fn run() {
         "# viewer bench: {RATE} items/s ({WARRIORS} warriors, done of {BATCH} items each), \
          {SECONDS} s window, open files limit {nofile}, tracker pid {pid}"
     );
-    println!("viewers | events delivered | lag p50 / p99 / max | frames/s per viewer | KiB/s per viewer | lag snapshots | tracker CPU | tracker RSS (peak) | redis CPU | bench CPU");
+    println!("viewers | events delivered | lag p50 / p99 / max | frames/s per viewer | KiB/s per viewer | lag snapshots | tracker CPU (user + kernel) | tracker RSS (peak) | redis CPU | bench CPU");
     for (run, &n) in counts.iter().enumerate() {
         let slug = format!("live{run}");
         let p = NewProject {
@@ -297,6 +310,7 @@ pub async fn run() {
             let _ = t.await;
         }
         let seen = seen.lock().unwrap();
+        let tracker_cpu = cpu_split(&t0, &t1, secs);
         let per_viewer = |x: u64| x as f64 / connected.max(1) as f64 / secs;
         let max = seen
             .lag
@@ -304,7 +318,7 @@ pub async fn run() {
             .rposition(|n| *n > 0)
             .map_or(0, |i| (i as u64 + 1) * BUCKET_MS);
         println!(
-            "{connected} (connected in {connect_s:.1} s) | {:.1} % of {done} items | {} / {} / {} ms | {:.1} | {:.0} | {} | {:.0} % | {} MiB ({} MiB) | {:.0} % | {:.0} %",
+            "{connected} (connected in {connect_s:.1} s) | {:.1} % of {done} items | {} / {} / {} ms | {:.1} | {:.0} | {} | {:.0} % ({:.0} + {:.0}) | {} MiB ({} MiB) | {:.0} % | {:.0} %",
             100.0 * seen.events as f64 / (done as f64 / BATCH as f64 * connected as f64).max(1.0),
             percentile(&seen.lag, 0.5),
             percentile(&seen.lag, 0.99),
@@ -312,7 +326,9 @@ pub async fn run() {
             per_viewer(seen.frames),
             per_viewer(seen.bytes) / 1024.0,
             seen.snapshots,
-            cpu_percent(&t0, &t1, secs),
+            tracker_cpu.0,
+            tracker_cpu.1,
+            tracker_cpu.2,
             t1.rss_kib / 1024,
             t1.hwm_kib / 1024,
             cpu_percent(&r0, &r1, secs),
