@@ -17,6 +17,9 @@ use std::sync::Arc;
 use tower::ServiceExt;
 use tower_http::services::ServeDir;
 
+/// How long a public page waits for its data before it answers 503.
+const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The largest request body accepted by the warrior API.
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
@@ -99,10 +102,21 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// `GET /` and `GET /SLUG/`: a page of the public app, rendered from the data read for it first
-/// (`app::data::load_page`), which the page also carries for the browser to hydrate from.
+/// (`app::data::load_page`), which the page also carries for the browser to hydrate from. A
+/// page whose data could not be read in [`PAGE_DATA_WAIT`] (Redis down) says why, with a 503.
 async fn render_public_page(State(state): State<AppState>, req: Request) -> Response {
     let backend: SharedBackend = Arc::new(state.store.clone());
-    let data = app::data::load_page(&backend, req.uri().path()).await;
+    let read = app::data::load_page(&backend, req.uri().path());
+    let data = tokio::time::timeout(PAGE_DATA_WAIT, read)
+        .await
+        .unwrap_or_else(|_| app::data::PageData {
+            error: Some(format!(
+                "The tracker's database did not answer in {} s; try again shortly.",
+                PAGE_DATA_WAIT.as_secs()
+            )),
+            ..Default::default()
+        });
+    let unavailable = data.error.is_some();
     let options = state.leptos.clone();
     let render = leptos_axum::render_app_async_with_context(
         move || {
@@ -111,7 +125,11 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
         },
         move || shell(options.clone()),
     );
-    render(req).await
+    let mut resp = render(req).await;
+    if unavailable {
+        *resp.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    }
+    resp
 }
 
 /// `GET /SEGMENT`: `/SLUG` redirects to the leaderboard `/SLUG/`; anything else (`/favicon.svg`)

@@ -68,6 +68,24 @@ async fn healthz_is_503_when_redis_is_down() {
 }
 
 #[tokio::test]
+async fn pages_say_why_with_a_503_when_redis_is_down() {
+    let mut app = TestApp::start().await;
+    app.project("p1", &["a"]).await;
+    if !app.kill_redis() {
+        return; // a shared REDIS_URL is not ours to stop
+    }
+    for path in ["/", "/p1/"] {
+        let r = app.get(path).await;
+        assert_eq!(r.status, 503, "{path}: {}", r.body);
+        assert!(
+            r.body.contains(r#"<p class="error">"#),
+            "{path}: {}",
+            r.body
+        );
+    }
+}
+
+#[tokio::test]
 async fn project_list_reads_counts_without_downloader_rows() {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b"]).await;
