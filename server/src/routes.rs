@@ -73,10 +73,9 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/live", get(feed::stream_live_events));
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
-    // The pages have no server functions: their data is the JSON of `public_json` (/board/...).
     // The public pages and the admin panel are two apps, each hydrated by its own Wasm bundle.
-    // The public app has no router (see `app::App`): both its paths render it whole, and it
-    // picks its page from the path.
+    // The public app has no router and no server functions (see `app::App`, `app::data`): both
+    // its paths render it whole from the data read first, and it picks its page from the path.
     let pages = Router::new()
         .route("/", get(render_public_page))
         .route("/{slug}/", get(render_public_page))

@@ -1,6 +1,7 @@
-//! The public pages' data as JSON, in the shapes of `app::model`: what the browser fetches
-//! when a page needs fresh data after hydration (`app::data`). On the server the pages read
-//! the same data from the backend directly.
+//! The public pages' data as JSON, in the shapes of `app::model`. A live leaderboard re-reads
+//! its downloaders' window sums and its tracker statistics from here (`app::data`); the pages'
+//! first data comes with the page itself. The project list, a page and its charts are here too,
+//! for tools.
 
 use super::{ApiError, ApiResult};
 use crate::AppState;
