@@ -1,7 +1,6 @@
 //! The seam between the pages and the process: what the pages may ask of the backend.
 
 use crate::model::{ChartData, Leaderboard, ProjectSummary, TrackerStats};
-use std::sync::Arc;
 
 /// Operations the pages need; implemented by the server on its Redis store.
 #[async_trait::async_trait]
@@ -23,6 +22,3 @@ pub trait Backend: Send + Sync + 'static {
     /// The project's charts, or `None` when there is no such project.
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String>;
 }
-
-/// The backend as provided in Leptos context.
-pub type SharedBackend = Arc<dyn Backend>;

@@ -22,14 +22,11 @@ pub const PAGE_DATA_ID: &str = "page-data";
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PageData {
     /// `/`: every project's summary.
-    #[serde(default)]
     pub projects: Option<Vec<ProjectSummary>>,
     /// `/SLUG/`: the leaderboard with downloader sums over the page's first rate window, and
     /// its charts; `None` when there is no such project (the page answers 404).
-    #[serde(default)]
     pub board: Option<(Leaderboard, ChartData)>,
     /// Why the data could not be read (the page shows it).
-    #[serde(default)]
     pub error: Option<String>,
 }
 
@@ -42,14 +39,35 @@ pub use browser_side::*;
 #[cfg(feature = "ssr")]
 mod server_side {
     use super::PageData;
-    use crate::{backend::SharedBackend, model::WINDOWS, public_page, PublicPage};
+    use crate::{backend::Backend, model::WINDOWS};
     use leptos::prelude::use_context;
 
     /// The rate window a leaderboard opens with, minutes.
     const FIRST_WINDOW: u64 = WINDOWS[0];
 
-    /// Reads the data of the public page at `path` from `backend`.
-    pub async fn load_page(backend: &SharedBackend, path: &str) -> PageData {
+    /// What a path of the public app shows.
+    #[derive(Debug, PartialEq)]
+    enum PublicPage {
+        Home,
+        /// A project's leaderboard, by slug (the page answers 404 for an unknown project).
+        Board(String),
+        Missing,
+    }
+
+    /// `/` is the project list, `/SEGMENT/` a leaderboard, anything else not found.
+    fn public_page(path: &str) -> PublicPage {
+        if path == "/" {
+            return PublicPage::Home;
+        }
+        match path.strip_prefix('/').and_then(|p| p.strip_suffix('/')) {
+            Some(slug) if !slug.is_empty() && !slug.contains('/') => PublicPage::Board(slug.into()),
+            _ => PublicPage::Missing,
+        }
+    }
+
+    /// Reads the data of the public page at `path` from `backend`: the project list for `/`, a
+    /// board for `/SLUG/`, nothing for an unknown path (the app then shows "not found").
+    pub async fn load_page(backend: &dyn Backend, path: &str) -> PageData {
         let mut data = PageData::default();
         match public_page(path) {
             PublicPage::Home => match backend.projects().await {
@@ -82,6 +100,23 @@ mod server_side {
         serde_json::to_string(data)
             .unwrap_or_else(|_| "{}".into())
             .replace('<', "\\u003c")
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{public_page, PublicPage};
+
+        #[test]
+        fn paths_choose_the_public_page() {
+            assert_eq!(public_page("/"), PublicPage::Home);
+            assert_eq!(
+                public_page("/warrior/"),
+                PublicPage::Board("warrior".into())
+            );
+            for missing in ["", "//", "/warrior", "/a/b/", "/admin/x"] {
+                assert_eq!(public_page(missing), PublicPage::Missing, "{missing}");
+            }
+        }
     }
 }
 

@@ -83,89 +83,30 @@ fn TopBar(#[prop(optional)] external: bool) -> impl IntoView {
 
 /// The public app: the project list (`/`) and the leaderboards (`/SLUG/`). It has no client-side
 /// router: its two pages link to each other with plain links, and a router is some 20 KB of the
-/// Wasm every volunteer loads. The server renders each page whole from the data it read first
-/// ([`data`]), so it is usable before the Wasm loads; the browser hydrates the page of its own
-/// address from the same data.
+/// Wasm every volunteer loads. The server reads a page's data first and renders the page whole
+/// from it, so it is usable before the Wasm loads; the browser hydrates it from the same data
+/// ([`data`]). Which page it is follows from the data: the server read the project list for
+/// `/`, a board for `/SLUG/`, and nothing for an unknown path or project.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    let data::PageData {
-        projects,
-        board,
-        error,
-    } = data::page_data();
-    let failed = |e: String| view! { <p class="error">{e}</p> }.into_any();
-    let page = match (public_page(&request_path()), error) {
-        (PublicPage::Missing, _) => view! { <pages::NotFound/> }.into_any(),
-        (_, Some(e)) => failed(e),
-        (PublicPage::Home, None) => {
-            let projects = projects.unwrap_or_default();
-            view! { <pages::HomePage projects/> }.into_any()
-        }
-        (PublicPage::Board(_), None) => match board {
-            Some((board, charts)) => {
-                view! { <pages::LeaderboardPage initial=board charts/> }.into_any()
-            }
-            None => view! { <pages::NotFound/> }.into_any(),
-        },
+    let page = match data::page_data() {
+        data::PageData { error: Some(e), .. } => view! { <p class="error">{e}</p> }.into_any(),
+        data::PageData {
+            projects: Some(projects),
+            ..
+        } => view! { <pages::HomePage projects/> }.into_any(),
+        data::PageData {
+            board: Some((board, charts)),
+            ..
+        } => view! { <pages::LeaderboardPage initial=board charts/> }.into_any(),
+        _ => view! { <pages::NotFound/> }.into_any(),
     };
     view! {
         <Stylesheet id="leptos" href="/pkg/tracker.css"/>
         <Title text="Tracker"/>
         <TopBar/>
         <main>{page}</main>
-    }
-}
-
-/// What a path of the public app shows.
-#[derive(Debug, PartialEq)]
-pub(crate) enum PublicPage {
-    Home,
-    /// A project's leaderboard, by slug (the page answers 404 for an unknown project).
-    Board(String),
-    Missing,
-}
-
-/// `/` is the project list, `/SEGMENT/` a leaderboard, anything else not found.
-pub(crate) fn public_page(path: &str) -> PublicPage {
-    if path == "/" {
-        return PublicPage::Home;
-    }
-    match path.strip_prefix('/').and_then(|p| p.strip_suffix('/')) {
-        Some(slug) if !slug.is_empty() && !slug.contains('/') => PublicPage::Board(slug.into()),
-        _ => PublicPage::Missing,
-    }
-}
-
-/// The path of the page being rendered: the request's on the server, the address bar's in the
-/// browser.
-fn request_path() -> String {
-    #[cfg(feature = "ssr")]
-    return use_context::<http::request::Parts>()
-        .map(|parts| parts.uri.path().to_string())
-        .unwrap_or_default();
-    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
-    return web_sys::window()
-        .and_then(|w| w.location().pathname().ok())
-        .unwrap_or_default();
-    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
-    return String::new();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{public_page, PublicPage};
-
-    #[test]
-    fn paths_choose_the_public_page() {
-        assert_eq!(public_page("/"), PublicPage::Home);
-        assert_eq!(
-            public_page("/warrior/"),
-            PublicPage::Board("warrior".into())
-        );
-        for missing in ["", "//", "/warrior", "/a/b/", "/admin/x"] {
-            assert_eq!(public_page(missing), PublicPage::Missing, "{missing}");
-        }
     }
 }
 

@@ -4,7 +4,7 @@ use crate::{
     api::{backfeed, downloaders, extras, feed, live, pages, public, warrior},
     AppState,
 };
-use app::{admin_shell, backend::SharedBackend, shell, AdminApp};
+use app::{admin_shell, shell, AdminApp};
 use axum::{
     extract::{DefaultBodyLimit, Path, Request, State},
     response::{IntoResponse, Redirect, Response},
@@ -13,7 +13,6 @@ use axum::{
 };
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use std::sync::Arc;
 use tower::ServiceExt;
 use tower_http::services::ServeDir;
 
@@ -25,9 +24,6 @@ const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// The whole app: what `main` serves and what tests start.
 pub fn router(state: AppState) -> Router {
-    let backend: SharedBackend = Arc::new(state.store.clone());
-    let context = move || provide_context(backend.clone());
-
     let warriors = Router::new()
         .route("/{slug}/request", post(warrior::claim_items))
         // seesaw posts to `<tracker url>/request` where the url is `.../SLUG/multi=N/`.
@@ -75,19 +71,16 @@ pub fn router(state: AppState) -> Router {
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
     // The public pages and the admin panel are two apps, each hydrated by its own Wasm bundle.
     // The public app has no router and no server functions (see `app::App`, `app::data`): both
-    // its paths render it whole from the data read first, and it picks its page from the path.
+    // its paths render it whole from the data read first, which also tells it which page it is.
     let pages = Router::new()
         .route("/", get(render_public_page))
         .route("/{slug}/", get(render_public_page))
-        .leptos_routes_with_context(&state, generate_route_list(AdminApp), context.clone(), {
+        .leptos_routes(&state, generate_route_list(AdminApp), {
             let options = state.leptos.clone();
             move || admin_shell(options.clone())
         })
         .nest_service("/pkg", ServeDir::new(pkg_dir))
-        .fallback(leptos_axum::file_and_error_handler_with_context::<
-            AppState,
-            _,
-        >(context, shell));
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell));
 
     let admin = crate::admin::router(&state);
 
@@ -104,8 +97,7 @@ pub fn router(state: AppState) -> Router {
 /// (`app::data::load_page`), which the page also carries for the browser to hydrate from. A
 /// page whose data could not be read in [`PAGE_DATA_WAIT`] (Redis down) says why, with a 503.
 async fn render_public_page(State(state): State<AppState>, req: Request) -> Response {
-    let backend: SharedBackend = Arc::new(state.store.clone());
-    let read = app::data::load_page(&backend, req.uri().path());
+    let read = app::data::load_page(&state.store, req.uri().path());
     let data = tokio::time::timeout(PAGE_DATA_WAIT, read)
         .await
         .unwrap_or_else(|_| app::data::PageData {
@@ -118,10 +110,7 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
     let unavailable = data.error.is_some();
     let options = state.leptos.clone();
     let render = leptos_axum::render_app_async_with_context(
-        move || {
-            provide_context(backend.clone());
-            provide_context(data.clone());
-        },
+        move || provide_context(data.clone()),
         move || shell(options.clone()),
     );
     let mut resp = render(req).await;

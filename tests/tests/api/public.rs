@@ -211,7 +211,8 @@ async fn charts_json_has_cumulative_minute_points() {
     assert_eq!(points(&v["downloader_chart"]["bob"]).last().unwrap().1, 5);
 }
 
-/// The JSON the pages fetch after hydration parses as the page's own types.
+/// The pages' JSON (`/board/...`: what a live page re-reads, and the project list, a page and
+/// its charts for tools) parses as the pages' own types.
 #[tokio::test]
 async fn page_data_json_has_the_pages_types_and_404s_unknown_projects() {
     let app = TestApp::start().await;
