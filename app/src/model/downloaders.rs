@@ -136,3 +136,28 @@ impl SortBy {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranked_rows_are_one_flat_object() {
+        let row = RankedRow {
+            rank: 3,
+            row: DownloaderRow {
+                name: "alice".into(),
+                items: 5,
+                bytes: 9,
+                version: "2".into(),
+                ..Default::default()
+            },
+        };
+        let text = serde_json::to_string(&row).unwrap();
+        assert!(
+            text.starts_with(r#"{"rank":3,"name":"alice","items":5,"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<RankedRow>(&text).unwrap(), row);
+    }
+}
