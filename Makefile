@@ -20,10 +20,12 @@ tools:
 tools-test:
 	@scripts/install-tools.sh test
 
-# The public pages' Wasm (cargo-leptos), then the admin panel's own (same crate, `admin` feature).
+# The public pages' Wasm (cargo-leptos), then the admin panel's own (same crate, `admin` feature),
+# then the bundles' brotli and gzip copies that /pkg serves.
 build:
 	cargo leptos build --release
 	scripts/build-admin-wasm.sh
+	./target/release/tracker precompress target/site/pkg
 
 lint:
 	cargo fmt --all --check

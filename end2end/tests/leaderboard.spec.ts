@@ -71,12 +71,18 @@ test('once hydrated, the rate window fetches its data as JSON; links between the
 test('volunteers never download the admin panel, nor admins the leaderboard: each has its own Wasm', async ({ page, tracker }) => {
   tracker.cli(['project', 'create', 'light', '--title', 'Light']);
   const wasm: string[] = [];
+  const encodings: string[] = [];
   page.on('request', (r) => {
     if (r.url().endsWith('.wasm')) wasm.push(new URL(r.url()).pathname);
+  });
+  page.on('response', (r) => {
+    if (r.url().endsWith('.wasm')) encodings.push(r.headers()['content-encoding'] ?? 'identity');
   });
   await page.goto(`${tracker.base}/light/`);
   await expect(page.getByRole('status')).toHaveText('live');
   expect(wasm).toEqual(['/pkg/tracker.wasm']);
+  // Sent compressed: the copy made ahead of time (brotli or gzip, as the browser accepts).
+  expect(['br', 'gzip']).toContain(encodings[0]);
 
   // The login form is drawn by the panel's Wasm once it has read the session.
   await page.goto(`${tracker.base}/admin`);

@@ -34,6 +34,13 @@ pub struct Cli {
 pub enum Command {
     /// Run the web server (the default).
     Serve(ServeArgs),
+    /// Write the Wasm, JS and CSS bundles' brotli and gzip copies, served to browsers that
+    /// accept them (`make build` runs it; the server also does it when it starts). Needs no Redis.
+    Precompress {
+        /// The bundles' directory.
+        #[arg(default_value = "target/site/pkg")]
+        dir: std::path::PathBuf,
+    },
     /// Manage projects.
     #[command(subcommand)]
     Project(ProjectCommand),
@@ -173,7 +180,9 @@ pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), 
 /// Runs an admin command against `store`.
 pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> {
     match command {
-        Command::Serve(_) => Err(CliError::Usage("serve is not an admin command".into())),
+        Command::Serve(_) | Command::Precompress { .. } => Err(CliError::Usage(
+            "serve and precompress are not admin commands".into(),
+        )),
         Command::Admin(cmd) => admin::run(store, cmd).await,
         Command::Project(ProjectCommand::Create {
             slug,

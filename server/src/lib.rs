@@ -21,6 +21,7 @@ pub mod config;
 pub mod embedded_redis;
 pub mod hub;
 pub mod keys;
+pub mod precompress;
 pub mod routes;
 pub mod store;
 

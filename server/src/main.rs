@@ -29,6 +29,15 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(Command::Precompress { dir }) = &args.command {
+        let written = server::precompress::refresh(dir)?;
+        println!(
+            "{} compressed copies written in {}",
+            written.len(),
+            dir.display()
+        );
+        return Ok(());
+    }
     let (url, embedded) = cli::redis(&args.redis).await?;
     let command = args
         .command
@@ -75,6 +84,16 @@ async fn run_server(
             tracing::warn!(missing = %js.display(), "a Wasm bundle is missing: its pages will not come alive (`make build` builds both; a bare `cargo leptos build` leaves out the admin panel's)");
         }
     }
+    let pkg_dir = site_root.join(&*state.leptos.site_pkg_dir);
+    tokio::task::spawn_blocking(move || match server::precompress::refresh(&pkg_dir) {
+        Ok(written) if !written.is_empty() => {
+            tracing::info!(copies = written.len(), dir = %pkg_dir.display(), "compressed the bundles")
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, dir = %pkg_dir.display(), "could not compress the bundles; they go out gzip-compressed per request")
+        }
+    });
     if let Some(token) = server::admin::prepare_setup(&state.store).await? {
         let base = serve
             .public_url

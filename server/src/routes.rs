@@ -14,7 +14,7 @@ use axum::{
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
-use tower_http::services::ServeDir;
+use tower_http::{compression::CompressionLayer, services::ServeDir};
 
 /// How long a public page waits for its data before it answers 503.
 const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -62,7 +62,10 @@ pub fn router(state: AppState) -> Router {
         .route("/board/{slug}/charts.json", get(pages::get_charts))
         .route("/board/{slug}/window.json", get(pages::get_window))
         .route("/board/{slug}/figures.json", get(pages::get_figures))
-        .route("/{slug}", get(redirect_or_file));
+        .route("/{slug}", get(redirect_or_file))
+        // gzip for whoever accepts it; the warrior API's answers are a few bytes and stay as
+        // they are, the live feeds are streams (the websocket, and SSE, which the layer skips).
+        .layer(CompressionLayer::new());
 
     let live_feeds = Router::new()
         .route("/{slug}/ws", get(live::watch_project))
@@ -79,8 +82,15 @@ pub fn router(state: AppState) -> Router {
             let options = state.leptos.clone();
             move || admin_shell(options.clone())
         })
-        .nest_service("/pkg", ServeDir::new(pkg_dir))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell));
+        // The bundles' compressed copies (`crate::precompress`), else the file itself.
+        .nest_service(
+            "/pkg",
+            ServeDir::new(pkg_dir)
+                .precompressed_br()
+                .precompressed_gzip(),
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(CompressionLayer::new());
 
     let admin = crate::admin::router(&state);
 

@@ -85,7 +85,8 @@ where
     }
 }
 
-fn random_name(prefix: &str) -> String {
+/// `prefix` and 16 random hex digits.
+pub fn random_name(prefix: &str) -> String {
     format!("{prefix}{:016x}", rand::random::<u64>())
 }
 
@@ -135,6 +136,11 @@ pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
 impl TestApp {
     /// Starts Redis (unless `REDIS_URL` is set) and the server on port 0.
     pub async fn start() -> TestApp {
+        Self::start_with_site("target/site").await
+    }
+
+    /// [`TestApp::start`], serving the site (`pkg/` and other files) from `site_root`.
+    pub async fn start_with_site(site_root: &str) -> TestApp {
         let dir = std::env::temp_dir().join(random_name("tracker-test-"));
         std::fs::create_dir_all(&dir).expect("create temp dir");
         let (redis, redis_url) = match std::env::var("REDIS_URL") {
@@ -145,7 +151,7 @@ impl TestApp {
             }
         };
         let namespace = random_name("test");
-        let mut state = AppState::new(&redis_url, &namespace, "target/site")
+        let mut state = AppState::new(&redis_url, &namespace, site_root)
             .await
             .expect("connect to redis");
         state.admin_token = Some(ADMIN_TOKEN.to_string());

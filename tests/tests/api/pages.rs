@@ -172,3 +172,105 @@ async fn pages_carry_the_data_they_were_rendered_from_and_no_text_escapes_it() {
     assert!(missing.body.contains("Not found"));
     assert_eq!(page_data(&missing.body), app::data::PageData::default());
 }
+
+/// Decodes `body` as `encoding` says (`br`, `gzip`, or none).
+fn decode(encoding: Option<&str>, body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match encoding {
+        Some("br") => brotli::BrotliDecompress(&mut &body[..], &mut out).unwrap(),
+        Some("gzip") => {
+            flate2::read::GzDecoder::new(body)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        None => out = body.to_vec(),
+        Some(other) => panic!("unexpected encoding {other}"),
+    }
+    out
+}
+
+#[tokio::test]
+async fn bundles_pages_and_json_go_out_compressed_and_the_warrior_api_does_not() {
+    let site = std::env::temp_dir().join(format!("site-{}", tests::random_name("")));
+    let pkg = site.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let wasm: Vec<u8> = (0..40_000u32)
+        .flat_map(|i| (i % 97).to_le_bytes())
+        .collect();
+    std::fs::write(pkg.join("tracker.wasm"), &wasm).unwrap();
+    std::fs::write(
+        pkg.join("tracker.js"),
+        "export function start() {}\n".repeat(100),
+    )
+    .unwrap();
+    assert_eq!(server::precompress::refresh(&pkg).unwrap().len(), 4);
+    let app = TestApp::start_with_site(site.to_str().unwrap()).await;
+    app.project("p1", &["a", "b"]).await;
+
+    let get = |path: &str, accept: &str| {
+        let req = app.http.get(app.url(path));
+        let req = if accept.is_empty() {
+            req
+        } else {
+            req.header("accept-encoding", accept)
+        };
+        async move {
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let enc = r
+                .headers()
+                .get("content-encoding")
+                .map(|v| v.to_str().unwrap().to_string());
+            (status, enc, r.bytes().await.unwrap().to_vec())
+        }
+    };
+
+    // The bundles: the smallest copy the browser accepts, made ahead of time.
+    for (accept, want) in [
+        ("gzip, deflate, br", Some("br")),
+        ("gzip", Some("gzip")),
+        ("", None),
+    ] {
+        let (status, enc, body) = get("/pkg/tracker.wasm", accept).await;
+        assert_eq!((status, enc.as_deref()), (200, want), "{accept:?}");
+        assert_eq!(decode(enc.as_deref(), &body), wasm, "{accept:?}");
+        if want.is_some() {
+            assert!(body.len() < wasm.len() / 4, "{accept:?}: {} B", body.len());
+        }
+    }
+
+    // Pages and the public JSON: gzip on the fly.
+    for path in ["/", "/p1/", "/p1/stats.json", "/projects.json"] {
+        let (status, enc, body) = get(path, "gzip").await;
+        assert_eq!((status, enc.as_deref()), (200, Some("gzip")), "{path}");
+        let plain = decode(Some("gzip"), &body);
+        let (_, none, identity) = get(path, "").await;
+        assert_eq!(none, None, "{path}");
+        if path.ends_with(".json") {
+            let a: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+            let b: serde_json::Value = serde_json::from_slice(&identity).unwrap();
+            assert_eq!(a["title"], b["title"], "{path}");
+        } else {
+            assert!(
+                String::from_utf8(plain).unwrap().contains("Project p1"),
+                "{path}"
+            );
+        }
+    }
+
+    // The warrior API answers as the old tracker did, whatever the client accepts.
+    let r = app
+        .http
+        .post(app.url("/p1/request"))
+        .header("accept-encoding", "gzip, deflate")
+        .body(r#"{"downloader":"alice","api_version":"2"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("content-encoding").is_none());
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert!(v["item_name"].is_string(), "{v}");
+    std::fs::remove_dir_all(&site).unwrap();
+}
