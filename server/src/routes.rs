@@ -78,6 +78,8 @@ pub fn router(state: AppState) -> Router {
     let pages = Router::new()
         .route("/", get(render_public_page))
         .route("/{slug}/", get(render_public_page))
+        // The panel lives at `/admin`; `/admin/` is not a project's leaderboard.
+        .route("/admin/", get(|| async { Redirect::permanent("/admin") }))
         .leptos_routes(&state, generate_route_list(AdminApp), {
             let options = state.leptos.clone();
             move || admin_shell(options.clone())

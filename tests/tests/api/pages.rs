@@ -171,6 +171,15 @@ async fn pages_carry_the_data_they_were_rendered_from_and_no_text_escapes_it() {
     assert_eq!(missing.status, 404);
     assert!(missing.body.contains("Not found"));
     assert_eq!(page_data(&missing.body), app::data::PageData::default());
+
+    // `/admin/` is the panel's address with a slash too many, not a project called admin.
+    let no_follow = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_follow.get(app.url("/admin/")).send().await.unwrap();
+    assert_eq!(r.status(), 308);
+    assert_eq!(r.headers()["location"], "/admin");
 }
 
 /// Decodes `body` as `encoding` says (`br`, `gzip`, or none).
