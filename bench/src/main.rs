@@ -227,7 +227,10 @@ impl Rig {
     /// Starts both (data under a fresh temp dir named after `what`) and waits for `/healthz`.
     async fn start(what: &str, pool: usize) -> Rig {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let bin = root.join("target/release/tracker");
+        // `TRACKER_BIN` compares another build (an A/B run) under the same load.
+        let bin = std::env::var_os("TRACKER_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("target/release/tracker"));
         let dir = std::env::temp_dir().join(format!("tracker-{what}-{:x}", rand::random::<u32>()));
         std::fs::create_dir_all(&dir).unwrap();
         let (redis, url) = tests::start_redis(&dir);

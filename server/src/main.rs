@@ -9,6 +9,11 @@ use server::{
 };
 use std::process::ExitCode;
 
+/// mimalloc instead of glibc's malloc: under load, about a fifth of the server's CPU time was in
+/// glibc's malloc and free (`perf record`, bench pairs phase); see bench/README.md.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()

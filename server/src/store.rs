@@ -61,7 +61,8 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
-    config: Config,
+    /// Kept to connect the subscriber; shared, as every handler clones the store.
+    config: std::sync::Arc<Config>,
     keys: Keys,
     scripts: std::sync::Arc<Scripts>,
     settings_cache: std::sync::Arc<projects::SettingsCache>,
@@ -88,7 +89,7 @@ impl Store {
         pool.init().await?;
         Ok(Self {
             pool,
-            config,
+            config: config.into(),
             keys: Keys::new(namespace),
             scripts: std::sync::Arc::new(Scripts::new()),
             settings_cache: Default::default(),
@@ -122,7 +123,7 @@ impl Store {
     /// [`SUBSCRIBER_BACKLOG`] messages, so a busy moment of the hub does not lose events (fred's
     /// default of 32 is 32 ms of completions at 1,000 a second).
     pub fn subscriber(&self) -> Result<fred::clients::SubscriberClient, fred::error::Error> {
-        Builder::from_config(self.config.clone())
+        Builder::from_config((*self.config).clone())
             .with_performance_config(|p| p.broadcast_channel_capacity = SUBSCRIBER_BACKLOG)
             .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
             .build_subscriber_client()
