@@ -11,6 +11,44 @@ use tests::Killed;
 
 mod viewers;
 
+/// CPU seconds (user + kernel) that processes have used, read before a phase and compared
+/// after it: the cost of one unit of work in each, which the machine's other load (and the load
+/// generator sharing the cores) disturbs far less than the throughput.
+struct CpuMeter {
+    pids: [(&'static str, u32); 2],
+    start: [f64; 2],
+}
+
+impl CpuMeter {
+    fn seconds(pid: u32) -> f64 {
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let s = viewers::sample(pid);
+        (s.user + s.system) as f64 / hz
+    }
+
+    fn start(tracker: u32, redis: u32) -> Self {
+        let pids = [("tracker", tracker), ("redis", redis)];
+        Self {
+            start: pids.map(|(_, pid)| Self::seconds(pid)),
+            pids,
+        }
+    }
+
+    /// `# CPU per UNIT: tracker N µs, redis M µs` for `units` done since the start.
+    fn report(&self, units: f64, unit: &str) -> String {
+        let parts: Vec<String> = self
+            .pids
+            .iter()
+            .zip(self.start)
+            .map(|((name, pid), t0)| {
+                let us = (Self::seconds(*pid) - t0) * 1e6 / units.max(1.0);
+                format!("{name} {us:.1} µs")
+            })
+            .collect();
+        format!("#   CPU per {unit}: {}", parts.join(", "))
+    }
+}
+
 const SECONDS: u64 = 10;
 const CONNECTIONS: usize = 32;
 
@@ -273,10 +311,12 @@ async fn main() {
         url,
         store,
         base,
+        redis_pid,
+        tracker_pid,
         _redis,
         _tracker,
-        ..
     } = Rig::start("bench", 8).await;
+    let meter = || CpuMeter::start(tracker_pid, redis_pid);
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
     // `--phases a,b`: only those phases (pairs, ceiling, half, multi, backfeed, wrk, floor).
     let args: Vec<String> = std::env::args().collect();
@@ -302,7 +342,9 @@ async fn main() {
     }
     let mut peak_rate = 0.0;
     if run("pairs") || run("half") {
+        let m = meter();
         peak_rate = phase_pairs(&base).await;
+        println!("{}", m.report(peak_rate * SECONDS as f64, "pair"));
     }
     if run("ceiling") {
         let direct = ceiling(&store, "direct", SECONDS).await;
@@ -323,18 +365,22 @@ async fn main() {
         );
     }
     if run("multi") {
+        let cpu = meter();
         let m = multi(&base, "multi", SECONDS).await;
         println!(
             "multi=100 (claim + done of 100): {:.0} items/s",
             m as f64 / SECONDS as f64
         );
+        println!("{}", cpu.report(m as f64, "item"));
     }
     if run("backfeed") {
+        let cpu = meter();
         let b = backfeed(&base, "bench-benchkey", SECONDS).await;
         println!(
             "backfeed (batches of 1000 new records): {:.0} records/s",
             b as f64 / SECONDS as f64
         );
+        println!("{}", cpu.report(b as f64, "record"));
     }
     let wrk = Command::new("wrk").arg("--version").output().is_ok();
     let wrk_script = root.join("../shared/bench/wrk-pair.lua");
@@ -343,6 +389,7 @@ async fn main() {
             "# wrk -t2 -c32 -d20s --latency -s {} {base}  (SLUG=wrk)",
             wrk_script.display()
         );
+        let cpu = meter();
         let out = Command::new("wrk")
             .args(["-t2", "-c32", "-d20s", "--latency", "-s"])
             .arg(&wrk_script)
@@ -350,7 +397,16 @@ async fn main() {
             .env("SLUG", "wrk")
             .output()
             .unwrap();
-        println!("{}", String::from_utf8_lossy(&out.stdout));
+        let text = String::from_utf8_lossy(&out.stdout);
+        println!("{text}");
+        // The script's last line: `PAIRS/s (done OK per second): N`.
+        let rate = text
+            .lines()
+            .find_map(|l| l.strip_prefix("PAIRS/s (done OK per second): "))
+            .and_then(|n| n.trim().parse::<f64>().ok());
+        if let Some(rate) = rate {
+            println!("{}", cpu.report(rate * 20.0, "pair"));
+        }
     }
     if run("floor") && wrk {
         // The HTTP floor: a call that touches no Redis, so what this machine's 2 cores give

@@ -32,14 +32,14 @@ struct Seen {
 }
 
 /// CPU ticks (user, system) and resident memory of a process, from /proc.
-struct ProcSample {
-    user: u64,
-    system: u64,
+pub(crate) struct ProcSample {
+    pub(crate) user: u64,
+    pub(crate) system: u64,
     rss_kib: u64,
     hwm_kib: u64,
 }
 
-fn sample(pid: u32) -> ProcSample {
+pub(crate) fn sample(pid: u32) -> ProcSample {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name: state is the first, utime the 12th, stime the 13th.
     let fields: Vec<&str> = stat

@@ -33,12 +33,30 @@ use app::{
 };
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
-use std::net::SocketAddr;
+use std::{net::SocketAddr, sync::Arc};
 use store::Store;
 
-/// Shared state of the handlers; cheap to clone.
+/// Shared state of the handlers: one `Arc` of an [`App`], which it derefs to. Every request
+/// clones it (axum's `State`), so it is one reference count, not a copy of each part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<App>);
+
+impl std::ops::Deref for AppState {
+    type Target = App;
+
+    fn deref(&self) -> &App {
+        &self.0
+    }
+}
+
+impl From<App> for AppState {
+    fn from(app: App) -> Self {
+        Self(Arc::new(app))
+    }
+}
+
+/// What the handlers share, set up by [`App::new`] and adjusted before [`serve`] shares it.
+pub struct App {
     /// The Redis store.
     pub store: Store,
     /// The live fan-out.
@@ -65,7 +83,7 @@ impl FromRef<AppState> for LeptosOptions {
     }
 }
 
-impl AppState {
+impl App {
     /// Connects to Redis at `redis_url` and starts the hub.
     pub async fn new(
         redis_url: &str,
@@ -98,10 +116,10 @@ impl AppState {
 /// Serves the app on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    state: AppState,
+    state: impl Into<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let app = router(state.into()).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

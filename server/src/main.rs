@@ -5,7 +5,7 @@ use server::{
     cli::{self, Cli, Command},
     config::ServeArgs,
     store::Store,
-    AppState,
+    App,
 };
 use std::process::ExitCode;
 
@@ -74,7 +74,7 @@ async fn run_server(
     serve: ServeArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let site_root = serve.site_root();
-    let mut state = AppState::new(url, namespace, &site_root.to_string_lossy()).await?;
+    let mut state = App::new(url, namespace, &site_root.to_string_lossy()).await?;
     state.trust_proxy = serve.trust_proxy;
     state.admin_token = serve.admin_token.clone();
     state.secure_cookies = serve.secure_cookies();

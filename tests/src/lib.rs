@@ -2,7 +2,7 @@
 //! `redis-server` (a private one per app, on a unix socket), or the one at `REDIS_URL` under a
 //! random key namespace. Everything is stopped and removed on drop.
 
-use server::{store::Store, AppState};
+use server::{store::Store, App};
 use std::{
     net::SocketAddr,
     path::PathBuf,
@@ -151,7 +151,7 @@ impl TestApp {
             }
         };
         let namespace = random_name("test");
-        let mut state = AppState::new(&redis_url, &namespace, site_root)
+        let mut state = App::new(&redis_url, &namespace, site_root)
             .await
             .expect("connect to redis");
         state.admin_token = Some(ADMIN_TOKEN.to_string());
