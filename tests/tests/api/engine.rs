@@ -141,6 +141,67 @@ async fn items_claimed_more_than_max_attempts_fail() {
     app.assert_invariant("p").await;
 }
 
+/// A done of a batch decodes each distinct claim record once; items whose records differ (one
+/// reclaimed by another downloader, so counted twice and marked) must each keep their own lines.
+#[tokio::test]
+async fn a_batch_done_writes_each_item_its_own_claim_line() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c"]).await;
+    app.settings("p", |s| s.claims_limit = 3).await;
+    let mut mine = claim(&app, "p", "alice", 3, T0).await;
+    mine.sort();
+    assert_eq!(mine, ["a", "b", "c"]);
+    // At the claims limit, bob's claim takes back the oldest claim (the first by name).
+    assert_eq!(claim(&app, "p", "bob", 1, T0 + 1).await, ["a"]);
+    let report = server::store::DoneReport {
+        downloader: "alice".into(),
+        version: "20240101.01".into(),
+        user_agent: String::new(),
+        ip: "127.0.0.1".into(),
+        id: "null".into(),
+        bytes: vec![("data".into(), 30)],
+        items: strings(&["a", "b", "c"]),
+    };
+    app.store.done("p", &report, T0 + 2).await.unwrap();
+    let lines = |item: &'static str| {
+        let app = &app;
+        async move {
+            let status = app.store.item_status("p", item).await.unwrap();
+            assert_eq!(status.state.as_deref(), Some("done"), "{item}");
+            serde_json::from_str::<Vec<serde_json::Value>>(&status.timeline)
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {} {}",
+                        e["t"],
+                        e["e"].as_str().unwrap(),
+                        e["d"].as_str().unwrap()
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        lines("a").await,
+        [
+            format!("{T0} claimed alice"),
+            format!("{} reclaimed bob", T0 + 1),
+            format!("{} done alice", T0 + 2)
+        ]
+    );
+    for item in ["b", "c"] {
+        assert_eq!(
+            lines(item).await,
+            [
+                format!("{T0} claimed alice"),
+                format!("{} done alice", T0 + 2)
+            ]
+        );
+    }
+    app.assert_invariant("p").await;
+}
+
 /// A claim keeps its count and its timeline line in its record; both must survive the item
 /// leaving the claim undone (released), or max_attempts and the history would forget it.
 #[tokio::test]

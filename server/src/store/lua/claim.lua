@@ -117,6 +117,7 @@ for r, q in ipairs(reqs) do
         -- The claim record {d, ip, t, ua, v, n} of this request's items, all but `n` built once.
         q.record = '{"d":' .. cjson.encode(q.d) .. ',"ip":' .. cjson.encode(q.ip) .. ',"t":' .. string.format('%d', now)
           .. ',"ua":' .. cjson.encode(q.ua) .. ',"v":' .. cjson.encode(q.v) .. ',"n":'
+        q.records = {}   -- whole records by claim count (negative: reclaimed), built once each
         active[#active + 1] = q
       end
     end
@@ -170,7 +171,14 @@ local function distribute(items, from)
     w_out[#w_out + 1] = now
     w_out[#w_out + 1] = item
     w_claims[#w_claims + 1] = item
-    w_claims[#w_claims + 1] = q.record .. new_attempts[item] .. (from == 'reclaimed' and ',"r":1}' or '}')
+    local n = new_attempts[item]
+    local key = from == 'reclaimed' and -n or n
+    local record = q.records[key]
+    if not record then
+      record = q.record .. string.format('%d', n) .. (from == 'reclaimed' and ',"r":1}' or '}')
+      q.records[key] = record
+    end
+    w_claims[#w_claims + 1] = record
     w_dl[q.d] = (w_dl[q.d] or 0) + 1
     out_n = out_n + 1
   end

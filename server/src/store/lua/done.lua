@@ -155,6 +155,24 @@ local function chart_point(key, value)
   end
 end
 
+-- The claim records read, decoded once each: the items of one claim request share theirs
+-- (all but its count `n`), so a done of a batch decodes it once, not once per item.
+-- raw record -> { claim = decoded, t = claim time, lines = its timeline lines and `done` }.
+local claims_seen = {}
+local function claim_info(raw, done)
+  local key = raw or ''
+  local c = claims_seen[key]
+  if not c then
+    local claim = decode_claim(raw)
+    c = { claim = claim, t = tonumber(claim.t) or 0, line = claim_line(claim) }
+    claims_seen[key] = c
+  end
+  if c.done ~= done then
+    c.done, c.lines = done, c.line and (c.line .. '\n' .. done) or done
+  end
+  return c
+end
+
 -- Counts for the events, read once and kept current as reports change them.
 local todo_now, out_now, failed_now = todo_count(), rcall('ZCARD', out), rcall('HLEN', failed)
 local totals = rcall('HMGET', stats, 'done_items', 'done_bytes')
@@ -211,16 +229,18 @@ for _, rep in ipairs(reps) do
     result[#result + 1] = 0
   else
     local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
+    local done_line = timeline_line(now, 'done', who, version)
     for _, item in ipairs(rep.items) do
       local w = state[item]
       if w == 'done' then
         dups = dups + 1
       else
-        local t0, claimed_line = 0, nil
+        local t0, lines = 0, done_line
         if w == 'out' then
-          local claim = decode_claim(claim_of[item])
-          claimed_line = claim_line(claim)
-          t0 = tonumber(claim.t) or 0
+          local c = claim_info(claim_of[item], done_line)
+          local claim = c.claim
+          lines = c.lines
+          t0 = c.t
           if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
           w_out[#w_out + 1] = item
           out_now = out_now - 1
@@ -237,8 +257,7 @@ for _, rep in ipairs(reps) do
         state[item] = 'done'
         w_done[#w_done + 1] = item
         tl_items[#tl_items + 1] = item
-        local line = timeline_line(now, 'done', who, version)
-        tl_lines[#tl_lines + 1] = claimed_line and (claimed_line .. '\n' .. line) or line
+        tl_lines[#tl_lines + 1] = lines
         fresh[#fresh + 1] = item
         claimed_at[#claimed_at + 1] = t0
       end
