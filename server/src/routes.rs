@@ -87,9 +87,13 @@ pub fn router(state: AppState) -> Router {
         // The bundles' compressed copies (`crate::precompress`), else the file itself.
         .nest_service(
             "/pkg",
-            ServeDir::new(pkg_dir)
-                .precompressed_br()
-                .precompressed_gzip(),
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::map_response(vary_on_encoding))
+                .service(
+                    ServeDir::new(pkg_dir)
+                        .precompressed_br()
+                        .precompressed_gzip(),
+                ),
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(CompressionLayer::new());
@@ -128,6 +132,20 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
     let mut resp = render(req).await;
     if unavailable {
         *resp.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+    }
+    resp
+}
+
+/// Marks a bundle's answer as depending on `Accept-Encoding`: the same path is sent as brotli,
+/// gzip or as built, and a shared cache (a CDN, a proxy) must not hand one client's form to
+/// another. `ServeDir` does not say so for its precompressed copies.
+async fn vary_on_encoding<B>(mut resp: axum::http::Response<B>) -> axum::http::Response<B> {
+    let vary = axum::http::header::VARY;
+    if !resp.headers().contains_key(&vary) {
+        resp.headers_mut().insert(
+            vary,
+            axum::http::HeaderValue::from_static("accept-encoding"),
+        );
     }
     resp
 }

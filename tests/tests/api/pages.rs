@@ -231,6 +231,10 @@ async fn bundles_pages_and_json_go_out_compressed_and_the_warrior_api_does_not()
                 .headers()
                 .get("content-encoding")
                 .map(|v| v.to_str().unwrap().to_string());
+            // Whatever form went out, a shared cache must key it on the encoding accepted.
+            if status == 200 {
+                assert_eq!(r.headers()["vary"], "accept-encoding", "{}", r.url());
+            }
             (status, enc, r.bytes().await.unwrap().to_vec())
         }
     };
