@@ -95,7 +95,18 @@ pub fn router(state: AppState) -> Router {
                         .precompressed_gzip(),
                 ),
         )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .fallback({
+            let files = leptos_axum::file_and_error_handler::<AppState, _>(shell);
+            move |uri: axum::http::Uri, state: State<AppState>, req: Request| {
+                let files = files.clone();
+                async move {
+                    match admin_page_without_slash(&uri) {
+                        Some(to) => Redirect::permanent(&to).into_response(),
+                        None => files(uri, state, req).await,
+                    }
+                }
+            }
+        })
         .layer(CompressionLayer::new());
 
     let admin = crate::admin::router(&state);
@@ -134,6 +145,18 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
         *resp.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
     }
     resp
+}
+
+/// `/admin/PAGE/` (a panel page with a slash too many, which no route matches): where it should
+/// go, `/admin/PAGE` with the same query. The panel's JSON API (`/admin/api/...`) is left alone.
+fn admin_page_without_slash(uri: &axum::http::Uri) -> Option<String> {
+    let path = uri.path();
+    let page = path.strip_prefix("/admin/")?.strip_suffix('/')?;
+    if page.is_empty() || page.starts_with("api/") || page.ends_with('/') {
+        return None;
+    }
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    Some(format!("/admin/{page}{query}"))
 }
 
 /// Marks a bundle's answer as depending on `Accept-Encoding`: the same path is sent as brotli,

@@ -177,9 +177,22 @@ async fn pages_carry_the_data_they_were_rendered_from_and_no_text_escapes_it() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let r = no_follow.get(app.url("/admin/")).send().await.unwrap();
-    assert_eq!(r.status(), 308);
-    assert_eq!(r.headers()["location"], "/admin");
+    for (from, to) in [
+        ("/admin/", "/admin"),
+        ("/admin/users/", "/admin/users"),
+        ("/admin/p/p1/?tab=queues", "/admin/p/p1?tab=queues"),
+    ] {
+        let r = no_follow.get(app.url(from)).send().await.unwrap();
+        assert_eq!(r.status(), 308, "{from}");
+        assert_eq!(r.headers()["location"], to, "{from}");
+    }
+    // Not a page: still not found.
+    let r = no_follow
+        .get(app.url("/admin/api/nope/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
 }
 
 /// Decodes `body` as `encoding` says (`br`, `gzip`, or none).
