@@ -21,9 +21,8 @@ struct CpuMeter {
 
 impl CpuMeter {
     fn seconds(pid: u32) -> f64 {
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         let s = viewers::sample(pid);
-        (s.user + s.system) as f64 / hz
+        (s.user + s.system) as f64 / viewers::ticks_per_second()
     }
 
     fn start(tracker: u32, redis: u32) -> Self {

@@ -69,10 +69,15 @@ pub(crate) fn sample(pid: u32) -> ProcSample {
     }
 }
 
+/// The unit of `/proc/PID/stat`'s CPU times.
+pub(crate) fn ticks_per_second() -> f64 {
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+}
+
 /// Percent of one core used between two samples `secs` apart: in all, in user space, in the
 /// kernel.
 fn cpu_split(a: &ProcSample, b: &ProcSample, secs: f64) -> (f64, f64, f64) {
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = ticks_per_second();
     let pct = |ticks: u64| 100.0 * ticks as f64 / hz / secs;
     let (user, system) = (
         pct(b.user.saturating_sub(a.user)),

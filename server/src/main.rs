@@ -81,15 +81,13 @@ async fn run_server(
     state.archive_dir = archive_dir;
     let listener = tokio::net::TcpListener::bind(serve.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
+    let pkg_dir = site_root.join(&*state.leptos.site_pkg_dir);
     for bundle in [&*state.leptos.output_name, app::ADMIN_BUNDLE] {
-        let js = site_root
-            .join(&*state.leptos.site_pkg_dir)
-            .join(format!("{bundle}.js"));
+        let js = pkg_dir.join(format!("{bundle}.js"));
         if !js.exists() {
             tracing::warn!(missing = %js.display(), "a Wasm bundle is missing: its pages will not come alive (`make build` builds both; a bare `cargo leptos build` leaves out the admin panel's)");
         }
     }
-    let pkg_dir = site_root.join(&*state.leptos.site_pkg_dir);
     tokio::task::spawn_blocking(move || match server::precompress::refresh(&pkg_dir) {
         Ok(written) if !written.is_empty() => {
             tracing::info!(copies = written.len(), dir = %pkg_dir.display(), "compressed the bundles")

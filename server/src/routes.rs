@@ -62,10 +62,7 @@ pub fn router(state: AppState) -> Router {
         .route("/board/{slug}/charts.json", get(pages::get_charts))
         .route("/board/{slug}/window.json", get(pages::get_window))
         .route("/board/{slug}/figures.json", get(pages::get_figures))
-        .route("/{slug}", get(redirect_or_file))
-        // gzip for whoever accepts it; the warrior API's answers are a few bytes and stay as
-        // they are, the live feeds are streams (the websocket, and SSE, which the layer skips).
-        .layer(CompressionLayer::new());
+        .route("/{slug}", get(redirect_or_file));
 
     let live_feeds = Router::new()
         .route("/{slug}/ws", get(live::watch_project))
@@ -75,11 +72,25 @@ pub fn router(state: AppState) -> Router {
     // The public pages and the admin panel are two apps, each hydrated by its own Wasm bundle.
     // The public app has no router and no server functions (see `app::App`, `app::data`): both
     // its paths render it whole from the data read first, which also tells it which page it is.
+    // What no route matches: a panel address with a slash too many is redirected, anything else
+    // is a file of the site root or the not-found page.
+    let unrouted = {
+        let files = leptos_axum::file_and_error_handler::<AppState, _>(shell);
+        move |uri: axum::http::Uri, state: State<AppState>, req: Request| {
+            let files = files.clone();
+            async move {
+                match admin_page_without_slash(&uri) {
+                    Some(to) => Redirect::permanent(&to).into_response(),
+                    None => files(uri, state, req).await,
+                }
+            }
+        }
+    };
     let pages = Router::new()
         .route("/", get(render_public_page))
         .route("/{slug}/", get(render_public_page))
-        // The panel lives at `/admin`; `/admin/` is not a project's leaderboard.
-        .route("/admin/", get(|| async { Redirect::permanent("/admin") }))
+        // `/admin/` is not a project's leaderboard (which `/{slug}/` would take it for).
+        .route("/admin/", get(unrouted.clone()))
         .leptos_routes(&state, generate_route_list(AdminApp), {
             let options = state.leptos.clone();
             move || admin_shell(options.clone())
@@ -95,28 +106,18 @@ pub fn router(state: AppState) -> Router {
                         .precompressed_gzip(),
                 ),
         )
-        .fallback({
-            let files = leptos_axum::file_and_error_handler::<AppState, _>(shell);
-            move |uri: axum::http::Uri, state: State<AppState>, req: Request| {
-                let files = files.clone();
-                async move {
-                    match admin_page_without_slash(&uri) {
-                        Some(to) => Redirect::permanent(&to).into_response(),
-                        None => files(uri, state, req).await,
-                    }
-                }
-            }
-        })
-        .layer(CompressionLayer::new());
+        .fallback(unrouted);
 
     let admin = crate::admin::router(&state);
 
     Router::new()
         .merge(warriors)
-        .merge(public_json)
         .merge(live_feeds)
         .merge(admin)
-        .merge(pages)
+        // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
+        // and the public JSON. The warrior API's answers are a few bytes and stay as the old
+        // tracker sent them; the live feeds are streams.
+        .merge(public_json.merge(pages).layer(CompressionLayer::new()))
         .with_state(state)
 }
 
@@ -147,16 +148,19 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
     resp
 }
 
-/// `/admin/PAGE/` (a panel page with a slash too many, which no route matches): where it should
-/// go, `/admin/PAGE` with the same query. The panel's JSON API (`/admin/api/...`) is left alone.
+/// `/admin/` or `/admin/PAGE/` (a panel address with a slash too many): where it should go,
+/// `/admin` or `/admin/PAGE` with the same query. The panel's JSON API (`/admin/api/...`) is
+/// left alone.
 fn admin_page_without_slash(uri: &axum::http::Uri) -> Option<String> {
-    let path = uri.path();
-    let page = path.strip_prefix("/admin/")?.strip_suffix('/')?;
-    if page.is_empty() || page.starts_with("api/") || page.ends_with('/') {
+    let page = uri.path().strip_prefix("/admin")?.strip_suffix('/')?;
+    if !(page.is_empty() || page.starts_with('/'))
+        || page.starts_with("/api/")
+        || page.ends_with('/')
+    {
         return None;
     }
     let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
-    Some(format!("/admin/{page}{query}"))
+    Some(format!("/admin{page}{query}"))
 }
 
 /// Marks a bundle's answer as depending on `Accept-Encoding`: the same path is sent as brotli,
