@@ -28,7 +28,7 @@ def load(v,name): return r.script_load(source(REVS[v], '_lib') + '\n' + source(R
 S={v:{n:load(v,n) for n in ['claim','done','backfeed']} for v in ['old','new']}
 def pk(slug,n): return f't:{{{slug}}}:{n}'
 def setup(slug, n):
-    r.hset(pk(slug,'meta'), mapping={'title':slug,'state':'active','domains':'data','queues':'todo,todo:backfeed,todo:secondary,todo:redo'})
+    r.hset(pk(slug,'meta'), mapping={'title':slug,'state':'active','domains':'data','queues':'todo,todo:backfeed,todo:secondary,todo:redo','shuffled':'1'})
     pipe=r.pipeline(transaction=False)
     for i in range(0,n,10000):
         pipe.zadd(pk(slug,'todo'), {f'{slug}-{j}':j for j in range(i,min(n,i+10000))})

@@ -14,7 +14,7 @@
 //! ns:{SLUG}:todo:redo          zset    items to retry
 //! ns:{SLUG}:<queue>#<pattern>  zset    the part of a queue matching a pattern limit
 //! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
-//! ns:{SLUG}:qseq               string  queue sequence counter
+//! ns:{SLUG}:qseq               string  last FIFO queue score given (ms clock, see _lib.lua)
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
 //! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r}
 //! ns:{SLUG}:attempts           hash    item -> times claimed, while not claimed (until done)

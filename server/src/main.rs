@@ -97,6 +97,19 @@ async fn run_server(
             tracing::warn!(error = %e, dir = %pkg_dir.display(), "could not compress the bundles; they go out gzip-compressed per request")
         }
     });
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        match store.shuffle_all_queues().await {
+            Ok(scored) => {
+                for (slug, items) in scored {
+                    tracing::info!(%slug, items, "scored the waiting items for random order");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not score the queues of older projects; they keep drawing at random (tried again at the next start)")
+            }
+        }
+    });
     if let Some(token) = server::admin::prepare_setup(&state.store).await? {
         let base = serve
             .public_url

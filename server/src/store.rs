@@ -9,6 +9,7 @@ mod check;
 mod items;
 mod projects;
 pub mod scripts;
+mod shuffle;
 mod snapshot;
 pub mod stats;
 mod tokens;

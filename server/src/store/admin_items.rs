@@ -2,7 +2,7 @@
 //! moving and clearing queues, failed items. Every change is a Lua script; filters are matched
 //! here and the scripts re-check each item, so a dry run and the real run agree on a quiet project.
 
-use super::{Store, StoreResult};
+use super::{shuffle::zscan_page, Store, StoreResult};
 use crate::keys::QUEUES;
 use fred::prelude::*;
 use regex::Regex;
@@ -205,16 +205,9 @@ impl Store {
             }
             let mut cursor = "0".to_string();
             loop {
-                let reply: (String, Vec<String>) = client
-                    .custom(
-                        fred::cmd!("ZSCAN"),
-                        vec![key.clone(), cursor.clone(), "COUNT".into(), "1000".into()],
-                    )
-                    .await?;
-                let items: Vec<&String> = reply
-                    .1
-                    .chunks(2)
-                    .filter_map(|c| c.first())
+                let (next, page) = zscan_page(client, &key, &cursor).await?;
+                let items: Vec<&String> = page
+                    .iter()
                     .filter(|item| regex.is_none_or(|r| r.is_match(item)))
                     .collect();
                 if dry_run {
@@ -229,12 +222,17 @@ impl Store {
                         }
                         let n: u64 = self
                             .scripts
-                            .run(client, &self.scripts.move_items, vec![k.qseq()], args)
+                            .run(
+                                client,
+                                &self.scripts.move_items,
+                                vec![k.qseq(), k.meta()],
+                                args,
+                            )
                             .await?;
                         total += n;
                     }
                 }
-                cursor = reply.0;
+                cursor = next;
                 if cursor == "0" {
                     break;
                 }

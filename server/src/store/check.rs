@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 impl Store {
     /// The names of the personal queues (`todo:d:<downloader>`) of a project, as key names.
-    async fn personal_queues(&self, slug: &str) -> StoreResult<Vec<String>> {
+    pub(super) async fn personal_queues(&self, slug: &str) -> StoreResult<Vec<String>> {
         let k = self.keys.project(slug);
         let pattern = format!("{}todo:d:*", k.prefix());
         let (mut cursor, mut keys) = ("0".to_string(), Vec::new());

@@ -166,6 +166,8 @@ impl Store {
         if !created {
             return Err(StoreError::ProjectExists);
         }
+        // Its queues are scored for random order from the start (claim.lua, `shuffled`).
+        let _: () = client.hset(k.meta(), ("shuffled", "1")).await?;
         let mut settings = Settings::defaults(&p.title);
         settings.domains = p.domains.clone();
         self.save_settings(&p.slug, &settings).await?;

@@ -57,6 +57,8 @@ pub struct Scripts {
     pub release_items: LuaScript,
     /// `move_items.lua`
     pub move_items: LuaScript,
+    /// `shuffle.lua`
+    pub shuffle: LuaScript,
     /// `clear_queue.lua`
     pub clear_queue: LuaScript,
     /// `resolve_failed.lua`
@@ -81,14 +83,15 @@ impl Scripts {
             release: lua!("release", 6),
             snapshot: lua!("snapshot", 11),
             release_items: lua!("release_items", 5),
-            move_items: lua!("move_items", 1),
+            move_items: lua!("move_items", 2),
+            shuffle: lua!("shuffle", 2),
             clear_queue: lua!("clear_queue", 1),
             resolve_failed: lua!("resolve_failed", 3),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 11] {
+    pub fn all(&self) -> [&LuaScript; 12] {
         [
             &self.add_items,
             &self.backfeed,
@@ -99,6 +102,7 @@ impl Scripts {
             &self.snapshot,
             &self.release_items,
             &self.move_items,
+            &self.shuffle,
             &self.clear_queue,
             &self.resolve_failed,
         ]

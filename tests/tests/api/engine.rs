@@ -1,6 +1,7 @@
 //! The queue engine through the store, with time passed in: claim order, reclaims, attempts,
 //! limits, pattern limits.
 
+use fred::prelude::*;
 use server::store::{ClaimOutcome, ClaimRequest, PatternLimit};
 use tests::TestApp;
 
@@ -39,6 +40,99 @@ async fn fifo_projects_serve_items_in_the_order_added() {
         .unwrap();
     assert_eq!(claim(&app, "p", "alice", 2, T0).await, ["a", "b"]);
     assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["c"]);
+}
+
+/// `n` items `i0000`, `i0001`, ... in the order they are added.
+fn numbered(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("i{i:04}")).collect()
+}
+
+/// How many of `got` come from the second half of `numbered(n)`.
+fn from_second_half(got: &[String], n: usize) -> usize {
+    got.iter()
+        .filter(|item| item[1..].parse::<usize>().unwrap() >= n / 2)
+        .count()
+}
+
+#[tokio::test]
+async fn random_projects_serve_a_bulk_load_in_random_order() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    let items = numbered(1000);
+    let before = server::store::now_ms();
+    app.store.add_items("p", "todo", &items).await.unwrap();
+    // Every score is a draw within the day after the item was queued (the bound on waiting).
+    let key = app.store.keys().project("p").key("todo");
+    let scores: Vec<(String, f64)> = app
+        .store
+        .client()
+        .zrange(&key, 0, -1, None, false, None, true)
+        .await
+        .unwrap();
+    assert_eq!(scores.len(), 1000);
+    let day = 86_400_000.0;
+    let after = server::store::now_ms() as f64;
+    for (item, score) in &scores {
+        assert!(
+            *score >= before as f64 - 1.0 && *score <= after + day,
+            "{item} scored {score}, outside [{before}, {after} + a day]"
+        );
+    }
+    let got = claim(&app, "p", "alice", 100, T0).await;
+    assert_eq!(got.len(), 100);
+    assert_ne!(got, items[..100], "not served in the order added");
+    // A random tenth of the load: about half from its second half (odds of 20 or fewer: ~1e-9).
+    let late = from_second_half(&got, 1000);
+    assert!(late > 20 && late < 80, "{late} of 100 from the second half");
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn older_projects_draw_at_random_until_their_queues_are_scored() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    let k = app.store.keys().project("p");
+    let client = app.store.client();
+    // As an older tracker left it: no mark, and items scored by their order of arrival.
+    let _: () = client.hdel(k.meta(), "shuffled").await.unwrap();
+    let items = numbered(1000);
+    let scored: Vec<(f64, String)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (i as f64 + 1.0, item.clone()))
+        .collect();
+    let _: () = client
+        .zadd(k.key("todo"), None, None, false, false, scored)
+        .await
+        .unwrap();
+    let _: () = client.set(k.qseq(), 1000, None, None, false).await.unwrap();
+    let got = claim(&app, "p", "alice", 100, T0).await;
+    assert!(
+        from_second_half(&got, 1000) > 20,
+        "drawn at random, not by score: {got:?}"
+    );
+
+    assert_eq!(
+        app.store.shuffle_all_queues().await.unwrap(),
+        [("p".to_string(), 900)]
+    );
+    let mark: Option<String> = client.hget(k.meta(), "shuffled").await.unwrap();
+    assert_eq!(mark.as_deref(), Some("1"));
+    let lowest: Vec<(String, f64)> = client
+        .zrange(k.key("todo"), 0, 0, None, false, None, true)
+        .await
+        .unwrap();
+    assert!(lowest[0].1 > 1e12, "scored on the clock: {lowest:?}");
+    let got = claim(&app, "p", "alice", 100, T0).await;
+    assert!(
+        from_second_half(&got, 1000) > 20,
+        "popped by the new scores, in random order: {got:?}"
+    );
+    assert!(
+        app.store.shuffle_all_queues().await.unwrap().is_empty(),
+        "done once"
+    );
+    app.assert_invariant("p").await;
 }
 
 #[tokio::test]

@@ -79,13 +79,13 @@ async fn every_script_reloads_after_script_flush() {
     admin_scripts_reload(&app, now).await;
     assert_eq!(
         store.scripts().all().len(),
-        11,
+        12,
         "every script is exercised above"
     );
 }
 
 /// The admin panel's bulk scripts after a flush: release_items, move_items, clear_queue,
-/// resolve_failed.
+/// resolve_failed; and shuffle, which the tracker runs at start.
 async fn admin_scripts_reload(app: &TestApp, now: u64) {
     let store = &app.store;
     let flush = || async { app.store.client().script_flush(false).await.unwrap() };
@@ -130,5 +130,14 @@ async fn admin_scripts_reload(app: &TestApp, now: u64) {
             .unwrap(),
         1
     );
+    // A project from before queues were scored for random order, with an item waiting.
+    app.store
+        .add_items("p1", "todo", &["older".to_string()])
+        .await
+        .unwrap();
+    let meta = store.keys().project("p1").meta();
+    let _: () = store.client().hdel(&meta, "shuffled").await.unwrap();
+    flush().await;
+    assert!(store.shuffle_queues("p1").await.unwrap() >= 1);
     app.assert_invariant("p1").await;
 }

@@ -31,6 +31,31 @@ local function find_in_queues(prefix, groups, item, downloader)
   return nil
 end
 
+-- Scores for `n` items joining a queue part: a function giving the i-th item's score. Queues
+-- are served lowest score first (ZPOPMIN), and both orders score on one clock, milliseconds:
+-- - FIFO: the next ticks at or after now (`qseq` holds the last one given), in arrival order;
+-- - random: now plus a uniform draw over a day, so items queued within a day of each other are
+--   served in random order (a bulk load is shuffled whole), and no item waits behind items
+--   queued more than a day after it, however steady the inflow.
+-- A mode switch leaves waiting items their scores. A released item goes back with score 0,
+-- first in line in either mode.
+local DAY_MS = 86400000
+local clock, clock_ms = nil, nil
+local function queue_scorer(qseq, n, fifo)
+  if not clock then
+    clock = rcall('TIME')
+    clock_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+    -- Redis before 7 seeds Lua's generator the same way for every script call.
+    math.randomseed((tonumber(clock[1]) % 2000) * 1000000 + tonumber(clock[2]))
+  end
+  if fifo then
+    local base = math.max(tonumber(rcall('GET', qseq)) or 0, clock_ms)
+    rcall('SET', qseq, string.format('%d', base + n))
+    return function(i) return base + i end
+  end
+  return function() return clock_ms + math.random() * DAY_MS end
+end
+
 -- Per-minute counters, buffered during a script and written once by flush_stats.
 local pending_stats = {}
 

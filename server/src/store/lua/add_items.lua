@@ -3,14 +3,15 @@
 
   An item known anywhere (any queue part, claimed, done or failed) is skipped, so an item is
   always in exactly one state. Personal queues other than the target are not searched.
-  Scores are a running sequence, so FIFO projects serve items in the order they were added.
+  Scores (see _lib queue_scorer): in FIFO projects, the order they were added; else a draw
+  that shuffles them with the items queued within a day of them.
 
-  KEYS[1]  meta    hash    queues (the queue parts to check)
+  KEYS[1]  meta    hash    queues (the queue parts to check), fifo
   KEYS[2]  out     zset    claimed items
   KEYS[3]  done    set     completed items
   KEYS[4]  failed  hash    failed items
   KEYS[5]  stats   hash    pq (items in personal queues)
-  KEYS[6]  qseq    string  last queue sequence number
+  KEYS[6]  qseq    string  last FIFO score given (ms)
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -23,15 +24,15 @@
 ]]
 local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, queue, counting = ARGV[1], ARGV[2], ARGV[3] == 'count'
-local groups = queue_groups(rcall('HGET', meta, 'queues'))
+local m = rcall('HMGET', meta, 'queues', 'fifo')
+local groups, fifo = queue_groups(m[1]), m[2] == '1'
 local personal = string.sub(queue, 1, 7) == 'todo:d:'
 
 local npairs = (#ARGV - 3) / 2
-local seq = counting and 0 or rcall('INCRBY', qseq, npairs) - npairs
+local scorers = {}   -- queue part -> its scorer, made at its first item
 local added, seen = 0, {}
 for i = 4, #ARGV, 2 do
   local part, item = queue .. ARGV[i], ARGV[i + 1]
-  seq = seq + 1
   local known = seen[item] or rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
     or rcall('HEXISTS', failed, item) == 1 or rcall('ZSCORE', prefix .. part, item)
     or find_in_queues(prefix, groups, item, nil)
@@ -40,7 +41,12 @@ for i = 4, #ARGV, 2 do
       seen[item] = true
       added = added + 1
     else
-      added = added + rcall('ZADD', prefix .. part, seq, item)
+      local score = scorers[part]
+      if not score then
+        score = queue_scorer(qseq, npairs, fifo)
+        scorers[part] = score
+      end
+      added = added + rcall('ZADD', prefix .. part, score(added + 1), item)
     end
   end
 end

@@ -14,12 +14,12 @@
   to the filter is also checked against every state (it may have been added by other means) so
   that an item is never in two states.
 
-  KEYS[1]  meta    hash    queues, state
+  KEYS[1]  meta    hash    title, queues, fifo
   KEYS[2]  out     zset    claimed items
   KEYS[3]  done    set     completed items
   KEYS[4]  failed  hash    failed items
   KEYS[5]  filter  hash    layers; n:<i>, cap:<i>, blocks:<i>, k:<i>
-  KEYS[6]  qseq    string  queue sequence counter
+  KEYS[6]  qseq    string  last FIFO score given (ms)
   Derived (same slot): <prefix><queue part>, <prefix>filter:<i>, <prefix>st:<day>.
 
   ARGV[1]  now (ms)
@@ -42,7 +42,7 @@
 local meta, out, done, failed, bloom, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, prefix, queue, skip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
 
-local m = rcall('HMGET', meta, 'title', 'queues')
+local m = rcall('HMGET', meta, 'title', 'queues', 'fifo')
 if not m[1] then return -1 end
 local order = m[2] or DEFAULT_QUEUES
 -- A new shard joins the backfeed group of the claim order.
@@ -145,11 +145,10 @@ for _, parts in ipairs(groups) do
 end
 for _, i in ipairs(candidates) do check_part(queue .. ARGV[i + 1]) end
 
--- 3. The new items, queued in order of arrival.
-local seq = rcall('INCRBY', qseq, #candidates) - #candidates
+-- 3. The new items, scored by their queue part's rules (_lib queue_scorer), in order of arrival.
 local adds = {}
 local added = 0
-for c, i in ipairs(candidates) do
+for _, i in ipairs(candidates) do
   local item = ARGV[i + 2]
   if known[item] then
     dups = dups + 1
@@ -157,12 +156,20 @@ for c, i in ipairs(candidates) do
     known[item] = true
     local part = queue .. ARGV[i + 1]
     adds[part] = adds[part] or {}
-    table.insert(adds[part], seq + c)
     table.insert(adds[part], item)
     added = added + 1
   end
 end
-for part, args in pairs(adds) do bulk('ZADD', prefix .. part, args) end
+local fifo = m[3] == '1'
+for part, items in pairs(adds) do
+  local score = queue_scorer(qseq, #items, fifo)
+  local args = {}
+  for j, item in ipairs(items) do
+    args[#args + 1] = score(j)
+    args[#args + 1] = item
+  end
+  bulk('ZADD', prefix .. part, args)
+end
 stat(prefix, now, 'bf', added)
 stat(prefix, now, 'bd', dups)
 flush_stats(prefix, now)

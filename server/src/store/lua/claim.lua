@@ -3,6 +3,10 @@
   claim order: the downloader's own queue; reclaims when the claims limit is reached; the
   queue groups of meta `queues` (todo, todo:backfeed (+ shards), todo:secondary, todo:redo,
   each with its pattern-limited parts `Q#name`); reclaims of claims older than TTL x claims.
+  Within a queue part, items go lowest score first (ZPOPMIN): in FIFO projects the scores are
+  the order of arrival, in the others a shuffle drawn when the item was queued (see _lib
+  queue_scorer), which makes random order one call per batch. Projects created before queues
+  were scored so (meta `shuffled` unset) draw at random from the part instead.
   Items claimed more than `max_attempts` times move to `failed` instead of being handed out.
 
   Checks per request, in PROTOCOL.md's order: version (455), name (400), blocked (403),
@@ -14,7 +18,8 @@
 
   KEYS[1]  meta        hash  settings: state, min_version, rate, burst, claims_limit,
                              dl_max_claims, reclaim_ttl, max_attempts, fifo,
-                             ignore_global_blocks, queues, pl:<name> ("rate burst")
+                             ignore_global_blocks, queues, pl:<name> ("rate burst"),
+                             shuffled (1: random order is in the queues' scores)
   KEYS[2]  out         zset  claimed items by claim time (ms)
   KEYS[3]  claims      hash  item -> JSON claim record {d, ip, t, ua, v, n (claim count),
                              r (1 when reclaimed)}
@@ -49,7 +54,7 @@ local stats = KEYS[11]
 local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local s = rcall('HMGET', meta, 'title', 'state', 'min_version', 'rate', 'burst', 'claims_limit',
-  'dl_max_claims', 'reclaim_ttl', 'max_attempts', 'fifo', 'ignore_global_blocks', 'queues')
+  'dl_max_claims', 'reclaim_ttl', 'max_attempts', 'fifo', 'ignore_global_blocks', 'queues', 'shuffled')
 if not s[1] then return -1 end
 local state, min_version = s[2] or 'active', s[3] or ''
 local rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
@@ -57,6 +62,7 @@ local claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
 local reclaim_ttl, max_attempts = (tonumber(s[8]) or 0) * 1000, tonumber(s[9]) or 0
 local fifo, ignore_global = s[10] == '1', s[11] == '1'
 local groups = queue_groups(s[12])
+local by_score = fifo or s[13] == '1'
 local serving = state == 'active' or state == 'draining'
 
 -- Phase 1: the checks of every request, with one read per table for the whole batch.
@@ -214,7 +220,7 @@ end
 
 -- Pops up to `want` items from queue part `key`.
 local function pop(key, want)
-  if fifo then
+  if by_score then
     local flat = rcall('ZPOPMIN', key, want)
     local items = {}
     for i = 1, #flat, 2 do items[#items + 1] = flat[i] end

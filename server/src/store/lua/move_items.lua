@@ -1,8 +1,10 @@
 --[[
   move_items: moves waiting items from one queue part to another, keeping each item in exactly
-  one queue; an item no longer in its source part is skipped.
+  one queue; an item no longer in its source part is skipped. A moved item is scored as newly
+  queued in its destination (_lib queue_scorer).
 
-  KEYS[1]  qseq  string  last queue sequence number
+  KEYS[1]  qseq  string  last FIFO score given (ms)
+  KEYS[2]  meta  hash    fifo
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -11,18 +13,23 @@
   Output: number of items moved.
   Events: none.
 ]]
-local qseq = KEYS[1]
+local qseq, meta = KEYS[1], KEYS[2]
 local prefix = ARGV[1]
+local fifo = rcall('HGET', meta, 'fifo') == '1'
 
 local n = (#ARGV - 1) / 3
-local seq = rcall('INCRBY', qseq, n) - n
+local scorers = {}   -- destination -> its scorer, made at its first item
 local moved = 0
 for i = 2, #ARGV, 3 do
   local src, dst, item = prefix .. ARGV[i], prefix .. ARGV[i + 1], ARGV[i + 2]
-  seq = seq + 1
   if src ~= dst and rcall('ZREM', src, item) == 1 then
-    rcall('ZADD', dst, seq, item)
+    local score = scorers[dst]
+    if not score then
+      score = queue_scorer(qseq, n, fifo)
+      scorers[dst] = score
+    end
     moved = moved + 1
+    rcall('ZADD', dst, score(moved), item)
   end
 end
 return moved
