@@ -36,8 +36,14 @@ pub struct DoneEvent {
     pub time: u64,
     /// Who did it.
     pub downloader: String,
-    /// The items newly done by this call.
+    /// The items newly done by this call; left out of a brief event (see `n`).
+    #[serde(default)]
     pub items: Vec<String>,
+    /// How many items a brief event did. The live feed sends item names, user agent and counts
+    /// only where a viewer shows them: names and agent for the last [`RECENT_LEN`] events of a
+    /// message (the recent-completions log), counts for its last event. 0 in a full event.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n: u64,
     /// Bytes reported, all domains together.
     pub bytes: u64,
     /// Bytes reported per domain.
@@ -49,7 +55,9 @@ pub struct DoneEvent {
     /// User agent of the client.
     #[serde(default)]
     pub user_agent: String,
-    /// The project's counts right after this completion.
+    /// The project's counts right after this completion (all zero in a brief event: a real
+    /// completion has at least itself done).
+    #[serde(default)]
     pub counts: Counts,
     /// The downloader's items done in all, this completion included (0: not known).
     #[serde(default)]
@@ -59,10 +67,23 @@ pub struct DoneEvent {
     pub dl_bytes: u64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl DoneEvent {
     /// Whether the client was a Warrior VM (as opposed to a standalone script).
     pub fn is_warrior(&self) -> bool {
         self.user_agent.contains(" Warrior")
+    }
+
+    /// How many items this completion did, whether brief or full.
+    pub fn item_count(&self) -> u64 {
+        if self.items.is_empty() {
+            self.n
+        } else {
+            self.items.len() as u64
+        }
     }
 }
 
@@ -152,12 +173,14 @@ impl Leaderboard {
             return false;
         }
         self.seq = ev.seq;
-        self.counts = ev.counts;
+        if ev.counts != Counts::default() {
+            self.counts = ev.counts;
+        }
         self.total_bytes += ev.bytes;
         for (domain, bytes) in &ev.domain_bytes {
             *self.domain_bytes.entry(domain.clone()).or_default() += bytes;
         }
-        let n = ev.items.len() as u64;
+        let n = ev.item_count();
         rates::add_minute(&mut self.minutes, ev.time, n, ev.bytes);
         self.now = self.now.max(ev.time);
         // The event's totals when it has them (a downloader beyond the top rows gets its real
@@ -311,6 +334,7 @@ mod tests {
             },
             dl_items: 0,
             dl_bytes: 0,
+            n: 0,
         }
     }
 

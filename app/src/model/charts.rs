@@ -45,7 +45,7 @@ impl ChartData {
     pub fn apply(&mut self, ev: &DoneEvent) {
         let t = ev.time / 1000;
         let last = |s: &Series| s.last().map_or(0, |p| p.1);
-        let items = last(&self.items) + ev.items.len() as u64;
+        let items = last(&self.items) + ev.item_count();
         let bytes = last(&self.bytes) + ev.bytes;
         push_point(&mut self.items, t, items);
         push_point(&mut self.bytes, t, bytes);

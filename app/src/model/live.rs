@@ -83,6 +83,7 @@ mod tests {
             counts: Counts::default(),
             dl_items: 0,
             dl_bytes: 0,
+            n: 0,
         }];
         let text = serde_json::to_string(&LiveMessage::Events {
             events: events.clone(),

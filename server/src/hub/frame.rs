@@ -1,7 +1,7 @@
 //! Frames: a batch of consecutive completion events of one project, serialised once for the
 //! websocket and (on first use) once for the server-sent-events feed, then shared by every watcher.
 
-use app::model::DoneEvent;
+use app::model::{Counts, DoneEvent, RECENT_LEN};
 use axum::{body::Bytes, extract::ws::Utf8Bytes};
 use serde::Serialize;
 use std::{collections::BTreeMap, fmt::Write, sync::OnceLock};
@@ -58,14 +58,59 @@ impl Frame {
     }
 }
 
-/// The websocket form of some events, as [`app::model::LiveMessage::Events`] serialises it,
-/// without copying them into one.
+/// The websocket form of some events, `{"type":"events","events":[...]}`, as
+/// [`app::model::LiveMessage::Events`] reads it. Every viewer is sent every frame, so only what a
+/// viewer shows goes out (see [`DoneEvent::n`]): item names and user agent for the last
+/// [`RECENT_LEN`] events (the recent-completions log), counts for the last one; the events
+/// before are brief, with their item count. A busy frame is about half the size.
 pub fn events_message(events: &[DoneEvent]) -> String {
+    #[derive(Serialize)]
+    struct Wire<'a> {
+        seq: u64,
+        time: u64,
+        downloader: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        items: Option<&'a [String]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        n: Option<u64>,
+        bytes: u64,
+        domain_bytes: &'a BTreeMap<String, u64>,
+        version: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user_agent: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        counts: Option<&'a Counts>,
+        dl_items: u64,
+        dl_bytes: u64,
+    }
     #[derive(Serialize)]
     #[serde(tag = "type", rename = "events")]
     struct EventsRef<'a> {
-        events: &'a [DoneEvent],
+        events: Vec<Wire<'a>>,
     }
+    let full_from = events.len().saturating_sub(RECENT_LEN);
+    let last = events.len().saturating_sub(1);
+    let events = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let full = i >= full_from;
+            Wire {
+                seq: e.seq,
+                time: e.time,
+                downloader: &e.downloader,
+                items: full.then_some(e.items.as_slice()),
+                n: (!full).then(|| e.item_count()),
+                bytes: e.bytes,
+                domain_bytes: &e.domain_bytes,
+                version: &e.version,
+                user_agent: full.then_some(e.user_agent.as_str()),
+                counts: (i == last).then_some(&e.counts),
+                dl_items: e.dl_items,
+                dl_bytes: e.dl_bytes,
+            }
+        })
+        .collect();
     serde_json::to_string(&EventsRef { events }).unwrap_or_default()
 }
 
@@ -139,7 +184,7 @@ pub fn sse_chunk(events: &[DoneEvent]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::model::{Counts, LiveMessage};
+    use app::model::{ChartData, Counts, Leaderboard, LiveMessage};
 
     fn ev(seq: u64) -> DoneEvent {
         DoneEvent {
@@ -159,20 +204,90 @@ mod tests {
             },
             dl_items: 9,
             dl_bytes: 9,
+            n: 0,
+        }
+    }
+
+    fn events_of(f: &Frame) -> Vec<DoneEvent> {
+        match serde_json::from_str(f.ws().as_str()).unwrap() {
+            LiveMessage::Events { events } => events,
+            other => panic!("not events: {other:?}"),
         }
     }
 
     #[test]
     fn the_websocket_form_parses_as_a_live_message() {
         let f = Frame::new(vec![ev(5), ev(6), ev(7)]);
-        let msg: LiveMessage = serde_json::from_str(f.ws().as_str()).unwrap();
-        let LiveMessage::Events { events } = msg else {
-            panic!("not events")
-        };
-        assert_eq!(events, f.events());
+        let events = events_of(&f);
+        assert_eq!(events[2], f.events()[2], "the last event goes out whole");
+        assert_eq!(events[0].items, ["a", "b"], "within the log's length");
+        assert_eq!(
+            events[0].counts,
+            Counts::default(),
+            "counts on the last only"
+        );
         assert_eq!((f.first(), f.last()), (5, 7));
         assert_eq!(f.after(5).unwrap()[0].seq, 6);
         assert!(f.after(7).is_none());
+    }
+
+    #[test]
+    fn a_busy_frame_is_brief_yet_builds_the_same_board() {
+        let full: Vec<DoneEvent> = (1..=60)
+            .map(|seq| DoneEvent {
+                downloader: format!("d{}", seq % 7),
+                items: (0..10).map(|i| format!("item-{seq}-{i}")).collect(),
+                dl_items: 10 * seq,
+                counts: Counts {
+                    todo: 1000 - seq,
+                    out: 5,
+                    done: 10 * seq,
+                    failed: 0,
+                },
+                ..ev(seq)
+            })
+            .collect();
+        let f = Frame::new(full.clone());
+        let sent = events_of(&f);
+        let brief = sent.len() - RECENT_LEN;
+        assert!(sent[..brief]
+            .iter()
+            .all(|e| e.items.is_empty() && e.n == 10 && e.user_agent.is_empty()));
+        let without_counts = |e: &DoneEvent| DoneEvent {
+            counts: Counts::default(),
+            ..e.clone()
+        };
+        assert!(
+            (brief..59).all(|i| sent[i] == without_counts(&full[i])),
+            "the log's events whole but for counts"
+        );
+        assert_eq!(sent[59], full[59]);
+        let whole_size = serde_json::to_string(&LiveMessage::Events {
+            events: full.clone(),
+        })
+        .unwrap()
+        .len();
+        assert!(
+            f.ws().len() * 10 < whole_size * 6,
+            "{} bytes against {whole_size}",
+            f.ws().len()
+        );
+        let (mut from_brief, mut from_full) = (Leaderboard::default(), Leaderboard::default());
+        let mut charts = (ChartData::default(), ChartData::default());
+        for (b, w) in sent.iter().zip(&full) {
+            assert!(from_brief.apply(b) && from_full.apply(w));
+            charts.0.apply(b);
+            charts.1.apply(w);
+        }
+        assert_eq!(from_brief.counts, full[59].counts);
+        // The log shows no counts; all else is the same.
+        for b in [&mut from_brief, &mut from_full] {
+            b.recent
+                .iter_mut()
+                .for_each(|e| e.counts = Counts::default());
+        }
+        assert_eq!(from_brief, from_full);
+        assert_eq!(charts.0, charts.1);
     }
 
     #[test]
