@@ -219,6 +219,9 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             let updated = apply_changes(&current, &changes)?;
             store.save_settings(&slug, &updated).await?;
             println!("updated {slug}");
+            if updated.fifo != current.fifo {
+                println!("note: the new order applies to items queued from now on; items already waiting keep their place");
+            }
             Ok(())
         }
         Command::Project(ProjectCommand::Show { slug }) => {

@@ -358,12 +358,17 @@ async fn released_items_keep_their_claim_count_and_their_history() {
 #[tokio::test]
 async fn at_the_claims_limit_claims_are_served_reclaims() {
     let app = TestApp::start().await;
-    app.project("p", &["a", "b", "c"]).await;
+    // FIFO orders the items queued after it is set.
+    app.project("p", &[]).await;
     app.settings("p", |s| {
         s.claims_limit = 2;
         s.fifo = true;
     })
     .await;
+    app.store
+        .add_items("p", "todo", &strings(&["a", "b", "c"]))
+        .await
+        .unwrap();
     assert_eq!(claim(&app, "p", "alice", 2, T0).await, ["a", "b"]);
     assert_eq!(
         claim(&app, "p", "bob", 1, T0 + 1).await,

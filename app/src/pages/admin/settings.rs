@@ -281,7 +281,7 @@ pub fn SettingsEditor(
                     </select>
                 </label>
                 <label>"Priority (higher first on the overview)" <input bind:value=priority readonly=ro/></label>
-                <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out"</label>
+                <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
                 <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
             </div>
             <label>"Description (HTML, sanitised when saved)" <textarea rows="4" bind:value=description readonly=ro></textarea></label>
