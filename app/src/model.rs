@@ -27,6 +27,13 @@ pub struct Counts {
     pub failed: u64,
 }
 
+impl Counts {
+    /// All zero: no counts known (see [`DoneEvent::counts`]).
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// One completion (a done call), as published by the done script.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DoneEvent {
@@ -37,7 +44,7 @@ pub struct DoneEvent {
     /// Who did it.
     pub downloader: String,
     /// The items newly done by this call; left out of a brief event (see `n`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<String>,
     /// How many items a brief event did. The live feed sends item names, user agent and counts
     /// only where a viewer shows them: names and agent for the last [`RECENT_LEN`] events of a
@@ -52,12 +59,12 @@ pub struct DoneEvent {
     /// Script version of the client.
     #[serde(default)]
     pub version: String,
-    /// User agent of the client.
-    #[serde(default)]
+    /// User agent of the client (left out of a brief event).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub user_agent: String,
-    /// The project's counts right after this completion (all zero in a brief event: a real
-    /// completion has at least itself done).
-    #[serde(default)]
+    /// The project's counts right after this completion (all zero, and left out, in a live
+    /// message's events but its last: a real completion has at least itself done).
+    #[serde(default, skip_serializing_if = "Counts::is_zero")]
     pub counts: Counts,
     /// The downloader's items done in all, this completion included (0: not known).
     #[serde(default)]
@@ -75,6 +82,25 @@ impl DoneEvent {
     /// Whether the client was a Warrior VM (as opposed to a standalone script).
     pub fn is_warrior(&self) -> bool {
         self.user_agent.contains(" Warrior")
+    }
+
+    /// The same event without the counts.
+    pub fn without_counts(&self) -> Self {
+        Self {
+            counts: Counts::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The brief form of this event: its item count instead of its item names, and no user
+    /// agent nor counts.
+    pub fn brief(&self) -> Self {
+        Self {
+            items: Vec::new(),
+            n: self.item_count(),
+            user_agent: String::new(),
+            ..self.without_counts()
+        }
     }
 
     /// How many items this completion did, whether brief or full.
@@ -173,7 +199,7 @@ impl Leaderboard {
             return false;
         }
         self.seq = ev.seq;
-        if ev.counts != Counts::default() {
+        if !ev.counts.is_zero() {
             self.counts = ev.counts;
         }
         self.total_bytes += ev.bytes;

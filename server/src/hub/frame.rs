@@ -1,7 +1,7 @@
 //! Frames: a batch of consecutive completion events of one project, serialised once for the
 //! websocket and (on first use) once for the server-sent-events feed, then shared by every watcher.
 
-use app::model::{Counts, DoneEvent, RECENT_LEN};
+use app::model::{DoneEvent, RECENT_LEN};
 use axum::{body::Bytes, extract::ws::Utf8Bytes};
 use serde::Serialize;
 use std::{collections::BTreeMap, fmt::Write, sync::OnceLock};
@@ -62,56 +62,25 @@ impl Frame {
 /// [`app::model::LiveMessage::Events`] reads it. Every viewer is sent every frame, so only what a
 /// viewer shows goes out (see [`DoneEvent::n`]): item names and user agent for the last
 /// [`RECENT_LEN`] events (the recent-completions log), counts for the last one; the events
-/// before are brief, with their item count. A busy frame is about half the size.
+/// before are brief ([`DoneEvent::brief`]). A busy frame is about half the size.
 pub fn events_message(events: &[DoneEvent]) -> String {
-    #[derive(Serialize)]
-    struct Wire<'a> {
-        seq: u64,
-        time: u64,
-        downloader: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        items: Option<&'a [String]>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        n: Option<u64>,
-        bytes: u64,
-        domain_bytes: &'a BTreeMap<String, u64>,
-        version: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        user_agent: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        counts: Option<&'a Counts>,
-        dl_items: u64,
-        dl_bytes: u64,
-    }
     #[derive(Serialize)]
     #[serde(tag = "type", rename = "events")]
     struct EventsRef<'a> {
-        events: Vec<Wire<'a>>,
+        events: &'a [DoneEvent],
     }
     let full_from = events.len().saturating_sub(RECENT_LEN);
     let last = events.len().saturating_sub(1);
-    let events = events
+    let sent: Vec<DoneEvent> = events
         .iter()
         .enumerate()
-        .map(|(i, e)| {
-            let full = i >= full_from;
-            Wire {
-                seq: e.seq,
-                time: e.time,
-                downloader: &e.downloader,
-                items: full.then_some(e.items.as_slice()),
-                n: (!full).then(|| e.item_count()),
-                bytes: e.bytes,
-                domain_bytes: &e.domain_bytes,
-                version: &e.version,
-                user_agent: full.then_some(e.user_agent.as_str()),
-                counts: (i == last).then_some(&e.counts),
-                dl_items: e.dl_items,
-                dl_bytes: e.dl_bytes,
-            }
+        .map(|(i, e)| match i {
+            i if i == last => e.clone(),
+            i if i >= full_from => e.without_counts(),
+            _ => e.brief(),
         })
         .collect();
-    serde_json::to_string(&EventsRef { events }).unwrap_or_default()
+    serde_json::to_string(&EventsRef { events: &sent }).unwrap_or_default()
 }
 
 /// One completion as the old broadcaster published it (PROTOCOL.md, "Live event"):
@@ -253,12 +222,8 @@ mod tests {
         assert!(sent[..brief]
             .iter()
             .all(|e| e.items.is_empty() && e.n == 10 && e.user_agent.is_empty()));
-        let without_counts = |e: &DoneEvent| DoneEvent {
-            counts: Counts::default(),
-            ..e.clone()
-        };
         assert!(
-            (brief..59).all(|i| sent[i] == without_counts(&full[i])),
+            (brief..59).all(|i| sent[i] == full[i].without_counts()),
             "the log's events whole but for counts"
         );
         assert_eq!(sent[59], full[59]);

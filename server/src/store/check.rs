@@ -2,9 +2,21 @@
 //! meant for quiet moments (and tests), not for a busy project of hundreds of millions of items.
 
 use super::{Store, StoreResult};
-use crate::keys::QUEUES;
+use crate::keys::{ProjectKeys, QUEUES};
 use fred::prelude::*;
 use std::collections::HashMap;
+
+/// The keys of the queue parts in claim order `order` (meta `queues`; `None`: the default), in
+/// that order. Personal queues are not in it (see [`Store::personal_queues`]).
+pub(super) fn queue_part_keys(k: &ProjectKeys, order: Option<&str>) -> Vec<String> {
+    let default = QUEUES.join(",");
+    order
+        .unwrap_or(&default)
+        .split([',', ' '])
+        .filter(|p| !p.is_empty())
+        .map(|p| k.key(p))
+        .collect()
+}
 
 impl Store {
     /// The names of the personal queues (`todo:d:<downloader>`) of a project, as key names.
@@ -33,19 +45,11 @@ impl Store {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let meta: HashMap<String, String> = client.hgetall(k.meta()).await?;
-        let Some(order) = meta.get("title").map(|_| {
-            meta.get("queues")
-                .cloned()
-                .unwrap_or_else(|| QUEUES.join(","))
-        }) else {
+        if !meta.contains_key("title") {
             return Ok(vec![format!("no project {slug}")]);
-        };
+        }
         let mut places: HashMap<String, Vec<String>> = HashMap::new();
-        let mut queue_keys: Vec<String> = order
-            .split([',', ' '])
-            .filter(|p| !p.is_empty())
-            .map(|p| k.key(p))
-            .collect();
+        let mut queue_keys = queue_part_keys(&k, meta.get("queues").map(String::as_str));
         let personal = self.personal_queues(slug).await?;
         let mut personal_total = 0;
         for key in &personal {

@@ -6,8 +6,7 @@
 //! batch; [`Store::shuffle_queues`] scores their waiting items and marks them, and the tracker
 //! runs it on every project when it starts.
 
-use super::{Store, StoreResult};
-use crate::keys::QUEUES;
+use super::{check::queue_part_keys, Store, StoreResult};
 use fred::prelude::*;
 
 /// One page of `ZSCAN key cursor COUNT 1000`: the next cursor ("0" at the end) and the members.
@@ -36,12 +35,7 @@ impl Store {
         if title.is_none() || shuffled.as_deref() == Some("1") {
             return Ok(0);
         }
-        let order = order.unwrap_or_else(|| QUEUES.join(","));
-        let mut parts: Vec<String> = order
-            .split([',', ' '])
-            .filter(|p| !p.is_empty())
-            .map(|p| k.key(p))
-            .collect();
+        let mut parts = queue_part_keys(&k, order.as_deref());
         parts.extend(self.personal_queues(slug).await?);
         let mut scored = 0;
         for key in parts {

@@ -29,7 +29,7 @@ local groups, fifo = queue_groups(m[1]), m[2] == '1'
 local personal = string.sub(queue, 1, 7) == 'todo:d:'
 
 local npairs = (#ARGV - 3) / 2
-local scorers = {}   -- queue part -> its scorer, made at its first item
+local score   -- the scorer (_lib queue_scorer), made at the first item added
 local added, seen = 0, {}
 for i = 4, #ARGV, 2 do
   local part, item = queue .. ARGV[i], ARGV[i + 1]
@@ -41,11 +41,7 @@ for i = 4, #ARGV, 2 do
       seen[item] = true
       added = added + 1
     else
-      local score = scorers[part]
-      if not score then
-        score = queue_scorer(qseq, npairs, fifo)
-        scorers[part] = score
-      end
+      score = score or queue_scorer(qseq, npairs, fifo)
       added = added + rcall('ZADD', prefix .. part, score(added + 1), item)
     end
   end

@@ -160,12 +160,13 @@ for _, i in ipairs(candidates) do
     added = added + 1
   end
 end
-local fifo = m[3] == '1'
+local score = added > 0 and queue_scorer(qseq, added, m[3] == '1')
+local scored = 0
 for part, items in pairs(adds) do
-  local score = queue_scorer(qseq, #items, fifo)
   local args = {}
-  for j, item in ipairs(items) do
-    args[#args + 1] = score(j)
+  for _, item in ipairs(items) do
+    scored = scored + 1
+    args[#args + 1] = score(scored)
     args[#args + 1] = item
   end
   bulk('ZADD', prefix .. part, args)

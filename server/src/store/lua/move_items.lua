@@ -18,16 +18,12 @@ local prefix = ARGV[1]
 local fifo = rcall('HGET', meta, 'fifo') == '1'
 
 local n = (#ARGV - 1) / 3
-local scorers = {}   -- destination -> its scorer, made at its first item
+local score   -- the scorer (_lib queue_scorer), made at the first item moved
 local moved = 0
 for i = 2, #ARGV, 3 do
   local src, dst, item = prefix .. ARGV[i], prefix .. ARGV[i + 1], ARGV[i + 2]
   if src ~= dst and rcall('ZREM', src, item) == 1 then
-    local score = scorers[dst]
-    if not score then
-      score = queue_scorer(qseq, n, fifo)
-      scorers[dst] = score
-    end
+    score = score or queue_scorer(qseq, n, fifo)
     moved = moved + 1
     rcall('ZADD', dst, score(moved), item)
   end
