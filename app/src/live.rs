@@ -95,13 +95,16 @@ impl Live {
     fn receive(&self, text: &str) {
         match serde_json::from_str::<LiveMessage>(text) {
             Ok(LiveMessage::Snapshot { board }) => self.board.update(|b| b.adopt(board)),
-            Ok(LiveMessage::Events { events }) => {
+            Ok(LiveMessage::Events { events, tracker }) => {
                 let mut fresh = Vec::with_capacity(events.len());
                 self.board.update(|b| {
                     for e in events {
                         if b.apply(&e) {
                             fresh.push(e);
                         }
+                    }
+                    if let Some(t) = tracker {
+                        b.tracker = t;
                     }
                 });
                 if !fresh.is_empty() {

@@ -15,6 +15,11 @@ test('counts, recent completions and charts change live without reload', async (
   await expect(todo).toHaveText('3');
   const itemsChart = page.getByRole('figure').filter({ has: page.getByRole('img', { name: 'Items done' }) });
   await expect(itemsChart).toContainText('max 0');
+  const stats = page.getByRole('region', { name: 'Tracker statistics' });
+  const contributors = stats.locator('dt:has-text("Contributors, 30 days") + dd');
+  const served = stats.locator('dt:has-text("Item requests served") + dd');
+  await expect(contributors).toHaveText('0');
+  await expect(served).toHaveText('—');
   // A mark that a reload would wipe.
   await page.evaluate(() => ((window as any).__noReload = true));
 
@@ -29,6 +34,9 @@ test('counts, recent completions and charts change live without reload', async (
   await expect(page.getByRole('table', { name: 'Downloaders' })).toContainText('e2e-user');
   await expect(itemsChart).toContainText('max 1');
   await expect(itemsChart.locator('polyline')).toHaveAttribute('points', /\d/);
+  // The per-minute statistics come over the live channel a few seconds later.
+  await expect(contributors).toHaveText('1', { timeout: 20_000 });
+  await expect(served).toHaveText('100.0%');
   expect(await page.evaluate(() => (window as any).__noReload)).toBe(true);
 });
 

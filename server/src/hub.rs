@@ -11,8 +11,8 @@ pub mod history;
 
 pub use frame::{events_message, sse_chunk, Frame, LegacyEvent};
 
-use crate::store::{Store, PAGE_DOWNLOADERS, PAGE_RECENT};
-use app::model::{DoneEvent, LiveMessage};
+use crate::store::{now_ms, Store, PAGE_DOWNLOADERS, PAGE_RECENT};
+use app::model::{DoneEvent, LiveMessage, TrackerStats};
 use axum::extract::ws::Utf8Bytes;
 use fred::prelude::*;
 use std::{
@@ -20,7 +20,7 @@ use std::{
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// The most frames a project's watchers get per second; events in between are coalesced.
 pub const FRAMES_PER_SECOND: u32 = 4;
@@ -47,6 +47,11 @@ pub fn frame_interval(watchers: usize) -> Duration {
     );
     Duration::from_millis(ms)
 }
+
+/// How often the tracker statistics (per-minute figures of the last hour, which the events do not
+/// carry) of each watched project that had events since are read again, once for all its
+/// watchers, and sent with its next frame (or alone, when no event is pending).
+pub const FIGURES_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How many frames a watcher may fall behind (4 s at the full rate) before it gets a fresh
 /// snapshot instead of the frames it missed.
@@ -78,6 +83,10 @@ struct Feed {
     /// Sequence number of the last event sent.
     flushed: u64,
     snapshot: Arc<tokio::sync::Mutex<Option<Snapshot>>>,
+    /// Tracker statistics read and not yet sent.
+    figures: Option<TrackerStats>,
+    /// Whether events came since the statistics were last read.
+    busy: bool,
 }
 
 impl Feed {
@@ -88,12 +97,14 @@ impl Feed {
             last_frame: None,
             flushed: 0,
             snapshot: Default::default(),
+            figures: None,
+            busy: false,
         }
     }
 
-    /// When the pending events may go out.
+    /// When the pending events (or statistics) may go out.
     fn due(&self, now: Instant) -> Option<Instant> {
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && self.figures.is_none() {
             return None;
         }
         Some(
@@ -102,14 +113,27 @@ impl Feed {
         )
     }
 
-    /// Sends the pending events as one frame.
+    /// Sends the pending events, and the statistics if read since the last frame, as one frame.
     fn flush(&mut self, now: Instant) {
         let mut events = std::mem::take(&mut self.pending);
         events.sort_by_key(|e| e.seq);
         events.dedup_by_key(|e| e.seq);
         self.last_frame = Some(now);
         self.flushed = events.last().map_or(self.flushed, |e| e.seq);
-        let _ = self.tx.send(Signal::Frame(Arc::new(Frame::new(events))));
+        let figures = self.figures.take();
+        let frame = Frame::new(events, figures.as_ref());
+        let _ = self.tx.send(Signal::Frame(Arc::new(frame)));
+    }
+
+    /// Sends a frame if one is due at `now`; else returns when one is.
+    fn flush_if_due(&mut self, now: Instant) -> Option<Instant> {
+        match self.due(now) {
+            Some(due) if due <= now => {
+                self.flush(now);
+                None
+            }
+            due => due,
+        }
     }
 }
 
@@ -135,7 +159,7 @@ impl Hub {
 
         let messages = subscriber.message_rx();
         let mut reconnects = subscriber.reconnect_rx();
-        tokio::spawn(hub.clone().run(store.keys().clone(), messages));
+        tokio::spawn(hub.clone().run(store.clone(), messages));
         let resync = hub.clone();
         tokio::spawn(async move {
             while reconnects.recv().await.is_ok() {
@@ -145,13 +169,15 @@ impl Hub {
         Ok(hub)
     }
 
-    /// Receives published events and sends frames when they are due, until the client closes.
-    async fn run(
-        self,
-        keys: crate::keys::Keys,
-        mut messages: broadcast::Receiver<fred::types::Message>,
-    ) {
+    /// Receives published events and sends frames when they are due, and every
+    /// [`FIGURES_INTERVAL`] reads the tracker statistics of the busy projects, until the client
+    /// closes.
+    async fn run(self, store: Store, mut messages: broadcast::Receiver<fred::types::Message>) {
+        let keys = store.keys().clone();
         let mut due: Option<Instant> = None;
+        let mut figures_tick = tokio::time::interval(FIGURES_INTERVAL);
+        figures_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (figures_tx, mut figures_rx) = mpsc::channel::<(String, TrackerStats)>(64);
         loop {
             let wake = due.map(tokio::time::Instant::from_std);
             tokio::select! {
@@ -173,6 +199,31 @@ impl Hub {
                 _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)),
                     if wake.is_some() => {
                     due = self.flush_due(Instant::now());
+                }
+                _ = figures_tick.tick() => {
+                    let busy = self.take_busy();
+                    if !busy.is_empty() {
+                        // Read beside the loop: frames keep going out meanwhile.
+                        let (store, tx) = (store.clone(), figures_tx.clone());
+                        tokio::spawn(async move {
+                            for slug in busy {
+                                match store.tracker_figures(&slug, now_ms()).await {
+                                    Ok(figures) => {
+                                        if tx.send((slug, figures)).await.is_err() {
+                                            return;
+                                        }
+                                    }
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, slug, "reading tracker statistics");
+                                    }
+                                }
+                            }
+                        });
+                    }
+                }
+                Some((slug, figures)) = figures_rx.recv() => {
+                    let next = self.set_figures(&slug, figures, Instant::now());
+                    due = earliest(due, next);
                 }
             }
         }
@@ -220,20 +271,17 @@ impl Hub {
         // Nobody watches: whoever starts to will read these from the history.
         let feed = feeds.get_mut(slug)?;
         match serde_json::from_str::<Vec<DoneEvent>>(&format!("[{payload}]")) {
-            Ok(events) => feed.pending.extend(events),
+            Ok(events) => {
+                feed.pending.extend(events);
+                feed.busy = true;
+            }
             Err(e) => {
                 tracing::error!(error = %e, slug, "unreadable event payload; resyncing watchers");
                 let _ = feed.tx.send(Signal::Resync);
                 return None;
             }
         }
-        match feed.due(now) {
-            Some(due) if due <= now => {
-                feed.flush(now);
-                None
-            }
-            due => due,
-        }
+        feed.flush_if_due(now)
     }
 
     /// Sends every frame due at `now`; returns when the next pending events are due.
@@ -241,12 +289,30 @@ impl Hub {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         let mut next = None;
         for feed in feeds.values_mut() {
-            match feed.due(now) {
-                Some(due) if due <= now => feed.flush(now),
-                due => next = earliest(next, due),
-            }
+            next = earliest(next, feed.flush_if_due(now));
         }
         next
+    }
+
+    /// The watched projects that had events since the last call (their statistics changed).
+    fn take_busy(&self) -> Vec<String> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds
+            .iter_mut()
+            .filter_map(|(slug, f)| {
+                let busy = std::mem::take(&mut f.busy);
+                (busy && f.tx.receiver_count() > 0).then(|| slug.clone())
+            })
+            .collect()
+    }
+
+    /// Keeps `figures`, `slug`'s tracker statistics just read, for its next frame: at once (a
+    /// frame of them alone) if one may go out at `now`; else returns when the frame is due.
+    pub fn set_figures(&self, slug: &str, figures: TrackerStats, now: Instant) -> Option<Instant> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        let feed = feeds.get_mut(slug)?;
+        feed.figures = Some(figures);
+        feed.flush_if_due(now)
     }
 
     fn resync_all(&self) {
@@ -357,6 +423,59 @@ mod tests {
         assert_eq!(hub.flush_due(t0 + FRAME_INTERVAL), due, "not at 250 ms");
         assert_eq!(hub.flush_due(t0 + Duration::from_millis(500)), None);
         assert_eq!(frames(&mut watchers[4_999]), [(1, 1), (2, 2)]);
+    }
+
+    #[test]
+    fn tracker_statistics_ride_the_next_frame_or_go_alone() {
+        let hub = Hub::default();
+        let mut rx = hub.watch("p");
+        let figures = |n| TrackerStats {
+            unique_downloaders_30d: n,
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        hub.receive("p", &payload(1..=1), t0);
+        assert_eq!(hub.take_busy(), ["p"], "events came");
+        assert!(hub.take_busy().is_empty(), "and were counted once");
+        // Pending events: the statistics wait for their frame and go out with it.
+        hub.receive("p", &payload(2..=2), t0 + Duration::from_millis(10));
+        let due = hub.set_figures("p", figures(3), t0 + Duration::from_millis(20));
+        assert_eq!(due, Some(t0 + FRAME_INTERVAL));
+        assert_eq!(hub.flush_due(t0 + FRAME_INTERVAL), None);
+        let sent: Vec<_> = std::iter::from_fn(|| match rx.try_recv() {
+            Ok(Signal::Frame(f)) => Some(f),
+            _ => None,
+        })
+        .collect();
+        assert_eq!(sent.len(), 2);
+        let read = |f: &Frame| serde_json::from_str::<LiveMessage>(f.ws().as_str()).unwrap();
+        assert!(matches!(
+            read(&sent[0]),
+            LiveMessage::Events { tracker: None, .. }
+        ));
+        match read(&sent[1]) {
+            LiveMessage::Events {
+                events,
+                tracker: Some(t),
+            } => assert!(events.len() == 1 && t == figures(3)),
+            other => panic!("{other:?}"),
+        }
+        // No events pending: a frame of the statistics alone, which moves no sequence number.
+        let later = t0 + Duration::from_secs(5);
+        assert_eq!(hub.set_figures("p", figures(4), later), None);
+        match rx.try_recv() {
+            Ok(Signal::Frame(f)) => {
+                assert!(f.is_figures_only());
+                assert!(
+                    matches!(read(&f), LiveMessage::Events { events, tracker: Some(t) }
+                    if events.is_empty() && t == figures(4))
+                );
+            }
+            _ => panic!("no frame"),
+        }
+        assert_eq!(hub.flushed("p"), 2);
+        assert_eq!(hub.take_busy(), ["p"], "event 2 came since the first look");
+        assert!(hub.take_busy().is_empty(), "and nothing after it");
     }
 
     #[test]

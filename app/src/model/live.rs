@@ -1,6 +1,6 @@
 //! The leaderboard websocket's messages (`GET /SLUG/ws`).
 
-use super::{DoneEvent, Leaderboard};
+use super::{DoneEvent, Leaderboard, TrackerStats};
 use serde::{Deserialize, Serialize};
 
 /// A message on the leaderboard websocket (`GET /SLUG/ws`).
@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// ```text
 /// {"type":"snapshot","board":{...Leaderboard...}}
 /// {"type":"events","events":[{...DoneEvent...}, ...]}
+/// {"type":"events","events":[...],"tracker":{...TrackerStats...}}   now and then (events may be [])
 /// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", try_from = "LiveWire")]
@@ -24,6 +25,11 @@ pub enum LiveMessage {
     Events {
         /// The events, oldest first.
         events: Vec<DoneEvent>,
+        /// The tracker statistics of the last hour, read again (every few seconds while items
+        /// complete, and once after); absent when unchanged. Per-minute figures do not follow
+        /// from the events, so the server reads them once per project for every viewer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tracker: Option<TrackerStats>,
     },
 }
 
@@ -36,6 +42,7 @@ struct LiveWire {
     kind: String,
     board: Option<Leaderboard>,
     events: Option<Vec<DoneEvent>>,
+    tracker: Option<TrackerStats>,
 }
 
 impl TryFrom<LiveWire> for LiveMessage {
@@ -44,7 +51,10 @@ impl TryFrom<LiveWire> for LiveMessage {
     fn try_from(wire: LiveWire) -> Result<Self, String> {
         match (wire.kind.as_str(), wire.board, wire.events) {
             ("snapshot", Some(board), _) => Ok(Self::Snapshot { board }),
-            ("events", _, Some(events)) => Ok(Self::Events { events }),
+            ("events", _, Some(events)) => Ok(Self::Events {
+                events,
+                tracker: wire.tracker,
+            }),
             (kind, ..) => Err(format!("a live message of type {kind:?} without its field")),
         }
     }
@@ -87,10 +97,32 @@ mod tests {
         }];
         let text = serde_json::to_string(&LiveMessage::Events {
             events: events.clone(),
+            tracker: None,
+        })
+        .unwrap();
+        assert!(!text.contains("tracker"), "{text}");
+        match serde_json::from_str(&text).unwrap() {
+            LiveMessage::Events {
+                events: got,
+                tracker: None,
+            } => assert_eq!(got, events),
+            other => panic!("read {other:?}"),
+        }
+        let tracker = TrackerStats {
+            window_minutes: 60,
+            unique_downloaders_30d: 3,
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&LiveMessage::Events {
+            events: vec![],
+            tracker: Some(tracker.clone()),
         })
         .unwrap();
         match serde_json::from_str(&text).unwrap() {
-            LiveMessage::Events { events: got } => assert_eq!(got, events),
+            LiveMessage::Events {
+                events,
+                tracker: Some(got),
+            } => assert!(events.is_empty() && got == tracker),
             other => panic!("read {other:?}"),
         }
         for bad in [r#"{"type":"snapshot"}"#, r#"{"type":"nope","events":[]}"#] {

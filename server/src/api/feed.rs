@@ -137,6 +137,10 @@ impl Feed {
 
     /// What of `frame` this client has not had yet.
     async fn frame_chunk(&mut self, frame: &Arc<Frame>) -> Option<Bytes> {
+        if frame.is_figures_only() {
+            // The old broadcaster had no statistics to send.
+            return None;
+        }
         let Some(sent) = self.sent else {
             self.sent = Some(frame.last());
             return Some(frame.sse());

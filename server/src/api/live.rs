@@ -105,6 +105,9 @@ async fn next_message(
         }
         Err(RecvError::Closed) => return Next::Stop,
     };
+    if frame.is_figures_only() {
+        return Next::Send(sent, frame.ws());
+    }
     if frame.first() > sent + 1 {
         // Events between what the viewer has and this frame were lost.
         return state

@@ -1,7 +1,7 @@
 //! Frames: a batch of consecutive completion events of one project, serialised once for the
 //! websocket and (on first use) once for the server-sent-events feed, then shared by every watcher.
 
-use app::model::{DoneEvent, RECENT_LEN};
+use app::model::{DoneEvent, TrackerStats, RECENT_LEN};
 use axum::{body::Bytes, extract::ws::Utf8Bytes};
 use serde::Serialize;
 use std::{collections::BTreeMap, fmt::Write, sync::OnceLock};
@@ -14,14 +14,22 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// A frame of `events` (non-empty, sorted by `seq`, no repeats).
-    pub(super) fn new(events: Vec<DoneEvent>) -> Self {
-        let ws = events_message(&events).into();
+    /// A frame of `events` (sorted by `seq`, no repeats), with the project's tracker statistics
+    /// when they were read again since the last frame. A frame without events carries only
+    /// the statistics (see [`Frame::is_figures_only`]).
+    pub(super) fn new(events: Vec<DoneEvent>, tracker: Option<&TrackerStats>) -> Self {
+        let ws = message(&events, tracker).into();
         Self {
             events,
             ws,
             sse: OnceLock::new(),
         }
+    }
+
+    /// Whether the frame only brings new tracker statistics: no events, nothing for the
+    /// compatibility feed, and no sequence number to check.
+    pub fn is_figures_only(&self) -> bool {
+        self.events.is_empty()
     }
 
     /// Sequence number of the first event.
@@ -64,10 +72,18 @@ impl Frame {
 /// [`RECENT_LEN`] events (the recent-completions log), counts for the last one; the events
 /// before are brief ([`DoneEvent::brief`]). A busy frame is about half the size.
 pub fn events_message(events: &[DoneEvent]) -> String {
+    message(events, None)
+}
+
+/// [`events_message`], with the tracker statistics when given:
+/// `{"type":"events","events":[...],"tracker":{...}}`.
+fn message(events: &[DoneEvent], tracker: Option<&TrackerStats>) -> String {
     #[derive(Serialize)]
     #[serde(tag = "type", rename = "events")]
     struct EventsRef<'a> {
         events: &'a [DoneEvent],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tracker: Option<&'a TrackerStats>,
     }
     let full_from = events.len().saturating_sub(RECENT_LEN);
     let last = events.len().saturating_sub(1);
@@ -80,7 +96,11 @@ pub fn events_message(events: &[DoneEvent]) -> String {
             _ => e.brief(),
         })
         .collect();
-    serde_json::to_string(&EventsRef { events: &sent }).unwrap_or_default()
+    serde_json::to_string(&EventsRef {
+        events: &sent,
+        tracker,
+    })
+    .unwrap_or_default()
 }
 
 /// One completion as the old broadcaster published it (PROTOCOL.md, "Live event"):
@@ -179,14 +199,14 @@ mod tests {
 
     fn events_of(f: &Frame) -> Vec<DoneEvent> {
         match serde_json::from_str(f.ws().as_str()).unwrap() {
-            LiveMessage::Events { events } => events,
+            LiveMessage::Events { events, .. } => events,
             other => panic!("not events: {other:?}"),
         }
     }
 
     #[test]
     fn the_websocket_form_parses_as_a_live_message() {
-        let f = Frame::new(vec![ev(5), ev(6), ev(7)]);
+        let f = Frame::new(vec![ev(5), ev(6), ev(7)], None);
         let events = events_of(&f);
         assert_eq!(events[2], f.events()[2], "the last event goes out whole");
         assert_eq!(events[0].items, ["a", "b"], "within the log's length");
@@ -216,7 +236,7 @@ mod tests {
                 ..ev(seq)
             })
             .collect();
-        let f = Frame::new(full.clone());
+        let f = Frame::new(full.clone(), None);
         let sent = events_of(&f);
         let brief = sent.len() - RECENT_LEN;
         assert!(sent[..brief]
@@ -229,6 +249,7 @@ mod tests {
         assert_eq!(sent[59], full[59]);
         let whole_size = serde_json::to_string(&LiveMessage::Events {
             events: full.clone(),
+            tracker: None,
         })
         .unwrap()
         .len();

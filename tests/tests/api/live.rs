@@ -51,6 +51,32 @@ async fn websocket_receives_the_event_of_a_done() {
 }
 
 #[tokio::test]
+async fn the_tracker_statistics_follow_completions_without_a_reload() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws", app.addr))
+        .await
+        .expect("connect");
+    let first = next_json(&mut ws).await;
+    assert_eq!(first["board"]["tracker"]["unique_downloaders_30d"], 0);
+    assert!(first["board"]["tracker"]["item_request_serve_rate"].is_null());
+
+    let item = app.claim("p1", "bob").await;
+    assert_eq!(app.done("p1", "bob", &item, 99).await.status, 200);
+    // The event comes first; the statistics, read once for all viewers every few seconds
+    // while items complete, follow in a later message (next_json waits 20 s at most).
+    let tracker = loop {
+        let msg = next_json(&mut ws).await;
+        assert_eq!(msg["type"], "events");
+        if !msg["tracker"].is_null() {
+            break msg["tracker"].clone();
+        }
+    };
+    assert_eq!(tracker["unique_downloaders_30d"], 1);
+    assert_eq!(tracker["item_request_serve_rate"], 1.0);
+}
+
+#[tokio::test]
 async fn websocket_of_unknown_project_is_refused() {
     let app = TestApp::start().await;
     assert!(

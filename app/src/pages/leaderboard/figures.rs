@@ -158,9 +158,10 @@ pub fn Rates(board: RwSignal<Leaderboard>) -> AnyView {
 /// The tracker's statistics of the last hour.
 #[component]
 pub fn TrackerFigures(board: RwSignal<Leaderboard>) -> AnyView {
-    // Read once: these come with the page data, not with live events.
-    let stats = board.with_untracked(|b| b.tracker.clone());
-    let t = |f: fn(&crate::model::TrackerStats) -> String| f(&stats);
+    // With the page data, then as the live channel brings them (every few seconds while items
+    // complete) and the minute re-read.
+    let t =
+        move |f: fn(&crate::model::TrackerStats) -> String| move || board.with(|b| f(&b.tracker));
     view! {
         <section class="card" aria-label="Tracker statistics">
             <h2>"Tracker, last hour"</h2>
