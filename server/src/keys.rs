@@ -31,7 +31,10 @@
 //! ns:{SLUG}:st:<day>           hash    "<minute of day>:<counter>" -> n, 35 days
 //! ns:{SLUG}:u:dl:<day> / u:ip  hll     unique downloaders / IPs per day, 31 days
 //! ns:{SLUG}:chart              list    "minute items bytes", cumulative, one per minute
-//! ns:{SLUG}:dlc:<dl>           list    "minute bytes", cumulative, per downloader
+//! ns:{SLUG}:dlc:<dl>           list    "minute bytes", cumulative, per downloader, up to the
+//!                                      minute before its last report (see `dlc_last`)
+//! ns:{SLUG}:dlc_last           hash    downloader -> minute of its last report; that minute's
+//!                                      point is its current total (`dl:bytes`)
 //! ns:{SLUG}:log                stream  completion log (capped)
 //! ns:{SLUG}:targets            hash    upload target -> 1 active / 0 inactive
 //! ns:{SLUG}:uploads            list    recent `uploaded` reports (capped)
@@ -230,6 +233,10 @@ impl ProjectKeys {
     /// The cumulative bytes chart of one downloader.
     pub fn dl_chart(&self, downloader: &str) -> String {
         self.key(&format!("dlc:{downloader}"))
+    }
+    /// Each downloader's minute of its last report (the chart's last point, not in its list).
+    pub fn dl_chart_last(&self) -> String {
+        self.key("dlc_last")
     }
     /// Per-minute counters of day `day` (days since the epoch).
     pub fn minute_stats(&self, day: u64) -> String {

@@ -63,6 +63,24 @@ pub fn tracker_stats(minutes: &[Minute], layers: &[BloomLayer], unique_dl: u64) 
     }
 }
 
+/// A downloader's chart: its stored points, oldest first, then `now` (the minute of its last
+/// report, with its total); one point per minute, the latest value kept (lists written before
+/// `dlc_last` existed may repeat their last minute).
+fn downloader_series(
+    points: impl Iterator<Item = (u64, u64)>,
+    now: Option<(u64, u64)>,
+) -> Vec<(u64, u64)> {
+    let mut series: Vec<(u64, u64)> = Vec::new();
+    for (t, v) in points.chain(now) {
+        match series.last_mut() {
+            Some(last) if last.0 == t => last.1 = v,
+            Some(last) if last.0 > t => {}
+            _ => series.push((t, v)),
+        }
+    }
+    series
+}
+
 fn point(entry: &str) -> Option<(u64, Vec<u64>)> {
     let mut it = entry.split(' ').map(|v| v.parse::<u64>().ok());
     let minute = it.next()??;
@@ -82,15 +100,22 @@ impl Store {
                 charts.bytes.push((t, bytes));
             }
         }
-        let names: Vec<String> = client.zrevrange(k.dl_bytes(), 0, top - 1, false).await?;
-        for name in names {
+        let top: Vec<(String, f64)> = client.zrevrange(k.dl_bytes(), 0, top - 1, true).await?;
+        if top.is_empty() {
+            return Ok(charts);
+        }
+        let names: Vec<&str> = top.iter().map(|(name, _)| name.as_str()).collect();
+        let last: Vec<Option<u64>> = client.hmget(k.dl_chart_last(), names).await?;
+        for ((name, total), last) in top.into_iter().zip(last) {
             let raw: Vec<String> = client.lrange(k.dl_chart(&name), 0, -1).await?;
-            let series = raw
+            let points = raw
                 .iter()
                 .filter_map(|e| point(e))
-                .filter_map(|(t, v)| Some((t, *v.first()?)))
-                .collect();
-            charts.downloaders.insert(name, series);
+                .filter_map(|(t, v)| Some((t, *v.first()?)));
+            let now = last.map(|minute| (minute * 60, total as u64));
+            charts
+                .downloaders
+                .insert(name, downloader_series(points, now));
         }
         Ok(charts)
     }
@@ -147,5 +172,32 @@ impl Store {
             .pfcount(days.iter().map(|d| k.uniques("ip", *d)).collect::<Vec<_>>())
             .await?;
         Ok((dl, ip))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::downloader_series;
+
+    #[test]
+    fn a_downloader_series_ends_at_its_last_report_one_point_a_minute() {
+        // Stored: minutes 1 and 2 (an older list repeats minute 2), then its last report's
+        // minute 5 with the current total.
+        let stored = [(60, 10), (120, 15), (120, 20)];
+        assert_eq!(
+            downloader_series(stored.into_iter(), Some((300, 35))),
+            [(60, 10), (120, 20), (300, 35)]
+        );
+        // An older list whose last point is the current minute: the current total wins.
+        assert_eq!(
+            downloader_series([(60, 10), (300, 30)].into_iter(), Some((300, 35))),
+            [(60, 10), (300, 35)]
+        );
+        assert_eq!(downloader_series([].into_iter(), None), []);
+        // A minute behind the stored points (clocks disagreeing) is not drawn backwards.
+        assert_eq!(
+            downloader_series([(300, 30)].into_iter(), Some((240, 35))),
+            [(300, 30)]
+        );
     }
 }

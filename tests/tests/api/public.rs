@@ -211,6 +211,50 @@ async fn charts_json_has_cumulative_minute_points() {
     assert_eq!(points(&v["downloader_chart"]["bob"]).last().unwrap().1, 5);
 }
 
+/// A downloader's chart has a point per minute it was active, its total at the end of that
+/// minute, and ends with its current total at the minute of its last report.
+#[tokio::test]
+async fn downloader_charts_keep_a_point_per_active_minute() {
+    let app = TestApp::start().await;
+    let items: Vec<String> = (0..5).map(|i| format!("i{i}")).collect();
+    let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+    app.project("p1", &refs).await;
+    let report = |item: &str, bytes: u64| server::store::DoneReport {
+        downloader: "alice".into(),
+        version: "1".into(),
+        user_agent: String::new(),
+        ip: "127.0.0.1".into(),
+        id: "null".into(),
+        bytes: vec![("data".into(), bytes)],
+        items: vec![item.into()],
+    };
+    // Minutes 1000, 1000, 1002, 1003 (as the tracker's clock gives them), then 1003 again.
+    let minute = |m: u64, s: u64| m * 60_000 + s * 1000;
+    for (item, bytes, at) in [
+        ("i0", 1, minute(1000, 1)),
+        ("i1", 2, minute(1000, 50)),
+        ("i2", 4, minute(1002, 0)),
+        ("i3", 8, minute(1003, 10)),
+        ("i4", 16, minute(1003, 20)),
+    ] {
+        let out = app
+            .store
+            .done_batch("p1", &[report(item, bytes)], at)
+            .await
+            .unwrap();
+        assert!(matches!(
+            out[0],
+            server::store::DoneOutcome::Recorded { counted: 1, .. }
+        ));
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&app.get("/p1/charts.json").await.body).unwrap();
+    assert_eq!(
+        v["downloader_chart"]["alice"],
+        serde_json::json!([[60_000, 3], [60_120, 7], [60_180, 31]])
+    );
+}
+
 /// The pages' JSON (`/board/...`: what a live page re-reads, and the project list, a page and
 /// its charts for tools) parses as the pages' own types.
 #[tokio::test]

@@ -131,7 +131,8 @@ for r, q in ipairs(reqs) do
 end
 
 -- Phase 2: items for the active requests, in claim order, handed out in request order.
-local out_n = #active > 0 and rcall('ZCARD', out) or 0
+-- Claimed items now: only the claims limit needs them.
+local out_n = (#active > 0 and claims_limit > 0) and rcall('ZCARD', out) or 0
 local has_attempts = #active > 0 and rcall('EXISTS', attempts) == 1
 local new_attempts = {}
 local w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
@@ -301,9 +302,7 @@ end
 bulk('ZADD', out, w_out)
 bulk('HSET', claims, w_claims)
 bulk('HDEL', attempts, w_unattempt)
-for d, n in pairs(w_dl) do
-  if n ~= 0 then rcall('HINCRBY', dl_claims, d, n) end
-end
+hincr_many(dl_claims, w_dl)
 local used = 0
 for _, q in ipairs(active) do used = used + #q.got end
 if rate > 0 and used > 0 then

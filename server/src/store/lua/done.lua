@@ -28,7 +28,7 @@
   KEYS[18] blocked:ip    hash    ip -> JSON block entry
   KEYS[19] log           stream  completion log
   KEYS[20] chart         list    "minute items bytes" cumulative, one entry per minute
-  Derived (same slot): queue parts, todo:d:<downloader>, st:<day>, dlc:<downloader>,
+  Derived (same slot): queue parts, todo:d:<downloader>, st:<day>, dlc:<downloader>, dlc_last,
   u:dl:<day>, u:ip:<day>.
 
   ARGV[1]  now (ms)
@@ -319,28 +319,50 @@ if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
 if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
 bulk('SADD', done, w_done)
 timeline_many(tl, tl_items, tl_lines)
-for d, n in pairs(w_dl) do
-  if n ~= 0 then rcall('HINCRBY', dl_claims, d, n) end
-end
+hincr_many(dl_claims, w_dl)
 if #evs > 0 then
   rcall('HINCRBY', stats, 'done_items', done_items - done_items0)
   rcall('HINCRBY', stats, 'done_bytes', string.format('%d', done_bytes - done_bytes0))
   for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
-  local versions, seen = {}, {}
+  -- The downloaders' new totals, from those read at the start: one ZADD per table for all.
+  local versions, seen, z_items, z_bytes, whos = {}, {}, {}, {}, {}
   for who, n in pairs(dl_add_items) do
-    rcall('ZINCRBY', dl_items, n, who)
-    local dl_total = rcall('ZINCRBY', dl_bytes, string.format('%d', dl_add_bytes[who]), who)
-    chart_point(prefix .. 'dlc:' .. who, string.format('%d', tonumber(dl_total)))
+    z_items[#z_items + 1] = string.format('%d', dl_base_items[who] + n)
+    z_items[#z_items + 1] = who
+    z_bytes[#z_bytes + 1] = string.format('%d', dl_base_bytes[who] + dl_add_bytes[who])
+    z_bytes[#z_bytes + 1] = who
+    whos[#whos + 1] = who
     versions[#versions + 1] = who
     versions[#versions + 1] = dl_ver[who]
     seen[#seen + 1] = who
     seen[#seen + 1] = now
   end
+  bulk('ZADD', dl_items, z_items)
+  bulk('ZADD', dl_bytes, z_bytes)
+  -- Each downloader's chart (`dlc:<who>`, "minute bytes") has a point per minute it was active:
+  -- its total at the end of that minute, written when it next reports in a later minute (its
+  -- total before this batch, read above). `dlc_last` holds the minute of its last report; the
+  -- reader adds that minute's point from its current total. One HMGET and one HSET a batch
+  -- instead of a read and a write per downloader.
+  local last, moved = bulk_read('HMGET', prefix .. 'dlc_last', whos), {}
+  for i, who in ipairs(whos) do
+    local m = tonumber(last[i])
+    if not m or m < minute then
+      if m then rcall('RPUSH', prefix .. 'dlc:' .. who, string.format('%d %d', m, dl_base_bytes[who])) end
+      moved[#moved + 1] = who
+      moved[#moved + 1] = minute
+    end
+  end
+  bulk('HSET', prefix .. 'dlc_last', moved)
   bulk('HSET', dl_version, versions)
   bulk('HSET', dl_seen, seen)
   rcall('INCRBY', seq_key, seq - seq0)
-  bulk('LPUSH', history, evs)
-  rcall('LTRIM', history, 0, history_len - 1)
+  -- Trimmed to its length once it is 64 over, not at every call.
+  local history_now = 0
+  for i = 1, #evs, 1000 do
+    history_now = rcall('LPUSH', history, unpack(evs, i, math.min(i + 999, #evs)))
+  end
+  if history_now > history_len + 64 then rcall('LTRIM', history, 0, history_len - 1) end
   rcall('PUBLISH', events, table.concat(evs, ','))
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end
