@@ -6,23 +6,11 @@ Runs both versions against one private redis-server, interleaved, 3 rounds, and 
 items (or records) per second of Redis time spent in EVALSHA (INFO commandstats), so the client's
 own cost and the machine's other load count far less than in wall-clock figures.
 """
-import redis, subprocess, time, os, sys, statistics, tempfile
+import os, statistics, sys, time
+from common import private_redis, source
 OLD = sys.argv[1] if len(sys.argv) > 1 else 'HEAD~1'
 NEW = sys.argv[2] if len(sys.argv) > 2 else None
-ROOT = subprocess.check_output(['git', 'rev-parse', '--show-toplevel'], text=True).strip()
-def source(rev, name):
-    path = f'server/src/store/lua/{name}.lua'
-    if rev is None:
-        return open(os.path.join(ROOT, path)).read()
-    return subprocess.check_output(['git', '-C', ROOT, 'show', f'{rev}:{path}'], text=True)
-tmp = tempfile.mkdtemp()
-sock = os.path.join(tmp, 'r.sock')
-if os.path.exists(sock): os.remove(sock)
-p=subprocess.Popen(['redis-server','--port','0','--unixsocket',sock,'--save','','--appendonly','no'],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL,start_new_session=True)
-r=redis.Redis(unix_socket_path=sock)
-while True:
-    try: r.ping(); break
-    except Exception: time.sleep(0.05)
+p, r = private_redis()
 REVS = {'old': OLD, 'new': NEW}
 def load(v,name): return r.script_load(source(REVS[v], '_lib') + '\n' + source(REVS[v], name))
 S={v:{n:load(v,n) for n in ['claim','done','backfeed']} for v in ['old','new']}

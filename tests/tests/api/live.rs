@@ -21,15 +21,23 @@ pub(super) async fn next_json(
     }
 }
 
-#[tokio::test]
-async fn websocket_receives_the_event_of_a_done() {
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A tracker with project `p1` (items `a`, `b`), a viewer of it, and the viewer's first message.
+async fn watch_p1() -> (TestApp, Socket, serde_json::Value) {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b"]).await;
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws", app.addr))
         .await
         .expect("connect");
-
     let first = next_json(&mut ws).await;
+    (app, ws, first)
+}
+
+#[tokio::test]
+async fn websocket_receives_the_event_of_a_done() {
+    let (app, mut ws, first) = watch_p1().await;
     assert_eq!(first["type"], "snapshot");
     assert_eq!(first["board"]["counts"]["todo"], 2);
     let seq = first["board"]["seq"].as_u64().unwrap();
@@ -52,12 +60,7 @@ async fn websocket_receives_the_event_of_a_done() {
 
 #[tokio::test]
 async fn the_tracker_statistics_follow_completions_without_a_reload() {
-    let app = TestApp::start().await;
-    app.project("p1", &["a", "b"]).await;
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws", app.addr))
-        .await
-        .expect("connect");
-    let first = next_json(&mut ws).await;
+    let (app, mut ws, first) = watch_p1().await;
     assert_eq!(first["board"]["tracker"]["unique_downloaders_30d"], 0);
     assert!(first["board"]["tracker"]["item_request_serve_rate"].is_null());
 

@@ -1,0 +1,28 @@
+"""What the A/B scripts share: a revision's Lua source, and a private redis-server."""
+import os, subprocess, tempfile, time
+import redis
+
+ROOT = subprocess.check_output(['git', 'rev-parse', '--show-toplevel'], text=True).strip()
+
+
+def source(rev, name):
+    """server/src/store/lua/NAME.lua at git revision `rev` (None: the work tree)."""
+    path = f'server/src/store/lua/{name}.lua'
+    if rev is None:
+        return open(os.path.join(ROOT, path)).read()
+    return subprocess.check_output(['git', '-C', ROOT, 'show', f'{rev}:{path}'], text=True)
+
+
+def private_redis():
+    """A redis-server on a socket of its own, nothing saved: (process, client)."""
+    sock = os.path.join(tempfile.mkdtemp(), 'r.sock')
+    proc = subprocess.Popen(['redis-server', '--port', '0', '--unixsocket', sock, '--save', '',
+                             '--appendonly', 'no'], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    client = redis.Redis(unix_socket_path=sock)
+    while True:
+        try:
+            client.ping()
+            return proc, client
+        except Exception:
+            time.sleep(0.05)
