@@ -1,5 +1,6 @@
 """Where done.lua's time goes: Redis time per claim+done pair with done.lua cut short at each of
-its phases, so the differences between rows are the cost of each phase.
+its phases, so the differences between rows are the cost of each phase; then the whole script
+less one part (the log entry, the event text, the claim records' decoding) at a time.
 
 Usage: pip install redis; python3 bench/ab/done_profile.py [REV]   (REV: a git revision; default
 the work tree). Env: R (requests per call, 8), NDL (distinct downloaders, 1000), ROUNDS (5).
@@ -38,6 +39,19 @@ for label, mark in MARKS:
     if at:
         variants[label] = '\n'.join(lines[:at[0]] + ['do return {} end'] + lines[at[0]:])
 variants['whole done.lua'] = done_src
+# The whole script less one part: what that part costs.
+WITHOUT = [
+    ('whole, without the log entry (XADD)', "      rcall('XADD'", "'id', rep.id)", ''),
+    ('whole, without the event text', "      evs[#evs + 1] = '{\"seq\":'", 'failed_now)',
+     "      evs[#evs + 1] = '{}'"),
+    ('whole, without decoding claim records', '          local c = claim_info(', 'done_line)',
+     '          local c = { claim = {}, t = 0, lines = done_line }'),
+]
+for label, start, end, instead in WITHOUT:
+    if start in done_src:
+        i = done_src.index(start)
+        j = done_src.index(end, i) + len(end)
+        variants[label] = done_src[:i] + instead + done_src[j:]
 shas = {v: (r.script_load(lib + '\n' + claim_src), r.script_load(lib + '\n' + body))
         for v, body in variants.items()}
 
@@ -92,7 +106,7 @@ for rnd in range(ROUNDS):
         setup(slug, 300 * R + 10)
         times[v].append(run(v, slug, 300))
 base = statistics.median(times['claim only'])
-print(f'{"done.lua cut short after":48s} {"µs/pair":>8s} {"done":>7s}')
+print(f'{"done.lua cut short after, or less a part":48s} {"µs/pair":>8s} {"done":>7s}')
 for v in variants:
     m = statistics.median(times[v])
     print(f'{v:48s} {m:8.1f} {m - base:7.1f}')
