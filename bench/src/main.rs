@@ -48,6 +48,28 @@ impl CpuMeter {
     }
 }
 
+/// CPU seconds (user + kernel) of this process's children that have exited and been waited
+/// for: read around a `wrk` run (`Command::output` waits for it), the load generator's own cost.
+fn exited_children_cpu() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+/// Runs `wrk` with `args` and returns its output and the CPU seconds it used itself.
+fn run_wrk(args: &mut Command) -> (String, f64) {
+    let before = exited_children_cpu();
+    let out = args.output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        exited_children_cpu() - before,
+    )
+}
+
 const SECONDS: u64 = 10;
 const CONNECTIONS: usize = 32;
 
@@ -389,14 +411,13 @@ async fn main() {
             wrk_script.display()
         );
         let cpu = meter();
-        let out = Command::new("wrk")
-            .args(["-t2", "-c32", "-d20s", "--latency", "-s"])
-            .arg(&wrk_script)
-            .arg(&base)
-            .env("SLUG", "wrk")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let (text, wrk_cpu) = run_wrk(
+            Command::new("wrk")
+                .args(["-t2", "-c32", "-d20s", "--latency", "-s"])
+                .arg(&wrk_script)
+                .arg(&base)
+                .env("SLUG", "wrk"),
+        );
         println!("{text}");
         // The script's last line: `PAIRS/s (done OK per second): N`.
         let rate = text
@@ -405,18 +426,36 @@ async fn main() {
             .and_then(|n| n.trim().parse::<f64>().ok());
         if let Some(rate) = rate {
             println!("{}", cpu.report(rate * 20.0, "pair"));
+            let wrk_us = wrk_cpu * 1e6 / (rate * 20.0);
+            println!(
+                "#   wrk's own CPU per pair: {wrk_us:.1} µs (the load generator alone would cap \
+                 pairs/s at {:.0} on 2 cores)",
+                2e6 / wrk_us.max(0.001)
+            );
         }
     }
     if run("floor") && wrk {
         // The HTTP floor: a call that touches no Redis, so what this machine's 2 cores give
         // wrk + the tracker alone; a pair is two calls, so half of it bounds pairs/s.
         println!("# wrk -t2 -c32 -d10s {base}/now  (no Redis: the HTTP bound of this machine)");
-        let out = Command::new("wrk")
-            .args(["-t2", "-c32", "-d10s"])
-            .arg(format!("{base}/now"))
-            .output()
-            .unwrap();
-        println!("{}", String::from_utf8_lossy(&out.stdout));
+        let cpu = meter();
+        let (text, wrk_cpu) = run_wrk(
+            Command::new("wrk")
+                .args(["-t2", "-c32", "-d10s"])
+                .arg(format!("{base}/now")),
+        );
+        println!("{text}");
+        let calls = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Requests/sec:"))
+            .and_then(|n| n.trim().parse::<f64>().ok());
+        if let Some(rate) = calls {
+            println!("{}", cpu.report(rate * 10.0, "call"));
+            println!(
+                "#   wrk's own CPU per call: {:.1} µs",
+                wrk_cpu * 1e6 / (rate * 10.0)
+            );
+        }
     }
     if !wrk {
         println!("# wrk not installed (apt-get install wrk): wrk phases skipped");
