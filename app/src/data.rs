@@ -9,8 +9,10 @@
 //! After hydration the browser GETs fresher parts as JSON of the types of `app::model`
 //! (`/board/...`, server `api/pages.rs`):
 //! - `downloader_window(slug, window)`: items and bytes per top downloader over the last
-//!   `window` minutes (at most a day);
-//! - `tracker_figures(slug)`: one project's tracker statistics of the last hour.
+//!   `window` minutes (at most a day).
+//!
+//! The tracker statistics come over the live socket (the server reads them once for all
+//! viewers); `/board/SLUG/figures.json` stays for tools.
 
 use crate::model::{ChartData, Leaderboard, ProjectSummary};
 use serde::{Deserialize, Serialize};
@@ -123,7 +125,6 @@ mod server_side {
 #[cfg(not(feature = "ssr"))]
 mod browser_side {
     use super::{PageData, PAGE_DATA_ID};
-    use crate::model::TrackerStats;
 
     /// The page's data, read from the page's `<script id="page-data">`. A page without it (or
     /// with data this build cannot read) shows the reason instead.
@@ -158,10 +159,6 @@ mod browser_side {
         window: u64,
     ) -> Result<Vec<(String, u64, u64)>, String> {
         found(get(format!("/board/{}/window.json?window={window}", esc(&slug))).await?)
-    }
-
-    pub async fn tracker_figures(slug: String) -> Result<TrackerStats, String> {
-        found(get(format!("/board/{}/figures.json", esc(&slug))).await?)
     }
 
     /// A GET's JSON: the value, `None` for 404, or the reason.

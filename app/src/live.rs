@@ -20,7 +20,8 @@ const FIRST_BACKOFF_MS: u32 = 250;
 const MAX_BACKOFF_MS: u32 = 10_000;
 /// How often the page's clock moves on without events (rates decay, ages grow).
 const TICK: Duration = Duration::from_secs(10);
-/// Ticks between re-reads of the downloaders' window sums and the tracker statistics.
+/// Ticks between re-reads of the downloaders' window sums (the tracker statistics come over the
+/// socket: the server reads them once for all viewers).
 const REFRESH_TICKS: u32 = 6;
 
 /// Keeps `board` and `charts` current from `/SLUG/ws`; `online` tells whether the socket is open
@@ -50,12 +51,8 @@ pub fn watch(
             if ticks.get().is_multiple_of(REFRESH_TICKS) {
                 let (slug, window) = board.with_untracked(|b| (b.slug.clone(), b.window));
                 leptos::task::spawn_local(async move {
-                    if let Ok(sums) = crate::data::downloader_window(slug.clone(), window).await {
+                    if let Ok(sums) = crate::data::downloader_window(slug, window).await {
                         board.update(|b| b.set_window_sums(window, sums));
-                    }
-                    // The tracker statistics are per-minute figures: re-read them as well.
-                    if let Ok(figures) = crate::data::tracker_figures(slug).await {
-                        board.update(|b| b.tracker = figures);
                     }
                 });
             }

@@ -53,6 +53,9 @@ pub fn frame_interval(watchers: usize) -> Duration {
 /// watchers, and sent with its next frame (or alone, when no event is pending).
 pub const FIGURES_INTERVAL: Duration = Duration::from_secs(5);
 
+/// How often they are read for a watched project without events: minutes leave the hour.
+pub const IDLE_FIGURES_INTERVAL: Duration = Duration::from_secs(60);
+
 /// How many frames a watcher may fall behind (4 s at the full rate) before it gets a fresh
 /// snapshot instead of the frames it missed.
 pub const WATCHER_BUFFER: usize = 16;
@@ -87,6 +90,8 @@ struct Feed {
     figures: Option<TrackerStats>,
     /// Whether events came since the statistics were last read.
     busy: bool,
+    /// When the statistics were last read (`None`: not yet).
+    figures_read: Option<Instant>,
 }
 
 impl Feed {
@@ -99,6 +104,7 @@ impl Feed {
             snapshot: Default::default(),
             figures: None,
             busy: false,
+            figures_read: None,
         }
     }
 
@@ -201,7 +207,7 @@ impl Hub {
                     due = self.flush_due(Instant::now());
                 }
                 _ = figures_tick.tick() => {
-                    let busy = self.take_busy();
+                    let busy = self.figures_due(Instant::now());
                     if !busy.is_empty() {
                         // Read beside the loop: frames keep going out meanwhile.
                         let (store, tx) = (store.clone(), figures_tx.clone());
@@ -294,14 +300,22 @@ impl Hub {
         next
     }
 
-    /// The watched projects that had events since the last call (their statistics changed).
-    fn take_busy(&self) -> Vec<String> {
+    /// The watched projects whose statistics are to be read at `now`: those that had events
+    /// since the last read, and the others every [`IDLE_FIGURES_INTERVAL`]. Counts them as read.
+    fn figures_due(&self, now: Instant) -> Vec<String> {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         feeds
             .iter_mut()
             .filter_map(|(slug, f)| {
                 let busy = std::mem::take(&mut f.busy);
-                (busy && f.tx.receiver_count() > 0).then(|| slug.clone())
+                let stale = f
+                    .figures_read
+                    .is_none_or(|t| now.duration_since(t) >= IDLE_FIGURES_INTERVAL);
+                let due = (busy || stale) && f.tx.receiver_count() > 0;
+                if due {
+                    f.figures_read = Some(now);
+                }
+                due.then(|| slug.clone())
             })
             .collect()
     }
@@ -435,8 +449,8 @@ mod tests {
         };
         let t0 = Instant::now();
         hub.receive("p", &payload(1..=1), t0);
-        assert_eq!(hub.take_busy(), ["p"], "events came");
-        assert!(hub.take_busy().is_empty(), "and were counted once");
+        assert_eq!(hub.figures_due(t0), ["p"], "events came");
+        assert!(hub.figures_due(t0).is_empty(), "and were counted once");
         // Pending events: the statistics wait for their frame and go out with it.
         hub.receive("p", &payload(2..=2), t0 + Duration::from_millis(10));
         let due = hub.set_figures("p", figures(3), t0 + Duration::from_millis(20));
@@ -474,8 +488,15 @@ mod tests {
             _ => panic!("no frame"),
         }
         assert_eq!(hub.flushed("p"), 2);
-        assert_eq!(hub.take_busy(), ["p"], "event 2 came since the first look");
-        assert!(hub.take_busy().is_empty(), "and nothing after it");
+        assert_eq!(
+            hub.figures_due(later),
+            ["p"],
+            "event 2 came since the first look"
+        );
+        assert!(hub.figures_due(later).is_empty(), "and nothing after it");
+        // Without events, a watched project's statistics are read again every minute.
+        assert_eq!(hub.figures_due(later + IDLE_FIGURES_INTERVAL), ["p"]);
+        assert!(hub.figures_due(later + IDLE_FIGURES_INTERVAL).is_empty());
     }
 
     #[test]
