@@ -5,7 +5,7 @@ mod downloaders;
 mod live;
 mod rates;
 
-pub use charts::{downsample, increases, since, ChartData, Series};
+pub use charts::{downsample, increases, push_point, since, ChartData, Series};
 pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
 pub use live::LiveMessage;
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};

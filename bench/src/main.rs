@@ -60,6 +60,13 @@ fn exited_children_cpu() -> f64 {
     secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
+/// The number after `prefix` on a line of `text` (a figure wrk or its script printed).
+fn figure_after(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|n| n.trim().parse().ok())
+}
+
 /// Runs `wrk` with `args` and returns its output and the CPU seconds it used itself.
 fn run_wrk(args: &mut Command) -> (String, f64) {
     let before = exited_children_cpu();
@@ -420,11 +427,7 @@ async fn main() {
         );
         println!("{text}");
         // The script's last line: `PAIRS/s (done OK per second): N`.
-        let rate = text
-            .lines()
-            .find_map(|l| l.strip_prefix("PAIRS/s (done OK per second): "))
-            .and_then(|n| n.trim().parse::<f64>().ok());
-        if let Some(rate) = rate {
+        if let Some(rate) = figure_after(&text, "PAIRS/s (done OK per second): ") {
             println!("{}", cpu.report(rate * 20.0, "pair"));
             let wrk_us = wrk_cpu * 1e6 / (rate * 20.0);
             println!(
@@ -445,11 +448,7 @@ async fn main() {
                 .arg(format!("{base}/now")),
         );
         println!("{text}");
-        let calls = text
-            .lines()
-            .find_map(|l| l.strip_prefix("Requests/sec:"))
-            .and_then(|n| n.trim().parse::<f64>().ok());
-        if let Some(rate) = calls {
+        if let Some(rate) = figure_after(&text, "Requests/sec:") {
             println!("{}", cpu.report(rate * 10.0, "call"));
             println!(
                 "#   wrk's own CPU per call: {:.1} µs",

@@ -32,7 +32,7 @@ pub fn downsample(series: &[(u64, u64)], bucket_s: u64) -> Series {
 }
 
 /// Sets the point of the minute of `t` to `v`, appending when it is a later minute.
-fn push_point(series: &mut Series, t: u64, v: u64) {
+pub fn push_point(series: &mut Series, t: u64, v: u64) {
     match series.last_mut() {
         Some(last) if last.0 / 60 == t / 60 => *last = (last.0.max(t), v),
         Some(last) if last.0 > t => {}

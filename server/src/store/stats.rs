@@ -65,18 +65,14 @@ pub fn tracker_stats(minutes: &[Minute], layers: &[BloomLayer], unique_dl: u64) 
 
 /// A downloader's chart: its stored points, oldest first, then `now` (the minute of its last
 /// report, with its total); one point per minute, the latest value kept (lists written before
-/// `dlc_last` existed may repeat their last minute).
+/// `dlc_last` existed may repeat their last minute), as the page folds live points in.
 fn downloader_series(
     points: impl Iterator<Item = (u64, u64)>,
     now: Option<(u64, u64)>,
 ) -> Vec<(u64, u64)> {
-    let mut series: Vec<(u64, u64)> = Vec::new();
+    let mut series = Vec::new();
     for (t, v) in points.chain(now) {
-        match series.last_mut() {
-            Some(last) if last.0 == t => last.1 = v,
-            Some(last) if last.0 > t => {}
-            _ => series.push((t, v)),
-        }
+        app::model::push_point(&mut series, t, v);
     }
     series
 }
