@@ -93,3 +93,31 @@ test('a name typed before the Wasm loads is kept and searched once the page is l
   await expect(table.getByRole('row')).toHaveCount(2); // the header and ivan
   await expect(table.getByRole('row').filter({ hasText: 'ivan' })).toBeVisible();
 });
+
+test('on a phone the downloaders table fits the screen: no sideways scrolling', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'phone', '--title', 'Phone']);
+  tracker.cli(['items', 'add', 'phone', '-'], 'ph1\nph2\n');
+  // A long name, the widest a row gets.
+  for (const who of ['a-volunteer-with-a-very-long-name', 'bo']) {
+    await tracker.done('phone', who, await tracker.claim('phone', who), 123456789);
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${tracker.base}/phone/`);
+  await expect(page.getByRole('status')).toHaveText('live');
+  const table = page.getByRole('table', { name: 'Downloaders' });
+  await expect(table.getByRole('row')).toHaveCount(3);
+  // Rank, name, items, bytes, share and items/s show; the rest wait for a wider screen.
+  for (const name of ['#', 'Name', 'Items', 'Bytes', 'Share', 'Items/s']) {
+    await expect(table.getByRole('columnheader', { name, exact: true })).toBeVisible();
+  }
+  await expect(table.getByRole('columnheader', { name: 'Version' })).toBeHidden();
+  const overflow = await page.evaluate(() => {
+    const scroll = document.querySelector('.downloaders .scroll') as HTMLElement;
+    return { box: scroll.scrollWidth - scroll.clientWidth, page: document.documentElement.scrollWidth - window.innerWidth };
+  });
+  expect(overflow).toEqual({ box: 0, page: 0 });
+
+  // A wide screen shows every column again.
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await expect(table.getByRole('columnheader', { name: 'Version' })).toBeVisible();
+});

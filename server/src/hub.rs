@@ -13,7 +13,7 @@ pub use frame::{events_message, sse_chunk, Frame, LegacyEvent};
 
 use crate::store::{now_ms, Store, PAGE_DOWNLOADERS, PAGE_RECENT};
 use app::model::{DoneEvent, LiveMessage, TrackerStats};
-use axum::extract::ws::Utf8Bytes;
+use axum::body::Bytes;
 use fred::prelude::*;
 use std::{
     collections::HashMap,
@@ -74,7 +74,8 @@ struct Snapshot {
     /// When its read began: it includes every event published before then.
     started: Instant,
     seq: u64,
-    text: Utf8Bytes,
+    /// The message, framed ([`crate::websocket::text`]).
+    text: Bytes,
 }
 
 /// One watched project.
@@ -345,7 +346,7 @@ impl Hub {
         store: &Store,
         slug: &str,
         not_before: Instant,
-    ) -> Option<(u64, Utf8Bytes)> {
+    ) -> Option<(u64, Bytes)> {
         let cell = {
             let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
             feeds.get(slug).map(|f| f.snapshot.clone())
@@ -364,9 +365,8 @@ impl Hub {
             }
         };
         let seq = board.seq;
-        let text: Utf8Bytes = serde_json::to_string(&LiveMessage::Snapshot { board })
-            .ok()?
-            .into();
+        let text =
+            crate::websocket::text(&serde_json::to_string(&LiveMessage::Snapshot { board }).ok()?);
         *cached = Some(Snapshot {
             started,
             seq,
@@ -462,7 +462,7 @@ mod tests {
         })
         .collect();
         assert_eq!(sent.len(), 2);
-        let read = |f: &Frame| serde_json::from_str::<LiveMessage>(f.ws().as_str()).unwrap();
+        let read = |f: &Frame| serde_json::from_str::<LiveMessage>(f.json()).unwrap();
         assert!(matches!(
             read(&sent[0]),
             LiveMessage::Events { tracker: None, .. }

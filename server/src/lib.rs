@@ -10,6 +10,7 @@
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
+//! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`routes`] | the route table, grouped by caller |
 //! | [`cli`] | the `tracker` command line |
 
@@ -24,6 +25,7 @@ pub mod keys;
 pub mod precompress;
 pub mod routes;
 pub mod store;
+pub mod websocket;
 
 pub use routes::router;
 

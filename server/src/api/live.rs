@@ -6,23 +6,16 @@
 use super::ApiResult;
 use crate::{
     hub::{events_message, history, Signal},
+    websocket::{self, Incoming, Socket, Upgrade, CLOSE_NORMAL},
     AppState,
 };
 use axum::{
-    extract::{
-        ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade},
-        Path, Query, State,
-    },
+    body::Bytes,
+    extract::{Path, Query, State},
     response::Response,
 };
 use std::time::Instant;
 use tokio::sync::broadcast::error::RecvError;
-
-/// Read buffer of a viewer's socket.
-const READ_BUFFER: usize = 4 * 1024;
-
-/// The largest message a viewer may send (it has nothing to say but close).
-const MAX_INCOMING: usize = 16 * 1024;
 
 /// Query of the websocket: the last sequence number the viewer has.
 #[derive(Debug, serde::Deserialize)]
@@ -31,19 +24,14 @@ pub struct Resume {
 }
 
 /// Upgrades to the live websocket of project `slug`.
+/// Every frame is written from the hub's one copy ([`crate::websocket`]).
 pub async fn watch_project(
-    ws: WebSocketUpgrade,
+    ws: Upgrade,
     State(state): State<AppState>,
     Path(slug): Path<String>,
     Query(resume): Query<Resume>,
 ) -> ApiResult<Response> {
     super::known_project(&state, &slug).await?;
-    // Viewers send next to nothing: small buffers keep thousands of sockets cheap (the
-    // default read buffer alone is 128 KiB per socket).
-    let ws = ws
-        .read_buffer_size(READ_BUFFER)
-        .write_buffer_size(0)
-        .max_message_size(MAX_INCOMING);
     Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug, resume.since)))
 }
 
@@ -54,12 +42,12 @@ async fn first_message(
     slug: &str,
     since: Option<u64>,
     subscribed: Instant,
-) -> Option<(u64, Utf8Bytes)> {
+) -> Option<(u64, Bytes)> {
     if let Some(since) = since {
         match history::events_after(&state.store, slug, since).await {
             Ok(Some(events)) => {
                 let seq = events.last().map_or(since, |e| e.seq);
-                return Some((seq, events_message(&events).into()));
+                return Some((seq, websocket::text(&events_message(&events))));
             }
             Ok(None) => {}
             Err(e) => {
@@ -74,15 +62,15 @@ async fn first_message(
 /// What a watcher does with a signal.
 enum Next {
     /// Send this message; the viewer then has every event up to the sequence number.
-    Send(u64, Utf8Bytes),
+    Send(u64, Bytes),
     /// Nothing new for this viewer.
     Skip,
     /// Close: the hub stopped, or a snapshot could not be read (the viewer reconnects).
     Stop,
 }
 
-impl From<Option<(u64, Utf8Bytes)>> for Next {
-    fn from(snapshot: Option<(u64, Utf8Bytes)>) -> Self {
+impl From<Option<(u64, Bytes)>> for Next {
+    fn from(snapshot: Option<(u64, Bytes)>) -> Self {
         snapshot.map_or(Next::Stop, |(seq, text)| Next::Send(seq, text))
     }
 }
@@ -122,12 +110,12 @@ async fn next_message(
     // Partly sent already (in the catch-up or snapshot): only the rest, serialised for this
     // viewer alone; this happens at most once per connection.
     match frame.after(sent) {
-        Some(rest) => Next::Send(frame.last(), events_message(rest).into()),
+        Some(rest) => Next::Send(frame.last(), websocket::text(&events_message(rest))),
         None => Next::Skip,
     }
 }
 
-async fn stream_events(mut socket: WebSocket, state: AppState, slug: String, since: Option<u64>) {
+async fn stream_events(mut socket: Socket, state: AppState, slug: String, since: Option<u64>) {
     // Subscribe before reading: an event in between is both read and in a frame, and is sent
     // once, by its sequence number.
     let mut frames = state.hub.watch(&slug);
@@ -135,26 +123,34 @@ async fn stream_events(mut socket: WebSocket, state: AppState, slug: String, sin
     let Some((mut sent, first)) = first_message(&state, &slug, since, subscribed).await else {
         return;
     };
-    if socket.send(Message::Text(first)).await.is_err() {
+    if socket.send(&first).await.is_err() {
         return;
     }
     loop {
         tokio::select! {
             signal = frames.recv() => {
-                let (seq, text) = match next_message(&state, &slug, sent, signal).await {
-                    Next::Send(seq, text) => (seq, text),
+                let (seq, frame) = match next_message(&state, &slug, sent, signal).await {
+                    Next::Send(seq, frame) => (seq, frame),
                     Next::Skip => continue,
                     Next::Stop => break,
                 };
                 sent = seq;
-                if socket.send(Message::Text(text)).await.is_err() {
-                    break;
+                if socket.send(&frame).await.is_err() {
+                    return;
                 }
             }
             incoming = socket.recv() => match incoming {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                Some(Ok(_)) => {}
+                Incoming::Ping(payload) => {
+                    if socket.pong(&payload).await.is_err() {
+                        return;
+                    }
+                }
+                Incoming::Close(_) => return socket.close(CLOSE_NORMAL).await,
+                Incoming::Violation(code) => return socket.close(code).await,
+                Incoming::Gone => return,
             },
         }
     }
+    // The hub stopped or a snapshot could not be read: the viewer reconnects.
+    socket.close(websocket::CLOSE_GOING_AWAY).await;
 }

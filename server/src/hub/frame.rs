@@ -2,14 +2,15 @@
 //! websocket and (on first use) once for the server-sent-events feed, then shared by every watcher.
 
 use app::model::{DoneEvent, TrackerStats, RECENT_LEN};
-use axum::{body::Bytes, extract::ws::Utf8Bytes};
+use axum::body::Bytes;
 use serde::Serialize;
 use std::{collections::BTreeMap, fmt::Write, sync::OnceLock};
 
 /// Consecutive events of one project, with their serialised forms.
 pub struct Frame {
     events: Vec<DoneEvent>,
-    ws: Utf8Bytes,
+    /// The websocket message, framed ([`crate::websocket::text`]).
+    ws: Bytes,
     sse: OnceLock<Bytes>,
 }
 
@@ -18,7 +19,7 @@ impl Frame {
     /// when they were read again since the last frame. A frame without events carries only
     /// the statistics (see [`Frame::is_figures_only`]).
     pub(super) fn new(events: Vec<DoneEvent>, tracker: Option<&TrackerStats>) -> Self {
-        let ws = message(&events, tracker).into();
+        let ws = crate::websocket::text(&message(&events, tracker));
         Self {
             events,
             ws,
@@ -47,9 +48,15 @@ impl Frame {
         &self.events
     }
 
-    /// The websocket message: `{"type":"events","events":[...]}`.
-    pub fn ws(&self) -> Utf8Bytes {
+    /// The websocket message, `{"type":"events","events":[...]}`, framed: the bytes every
+    /// viewer's socket is sent.
+    pub fn ws(&self) -> Bytes {
         self.ws.clone()
+    }
+
+    /// The websocket message's text (the JSON inside [`Frame::ws`]).
+    pub fn json(&self) -> &str {
+        crate::websocket::text_payload(&self.ws).unwrap_or_default()
     }
 
     /// The compatibility feed's chunk (see [`sse_chunk`]), built by the first watcher that asks.
@@ -198,7 +205,7 @@ mod tests {
     }
 
     fn events_of(f: &Frame) -> Vec<DoneEvent> {
-        match serde_json::from_str(f.ws().as_str()).unwrap() {
+        match serde_json::from_str(f.json()).unwrap() {
             LiveMessage::Events { events, .. } => events,
             other => panic!("not events: {other:?}"),
         }
@@ -254,9 +261,9 @@ mod tests {
         .unwrap()
         .len();
         assert!(
-            f.ws().len() * 10 < whole_size * 6,
+            f.json().len() * 10 < whole_size * 6,
             "{} bytes against {whole_size}",
-            f.ws().len()
+            f.json().len()
         );
         let (mut from_brief, mut from_full) = (Leaderboard::default(), Leaderboard::default());
         let mut charts = (ChartData::default(), ChartData::default());

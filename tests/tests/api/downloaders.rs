@@ -65,7 +65,9 @@ async fn fifty_thousand_downloaders_stay_out_of_the_snapshot_and_are_paged_by_th
         "snapshot is {} bytes",
         snapshot.len()
     );
-    let LiveMessage::Snapshot { board } = serde_json::from_str(snapshot.as_str()).unwrap() else {
+    let LiveMessage::Snapshot { board } =
+        serde_json::from_str(server::websocket::text_payload(&snapshot).unwrap()).unwrap()
+    else {
         panic!("not a snapshot")
     };
     assert_eq!(board.downloader_count, MANY);

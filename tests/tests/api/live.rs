@@ -202,3 +202,87 @@ async fn a_bad_since_is_refused() {
         other => panic!("expected a 400, got {other:?}"),
     }
 }
+
+/// The next message of `ws` that is not text (20 s at most); `None` when the stream ended.
+async fn next_control(ws: &mut Socket) -> Option<Message> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("a message within 20 s")
+        {
+            Some(Ok(Message::Text(_))) => continue,
+            Some(Ok(msg)) => return Some(msg),
+            Some(Err(_)) | None => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_viewer_is_answered_by_the_protocol_pings_data_and_close() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::{frame::coding::CloseCode, CloseFrame};
+    let (app, mut ws, _) = watch_p1().await;
+    ws.send(Message::Ping(b"are you there".to_vec().into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_control(&mut ws).await,
+        Some(Message::Pong(b"are you there".to_vec().into()))
+    );
+    // What a viewer says is read and dropped: the events keep coming.
+    ws.send(Message::Text("hello".into())).await.unwrap();
+    let item = app.claim("p1", "bob").await;
+    assert_eq!(app.done("p1", "bob", &item, 1).await.status, 200);
+    assert_eq!(next_json(&mut ws).await["events"][0]["items"][0], item);
+
+    ws.send(Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "bye".into(),
+    })))
+    .await
+    .unwrap();
+    match next_control(&mut ws).await {
+        Some(Message::Close(Some(f))) => assert_eq!(f.code, CloseCode::Normal),
+        other => panic!("expected the close answered, got {other:?}"),
+    }
+    assert_eq!(
+        next_control(&mut ws).await,
+        None,
+        "then the connection ends"
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_that_sends_too_much_is_closed_with_1009() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let (_app, mut ws, _) = watch_p1().await;
+    ws.send(Message::Text("x".repeat(20 * 1024).into()))
+        .await
+        .unwrap();
+    match next_control(&mut ws).await {
+        Some(Message::Close(Some(f))) => assert_eq!(f.code, CloseCode::Size),
+        other => panic!("expected a close with 1009, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_plain_get_of_the_websocket_is_refused_with_the_reason() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    let reply = app.get("/p1/ws").await;
+    assert_eq!(reply.status, 400);
+    assert!(reply.body.contains("WebSocket upgrade"), "{}", reply.body);
+    let old = app
+        .send(
+            app.http
+                .get(app.url("/p1/ws"))
+                .header("connection", "Upgrade")
+                .header("upgrade", "websocket")
+                .header("sec-websocket-version", "8")
+                .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        )
+        .await;
+    assert_eq!(old.status, 400);
+    assert!(old.body.contains("must be 13"), "{}", old.body);
+}

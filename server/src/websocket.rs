@@ -1,0 +1,444 @@
+//! The server side of the WebSocket protocol (RFC 6455), as much of it as the leaderboard's
+//! viewers use, written so that one message goes to thousands of viewers without a copy each.
+//!
+//! A server's frames are not masked, so a message encoded once ([`text`]) is the very bytes every
+//! socket is sent: each viewer's write goes straight from the shared buffer to the kernel.
+//! tungstenite (axum's websocket) copies every message into each socket's own buffer first; at
+//! 5,000 viewers that copy, into 5,000 cold buffers, was a fifth of the tracker's CPU
+//! (`bench/README.md`, "Live viewers").
+//!
+//! What viewers send is read by [`Socket::recv`]: pings are answered, close is returned, data
+//! messages are read and dropped (a viewer has nothing to say), and a frame that breaks the
+//! protocol or is larger than [`MAX_INCOMING`] ends the connection with the close code for it.
+
+use crate::api::ApiError;
+use axum::{
+    body::{Body, Bytes},
+    extract::FromRequestParts,
+    http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
+    response::Response,
+};
+use base64::Engine as _;
+use hyper::upgrade::{OnUpgrade, Upgraded};
+use hyper_util::rt::TokioIo;
+use sha1::{Digest, Sha1};
+use std::future::Future;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The largest message a viewer may send (it has nothing to say but close).
+pub const MAX_INCOMING: usize = 16 * 1024;
+
+/// How much is read from a viewer's socket at a time.
+const READ_CHUNK: usize = 512;
+
+/// The GUID a server appends to the client's key (RFC 6455, 1.3).
+const ACCEPT_GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+const OP_CONTINUATION: u8 = 0x0;
+const OP_TEXT: u8 = 0x1;
+const OP_BINARY: u8 = 0x2;
+const OP_CLOSE: u8 = 0x8;
+const OP_PING: u8 = 0x9;
+const OP_PONG: u8 = 0xA;
+
+/// Close codes (RFC 6455, 7.4.1).
+pub const CLOSE_NORMAL: u16 = 1000;
+pub const CLOSE_GOING_AWAY: u16 = 1001;
+pub const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+pub const CLOSE_TOO_BIG: u16 = 1009;
+
+/// A whole, unfragmented text message: its frame header, then `payload`.
+pub fn text(payload: &str) -> Bytes {
+    frame(OP_TEXT, payload.as_bytes())
+}
+
+/// The text that [`text`] framed (for tests and tools): `None` if `frame` is not one whole
+/// unmasked text frame.
+pub fn text_payload(frame: &[u8]) -> Option<&str> {
+    let (header, len) = match *frame {
+        [0x81, n @ 0..=125, ..] => (2, n as usize),
+        [0x81, 126, a, b, ..] => (4, u16::from_be_bytes([a, b]) as usize),
+        [0x81, 127, ..] => (
+            10,
+            u64::from_be_bytes(frame.get(2..10)?.try_into().ok()?) as usize,
+        ),
+        _ => return None,
+    };
+    let payload = frame.get(header..)?;
+    (payload.len() == len)
+        .then(|| std::str::from_utf8(payload).ok())
+        .flatten()
+}
+
+/// One final, unmasked frame of `opcode` carrying `payload`.
+fn frame(opcode: u8, payload: &[u8]) -> Bytes {
+    let len = payload.len();
+    let mut out = Vec::with_capacity(len + 10);
+    out.push(0x80 | opcode);
+    match len {
+        0..=125 => out.push(len as u8),
+        126..=0xFFFF => {
+            out.push(126);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        _ => {
+            out.push(127);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(payload);
+    out.into()
+}
+
+/// A close frame with `code`.
+fn close(code: u16) -> Bytes {
+    frame(OP_CLOSE, &code.to_be_bytes())
+}
+
+/// `Sec-WebSocket-Accept` for the client's `Sec-WebSocket-Key`.
+fn accept_key(key: &[u8]) -> String {
+    let mut sha = Sha1::new();
+    sha.update(key);
+    sha.update(ACCEPT_GUID);
+    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+}
+
+/// Whether header `name` lists `token` (comma-separated, any case).
+fn lists(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+/// A checked WebSocket opening handshake (an extractor); [`Upgrade::on_upgrade`] answers it.
+/// Requests that are not one get a 400 saying what is missing; a connection that cannot be
+/// taken over (HTTP/2) gets 426.
+pub struct Upgrade {
+    on_upgrade: OnUpgrade,
+    accept: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let headers = &parts.headers;
+        if !lists(headers, header::CONNECTION, "upgrade")
+            || !lists(headers, header::UPGRADE, "websocket")
+        {
+            return Err(ApiError::bad_request(
+                "Expected a WebSocket upgrade (Connection: upgrade, Upgrade: websocket).",
+            ));
+        }
+        if headers
+            .get(header::SEC_WEBSOCKET_VERSION)
+            .map(|v| v.as_bytes())
+            != Some(b"13")
+        {
+            return Err(ApiError::bad_request(
+                "Unsupported WebSocket version: Sec-WebSocket-Version must be 13.",
+            ));
+        }
+        let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY) else {
+            return Err(ApiError::bad_request("Missing Sec-WebSocket-Key."));
+        };
+        let accept = accept_key(key.as_bytes());
+        let Some(on_upgrade) = parts.extensions.remove::<OnUpgrade>() else {
+            return Err(ApiError::Client(
+                StatusCode::UPGRADE_REQUIRED,
+                "This connection cannot be upgraded to a WebSocket.".into(),
+            ));
+        };
+        Ok(Self { on_upgrade, accept })
+    }
+}
+
+impl Upgrade {
+    /// Answers the handshake (101) and runs `serve` on the socket once the connection is
+    /// handed over.
+    pub fn on_upgrade<F, Fut>(self, serve: F) -> Response
+    where
+        F: FnOnce(Socket) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let Upgrade { on_upgrade, accept } = self;
+        tokio::spawn(async move {
+            match on_upgrade.await {
+                Ok(upgraded) => serve(Socket::new(TokioIo::new(upgraded))).await,
+                Err(e) => tracing::debug!(error = %e, "websocket upgrade failed"),
+            }
+        });
+        let mut resp = Response::new(Body::empty());
+        *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let headers = resp.headers_mut();
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        if let Ok(accept) = HeaderValue::from_str(&accept) {
+            headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+        }
+        resp
+    }
+}
+
+/// What a viewer sent, as far as the server acts on it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Incoming {
+    /// A ping: answer with [`Socket::pong`].
+    Ping(Vec<u8>),
+    /// The viewer closes (with this code, if it gave one).
+    Close(Option<u16>),
+    /// The viewer broke the protocol: close with this code.
+    Violation(u16),
+    /// The connection ended or failed.
+    Gone,
+}
+
+/// A frame read off the wire.
+#[derive(Debug, PartialEq, Eq)]
+struct Frame {
+    fin: bool,
+    opcode: u8,
+    payload: Vec<u8>,
+}
+
+/// Takes one whole client frame off the front of `buf`: `Ok(None)` until it is all there,
+/// `Err(code)` when it breaks the protocol or is larger than [`MAX_INCOMING`].
+fn parse(buf: &mut Vec<u8>) -> Result<Option<Frame>, u16> {
+    let [b0, b1, ..] = buf[..] else {
+        return Ok(None);
+    };
+    let (fin, opcode) = (b0 & 0x80 != 0, b0 & 0x0F);
+    // No extension is negotiated, so the reserved bits are 0; clients mask every frame.
+    if b0 & 0x70 != 0 || b1 & 0x80 == 0 {
+        return Err(CLOSE_PROTOCOL_ERROR);
+    }
+    let (len, mut at) = match b1 & 0x7F {
+        126 => match buf.get(2..4) {
+            Some(b) => (u16::from_be_bytes([b[0], b[1]]) as u64, 4),
+            None => return Ok(None),
+        },
+        127 => match buf.get(2..10) {
+            Some(b) => (u64::from_be_bytes(b.try_into().unwrap_or_default()), 10),
+            None => return Ok(None),
+        },
+        n => (n as u64, 2),
+    };
+    let control = opcode & 0x08 != 0;
+    if control && (len > 125 || !fin) {
+        return Err(CLOSE_PROTOCOL_ERROR);
+    }
+    if len > MAX_INCOMING as u64 {
+        return Err(CLOSE_TOO_BIG);
+    }
+    let Some(mask) = buf.get(at..at + 4).map(|m| [m[0], m[1], m[2], m[3]]) else {
+        return Ok(None);
+    };
+    at += 4;
+    let end = at + len as usize;
+    if buf.len() < end {
+        return Ok(None);
+    }
+    let payload = buf[at..end]
+        .iter()
+        .enumerate()
+        .map(|(i, b)| b ^ mask[i % 4])
+        .collect();
+    buf.drain(..end);
+    Ok(Some(Frame {
+        fin,
+        opcode,
+        payload,
+    }))
+}
+
+/// A viewer's connection after the handshake.
+pub struct Socket {
+    io: TokioIo<Upgraded>,
+    /// Bytes read and not yet taken as frames.
+    buf: Vec<u8>,
+    /// Length so far of a data message sent in several frames (`None`: none under way).
+    message: Option<usize>,
+}
+
+impl Socket {
+    fn new(io: TokioIo<Upgraded>) -> Self {
+        Self {
+            io,
+            buf: Vec::new(),
+            message: None,
+        }
+    }
+
+    /// Writes `frame`, a message framed by [`text`], as it is.
+    pub async fn send(&mut self, frame: &Bytes) -> std::io::Result<()> {
+        self.io.write_all(frame).await
+    }
+
+    /// Answers a ping.
+    pub async fn pong(&mut self, payload: &[u8]) -> std::io::Result<()> {
+        self.io.write_all(&frame(OP_PONG, payload)).await
+    }
+
+    /// Sends a close frame with `code`, then ends the connection.
+    pub async fn close(mut self, code: u16) {
+        if self.io.write_all(&close(code)).await.is_ok() {
+            let _ = self.io.shutdown().await;
+        }
+    }
+
+    /// The next thing the viewer sent that the server acts on; data messages are read and
+    /// dropped. Cancel safe: what was read stays in the buffer for the next call.
+    pub async fn recv(&mut self) -> Incoming {
+        loop {
+            match parse(&mut self.buf) {
+                Err(code) => return Incoming::Violation(code),
+                Ok(Some(frame)) => {
+                    if let Some(incoming) = self.take(frame) {
+                        return incoming;
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+            }
+            self.buf.reserve(READ_CHUNK);
+            match self.io.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return Incoming::Gone,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// What a whole frame means for the server, if anything.
+    fn take(&mut self, frame: Frame) -> Option<Incoming> {
+        match frame.opcode {
+            OP_PING => Some(Incoming::Ping(frame.payload)),
+            OP_PONG => None,
+            OP_CLOSE => {
+                Some(Incoming::Close((frame.payload.len() >= 2).then(|| {
+                    u16::from_be_bytes([frame.payload[0], frame.payload[1]])
+                })))
+            }
+            OP_TEXT | OP_BINARY if self.message.is_none() => {
+                self.message = (!frame.fin).then_some(frame.payload.len());
+                None
+            }
+            OP_CONTINUATION => match self.message {
+                Some(so_far) => {
+                    let len = so_far + frame.payload.len();
+                    if len > MAX_INCOMING {
+                        return Some(Incoming::Violation(CLOSE_TOO_BIG));
+                    }
+                    self.message = (!frame.fin).then_some(len);
+                    None
+                }
+                None => Some(Incoming::Violation(CLOSE_PROTOCOL_ERROR)),
+            },
+            // A new data message inside another, or an opcode RFC 6455 does not define.
+            _ => Some(Incoming::Violation(CLOSE_PROTOCOL_ERROR)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client frame: masked with `mask`.
+    fn client(b0: u8, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
+        let mut out = vec![b0];
+        match payload.len() {
+            n @ 0..=125 => out.push(0x80 | n as u8),
+            n @ 126..=0xFFFF => {
+                out.push(0x80 | 126);
+                out.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                out.push(0x80 | 127);
+                out.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(&mask);
+        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        out
+    }
+
+    #[test]
+    fn the_accept_key_is_rfc_6455s_example() {
+        assert_eq!(
+            accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+    }
+
+    #[test]
+    fn text_frames_carry_each_length_form_and_read_back() {
+        for len in [0, 1, 125, 126, 127, 65_535, 65_536, 70_000] {
+            let payload = "x".repeat(len);
+            let f = text(&payload);
+            let header = match len {
+                0..=125 => 2,
+                126..=65_535 => 4,
+                _ => 10,
+            };
+            assert_eq!(f.len(), header + len, "length {len}");
+            assert_eq!(f[0], 0x81, "final text frame, unmasked");
+            assert_eq!(text_payload(&f), Some(payload.as_str()), "length {len}");
+        }
+        assert_eq!(text_payload(&close(1000)), None);
+        assert_eq!(text_payload(&text("abc")[..4]), None, "cut short");
+    }
+
+    #[test]
+    fn client_frames_are_unmasked_and_taken_one_at_a_time() {
+        let mut buf = client(0x89, b"hi", [1, 2, 3, 4]);
+        buf.extend(client(0x81, &[b'a'; 300], [9, 8, 7, 6]));
+        let whole = buf.clone();
+        // Byte by byte: nothing until the first frame is complete.
+        let mut partial = Vec::new();
+        let mut frames = Vec::new();
+        for b in whole {
+            partial.push(b);
+            while let Some(f) = parse(&mut partial).unwrap() {
+                frames.push(f);
+            }
+        }
+        assert!(partial.is_empty());
+        assert_eq!(
+            frames,
+            vec![
+                Frame {
+                    fin: true,
+                    opcode: OP_PING,
+                    payload: b"hi".to_vec()
+                },
+                Frame {
+                    fin: true,
+                    opcode: OP_TEXT,
+                    payload: vec![b'a'; 300]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_that_break_the_protocol_or_are_too_big_are_refused() {
+        let unmasked = vec![0x81, 0x02, b'h', b'i'];
+        assert_eq!(parse(&mut unmasked.clone()), Err(CLOSE_PROTOCOL_ERROR));
+        let reserved = client(0xC1, b"hi", [1, 1, 1, 1]);
+        assert_eq!(parse(&mut reserved.clone()), Err(CLOSE_PROTOCOL_ERROR));
+        let long_ping = client(0x89, &[0; 126], [1, 1, 1, 1]);
+        assert_eq!(parse(&mut long_ping.clone()), Err(CLOSE_PROTOCOL_ERROR));
+        let fragmented_ping = client(0x09, b"x", [1, 1, 1, 1]);
+        assert_eq!(
+            parse(&mut fragmented_ping.clone()),
+            Err(CLOSE_PROTOCOL_ERROR)
+        );
+        // Too big is known from the header alone, before the payload arrives.
+        let mut huge = client(0x82, &vec![0; MAX_INCOMING + 1], [1, 1, 1, 1]);
+        huge.truncate(16);
+        assert_eq!(parse(&mut huge), Err(CLOSE_TOO_BIG));
+    }
+}
