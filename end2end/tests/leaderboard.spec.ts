@@ -97,3 +97,27 @@ test('volunteers never download the admin panel, nor admins the leaderboard: eac
   await expect(page.getByRole('form', { name: 'Log in' })).toBeVisible();
   expect(wasm).toEqual(['/pkg/tracker.wasm', '/pkg/admin.wasm']);
 });
+
+test('the downloaders chart toggles a line by name, each box beside its name', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'lines', '--title', 'Lines']);
+  tracker.cli(['items', 'add', 'lines', '-'], 'l1\nl2\n');
+  for (const who of ['judy', 'kim']) {
+    await tracker.done('lines', who, await tracker.claim('lines', who), 1000);
+  }
+  await page.goto(`${tracker.base}/lines/`);
+  await expect(page.getByRole('status')).toHaveText('live');
+  const lines = page.getByRole('img', { name: 'Bytes by downloader' }).locator('polyline');
+  await expect(lines).toHaveCount(2);
+  const kim = page.getByRole('checkbox', { name: 'kim' });
+  await expect(kim).toBeChecked();
+  // The box sits on the name's line, left of it (not stacked above it).
+  const box = (await kim.boundingBox())!;
+  const label = (await page.locator('label.toggle', { hasText: 'kim' }).boundingBox())!;
+  expect(box.height).toBeGreaterThan(label.height / 2);
+  expect(box.x + box.width).toBeLessThan(label.x + label.width / 2);
+
+  await kim.uncheck();
+  await expect(lines).toHaveCount(1);
+  await kim.check();
+  await expect(lines).toHaveCount(2);
+});
