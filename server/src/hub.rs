@@ -6,10 +6,16 @@
 //! snapshot, then skip what they already sent by sequence number: every event is either in
 //! what they read or in a later frame, never lost between the two.
 
+mod feed;
 mod frame;
 pub mod history;
 
-pub use frame::{events_message, sse_chunk, Frame, LegacyEvent};
+pub use feed::{
+    frame_interval, FRAMES_PER_SECOND, FRAME_INTERVAL, MIN_FRAMES_PER_SECOND, WATCHER_BUFFER,
+    WRITE_BUDGET,
+};
+use feed::{Feed, Snapshot};
+pub use frame::{events_frame, sse_chunk, Frame, LegacyEvent};
 
 use crate::store::{now_ms, Store, PAGE_DOWNLOADERS, PAGE_RECENT};
 use app::model::{DoneEvent, LiveMessage, TrackerStats};
@@ -22,32 +28,6 @@ use std::{
 };
 use tokio::sync::{broadcast, mpsc};
 
-/// The most frames a project's watchers get per second; events in between are coalesced.
-pub const FRAMES_PER_SECOND: u32 = 4;
-
-/// The shortest time between two frames of one project.
-pub const FRAME_INTERVAL: Duration = Duration::from_millis(1000 / FRAMES_PER_SECOND as u64);
-
-/// Socket writes a second one project's frames may cost before its frame rate drops: a frame
-/// is one write per watcher, and on loopback that write (mostly the kernel's TCP path) is most
-/// of what a watcher costs.
-pub const WRITE_BUDGET: u64 = 8_000;
-
-/// The fewest frames a second however many watch: an event waits at most 500 ms for its frame.
-pub const MIN_FRAMES_PER_SECOND: u64 = 2;
-
-/// The time between two frames of a project with `watchers` watchers: [`FRAME_INTERVAL`] while
-/// frames x watchers fits in [`WRITE_BUDGET`] (up to 2,000 watchers), then longer so that it
-/// still fits, down to [`MIN_FRAMES_PER_SECOND`] (from 4,000 watchers). Past that point the
-/// server's cost grows with the watchers again, at half the rate.
-pub fn frame_interval(watchers: usize) -> Duration {
-    let ms = (watchers as u64 * 1000 / WRITE_BUDGET).clamp(
-        FRAME_INTERVAL.as_millis() as u64,
-        1000 / MIN_FRAMES_PER_SECOND,
-    );
-    Duration::from_millis(ms)
-}
-
 /// How often the tracker statistics (per-minute figures of the last hour, which the events do not
 /// carry) of each watched project that had events since are read again, once for all its
 /// watchers, and sent with its next frame (or alone, when no event is pending).
@@ -56,10 +36,6 @@ pub const FIGURES_INTERVAL: Duration = Duration::from_secs(5);
 /// How often they are read for a watched project without events: minutes leave the hour.
 pub const IDLE_FIGURES_INTERVAL: Duration = Duration::from_secs(60);
 
-/// How many frames a watcher may fall behind (4 s at the full rate) before it gets a fresh
-/// snapshot instead of the frames it missed.
-pub const WATCHER_BUFFER: usize = 16;
-
 /// What a watcher receives.
 #[derive(Clone)]
 pub enum Signal {
@@ -67,81 +43,6 @@ pub enum Signal {
     Frame(Arc<Frame>),
     /// The subscription was interrupted and events may be lost: start over from a snapshot.
     Resync,
-}
-
-/// A snapshot message shared by the watchers that ask for one at about the same time.
-struct Snapshot {
-    /// When its read began: it includes every event published before then.
-    started: Instant,
-    seq: u64,
-    /// The message, framed ([`crate::websocket::text`]).
-    text: Bytes,
-}
-
-/// One watched project.
-struct Feed {
-    tx: broadcast::Sender<Signal>,
-    /// Events received and not yet sent, in arrival order.
-    pending: Vec<DoneEvent>,
-    last_frame: Option<Instant>,
-    /// Sequence number of the last event sent.
-    flushed: u64,
-    snapshot: Arc<tokio::sync::Mutex<Option<Snapshot>>>,
-    /// Tracker statistics read and not yet sent.
-    figures: Option<TrackerStats>,
-    /// Whether events came since the statistics were last read.
-    busy: bool,
-    /// When the statistics were last read (`None`: not yet).
-    figures_read: Option<Instant>,
-}
-
-impl Feed {
-    fn new() -> Self {
-        Self {
-            tx: broadcast::channel(WATCHER_BUFFER).0,
-            pending: Vec::new(),
-            last_frame: None,
-            flushed: 0,
-            snapshot: Default::default(),
-            figures: None,
-            busy: false,
-            figures_read: None,
-        }
-    }
-
-    /// When the pending events (or statistics) may go out.
-    fn due(&self, now: Instant) -> Option<Instant> {
-        if self.pending.is_empty() && self.figures.is_none() {
-            return None;
-        }
-        Some(
-            self.last_frame
-                .map_or(now, |t| t + frame_interval(self.tx.receiver_count())),
-        )
-    }
-
-    /// Sends the pending events, and the statistics if read since the last frame, as one frame.
-    fn flush(&mut self, now: Instant) {
-        let mut events = std::mem::take(&mut self.pending);
-        events.sort_by_key(|e| e.seq);
-        events.dedup_by_key(|e| e.seq);
-        self.last_frame = Some(now);
-        self.flushed = events.last().map_or(self.flushed, |e| e.seq);
-        let figures = self.figures.take();
-        let frame = Frame::new(events, figures.as_ref());
-        let _ = self.tx.send(Signal::Frame(Arc::new(frame)));
-    }
-
-    /// Sends a frame if one is due at `now`; else returns when one is.
-    fn flush_if_due(&mut self, now: Instant) -> Option<Instant> {
-        match self.due(now) {
-            Some(due) if due <= now => {
-                self.flush(now);
-                None
-            }
-            due => due,
-        }
-    }
 }
 
 /// The per-process fan-out of project events; cheap to clone.

@@ -188,8 +188,8 @@ impl Upgrade {
 pub enum Incoming {
     /// A ping: answer with [`Socket::pong`].
     Ping(Vec<u8>),
-    /// The viewer closes (with this code, if it gave one).
-    Close(Option<u16>),
+    /// The viewer closes: answer with [`Socket::close`].
+    Close,
     /// The viewer broke the protocol: close with this code.
     Violation(u16),
     /// The connection ended or failed.
@@ -198,7 +198,7 @@ pub enum Incoming {
 
 /// A frame read off the wire.
 #[derive(Debug, PartialEq, Eq)]
-struct Frame {
+struct ClientFrame {
     fin: bool,
     opcode: u8,
     payload: Vec<u8>,
@@ -206,7 +206,7 @@ struct Frame {
 
 /// Takes one whole client frame off the front of `buf`: `Ok(None)` until it is all there,
 /// `Err(code)` when it breaks the protocol or is larger than [`MAX_INCOMING`].
-fn parse(buf: &mut Vec<u8>) -> Result<Option<Frame>, u16> {
+fn parse(buf: &mut Vec<u8>) -> Result<Option<ClientFrame>, u16> {
     let [b0, b1, ..] = buf[..] else {
         return Ok(None);
     };
@@ -247,7 +247,7 @@ fn parse(buf: &mut Vec<u8>) -> Result<Option<Frame>, u16> {
         .map(|(i, b)| b ^ mask[i % 4])
         .collect();
     buf.drain(..end);
-    Ok(Some(Frame {
+    Ok(Some(ClientFrame {
         fin,
         opcode,
         payload,
@@ -312,15 +312,11 @@ impl Socket {
     }
 
     /// What a whole frame means for the server, if anything.
-    fn take(&mut self, frame: Frame) -> Option<Incoming> {
+    fn take(&mut self, frame: ClientFrame) -> Option<Incoming> {
         match frame.opcode {
             OP_PING => Some(Incoming::Ping(frame.payload)),
             OP_PONG => None,
-            OP_CLOSE => {
-                Some(Incoming::Close((frame.payload.len() >= 2).then(|| {
-                    u16::from_be_bytes([frame.payload[0], frame.payload[1]])
-                })))
-            }
+            OP_CLOSE => Some(Incoming::Close),
             OP_TEXT | OP_BINARY if self.message.is_none() => {
                 self.message = (!frame.fin).then_some(frame.payload.len());
                 None
@@ -409,12 +405,12 @@ mod tests {
         assert_eq!(
             frames,
             vec![
-                Frame {
+                ClientFrame {
                     fin: true,
                     opcode: OP_PING,
                     payload: b"hi".to_vec()
                 },
-                Frame {
+                ClientFrame {
                     fin: true,
                     opcode: OP_TEXT,
                     payload: vec![b'a'; 300]

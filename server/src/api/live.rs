@@ -5,8 +5,8 @@
 
 use super::ApiResult;
 use crate::{
-    hub::{events_message, history, Signal},
-    websocket::{self, Incoming, Socket, Upgrade, CLOSE_NORMAL},
+    hub::{events_frame, history, Signal},
+    websocket::{Incoming, Socket, Upgrade, CLOSE_GOING_AWAY, CLOSE_NORMAL},
     AppState,
 };
 use axum::{
@@ -23,8 +23,8 @@ pub struct Resume {
     since: Option<u64>,
 }
 
-/// Upgrades to the live websocket of project `slug`.
-/// Every frame is written from the hub's one copy ([`crate::websocket`]).
+/// Upgrades to the live websocket of project `slug`; every frame is written from the hub's one
+/// copy ([`crate::websocket`]).
 pub async fn watch_project(
     ws: Upgrade,
     State(state): State<AppState>,
@@ -47,7 +47,7 @@ async fn first_message(
         match history::events_after(&state.store, slug, since).await {
             Ok(Some(events)) => {
                 let seq = events.last().map_or(since, |e| e.seq);
-                return Some((seq, websocket::text(&events_message(&events))));
+                return Some((seq, events_frame(&events)));
             }
             Ok(None) => {}
             Err(e) => {
@@ -110,7 +110,7 @@ async fn next_message(
     // Partly sent already (in the catch-up or snapshot): only the rest, serialised for this
     // viewer alone; this happens at most once per connection.
     match frame.after(sent) {
-        Some(rest) => Next::Send(frame.last(), websocket::text(&events_message(rest))),
+        Some(rest) => Next::Send(frame.last(), events_frame(rest)),
         None => Next::Skip,
     }
 }
@@ -145,12 +145,12 @@ async fn stream_events(mut socket: Socket, state: AppState, slug: String, since:
                         return;
                     }
                 }
-                Incoming::Close(_) => return socket.close(CLOSE_NORMAL).await,
+                Incoming::Close => return socket.close(CLOSE_NORMAL).await,
                 Incoming::Violation(code) => return socket.close(code).await,
                 Incoming::Gone => return,
             },
         }
     }
     // The hub stopped or a snapshot could not be read: the viewer reconnects.
-    socket.close(websocket::CLOSE_GOING_AWAY).await;
+    socket.close(CLOSE_GOING_AWAY).await;
 }

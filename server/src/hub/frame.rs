@@ -55,6 +55,7 @@ impl Frame {
     }
 
     /// The websocket message's text (the JSON inside [`Frame::ws`]).
+    #[cfg(test)]
     pub fn json(&self) -> &str {
         crate::websocket::text_payload(&self.ws).unwrap_or_default()
     }
@@ -77,12 +78,13 @@ impl Frame {
 /// [`app::model::LiveMessage::Events`] reads it. Every viewer is sent every frame, so only what a
 /// viewer shows goes out (see [`DoneEvent::n`]): item names and user agent for the last
 /// [`RECENT_LEN`] events (the recent-completions log), counts for the last one; the events
-/// before are brief ([`DoneEvent::brief`]). A busy frame is about half the size.
-pub fn events_message(events: &[DoneEvent]) -> String {
-    message(events, None)
+/// before are brief ([`DoneEvent::brief`]). A busy frame is about half the size. Framed for
+/// the socket ([`crate::websocket::text`]).
+pub fn events_frame(events: &[DoneEvent]) -> Bytes {
+    crate::websocket::text(&message(events, None))
 }
 
-/// [`events_message`], with the tracker statistics when given:
+/// The text of [`events_frame`], with the tracker statistics when given:
 /// `{"type":"events","events":[...],"tracker":{...}}`.
 fn message(events: &[DoneEvent], tracker: Option<&TrackerStats>) -> String {
     #[derive(Serialize)]
