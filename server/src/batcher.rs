@@ -4,6 +4,10 @@
 //! take everything queued (up to [`MAX_BATCH`]) and run it as one script call. Under light load
 //! a batch is one request and nothing waits; under heavy load batches grow, and Redis runs one
 //! script per batch instead of one per request.
+//!
+//! A request whose caller has gone (its HTTP client hung up, so its handler was dropped) before
+//! its batch runs is left out of the batch; a claim that ran for a caller gone meanwhile gives its
+//! items back to the queue at once rather than leaving them claimed until they are reclaimed.
 
 use crate::store::{
     now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Store, StoreError, StoreResult,
@@ -14,6 +18,9 @@ use std::{
     sync::{Arc, Mutex},
 };
 use tokio::sync::{mpsc, oneshot};
+
+/// Who the timeline names for items given back from a claim whose caller left.
+pub const ABANDONED: &str = "caller-gone";
 
 /// The most requests one script call serves.
 pub const MAX_BATCH: usize = 128;
@@ -54,7 +61,7 @@ impl Batcher {
     /// Serves one claim request, batched with concurrent ones.
     pub async fn claim(&self, slug: &str, request: ClaimRequest) -> StoreResult<ClaimOutcome> {
         let store = self.store.clone();
-        let lane = lane(&self.claims, slug, move |slug, reqs| {
+        let run = move |slug: String, reqs: Vec<ClaimRequest>| {
             let store = store.clone();
             async move {
                 match store.claim_batch(&slug, &reqs, now_ms()).await {
@@ -63,14 +70,34 @@ impl Batcher {
                     Err(e) => failed(&e, reqs.len()),
                 }
             }
-        });
+        };
+        let store = self.store.clone();
+        // Items claimed for a caller that has gone go back to their queue, first in line.
+        let give_back = move |slug: String, outcome: ClaimOutcome| {
+            let store = store.clone();
+            async move {
+                let ClaimOutcome::Items(items) = outcome else {
+                    return;
+                };
+                for item in &items {
+                    if let Err(e) = store
+                        .release(&slug, item, ABANDONED, "", true, now_ms())
+                        .await
+                    {
+                        tracing::warn!(error = %e, %slug, item, "could not give back an abandoned claim; it will be reclaimed");
+                    }
+                }
+                tracing::debug!(%slug, items = items.len(), "gave back the items of a claim whose caller left");
+            }
+        };
+        let lane = lane(&self.claims, slug, run, give_back);
         submit(lane, request).await
     }
 
     /// Records one done report, batched with concurrent ones.
     pub async fn done(&self, slug: &str, report: DoneReport) -> StoreResult<DoneOutcome> {
         let store = self.store.clone();
-        let lane = lane(&self.dones, slug, move |slug, reports| {
+        let run = move |slug: String, reports: Vec<DoneReport>| {
             let store = store.clone();
             async move {
                 match store.done_batch(&slug, &reports, now_ms()).await {
@@ -78,7 +105,9 @@ impl Batcher {
                     Err(e) => failed(&e, reports.len()),
                 }
             }
-        });
+        };
+        // A done that ran is kept: the work was done, whoever hung up.
+        let lane = lane(&self.dones, slug, run, |_, _| async {});
         submit(lane, report).await
     }
 }
@@ -106,12 +135,15 @@ async fn submit<Req, Res>(lane: mpsc::Sender<Job<Req, Res>>, req: Req) -> StoreR
 }
 
 /// The lane of `slug`, started on first use with `run` as its batch executor.
-fn lane<Req, Res, F, Fut>(
+fn lane<Req, Res, F, Fut, A, AFut>(
     lanes: &Lanes<Req, Res>,
     slug: &str,
     run: F,
+    abandoned: A,
 ) -> mpsc::Sender<Job<Req, Res>>
 where
+    A: Fn(String, Res) -> AFut + Clone + Send + Sync + 'static,
+    AFut: Future<Output = ()> + Send,
     Req: Send + 'static,
     Res: Send + 'static,
     F: Fn(String, Vec<Req>) -> Fut + Clone + Send + Sync + 'static,
@@ -124,7 +156,8 @@ where
     let (tx, rx) = mpsc::channel::<Job<Req, Res>>(MAX_BATCH * 8);
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
     for _ in 0..workers() {
-        let (rx, run, slug) = (rx.clone(), run.clone(), slug.to_string());
+        let (rx, run, abandoned, slug) =
+            (rx.clone(), run.clone(), abandoned.clone(), slug.to_string());
         tokio::spawn(async move {
             loop {
                 let mut jobs = Vec::new();
@@ -139,10 +172,17 @@ where
                         }
                     }
                 }
+                // Callers gone before their batch runs are left out.
+                jobs.retain(|(_, reply)| !reply.is_closed());
+                if jobs.is_empty() {
+                    continue;
+                }
                 let (reqs, replies): (Vec<Req>, Vec<_>) = jobs.into_iter().unzip();
                 let results = run(slug.clone(), reqs).await;
                 for (reply, result) in replies.into_iter().zip(results) {
-                    let _ = reply.send(result);
+                    if let Err(Ok(unwanted)) = reply.send(result) {
+                        abandoned(slug.clone(), unwanted).await;
+                    }
                 }
             }
         });

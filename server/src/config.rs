@@ -44,6 +44,9 @@ pub struct ServeArgs {
     /// Directory of completion log archives (default: `archive` under the data directory).
     #[arg(long, env = "TRACKER_ARCHIVE_DIR")]
     pub archive_dir: Option<PathBuf>,
+    /// What clients may send and hold (README, "Limits and security").
+    #[command(flatten)]
+    pub limits: crate::limits::Limits,
 }
 
 impl ServeArgs {

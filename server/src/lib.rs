@@ -6,6 +6,7 @@
 //! | [`config`] | settings from the environment and flags |
 //! | [`embedded_redis`] | the private `redis-server` started when `REDIS_URL` is unset |
 //! | [`keys`] | every Redis key name |
+//! | [`limits`] | every limit on what clients send and hold, and the checks of warrior input |
 //! | [`store`] | the Redis store: Lua scripts and typed operations |
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
@@ -22,6 +23,7 @@ pub mod config;
 pub mod embedded_redis;
 pub mod hub;
 pub mod keys;
+pub mod limits;
 pub mod precompress;
 pub mod routes;
 pub mod store;
@@ -77,6 +79,8 @@ pub struct App {
     pub downloaders: api::downloaders::DownloaderCache,
     /// Where completion log archives are written (a directory per project).
     pub archive_dir: std::path::PathBuf,
+    /// What clients may send and hold.
+    pub limits: limits::Limits,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -111,6 +115,7 @@ impl App {
             secure_cookies: false,
             downloaders: Default::default(),
             archive_dir: "data/archive".into(),
+            limits: Default::default(),
         })
     }
 }

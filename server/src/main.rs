@@ -79,6 +79,7 @@ async fn run_server(
     state.admin_token = serve.admin_token.clone();
     state.secure_cookies = serve.secure_cookies();
     state.archive_dir = archive_dir;
+    state.limits = serve.limits.clone();
     let listener = tokio::net::TcpListener::bind(serve.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
     let pkg_dir = site_root.join(&*state.leptos.site_pkg_dir);

@@ -19,28 +19,50 @@ use tower_http::{compression::CompressionLayer, services::ServeDir};
 /// How long a public page waits for its data before it answers 503.
 const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// The largest request body accepted by the warrior API.
+/// The largest body of a backfeed call or a rescue-me form.
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// The whole app: what `main` serves and what tests start.
 pub fn router(state: AppState) -> Router {
+    // Bodies are capped near what the largest legal call needs (`crate::limits`).
+    let limits = &state.limits;
+    let small = DefaultBodyLimit::max(limits.claim_body);
     let warriors = Router::new()
-        .route("/{slug}/request", post(warrior::claim_items))
+        .route("/{slug}/request", post(warrior::claim_items).layer(small))
         // seesaw posts to `<tracker url>/request` where the url is `.../SLUG/multi=N/`.
-        .route("/{slug}/{multi}//request", post(warrior::claim_multi))
-        .route("/{slug}/done", post(warrior::report_done))
-        .route("/{slug}/done+request", post(warrior::report_done_and_claim))
-        .route("/{slug}/release", post(warrior::release_item))
+        .route(
+            "/{slug}/{multi}//request",
+            post(warrior::claim_multi).layer(small),
+        )
+        .route("/{slug}/release", post(warrior::release_item).layer(small))
+        .route(
+            "/{slug}/upload",
+            post(extras::get_upload_target).layer(small),
+        )
+        .route(
+            "/{slug}/uploaded",
+            post(extras::report_uploaded).layer(DefaultBodyLimit::max(limits.done_body())),
+        )
+        .route(
+            "/{slug}/done",
+            post(warrior::report_done).layer(DefaultBodyLimit::max(limits.done_body())),
+        )
+        .route(
+            "/{slug}/done+request",
+            post(warrior::report_done_and_claim).layer(DefaultBodyLimit::max(limits.done_body())),
+        )
         .route("/{slug}/items/{*item}", get(warrior::get_item))
-        .route("/{slug}/upload", post(extras::get_upload_target))
-        .route("/{slug}/uploaded", post(extras::report_uploaded))
         .route(
             "/{slug}/rescue-me",
-            get(extras::show_rescue_form).post(extras::rescue_items),
+            get(extras::show_rescue_form)
+                .post(extras::rescue_items)
+                .layer(DefaultBodyLimit::max(MAX_BODY)),
         )
-        .route("/backfeed/legacy/{key}", post(backfeed::add_backfeed))
-        .route("/now", get(extras::get_now))
-        .layer(DefaultBodyLimit::max(MAX_BODY));
+        .route(
+            "/backfeed/legacy/{key}",
+            post(backfeed::add_backfeed).layer(DefaultBodyLimit::max(MAX_BODY)),
+        )
+        .route("/now", get(extras::get_now));
 
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))

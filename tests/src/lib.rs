@@ -141,6 +141,11 @@ impl TestApp {
 
     /// [`TestApp::start`], serving the site (`pkg/` and other files) from `site_root`.
     pub async fn start_with_site(site_root: &str) -> TestApp {
+        Self::start_with(site_root, |_| {}).await
+    }
+
+    /// [`TestApp::start_with_site`], with `adjust` changing the app (its limits, say) first.
+    pub async fn start_with(site_root: &str, adjust: impl FnOnce(&mut App)) -> TestApp {
         let dir = std::env::temp_dir().join(random_name("tracker-test-"));
         std::fs::create_dir_all(&dir).expect("create temp dir");
         let (redis, redis_url) = match std::env::var("REDIS_URL") {
@@ -156,6 +161,7 @@ impl TestApp {
             .expect("connect to redis");
         state.admin_token = Some(ADMIN_TOKEN.to_string());
         state.archive_dir = dir.join("archive");
+        adjust(&mut state);
         let store = state.store.clone();
         let hub = state.hub.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -305,6 +311,30 @@ impl TestApp {
         assert_eq!(r.status, 200, "claim failed: {}", r.body);
         let v: serde_json::Value = serde_json::from_str(&r.body).expect("claim JSON");
         v["item_name"].as_str().expect("item_name").to_string()
+    }
+
+    /// Hands out every waiting item of `slug` (claims for downloader `claimer`), so that any
+    /// downloader may then report them done; how many.
+    pub async fn claim_all(&self, slug: &str) -> usize {
+        let mut n = 0;
+        loop {
+            let r = self
+                .post(
+                    &format!("/{slug}/multi=1000//request"),
+                    r#"{"downloader":"claimer","api_version":"2"}"#,
+                )
+                .await;
+            if r.status == 404 {
+                return n;
+            }
+            assert_eq!(r.status, 200, "claim failed: {}", r.body);
+            let v: serde_json::Value = serde_json::from_str(&r.body).expect("claim JSON");
+            n += v["item_name"]
+                .as_str()
+                .expect("item_name")
+                .split('\0')
+                .count();
+        }
     }
 
     /// Reports `item` done by `downloader` with `bytes` in domain `data`.

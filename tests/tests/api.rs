@@ -10,6 +10,7 @@ mod api {
     mod downloaders;
     mod engine;
     mod feed;
+    mod hostile;
     mod live;
     mod live_frames;
     mod pages;

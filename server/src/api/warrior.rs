@@ -3,6 +3,7 @@
 
 use super::{client_ip, is_admin, known_project, user_agent, ApiError, ApiResult};
 use crate::{
+    limits::Limits,
     store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, StoreError},
     AppState,
 };
@@ -14,12 +15,10 @@ use axum::{
     Json,
 };
 use serde::Deserialize;
-use std::{collections::BTreeMap, net::SocketAddr};
+use std::net::SocketAddr;
 
-/// The longest item name accepted, in bytes.
+/// The longest item name accepted anywhere, in bytes (the default of [`crate::limits::Limits::item`]).
 pub const MAX_ITEM_LEN: usize = 4096;
-/// The most items one `multi=N` claim may ask for.
-pub const MAX_MULTI: usize = 1000;
 /// Keys never sent as extra item fields: seesaw copies every key into its item.
 const RESERVED_FIELDS: [&str; 5] = [
     "item_name",
@@ -53,7 +52,7 @@ pub struct DoneBody {
     downloader: String,
     item: String,
     #[serde(default)]
-    bytes: BTreeMap<String, serde_json::Value>,
+    bytes: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     version: Option<String>,
     #[serde(default)]
@@ -111,7 +110,7 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
             .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         Ok(Caller {
             ip: client_ip(peer, &parts.headers, state.trust_proxy),
-            user_agent: user_agent(&parts.headers),
+            user_agent: state.limits.cut_user_agent(&user_agent(&parts.headers)),
         })
     }
 }
@@ -123,6 +122,12 @@ async fn serve_claim(
     req: RequestBody,
     n: usize,
 ) -> ApiResult<Response> {
+    let limits = &state.limits;
+    let version = req.version.unwrap_or_default();
+    limits
+        .check_downloader(&req.downloader)
+        .and_then(|()| limits.check_version(&version))
+        .map_err(ApiError::bad_request)?;
     let settings = known_project(state, slug).await?;
     let name_ok = valid_downloader(&req.downloader);
     let request = ClaimRequest {
@@ -133,7 +138,7 @@ async fn serve_claim(
         downloader: req.downloader,
         ip: caller.ip.clone(),
         user_agent: caller.user_agent.clone(),
-        version: req.version.unwrap_or_default(),
+        version,
         n,
         name_ok,
     };
@@ -197,52 +202,38 @@ pub async fn claim_multi(
     caller: Caller,
     body: Bytes,
 ) -> ApiResult<Response> {
+    let max = state.limits.multi;
     let n = multi
         .strip_prefix("multi=")
         .and_then(|n| n.parse::<usize>().ok())
-        .filter(|n| (1..=MAX_MULTI).contains(n))
+        .filter(|n| (1..=max).contains(n))
         .ok_or_else(|| {
             ApiError::not_found(format!(
-                "Expected /SLUG/multi=N//request with N in 1..={MAX_MULTI}."
+                "Expected /SLUG/multi=N//request with N in 1..={max}."
             ))
         })?;
     let req: RequestBody = parse(&body)?;
     serve_claim(&state, &slug, &caller, req, n).await
 }
 
-fn done_report(req: &DoneBody, caller: &Caller) -> ApiResult<DoneReport> {
+fn done_report(limits: &Limits, req: &DoneBody, caller: &Caller) -> ApiResult<DoneReport> {
+    let version = req.version.clone().unwrap_or_default();
+    let checked = limits
+        .check_downloader(&req.downloader)
+        .and_then(|()| limits.check_version(&version))
+        .and_then(|()| limits.split_items(&req.item))
+        .and_then(|items| Ok((items, limits.check_bytes(&req.bytes)?)))
+        .and_then(|(items, bytes)| Ok((items, bytes, limits.id_text(req.id.as_ref())?)));
+    let (items, bytes, id) = checked.map_err(ApiError::bad_request)?;
     if !valid_downloader(&req.downloader) {
         return Err(ApiError::bad_request("Invalid downloader name."));
     }
-    let items: Vec<String> = req.item.split('\0').map(String::from).collect();
-    if items.iter().any(|i| i.is_empty() || i.len() > MAX_ITEM_LEN) {
-        return Err(ApiError::bad_request(format!(
-            "Items must be 1 to {MAX_ITEM_LEN} bytes."
-        )));
-    }
-    if items.len() > MAX_MULTI {
-        return Err(ApiError::bad_request(format!(
-            "At most {MAX_MULTI} items per done."
-        )));
-    }
-    let mut bytes = Vec::with_capacity(req.bytes.len());
-    for (domain, value) in &req.bytes {
-        if domain.is_empty() || domain.len() > 64 || domain.contains(['\0', '"', '\\']) {
-            return Err(ApiError::bad_request("Invalid domain name in bytes."));
-        }
-        let Some(n) = value.as_u64() else {
-            return Err(ApiError::bad_request(format!(
-                "bytes.{domain} must be a non-negative integer."
-            )));
-        };
-        bytes.push((domain.clone(), n));
-    }
     Ok(DoneReport {
         downloader: req.downloader.clone(),
-        version: req.version.clone().unwrap_or_default(),
+        version,
         user_agent: caller.user_agent.clone(),
         ip: caller.ip.clone(),
-        id: req.id.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+        id,
         bytes,
         items,
     })
@@ -253,6 +244,16 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
     match state.batcher.done(slug, report).await? {
         DoneOutcome::Recorded { .. } => Ok(()),
         DoneOutcome::UnknownItem(item) => Err(ApiError::not_found(format!("Unknown item: {item}"))),
+        DoneOutcome::NeverHandedOut(item) => Err(ApiError::not_found(format!(
+            "Item {item} was never handed out; it stays in its queue."
+        ))),
+        DoneOutcome::Invalid => Err(ApiError::bad_request(
+            "bytes must be integers from 0 to 2^50 and items non-empty.",
+        )),
+        DoneOutcome::Overflow => Err(ApiError::Client(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The project's byte total would pass 2^53; nothing recorded.".into(),
+        )),
         DoneOutcome::DomainMismatch => Err(ApiError::forbidden(
             "The byte domains do not match this project's; your IP is blocked for a while.",
         )),
@@ -268,7 +269,7 @@ pub async fn report_done(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    record_done(&state, &slug, done_report(&req, &caller)?).await?;
+    record_done(&state, &slug, done_report(&state.limits, &req, &caller)?).await?;
     Ok("OK\n".into_response())
 }
 
@@ -281,7 +282,7 @@ pub async fn report_done_and_claim(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    record_done(&state, &slug, done_report(&req, &caller)?).await?;
+    record_done(&state, &slug, done_report(&state.limits, &req, &caller)?).await?;
     let next = RequestBody {
         downloader: req.downloader,
         api_version: req.api_version,
@@ -294,10 +295,17 @@ pub async fn report_done_and_claim(
 pub async fn release_item(
     State(state): State<AppState>,
     Path(slug): Path<String>,
+    caller: Caller,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: ReleaseBody = parse(&body)?;
+    if req.item.is_empty() || req.item.len() > state.limits.item {
+        return Err(ApiError::bad_request(format!(
+            "item must be 1 to {} bytes.",
+            state.limits.item
+        )));
+    }
     known_project(&state, &slug).await?;
     let admin = is_admin(&headers, state.admin_token.as_deref());
     if !admin && !valid_downloader(&req.downloader) {
@@ -305,13 +313,20 @@ pub async fn release_item(
     }
     match state
         .store
-        .release(&slug, &req.item, &req.downloader, admin, now_ms())
+        .release(
+            &slug,
+            &req.item,
+            &req.downloader,
+            &caller.ip,
+            admin,
+            now_ms(),
+        )
         .await
     {
         Ok(true) => Ok("Released OK.\n".into_response()),
         Ok(false) => Err(ApiError::not_found("The item is not claimed.")),
         Err(StoreError::NotClaimant) => Err(ApiError::forbidden(
-            "Only the claimant or an admin may release it.",
+            "Only the claimant, from the IP it claimed from, or an admin may release it.",
         )),
         Err(e) => Err(e.into()),
     }

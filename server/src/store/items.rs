@@ -77,6 +77,12 @@ pub enum DoneOutcome {
     },
     /// An item the project does not know; nothing changed.
     UnknownItem(String),
+    /// An item waiting in a queue that was never handed out; nothing changed.
+    NeverHandedOut(String),
+    /// A field the script refused (bytes out of range, an empty item); nothing changed.
+    Invalid,
+    /// The report would carry the project's byte total past 2^53; nothing changed.
+    Overflow,
     /// The byte domains differ from the project's: the IP is blocked, the items released.
     DomainMismatch,
 }
@@ -349,8 +355,18 @@ impl Store {
                     ));
                     at += 2;
                 }
-                Some(403) => {
-                    out.push(DoneOutcome::DomainMismatch);
+                Some(405) if at + 1 < flat.len() => {
+                    out.push(DoneOutcome::NeverHandedOut(
+                        flat[at + 1].as_string().unwrap_or_default(),
+                    ));
+                    at += 2;
+                }
+                Some(code @ (400 | 403 | 413)) => {
+                    out.push(match code {
+                        400 => DoneOutcome::Invalid,
+                        403 => DoneOutcome::DomainMismatch,
+                        _ => DoneOutcome::Overflow,
+                    });
                     at += 2;
                 }
                 _ => return Err(reply_err("done", &flat[at..])),
@@ -379,12 +395,14 @@ impl Store {
     }
 
     /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
-    /// `Err(NotClaimant)` when `who` is neither its claimant nor an admin.
+    /// `Err(NotClaimant)` when `who` at `ip` is neither its claimant at the IP it claimed from
+    /// nor an admin.
     pub async fn release(
         &self,
         slug: &str,
         item: &str,
         who: &str,
+        ip: &str,
         admin: bool,
         now_ms: u64,
     ) -> StoreResult<bool> {
@@ -402,6 +420,7 @@ impl Store {
             Value::from(item),
             Value::from(who),
             Value::from(if admin { "1" } else { "0" }),
+            Value::from(ip),
         ];
         let code: i64 = self
             .scripts

@@ -322,13 +322,13 @@ async fn released_items_keep_their_claim_count_and_their_history() {
     assert_eq!(events(&status.timeline), [pair("claimed", "alice")]);
     assert!(app
         .store
-        .release("p", "x", "alice", false, T0 + 1)
+        .release("p", "x", "alice", "10.0.0.1", false, T0 + 1)
         .await
         .unwrap());
     assert_eq!(claim(&app, "p", "bob", 1, T0 + 2).await, ["x"]);
     assert!(app
         .store
-        .release("p", "x", "bob", false, T0 + 3)
+        .release("p", "x", "bob", "10.0.0.1", false, T0 + 3)
         .await
         .unwrap());
     assert!(

@@ -70,6 +70,7 @@ fn ids(events: &[(u64, serde_json::Value)]) -> Vec<u64> {
 async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b", "c"]).await;
+    app.claim_all("p1").await;
     let mut feed = Feed::open(&app, "p1", None).await;
     feed.until("retry: ", Duration::from_secs(5)).await;
 
@@ -96,7 +97,7 @@ async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
             "domain_bytes": {"data": 3145728},
             "version": "20240101.01",
             "is_duplicate": false,
-            "counts": {"todo": 1, "out": 0, "done": 2},
+            "counts": {"todo": 0, "out": 1, "done": 2},
         })
     );
 }
@@ -105,6 +106,7 @@ async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
 async fn a_reconnecting_feed_gets_what_it_missed_then_live_completions() {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b", "c", "d"]).await;
+    app.claim_all("p1").await;
     for item in ["a", "b", "c"] {
         app.done("p1", "bob", item, 1).await;
     }
@@ -148,6 +150,7 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
     let names: Vec<String> = (0..25).map(|i| format!("item{i:02}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     app.project("p1", &refs).await;
+    app.claim_all("p1").await;
     assert_eq!(app.get("/p1/recent.json").await.body.trim(), "[]");
     for (i, item) in names.iter().enumerate() {
         app.done("p1", "bob", item, i as u64).await;

@@ -145,6 +145,7 @@ async fn a_resumed_viewer_gets_the_missed_events_then_live_ones_each_once() {
     let names = items("i", 300);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     app.project("p1", &refs).await;
+    app.claim_all("p1").await;
     for item in &names[..20] {
         assert_eq!(app.done("p1", "bob", item, 1).await.status, 200);
     }
@@ -177,6 +178,7 @@ async fn a_resumed_viewer_gets_the_missed_events_then_live_ones_each_once() {
 async fn a_viewer_ahead_of_the_project_gets_a_snapshot() {
     let app = TestApp::start().await;
     app.project("p1", &["a"]).await;
+    app.claim_all("p1").await;
     app.done("p1", "bob", "a", 1).await;
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws?since=99", app.addr))
         .await

@@ -12,6 +12,7 @@ async fn a_thousand_completions_make_at_most_four_frames_a_second() {
     let names = items("i", 1000);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     app.project("p1", &refs).await;
+    app.claim_all("p1").await;
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/p1/ws", app.addr))
         .await
         .expect("connect");
@@ -106,6 +107,7 @@ pub async fn slow_reader_on_big_items() -> (TestApp, tokio::net::TcpStream, Vec<
     let names: Vec<String> = (0..200 * 80).map(|i| format!("{long}{i:05}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     app.project("p1", &refs).await;
+    app.claim_all("p1").await;
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let stream = socket.connect(app.addr).await.unwrap();

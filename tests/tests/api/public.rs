@@ -118,7 +118,12 @@ fn sorted_keys(v: &serde_json::Value) -> Vec<String> {
 #[tokio::test]
 async fn stats_json_has_the_old_shape_and_totals() {
     let app = TestApp::start().await;
-    app.project("p1", &["a", "b", "c", "d"]).await;
+    app.project("p1", &["a", "b", "c"]).await;
+    app.claim_all("p1").await;
+    app.store
+        .add_items("p1", "todo", &["d".into()])
+        .await
+        .unwrap();
     app.done("p1", "alice", "a", 100).await;
     app.done("p1", "alice", "b", 50).await;
     app.done("p1", "bob", "c", 7).await;
@@ -164,6 +169,7 @@ async fn stats_json_has_the_old_shape_and_totals() {
 async fn charts_json_has_cumulative_minute_points() {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b", "c"]).await;
+    app.claim_all("p1").await;
     let empty: serde_json::Value =
         serde_json::from_str(&app.get("/p1/charts.json").await.body).unwrap();
     assert_eq!(
@@ -219,6 +225,7 @@ async fn downloader_charts_keep_a_point_per_active_minute() {
     let items: Vec<String> = (0..5).map(|i| format!("i{i}")).collect();
     let refs: Vec<&str> = items.iter().map(String::as_str).collect();
     app.project("p1", &refs).await;
+    app.claim_all("p1").await;
     let report = |item: &str, bytes: u64| server::store::DoneReport {
         downloader: "alice".into(),
         version: "1".into(),

@@ -57,7 +57,7 @@ async fn every_script_reloads_after_script_flush() {
     };
     flush().await;
     assert!(store
-        .release("p1", &more[0], "alice", false, now)
+        .release("p1", &more[0], "alice", "", false, now)
         .await
         .unwrap());
     flush().await;

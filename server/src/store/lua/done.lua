@@ -39,8 +39,18 @@
   ARGV[6..] per report: downloader, version, user agent, ip, id (JSON), D, D x (domain, bytes),
             M, M x item
 
+  Every check of a report comes before its first write, so a report is applied whole or not at
+  all, and a refused report leaves the others of its batch alone. A report whose fields do not
+  parse (bytes not an integer from 0 to 2^50, an empty item or downloader) is refused (400); so is
+  one that would carry the project's byte total to 2^53, where counters stop being exact (413).
+  Only handed-out work can be completed: an item waiting in a queue is accepted only if it was
+  claimed before (it has a claim count in `attempts`, or a claim in its timeline).
+
   Output: per report, flattened: 200, counted, duplicates, seq (0 when nothing counted)
                                  404, item (unknown item; nothing changed)
+                                 405, item (never handed out; nothing changed)
+                                 400, 0 (fields do not parse; nothing changed)
+                                 413, 0 (the byte total would pass 2^53; nothing changed)
                                  403, 0 (byte domains differ; ip blocked, items released)
   Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
   downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
@@ -51,6 +61,7 @@ local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local dl_version, dl_seen, domain_bytes, seq_key = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 local history, events, tl, blocked_ip, log, chart = KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20]
 local now, prefix = tonumber(ARGV[1]), ARGV[2]
+local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
 local history_len, log_len, nrep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local s = rcall('HMGET', meta, 'domains', 'auto_block_ttl', 'queues')
@@ -71,15 +82,29 @@ for r = 1, nrep do
   local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
     doms = {}, items = {} }
   local ndom = tonumber(ARGV[a + 5])
-  for d = 0, ndom - 1 do rep.doms[#rep.doms + 1] = { ARGV[a + 6 + 2 * d], ARGV[a + 7 + 2 * d] } end
+  rep.total = 0
+  if rep.who == '' then rep.bad = true end
+  for d = 0, ndom - 1 do
+    local name, value = ARGV[a + 6 + 2 * d], ARGV[a + 7 + 2 * d]
+    local n = string.match(value, '^%d+$') and #value <= 16 and tonumber(value)
+    if not n or n > BYTES_MAX or name == '' then rep.bad = true else rep.total = rep.total + n end
+    rep.doms[#rep.doms + 1] = { name, value }
+  end
   local nitems = tonumber(ARGV[a + 6 + 2 * ndom])
   local at = a + 7 + 2 * ndom
+  if nitems < 1 then rep.bad = true end
   for i = at, at + nitems - 1 do
     local item = ARGV[i]
+    if item == '' then rep.bad = true end
     rep.items[#rep.items + 1] = item
-    if not named[item] then
-      named[item] = true
-      all[#all + 1] = item
+  end
+  -- A refused report's items are not looked up.
+  if not rep.bad then
+    for _, item in ipairs(rep.items) do
+      if not named[item] then
+        named[item] = true
+        all[#all + 1] = item
+      end
     end
   end
   a = at + nitems
@@ -180,6 +205,22 @@ local done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 
 local seq = tonumber(rcall('GET', seq_key)) or 0
 local done_items0, done_bytes0, seq0 = done_items, done_bytes, seq
 
+-- Items found waiting in a queue (rather than claimed, failed or done), and whether each was
+-- handed out before: a claim count kept in `attempts` when it left a claim, or (claims made before
+-- records held the count) a claim in its timeline.
+local queued, was_out = {}, {}
+local function handed_out(item)
+  if was_out[item] == nil then
+    local yes = rcall('HEXISTS', attempts, item) == 1
+    if not yes then
+      local t = rcall('HGET', tl, item)
+      yes = t and (string.find(t, ' claimed ', 1, true) or string.find(t, ' reclaimed ', 1, true)) and true or false
+    end
+    was_out[item] = yes
+  end
+  return was_out[item]
+end
+
 -- Phase 2: each report decided in order; writes collected.
 local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
 local w_dl, dl_add_items, dl_add_bytes, dl_ver, dom_add = {}, {}, {}, {}, {}
@@ -189,11 +230,18 @@ local result = {}
 
 for _, rep in ipairs(reps) do
   local who, version = rep.who, rep.version
-  local unknown = nil
-  for _, item in ipairs(rep.items) do
-    if not state[item] then state[item] = find_in_queues(prefix, groups, item, who) end
+  local unknown, never = nil, nil
+  for _, item in ipairs(rep.bad and {} or rep.items) do
+    if not state[item] then
+      state[item] = find_in_queues(prefix, groups, item, who)
+      if state[item] then queued[item] = true end
+    end
     if not state[item] then
       unknown = item
+      break
+    end
+    if queued[item] and state[item] ~= 'done' and not handed_out(item) then
+      never = item
       break
     end
   end
@@ -207,9 +255,18 @@ for _, rep in ipairs(reps) do
     if seen ~= ndomains then mismatch = true end
   end
 
-  if unknown then
+  if rep.bad then
+    result[#result + 1] = 400
+    result[#result + 1] = 0
+  elseif unknown then
     result[#result + 1] = 404
     result[#result + 1] = unknown
+  elseif never then
+    result[#result + 1] = 405
+    result[#result + 1] = never
+  elseif not mismatch and done_bytes + rep.total >= COUNTER_MAX then
+    result[#result + 1] = 413
+    result[#result + 1] = 0
   elseif mismatch then
     rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
       t = now, expires = now + block_ttl }))

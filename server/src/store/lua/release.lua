@@ -1,6 +1,6 @@
 --[[
   release: gives a claimed item back to `todo` (first in line), restoring the claimant's budget.
-  Only the claimant, or an admin, may release.
+  Only the claimant from the IP it claimed from, or an admin, may release.
 
   KEYS[1]  out        zset  claimed items
   KEYS[2]  claims     hash  claim records
@@ -13,16 +13,18 @@
   ARGV[2]  item
   ARGV[3]  who asks (downloader name, or the admin's name)
   ARGV[4]  1 when the caller is an admin, else 0
+  ARGV[5]  the caller's IP (a claimant must call from the IP it claimed from)
 
-  Output: 1 released; -1 the item is not claimed; -2 the caller is not the claimant.
+  Output: 1 released; -1 the item is not claimed; -2 the caller is not the claimant (or calls
+          from another IP).
   Events: none.
 ]]
 local out, claims, dl_claims, tl, todo, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local now, item, who, admin = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
+local now, item, who, admin, ip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]
 
 if not rcall('ZSCORE', out, item) then return -1 end
 local claim = decode_claim(rcall('HGET', claims, item))
-if not admin and claim.d ~= who then return -2 end
+if not admin and (claim.d ~= who or (claim.ip and claim.ip ~= ip)) then return -2 end
 if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
 rcall('ZREM', out, item)
 rcall('HDEL', claims, item)
