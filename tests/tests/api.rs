@@ -10,6 +10,7 @@ mod api {
     mod downloaders;
     mod engine;
     mod feed;
+    mod headers;
     mod live;
     mod live_frames;
     mod pages;
