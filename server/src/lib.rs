@@ -77,6 +77,8 @@ pub struct App {
     pub downloaders: api::downloaders::DownloaderCache,
     /// Where completion log archives are written (a directory per project).
     pub archive_dir: std::path::PathBuf,
+    /// Slots for the admin logins' password checks, [`admin::login::PASSWORD_CHECKS`] at once.
+    pub password_checks: Arc<tokio::sync::Semaphore>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -111,6 +113,7 @@ impl App {
             secure_cookies: false,
             downloaders: Default::default(),
             archive_dir: "data/archive".into(),
+            password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
         })
     }
 }

@@ -5,6 +5,7 @@ mod api {
     mod admin_actions;
     mod admin_extras;
     mod admin_more;
+    mod admin_security;
     mod backfeed;
     mod crash;
     mod downloaders;
