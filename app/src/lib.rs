@@ -1,6 +1,7 @@
 //! The Leptos UI: the shell, the routes, the pages, their data (`data`), and the types shared
 //! by the server and the browser.
 
+pub mod csp;
 pub mod data;
 pub mod format;
 #[cfg(feature = "hydrate")]
@@ -48,6 +49,8 @@ fn document<V: IntoView + 'static>(
     data_script: Option<String>,
     app: fn() -> V,
 ) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    csp::send_page_policy();
     let data = data_script.map(|script| {
         view! { <script id=data::PAGE_DATA_ID type="application/json" inner_html=script></script> }
     });

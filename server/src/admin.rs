@@ -3,7 +3,8 @@
 //!
 //! | module | what it is for |
 //! |---|---|
-//! | [`auth`] | who is calling: sessions, the API token, roles; login, logout, first-run setup |
+//! | [`auth`] | who is calling: sessions, the API token, roles; new accounts, password hashes |
+//! | [`login`] | login (counted before the password is checked), logout, first-run setup |
 //! | [`csrf`] | the CSRF and Origin guard of every state-changing request |
 //! | [`projects`] | overview, upload targets, backfeed key, creating and destroying projects |
 //! | [`settings`] | a project's settings, description and admins |
@@ -20,6 +21,7 @@ pub mod auth;
 pub mod claims;
 pub mod csrf;
 pub mod items;
+pub mod login;
 pub mod logs;
 pub mod people;
 pub mod projects;
@@ -46,11 +48,15 @@ pub const SESSION_IDLE: tower_sessions::cookie::time::Duration =
 
 /// The admin JSON API, with its session and CSRF layers.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let api = Router::new()
+    // A visitor who has not logged in has no session, so no CSRF token: these need only a
+    // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
+    let visitors = Router::new()
         .route("/session", get(auth::show_session))
-        .route("/login", post(auth::log_in))
-        .route("/logout", post(auth::log_out))
-        .route("/setup", post(auth::set_up))
+        .route("/login", post(login::log_in))
+        .route("/setup", post(login::set_up))
+        .layer(middleware::from_fn(csrf::same_origin_guard));
+    let api = Router::new()
+        .route("/logout", post(login::log_out))
         .route("/overview", get(projects::show_overview))
         .route("/projects", post(projects::create_project))
         .route("/blocks", get(people::list_blocks).post(people::add_block))
@@ -95,7 +101,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
             "/{slug}/failed",
             get(claims::list_failed).post(claims::resolve_failed),
         )
-        .layer(middleware::from_fn(csrf::guard));
+        .layer(middleware::from_fn(csrf::guard))
+        .merge(visitors);
     Router::new()
         .nest("/admin/api", api)
         .layer(session_layer(&state.store, state.secure_cookies))

@@ -45,10 +45,12 @@
 //! ns:{SLUG}:events             channel completion events (pub/sub)
 //! ns:{SLUG}:admin              hash    panel-only fields: description (sanitised HTML), priority
 //! ns:admin:users               set     lowercase names of admin accounts             (global)
-//! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t (global)
+//! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t, gen
+//!                                      (session generation, new with each password)   (global)
 //! ns:admin:setup               string  one-time setup token while no account exists  (global)
-//! ns:admin:fail:ip:<ip>        string  failed logins from an IP (expires)             (global)
-//! ns:admin:fail:user:<name>    string  failed logins of a name (expires)              (global)
+//! ns:admin:fail:ip:<net>       string  login attempts from an IPv4 address or IPv6 /64, any
+//!                                      name, not taken back by a success (expires)   (global)
+//! ns:admin:fail:pair:<net>|<name> string  the same, of one name                     (global)
 //! ns:admin:audit               list    admin actions (JSON), newest first, capped     (global)
 //! ns:admin:token:<sha256>      hash    API token (by the SHA-256 of its secret): user, id,
 //!                                      name, t                                       (global)
@@ -121,9 +123,14 @@ impl Keys {
         format!("{}:admin:setup", self.ns)
     }
 
-    /// Failed logins by `kind` (`ip` or `user`) and `value`.
-    pub fn admin_failures(&self, kind: &str, value: &str) -> String {
-        format!("{}:admin:fail:{kind}:{value}", self.ns)
+    /// Login attempts from network `net` (an IPv4 address or an IPv6 /64), any name.
+    pub fn admin_login_net(&self, net: &str) -> String {
+        format!("{}:admin:fail:ip:{net}", self.ns)
+    }
+
+    /// Login attempts of account name `name` from network `net`.
+    pub fn admin_login_pair(&self, name: &str, net: &str) -> String {
+        format!("{}:admin:fail:pair:{net}|{name}", self.ns)
     }
 
     /// The audit log.

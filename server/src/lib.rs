@@ -81,6 +81,8 @@ pub struct App {
     pub archive_dir: std::path::PathBuf,
     /// What clients may send and hold.
     pub limits: limits::Limits,
+    /// Slots for the admin logins' password checks, [`admin::login::PASSWORD_CHECKS`] at once.
+    pub password_checks: Arc<tokio::sync::Semaphore>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -116,6 +118,7 @@ impl App {
             downloaders: Default::default(),
             archive_dir: "data/archive".into(),
             limits: Default::default(),
+            password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
         })
     }
 }

@@ -5,6 +5,7 @@ use crate::{
     AppState,
 };
 use app::{admin_shell, shell, AdminApp};
+use axum::http::{header, HeaderName, HeaderValue};
 use axum::{
     extract::{DefaultBodyLimit, Path, Request, State},
     response::{IntoResponse, Redirect, Response},
@@ -14,7 +15,9 @@ use axum::{
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
-use tower_http::{compression::CompressionLayer, services::ServeDir};
+use tower_http::{
+    compression::CompressionLayer, services::ServeDir, set_header::SetResponseHeaderLayer,
+};
 
 /// How long a public page waits for its data before it answers 503.
 const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -132,16 +135,35 @@ pub fn router(state: AppState) -> Router {
 
     let admin = crate::admin::router(&state);
 
-    Router::new()
+    let app = Router::new()
         .merge(warriors)
         .merge(live_feeds)
         .merge(admin)
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
-        .merge(public_json.merge(pages).layer(CompressionLayer::new()))
+        .merge(public_json.merge(pages).layer(CompressionLayer::new()));
+    SECURITY_HEADERS
+        .into_iter()
+        .fold(app, |app, (name, value)| {
+            app.layer(SetResponseHeaderLayer::if_not_present(
+                name,
+                HeaderValue::from_static(value),
+            ))
+        })
         .with_state(state)
 }
+
+/// The headers every answer carries (pages, JSON, files, the warrior API alike): the
+/// Content-Security-Policy ([`app::csp`]; a rendered page sends its own, with its scripts'
+/// nonce, which the layer leaves alone), no MIME sniffing, no framing, and no address in
+/// `Referer` to other sites.
+const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
+    (header::CONTENT_SECURITY_POLICY, app::csp::POLICY),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::REFERRER_POLICY, "same-origin"),
+];
 
 /// `GET /` and `GET /SLUG/`: a page of the public app, rendered from the data read for it first
 /// (`app::data::load_page`), which the page also carries for the browser to hydrate from. A

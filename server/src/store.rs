@@ -15,7 +15,10 @@ pub mod stats;
 mod tokens;
 mod warrior;
 
-pub use accounts::{valid_user_name, Account, AuditEntry, Role};
+pub use accounts::{
+    new_session_gen, user_name_problem, valid_user_name, Account, AuditEntry, Role,
+    RESERVED_USER_NAMES,
+};
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};

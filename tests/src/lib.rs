@@ -141,11 +141,15 @@ impl TestApp {
 
     /// [`TestApp::start`], serving the site (`pkg/` and other files) from `site_root`.
     pub async fn start_with_site(site_root: &str) -> TestApp {
-        Self::start_with(site_root, |_| {}).await
+        Self::start_configured(site_root, |_| {}).await
     }
 
-    /// [`TestApp::start_with_site`], with `adjust` changing the app (its limits, say) first.
-    pub async fn start_with(site_root: &str, adjust: impl FnOnce(&mut App)) -> TestApp {
+    /// [`TestApp::start`] with `configure` applied to the app first (e.g. `trust_proxy`).
+    pub async fn start_with(configure: impl FnOnce(&mut App)) -> TestApp {
+        Self::start_configured("target/site", configure).await
+    }
+
+    async fn start_configured(site_root: &str, configure: impl FnOnce(&mut App)) -> TestApp {
         let dir = std::env::temp_dir().join(random_name("tracker-test-"));
         std::fs::create_dir_all(&dir).expect("create temp dir");
         let (redis, redis_url) = match std::env::var("REDIS_URL") {
@@ -161,7 +165,7 @@ impl TestApp {
             .expect("connect to redis");
         state.admin_token = Some(ADMIN_TOKEN.to_string());
         state.archive_dir = dir.join("archive");
-        adjust(&mut state);
+        configure(&mut state);
         let store = state.store.clone();
         let hub = state.hub.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

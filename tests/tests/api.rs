@@ -5,11 +5,13 @@ mod api {
     mod admin_actions;
     mod admin_extras;
     mod admin_more;
+    mod admin_security;
     mod backfeed;
     mod crash;
     mod downloaders;
     mod engine;
     mod feed;
+    mod headers;
     mod hostile;
     mod live;
     mod live_frames;

@@ -1,29 +1,23 @@
-//! Who is calling: a session of an account, or the API token; roles; login with throttling,
-//! logout, and the first-run setup.
+//! Who is calling: a session of an account, or an API token; roles; what the panel knows of
+//! its visitor; new accounts and password hashing. Logging in is [`super::login`].
 
 use crate::{
-    api::{client_ip, constant_time_eq, is_admin, ApiError, ApiResult},
-    store::{now_ms, token_hash, valid_user_name, Account, AuditEntry, Role},
+    api::{is_admin, ApiError, ApiResult},
+    store::{new_session_gen, now_ms, token_hash, user_name_problem, Account, AuditEntry, Role},
     AppState,
 };
 use axum::{
-    extract::{ConnectInfo, FromRequestParts, State},
+    extract::{FromRequestParts, State},
     http::{request::Parts, HeaderMap, StatusCode},
     Json,
 };
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
 use tower_sessions::Session;
 
-/// Failed logins from one IP before it must wait.
-pub const MAX_FAILURES_PER_IP: u64 = 20;
-/// Failed logins of one name before it must wait.
-pub const MAX_FAILURES_PER_USER: u64 = 5;
-/// The window failures are counted in (seconds).
-const FAILURE_WINDOW_S: i64 = 15 * 60;
-
-/// Session field: the account name.
-const USER: &str = "user";
+/// Session field: the account name. A visitor who has not logged in has no session at all.
+pub const USER: &str = "user";
+/// Session field: the account's session generation at login ([`Account::gen`]).
+pub const GEN: &str = "gen";
 /// Session field: the CSRF token.
 pub const CSRF: &str = "csrf";
 
@@ -129,15 +123,11 @@ impl FromRequestParts<AppState> for Caller {
                 token: Some(id),
             });
         }
-        let session = parts.extensions.get::<Session>().cloned();
-        let name = match session {
-            Some(s) => s.get::<String>(USER).await.map_err(session_error)?,
-            None => None,
-        };
         let unauthorized = || ApiError::Client(StatusCode::UNAUTHORIZED, "Log in first.".into());
-        let name = name.ok_or_else(unauthorized)?;
-        // Read on every request, so a changed role or a deleted account takes effect at once.
-        let account = state.store.account(&name).await?.ok_or_else(unauthorized)?;
+        let session = parts.extensions.get::<Session>().ok_or_else(unauthorized)?;
+        let account = session_account(state, session)
+            .await?
+            .ok_or_else(unauthorized)?;
         Ok(Caller {
             name: account.name,
             role: account.role,
@@ -175,37 +165,51 @@ pub struct SessionInfo {
     pub role: Option<Role>,
     /// Its projects (role `project`).
     pub projects: Vec<String>,
-    /// The token to send as `X-CSRF-Token` with every POST, PUT and DELETE.
+    /// The token to send as `X-CSRF-Token` with every POST, PUT and DELETE; empty until
+    /// logged in (logging in and the setup need none, only a same-origin `Origin`).
     pub csrf: String,
     /// Whether no account exists yet (the setup link is pending).
     pub setup_pending: bool,
 }
 
-/// The session's CSRF token, created on first use.
-pub async fn csrf_token(session: &Session) -> ApiResult<String> {
-    if let Some(t) = session.get::<String>(CSRF).await.map_err(session_error)? {
-        return Ok(t);
+/// The account logged in on `session`, read on every request so that a changed role takes
+/// effect at once. A session whose account is gone, or whose password was set since it logged
+/// in, is deleted.
+pub async fn session_account(state: &AppState, session: &Session) -> ApiResult<Option<Account>> {
+    let Some(name) = session.get::<String>(USER).await.map_err(session_error)? else {
+        return Ok(None);
+    };
+    let gen = session
+        .get::<u64>(GEN)
+        .await
+        .map_err(session_error)?
+        .unwrap_or(0);
+    match state.store.account(&name).await? {
+        Some(account) if account.gen == gen => Ok(Some(account)),
+        _ => {
+            session.flush().await.map_err(session_error)?;
+            Ok(None)
+        }
     }
-    let token = super::random_token(32);
-    // A visitor who never logs in holds a Redis key only briefly.
-    session.set_expiry(Some(tower_sessions::Expiry::OnInactivity(
-        tower_sessions::cookie::time::Duration::minutes(30),
-    )));
-    session.insert(CSRF, &token).await.map_err(session_error)?;
-    Ok(token)
 }
 
-async fn info(state: &AppState, session: &Session) -> ApiResult<SessionInfo> {
-    let user = session.get::<String>(USER).await.map_err(session_error)?;
-    let account = match &user {
-        Some(name) => state.store.account(name).await?,
-        None => None,
+/// What the panel knows about the visitor of `session`. Reading it stores nothing: only a
+/// login makes a session (and its CSRF token).
+pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<SessionInfo> {
+    let account = session_account(state, session).await?;
+    let csrf = match account {
+        Some(_) => session
+            .get::<String>(CSRF)
+            .await
+            .map_err(session_error)?
+            .unwrap_or_default(),
+        None => String::new(),
     };
     Ok(SessionInfo {
         user: account.as_ref().map(|a| a.name.clone()),
         role: account.as_ref().map(|a| a.role),
         projects: account.map(|a| a.projects).unwrap_or_default(),
-        csrf: csrf_token(session).await?,
+        csrf,
         setup_pending: state.store.account_count().await? == 0,
     })
 }
@@ -218,128 +222,6 @@ pub async fn show_session(
     Ok(Json(info(&state, &session).await?))
 }
 
-/// Body of `POST /admin/api/login`.
-#[derive(Debug, Deserialize)]
-pub struct Credentials {
-    /// Account name (any case).
-    pub username: String,
-    /// Password.
-    pub password: String,
-}
-
-/// `POST /admin/api/login`: checks the password (throttled per IP and per name), renews the
-/// session id and the CSRF token.
-pub async fn log_in(
-    State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    session: Session,
-    Json(creds): Json<Credentials>,
-) -> ApiResult<Json<SessionInfo>> {
-    let name = creds.username.trim().to_lowercase();
-    let ip = client_ip(peer, &headers, state.trust_proxy);
-    let store = &state.store;
-    for (kind, value, max) in [
-        ("ip", &ip, MAX_FAILURES_PER_IP),
-        ("user", &name, MAX_FAILURES_PER_USER),
-    ] {
-        let (n, ttl) = store.login_failures(kind, value).await?;
-        if n >= max {
-            return Err(ApiError::RateLimited(ttl));
-        }
-    }
-    let account = store.account(&name).await?;
-    let hash = account.as_ref().map(|a| a.hash.clone());
-    let ok = verify_password(creds.password, hash).await;
-    let Some(account) = account.filter(|_| ok) else {
-        store.add_login_failure("ip", &ip, FAILURE_WINDOW_S).await?;
-        store
-            .add_login_failure("user", &name, FAILURE_WINDOW_S)
-            .await?;
-        tracing::warn!(user = %name, %ip, "failed admin login");
-        return Err(ApiError::Client(
-            StatusCode::UNAUTHORIZED,
-            "Wrong name or password.".into(),
-        ));
-    };
-    store.clear_login_failures("user", &name).await?;
-    start_session(&session, &account.name).await?;
-    let caller = Caller {
-        name: account.name.clone(),
-        role: account.role,
-        projects: account.projects.clone(),
-        token: None,
-    };
-    caller.record(&state, "login", "", 0, ip).await?;
-    Ok(Json(info(&state, &session).await?))
-}
-
-/// Logs `name` in on `session`: a new session id (no fixation) and a new CSRF token.
-async fn start_session(session: &Session, name: &str) -> ApiResult<()> {
-    session.cycle_id().await.map_err(session_error)?;
-    session.set_expiry(Some(tower_sessions::Expiry::OnInactivity(
-        super::SESSION_IDLE,
-    )));
-    session.insert(USER, name).await.map_err(session_error)?;
-    session
-        .insert(CSRF, super::random_token(32))
-        .await
-        .map_err(session_error)?;
-    Ok(())
-}
-
-/// `POST /admin/api/logout`: ends the session.
-pub async fn log_out(session: Session) -> ApiResult<StatusCode> {
-    session.flush().await.map_err(session_error)?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// Body of `POST /admin/api/setup`.
-#[derive(Debug, Deserialize)]
-pub struct Setup {
-    /// The token of the setup link.
-    pub token: String,
-    /// The first global admin's name.
-    pub username: String,
-    /// Its password.
-    pub password: String,
-}
-
-/// `POST /admin/api/setup`: with the one-time token, creates the first global admin and logs
-/// it in. Refused once any account exists.
-pub async fn set_up(
-    State(state): State<AppState>,
-    session: Session,
-    Json(req): Json<Setup>,
-) -> ApiResult<Json<SessionInfo>> {
-    let store = &state.store;
-    if store.account_count().await? > 0 {
-        return Err(ApiError::forbidden("Setup is done: log in."));
-    }
-    let expected = store.setup_token().await?.unwrap_or_default();
-    if expected.is_empty() || !constant_time_eq(req.token.as_bytes(), expected.as_bytes()) {
-        return Err(ApiError::forbidden("Wrong or expired setup token."));
-    }
-    let account = new_account(&req.username, req.password, Role::Global, vec![]).await?;
-    if !store.create_account(&account).await? {
-        return Err(ApiError::Client(
-            StatusCode::CONFLICT,
-            "That name is taken.".into(),
-        ));
-    }
-    start_session(&session, &account.name).await?;
-    let caller = Caller {
-        name: account.name.clone(),
-        role: Role::Global,
-        projects: vec![],
-        token: None,
-    };
-    caller
-        .record(&state, "setup", "", 1, account.name.clone())
-        .await?;
-    Ok(Json(info(&state, &session).await?))
-}
-
 /// Checks a new account's name and password and hashes the password.
 pub async fn new_account(
     name: &str,
@@ -348,10 +230,8 @@ pub async fn new_account(
     projects: Vec<String>,
 ) -> ApiResult<Account> {
     let name = name.trim().to_lowercase();
-    if !valid_user_name(&name) {
-        return Err(ApiError::bad_request(
-            "Names are 1 to 32 of a-z, 0-9, '.', '_', '-'.",
-        ));
+    if let Some(problem) = user_name_problem(&name) {
+        return Err(ApiError::bad_request(problem));
     }
     Ok(Account {
         name,
@@ -359,6 +239,7 @@ pub async fn new_account(
         role,
         projects,
         t: now_ms(),
+        gen: new_session_gen(),
     })
 }
 
@@ -390,27 +271,4 @@ pub fn hash_password_now(password: &str) -> Option<String> {
         .hash_password(password.as_bytes(), &salt)
         .ok()
         .map(|h| h.to_string())
-}
-
-/// Whether `password` matches `hash`; without a hash, spends the same time and says no.
-async fn verify_password(password: String, hash: Option<String>) -> bool {
-    use argon2::{password_hash::PasswordHash, Argon2, PasswordVerifier};
-    static DUMMY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    tokio::task::spawn_blocking(move || {
-        let known = hash.is_some();
-        let hash = hash.or_else(|| {
-            DUMMY
-                .get_or_init(|| hash_password_now("dummy password"))
-                .clone()
-        });
-        let Some(parsed) = hash.as_deref().and_then(|h| PasswordHash::new(h).ok()) else {
-            return false;
-        };
-        let ok = Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok();
-        ok && known
-    })
-    .await
-    .unwrap_or(false)
 }

@@ -1,5 +1,6 @@
 //! The guard of every state-changing `/admin` request: a same-origin `Origin` (when the
-//! browser sends one) and the session's CSRF token in `X-CSRF-Token`. Scripts authenticate
+//! browser sends one) and the session's CSRF token in `X-CSRF-Token`. Logging in and the setup,
+//! made before there is a session, need a same-origin `Origin` instead. Scripts authenticate
 //! with `Authorization: Bearer` (the install's admin token or an account's API token) and send
 //! no cookie, so they need neither: a cross-site page cannot set that header (no CORS is
 //! offered), and a request carrying it is judged by the token alone, never by the session.
@@ -40,6 +41,18 @@ pub async fn guard(req: Request, next: Next) -> Response {
         .unwrap_or_default();
     if expected.is_empty() || !constant_time_eq(sent.as_bytes(), expected.as_bytes()) {
         return ApiError::forbidden("Missing or wrong CSRF token: reload the page.")
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// Refuses unsafe requests without a same-origin `Origin` (browsers send it with every POST):
+/// the guard of logging in and the setup, which a visitor makes before having a session.
+pub async fn same_origin_guard(req: Request, next: Next) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let from_here = req.headers().contains_key(header::ORIGIN) && same_origin(req.headers());
+    if !(safe || from_here) {
+        return ApiError::forbidden("Cross-origin request refused (or no Origin sent).")
             .into_response();
     }
     next.run(req).await

@@ -122,7 +122,8 @@ pub async fn update_user(
         account.projects = projects;
     }
     if let Some(password) = req.password {
-        account.hash = hash_password(password).await?;
+        // Ends the account's sessions: whoever knew the old password is logged out.
+        account.set_password_hash(hash_password(password).await?);
         changed.push("password".into());
     }
     state.store.save_account(&account).await?;

@@ -32,6 +32,9 @@ pub struct ProjectSettings {
     /// global admins may change it.
     #[serde(default)]
     pub admins: Option<Vec<String>>,
+    /// Whether secrets (the backfeed key) were left out: the caller is read-only.
+    #[serde(default)]
+    pub secrets_hidden: bool,
 }
 
 /// `GET /admin/api/SLUG/settings`.
@@ -41,7 +44,13 @@ pub async fn show_settings(
     Path(slug): Path<String>,
 ) -> ApiResult<Json<ProjectSettings>> {
     caller.may_view(&slug)?;
-    let settings = (*known_project(&state, &slug).await?).clone();
+    let mut settings = (*known_project(&state, &slug).await?).clone();
+    // Read-only accounts see everything but secrets: whoever holds the backfeed key may queue
+    // items.
+    let secrets_hidden = caller.role == Role::ReadOnly;
+    if secrets_hidden {
+        settings.backfeed_key.clear();
+    }
     let extras = state.store.project_extras(&slug).await?;
     let admins = project_admins(&state, &slug).await?;
     Ok(Json(ProjectSettings {
@@ -55,6 +64,7 @@ pub async fn show_settings(
         ),
         targets: state.store.upload_targets(&slug).await?,
         admins: Some(admins),
+        secrets_hidden,
     }))
 }
 

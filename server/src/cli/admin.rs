@@ -1,7 +1,7 @@
 //! `tracker admin ...`: accounts of the admin panel, for the first one and for lost passwords.
 
 use super::CliError;
-use crate::store::{now_ms, valid_user_name, Account, AuditEntry, Role, Store};
+use crate::store::{new_session_gen, now_ms, user_name_problem, Account, AuditEntry, Role, Store};
 use std::io::{BufRead, IsTerminal, Write};
 
 /// `tracker admin ...`
@@ -38,10 +38,8 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
             read_only,
         } => {
             let name = name.to_lowercase();
-            if !valid_user_name(&name) {
-                return Err(CliError::Usage(
-                    "names are 1 to 32 of a-z, 0-9, '.', '_', '-'".into(),
-                ));
+            if let Some(problem) = user_name_problem(&name) {
+                return Err(CliError::Usage(problem));
             }
             let role = match (global, read_only, project.is_empty()) {
                 (true, _, _) => Role::Global,
@@ -65,6 +63,7 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
                 role,
                 projects: project,
                 t: now_ms(),
+                gen: new_session_gen(),
             };
             if !store.create_account(&account).await? {
                 return Err(CliError::Usage(format!("account {name} exists")));
@@ -79,7 +78,8 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
                 .account(&name)
                 .await?
                 .ok_or_else(|| CliError::Usage(format!("no account {name}")))?;
-            account.hash = hash(&read_password()?)?;
+            // A new session generation too: the account's sessions end.
+            account.set_password_hash(hash(&read_password()?)?);
             store.save_account(&account).await?;
             audit(store, "user.update", &format!("{name} password")).await?;
             println!("new password set for {name}");

@@ -1,9 +1,9 @@
-//! Admin accounts, the one-time setup token, login failure counters and the audit log.
+//! Admin accounts, the one-time setup token, login attempt counters and the audit log.
 
 use super::{Store, StoreResult};
 use crate::keys::AUDIT_LEN;
 use fred::prelude::*;
-use fred::types::{Expiration, ExpireOptions};
+use fred::types::Expiration;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -54,6 +54,25 @@ pub struct Account {
     pub projects: Vec<String>,
     /// Created (ms).
     pub t: u64,
+    /// Session generation: new with every password, and kept in the sessions logged in with
+    /// it, so that setting a password (or deleting and re-creating the account) ends them.
+    #[serde(skip_serializing, default)]
+    pub gen: u64,
+}
+
+impl Account {
+    /// Sets the password hash, ending the sessions logged in with the old password.
+    pub fn set_password_hash(&mut self, hash: String) {
+        self.hash = hash;
+        self.gen = new_session_gen();
+    }
+}
+
+/// A fresh session generation (random, so that a re-created account shares none with its
+/// namesake's sessions).
+pub fn new_session_gen() -> u64 {
+    // Never 0: that is the generation of accounts and sessions from before generations.
+    rand::random::<u64>().max(1)
 }
 
 /// One audit log entry.
@@ -84,6 +103,23 @@ pub fn valid_user_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
 }
 
+/// Names the audit log, the block lists and item timelines give to actors that are no account:
+/// `cli` (the command line), `api-token` (`TRACKER_ADMIN_TOKEN`), `auto` (automatic blocks),
+/// `-` (nobody, in timelines), and `setup`, `system`, `admin` kept for such uses. No account
+/// may take one, so no entry can be mistaken for another's.
+pub const RESERVED_USER_NAMES: [&str; 7] =
+    ["cli", "api-token", "auto", "-", "setup", "system", "admin"];
+
+/// Why `name` (lowercase) cannot name a new account, if it cannot.
+pub fn user_name_problem(name: &str) -> Option<String> {
+    if !valid_user_name(name) {
+        return Some("Names are 1 to 32 of a-z, 0-9, '.', '_', '-'.".into());
+    }
+    RESERVED_USER_NAMES
+        .contains(&name)
+        .then(|| format!("{name:?} is reserved: the logs use it for actors that are no account."))
+}
+
 impl Store {
     /// Creates an account; `Ok(false)` if the name is taken.
     pub async fn create_account(&self, account: &Account) -> StoreResult<bool> {
@@ -109,6 +145,7 @@ impl Store {
                 serde_json::to_string(&a.projects).unwrap_or_default(),
             ),
             ("t", a.t.to_string()),
+            ("gen", a.gen.to_string()),
         ];
         let _: () = self
             .pool
@@ -135,6 +172,7 @@ impl Store {
                 .and_then(|p| serde_json::from_str(p).ok())
                 .unwrap_or_default(),
             t: h.get("t").and_then(|t| t.parse().ok()).unwrap_or(0),
+            gen: h.get("gen").and_then(|g| g.parse().ok()).unwrap_or(0),
         }))
     }
 
@@ -185,39 +223,59 @@ impl Store {
         Ok(self.pool.next().get(self.keys.admin_setup()).await?)
     }
 
-    /// Failed logins counted for `kind` (`ip`/`user`) `value`, and seconds until they lapse.
-    pub async fn login_failures(&self, kind: &str, value: &str) -> StoreResult<(u64, u64)> {
-        let key = self.keys.admin_failures(kind, value);
-        let client = self.pool.next();
-        let n: Option<u64> = client.get(&key).await?;
-        let ttl: i64 = client.ttl(&key).await?;
-        Ok((n.unwrap_or(0), ttl.max(1) as u64))
-    }
-
-    /// Counts a failed login for `kind` `value`; the window starts at the first failure.
-    pub async fn add_login_failure(
+    /// Counts a login attempt of `name` from network `net` before its password is checked,
+    /// unless `max_pair` attempts of the pair or `max_net` of the network were counted in the
+    /// last `window_s` seconds: then the seconds until that counter lapses.
+    pub async fn login_attempt(
         &self,
-        kind: &str,
-        value: &str,
-        window_s: i64,
-    ) -> StoreResult<()> {
-        let key = self.keys.admin_failures(kind, value);
-        let client = self.pool.next();
-        let _: u64 = client.incr(&key).await?;
-        let _: () = client
-            .expire(&key, window_s, Some(ExpireOptions::NX))
+        name: &str,
+        net: &str,
+        (max_pair, max_net): (u64, u64),
+        window_s: u64,
+    ) -> StoreResult<Option<u64>> {
+        let wait: u64 = self
+            .scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.login_attempt,
+                vec![
+                    self.keys.admin_login_pair(name, net),
+                    self.keys.admin_login_net(net),
+                ],
+                vec![
+                    Value::from(max_pair as i64),
+                    Value::from(max_net as i64),
+                    Value::from(window_s as i64),
+                ],
+            )
+            .await?;
+        Ok((wait > 0).then_some(wait))
+    }
+
+    /// Takes back a counted login attempt that was no wrong guess: `success` (the name's
+    /// earlier attempts from `net` are forgotten too), or never checked.
+    pub async fn login_undo(&self, name: &str, net: &str, success: bool) -> StoreResult<()> {
+        let _: u64 = self
+            .scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.login_undo,
+                vec![
+                    self.keys.admin_login_pair(name, net),
+                    self.keys.admin_login_net(net),
+                ],
+                vec![Value::from(if success { "1" } else { "0" })],
+            )
             .await?;
         Ok(())
     }
 
-    /// Forgets failed logins of `kind` `value`.
-    pub async fn clear_login_failures(&self, kind: &str, value: &str) -> StoreResult<()> {
-        let _: () = self
-            .pool
-            .next()
-            .del(self.keys.admin_failures(kind, value))
-            .await?;
-        Ok(())
+    /// The login attempts counted for `name` from `net`, and from `net` in all.
+    pub async fn login_attempts(&self, name: &str, net: &str) -> StoreResult<(u64, u64)> {
+        let client = self.pool.next();
+        let pair: Option<u64> = client.get(self.keys.admin_login_pair(name, net)).await?;
+        let all: Option<u64> = client.get(self.keys.admin_login_net(net)).await?;
+        Ok((pair.unwrap_or(0), all.unwrap_or(0)))
     }
 
     /// Appends an entry to the audit log (capped at [`AUDIT_LEN`]).

@@ -63,6 +63,10 @@ pub struct Scripts {
     pub clear_queue: LuaScript,
     /// `resolve_failed.lua`
     pub resolve_failed: LuaScript,
+    /// `login_attempt.lua`
+    pub login_attempt: LuaScript,
+    /// `login_undo.lua`
+    pub login_undo: LuaScript,
 }
 
 impl Default for Scripts {
@@ -87,11 +91,13 @@ impl Scripts {
             shuffle: lua!("shuffle", 2),
             clear_queue: lua!("clear_queue", 1),
             resolve_failed: lua!("resolve_failed", 3),
+            login_attempt: lua!("login_attempt", 2),
+            login_undo: lua!("login_undo", 2),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 12] {
+    pub fn all(&self) -> [&LuaScript; 14] {
         [
             &self.add_items,
             &self.backfeed,
@@ -105,6 +111,8 @@ impl Scripts {
             &self.shuffle,
             &self.clear_queue,
             &self.resolve_failed,
+            &self.login_attempt,
+            &self.login_undo,
         ]
     }
 

@@ -77,9 +77,23 @@ async fn every_script_reloads_after_script_flush() {
     let board = store.leaderboard("p1", -1, 5).await.unwrap().unwrap();
     assert_eq!(board.counts.done, 1);
     admin_scripts_reload(&app, now).await;
+    flush().await;
+    assert_eq!(
+        store
+            .login_attempt("root", "192.0.2.1", (5, 20), 60)
+            .await
+            .unwrap(),
+        None
+    );
+    flush().await;
+    store.login_undo("root", "192.0.2.1", true).await.unwrap();
+    assert_eq!(
+        store.login_attempts("root", "192.0.2.1").await.unwrap(),
+        (0, 0)
+    );
     assert_eq!(
         store.scripts().all().len(),
-        12,
+        14,
         "every script is exercised above"
     );
 }

@@ -57,7 +57,9 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                     let v = loaded.await.unwrap_or_default();
                     let key = v["settings"]["backfeed_key"].as_str().unwrap_or_default().to_string();
                     let had = !key.is_empty();
-                    let url = if had {
+                    let url = if v["secrets_hidden"].as_bool() == Some(true) {
+                        "hidden from read-only accounts".into()
+                    } else if had {
                         format!("/backfeed/legacy/{}-{key}", slug.get_value())
                     } else {
                         "none: backfeed is closed".into()
