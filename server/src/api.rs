@@ -27,6 +27,9 @@ pub enum ApiError {
     /// 429 with `Retry-After` seconds.
     #[error("Rate limited; retry in {0} s.")]
     RateLimited(u64),
+    /// 503 with `Retry-After` seconds and the reason: a declared overload.
+    #[error("{1}")]
+    Unavailable(u64, String),
     /// 500: something broke on our side (logged, not shown).
     #[error(transparent)]
     Internal(#[from] crate::store::StoreError),
@@ -56,6 +59,7 @@ impl IntoResponse for ApiError {
         let (status, retry) = match &self {
             ApiError::Client(status, _) => (*status, None),
             ApiError::RateLimited(secs) => (StatusCode::TOO_MANY_REQUESTS, Some(*secs)),
+            ApiError::Unavailable(secs, _) => (StatusCode::SERVICE_UNAVAILABLE, Some(*secs)),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 return (StatusCode::INTERNAL_SERVER_ERROR, "Internal error.\n").into_response();

@@ -11,6 +11,7 @@
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
+//! | [`viewers`] | live viewers admitted under the caps, in all and per IP |
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`routes`] | the route table, grouped by caller |
 //! | [`cli`] | the `tracker` command line |
@@ -27,6 +28,7 @@ pub mod limits;
 pub mod precompress;
 pub mod routes;
 pub mod store;
+pub mod viewers;
 pub mod websocket;
 
 pub use routes::router;
@@ -37,7 +39,7 @@ use app::{
 };
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
-use std::{net::SocketAddr, sync::Arc};
+use std::sync::Arc;
 use store::Store;
 
 /// Shared state of the handlers: one `Arc` of an [`App`], which it derefs to. Every request
@@ -81,6 +83,10 @@ pub struct App {
     pub archive_dir: std::path::PathBuf,
     /// What clients may send and hold.
     pub limits: limits::Limits,
+    /// The live viewers watching now.
+    pub viewers: viewers::Viewers,
+    /// Cancelled when the server stops: live streams end at once instead of holding it up.
+    pub closing: tokio_util::sync::CancellationToken,
     /// Slots for the admin logins' password checks, [`admin::login::PASSWORD_CHECKS`] at once.
     pub password_checks: Arc<tokio::sync::Semaphore>,
 }
@@ -118,21 +124,98 @@ impl App {
             downloaders: Default::default(),
             archive_dir: "data/archive".into(),
             limits: Default::default(),
+            viewers: Default::default(),
+            closing: Default::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
         })
     }
 }
 
-/// Serves the app on `listener` until `shutdown` resolves.
+/// How long the server waits, once told to stop, for requests under way to be answered.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// Serves the app on `listener` until `shutdown` resolves, then ends the live streams, lets the
+/// requests under way finish (at most [`DRAIN`]) and returns.
+///
+/// Each connection must send its request headers within the header timeout, and at most
+/// [`limits::Limits::max_connections`] are open at once: one beyond gets a 503 and is closed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: impl Into<AppState>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state.into()).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+    use hyper_util::{
+        rt::{TokioExecutor, TokioIo, TokioTimer},
+        server::{conn::auto, graceful::GracefulShutdown},
+    };
+    let state: AppState = state.into();
+    let closing = state.closing.clone();
+    let limits = state.limits.clone();
+    let app = router(state);
+    let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections()));
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout());
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors, say: wait a moment rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            tokio::spawn(refuse_connection(stream));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            tower::ServiceExt::oneshot(app.clone(), req.map(axum::body::Body::new))
+        });
+        let conn = http
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    closing.cancel();
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
         .await
+        .is_err()
+    {
+        tracing::warn!("requests still under way after {DRAIN:?}; stopping anyway");
+    }
+    Ok(())
+}
+
+/// Answers a connection over the cap with a 503 and closes it.
+async fn refuse_connection(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    const REASON: &str = "The tracker has too many open connections; retry later.\n";
+    let busy = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{REASON}",
+        REASON.len()
+    );
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        stream.write_all(busy.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
 }
 
 /// How many downloaders the page's cumulative-bytes chart offers.

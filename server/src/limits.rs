@@ -54,6 +54,10 @@ pub struct Limits {
     /// Most live viewers from one IP; 503 beyond.
     #[arg(long, env = "TRACKER_MAX_VIEWERS_PER_IP", default_value_t = 50)]
     pub viewers_per_ip: usize,
+    /// Seconds between the pings a websocket viewer must answer; one silent for two and a half
+    /// of them is dropped.
+    #[arg(long, env = "TRACKER_VIEWER_PING", default_value_t = 30)]
+    pub viewer_ping_s: u64,
 }
 
 impl Default for Limits {
@@ -77,6 +81,11 @@ impl Limits {
     /// The header-read timeout.
     pub fn header_timeout(&self) -> Duration {
         Duration::from_secs(self.header_timeout_s.max(1))
+    }
+
+    /// The interval of the viewers' pings.
+    pub fn viewer_ping(&self) -> Duration {
+        Duration::from_secs(self.viewer_ping_s.max(1))
     }
 
     /// The per-request timeout.

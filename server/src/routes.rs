@@ -17,6 +17,7 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
 use tower_http::{
     compression::CompressionLayer, services::ServeDir, set_header::SetResponseHeaderLayer,
+    timeout::TimeoutLayer,
 };
 
 /// How long a public page waits for its data before it answers 503.
@@ -135,14 +136,25 @@ pub fn router(state: AppState) -> Router {
 
     let admin = crate::admin::router(&state);
 
+    // Every request but the live feeds' and the panel's (whose uploads stream files of any size)
+    // is answered within the request timeout: 408 for a client that sends its body too slowly.
+    let timeout = TimeoutLayer::with_status_code(
+        axum::http::StatusCode::REQUEST_TIMEOUT,
+        state.limits.request_timeout(),
+    );
     let app = Router::new()
-        .merge(warriors)
+        .merge(warriors.layer(timeout))
         .merge(live_feeds)
         .merge(admin)
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
-        .merge(public_json.merge(pages).layer(CompressionLayer::new()));
+        .merge(
+            public_json
+                .merge(pages)
+                .layer(CompressionLayer::new())
+                .layer(timeout),
+        );
     SECURITY_HEADERS
         .into_iter()
         .fold(app, |app, (name, value)| {

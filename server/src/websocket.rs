@@ -257,6 +257,8 @@ fn parse(buf: &mut Vec<u8>) -> Result<Option<ClientFrame>, u16> {
 /// A viewer's connection after the handshake.
 pub struct Socket {
     io: TokioIo<Upgraded>,
+    /// When the viewer last sent anything (a pong to our ping counts).
+    heard: std::time::Instant,
     /// Bytes read and not yet taken as frames.
     buf: Vec<u8>,
     /// Length so far of a data message sent in several frames (`None`: none under way).
@@ -267,6 +269,7 @@ impl Socket {
     fn new(io: TokioIo<Upgraded>) -> Self {
         Self {
             io,
+            heard: std::time::Instant::now(),
             buf: Vec::new(),
             message: None,
         }
@@ -275,6 +278,16 @@ impl Socket {
     /// Writes `frame`, a message framed by [`text`], as it is.
     pub async fn send(&mut self, frame: &Bytes) -> std::io::Result<()> {
         self.io.write_all(frame).await
+    }
+
+    /// Sends a ping: a live viewer answers with a pong, which [`Socket::heard`] then reflects.
+    pub async fn ping(&mut self) -> std::io::Result<()> {
+        self.io.write_all(&frame(OP_PING, b"")).await
+    }
+
+    /// When the viewer last sent anything.
+    pub fn heard(&self) -> std::time::Instant {
+        self.heard
     }
 
     /// Answers a ping.
@@ -306,7 +319,7 @@ impl Socket {
             self.buf.reserve(READ_CHUNK);
             match self.io.read_buf(&mut self.buf).await {
                 Ok(0) | Err(_) => return Incoming::Gone,
-                Ok(_) => {}
+                Ok(_) => self.heard = std::time::Instant::now(),
             }
         }
     }

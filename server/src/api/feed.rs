@@ -9,13 +9,13 @@ use crate::{
 };
 use axum::{
     body::{Body, Bytes},
-    extract::{Path, State},
+    extract::{ConnectInfo, Path, State},
     http::{header, HeaderMap, HeaderValue},
     response::{IntoResponse, Response},
     Json,
 };
 use futures::Stream;
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// How many completions `recent.json` lists.
@@ -51,6 +51,7 @@ pub async fn get_recent(
 pub async fn stream_live_events(
     State(state): State<AppState>,
     Path(slug): Path<String>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let last_id = match headers.get("last-event-id") {
@@ -63,6 +64,10 @@ pub async fn stream_live_events(
         ),
     };
     super::known_project(&state, &slug).await?;
+    let slot = state.viewers.admit(
+        &super::client_ip(peer, &headers, state.trust_proxy),
+        &state.limits,
+    )?;
     // Subscribe before reading the history; events in both are sent once, by sequence number.
     let frames = state.hub.watch(&slug);
     let mut first = String::from("retry: 3000\n\n");
@@ -77,6 +82,7 @@ pub async fn stream_live_events(
         }
     }
     let feed = Feed {
+        _slot: slot,
         state,
         slug,
         frames,
@@ -97,6 +103,8 @@ pub async fn stream_live_events(
 
 /// One client's feed.
 struct Feed {
+    /// Its place among the viewers, given back when the feed ends.
+    _slot: crate::viewers::Slot,
     state: AppState,
     slug: String,
     frames: broadcast::Receiver<Signal>,
@@ -123,6 +131,8 @@ impl Feed {
             let signal = tokio::select! {
                 signal = self.frames.recv() => signal,
                 _ = self.keep_alive.tick() => return Some(Bytes::from_static(b": keep-alive\n\n")),
+                // The server stops: the feed ends (the client reconnects with Last-Event-ID).
+                () = self.state.closing.cancelled() => return None,
             };
             let chunk = match signal {
                 Ok(Signal::Frame(frame)) => self.frame_chunk(&frame).await,

@@ -14,7 +14,8 @@ use axum::{
     extract::{Path, Query, State},
     response::Response,
 };
-use std::time::Instant;
+use axum::{extract::ConnectInfo, http::HeaderMap};
+use std::{net::SocketAddr, time::Instant};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Query of the websocket: the last sequence number the viewer has.
@@ -30,9 +31,16 @@ pub async fn watch_project(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     Query(resume): Query<Resume>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
     super::known_project(&state, &slug).await?;
-    Ok(ws.on_upgrade(move |socket| stream_events(socket, state, slug, resume.since)))
+    let ip = super::client_ip(peer, &headers, state.trust_proxy);
+    let slot = state.viewers.admit(&ip, &state.limits)?;
+    Ok(ws.on_upgrade(move |socket| async move {
+        stream_events(socket, state, slug, resume.since).await;
+        drop(slot);
+    }))
 }
 
 /// The first message and the sequence number it brings the viewer to: the events after
@@ -123,9 +131,11 @@ async fn stream_events(mut socket: Socket, state: AppState, slug: String, since:
     let Some((mut sent, first)) = first_message(&state, &slug, since, subscribed).await else {
         return;
     };
-    if socket.send(&first).await.is_err() {
+    if !sent_in_time(&mut socket, &first).await {
         return;
     }
+    let every = state.limits.viewer_ping();
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
             signal = frames.recv() => {
@@ -135,10 +145,18 @@ async fn stream_events(mut socket: Socket, state: AppState, slug: String, since:
                     Next::Stop => break,
                 };
                 sent = seq;
-                if socket.send(&frame).await.is_err() {
+                if !sent_in_time(&mut socket, &frame).await {
                     return;
                 }
             }
+            _ = ping.tick() => {
+                // Two pings unanswered: the viewer is gone without saying so.
+                if socket.heard().elapsed() > every * 2 + every / 2 || socket.ping().await.is_err() {
+                    tracing::debug!(slug, "dropped a viewer that stopped answering pings");
+                    return;
+                }
+            }
+            () = state.closing.cancelled() => return socket.close(CLOSE_GOING_AWAY).await,
             incoming = socket.recv() => match incoming {
                 Incoming::Ping(payload) => {
                     if socket.pong(&payload).await.is_err() {
@@ -153,4 +171,15 @@ async fn stream_events(mut socket: Socket, state: AppState, slug: String, since:
     }
     // The hub stopped or a snapshot could not be read: the viewer reconnects.
     socket.close(CLOSE_GOING_AWAY).await;
+}
+
+/// How long one frame may take to reach a viewer; one that reads slower is dropped.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Writes `frame` to the viewer; false when it failed or took longer than [`SEND_TIMEOUT`].
+async fn sent_in_time(socket: &mut Socket, frame: &Bytes) -> bool {
+    matches!(
+        tokio::time::timeout(SEND_TIMEOUT, socket.send(frame)).await,
+        Ok(Ok(()))
+    )
 }
