@@ -9,6 +9,7 @@ use std::{
 };
 use tests::Killed;
 
+mod hostile;
 mod viewers;
 
 /// CPU seconds (user + kernel) that processes have used, read before a phase and compared
@@ -116,7 +117,10 @@ async fn pairs(base: &str, slug: &str, secs: u64, pace: Option<f64>) -> Latencie
                         next += iv;
                     }
                     let t = Instant::now();
-                    let r = http.post(format!("{base}/{slug}/request")).body(claim_body.clone()).send().await.unwrap();
+                    let Ok(r) = http.post(format!("{base}/{slug}/request")).body(claim_body.clone()).send().await else {
+                        lat.request.push(t.elapsed().as_micros() as u32);
+                        continue;
+                    };
                     let ok = r.status() == 200;
                     let v: serde_json::Value = r.json().await.unwrap_or_default();
                     lat.request.push(t.elapsed().as_micros() as u32);
@@ -125,9 +129,9 @@ async fn pairs(base: &str, slug: &str, secs: u64, pace: Option<f64>) -> Latencie
                     }
                     let done = serde_json::json!({"downloader": name, "item": v["item_name"], "bytes": {"data": 1234}});
                     let t = Instant::now();
-                    let r = http.post(format!("{base}/{slug}/done")).body(done.to_string()).send().await.unwrap();
+                    let r = http.post(format!("{base}/{slug}/done")).body(done.to_string()).send().await;
                     lat.done.push(t.elapsed().as_micros() as u32);
-                    if r.status() == 200 {
+                    if r.is_ok_and(|r| r.status() == 200) {
                         lat.pairs += 1;
                     }
                 }
@@ -346,7 +350,8 @@ async fn main() {
     } = Rig::start("bench", 8).await;
     let meter = || CpuMeter::start(tracker_pid, redis_pid);
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
-    // `--phases a,b`: only those phases (pairs, ceiling, half, multi, backfeed, wrk, floor).
+    // `--phases a,b`: only those phases (pairs, ceiling, half, multi, backfeed, wrk, floor,
+    // hostile).
     let args: Vec<String> = std::env::args().collect();
     let only = args
         .iter()
@@ -361,15 +366,16 @@ async fn main() {
         ("direct", 300_000, "ceiling"),
         ("paced", 200_000, "half"),
         ("wrk", 600_000, "wrk"),
+        ("hostile", 400_000, "hostile"),
     ] {
-        if run(phase) || (phase == "pairs" && run("half")) {
+        if run(phase) || (phase == "pairs" && (run("half") || run("hostile"))) {
             project(&store, slug, items).await;
         } else {
             project(&store, slug, 0).await;
         }
     }
     let mut peak_rate = 0.0;
-    if run("pairs") || run("half") {
+    if run("pairs") || run("half") || run("hostile") {
         let m = meter();
         peak_rate = phase_pairs(&base).await;
         println!("{}", m.report(peak_rate * SECONDS as f64, "pair"));
@@ -409,6 +415,9 @@ async fn main() {
             b as f64 / SECONDS as f64
         );
         println!("{}", cpu.report(b as f64, "record"));
+    }
+    if run("hostile") {
+        hostile::run(&base, "hostile", "hostile-benchkey", peak_rate).await;
     }
     let wrk = Command::new("wrk").arg("--version").output().is_ok();
     let wrk_script = root.join("../shared/bench/wrk-pair.lua");

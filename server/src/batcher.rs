@@ -190,3 +190,60 @@ where
     lanes.insert(slug.to_string(), tx.clone());
     tx
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn callers_gone_before_their_batch_are_left_out_and_results_for_gone_callers_handed_back()
+    {
+        let lanes: Lanes<u32, u32> = Mutex::default();
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+        let abandoned = Arc::new(AtomicUsize::new(0));
+        let run = {
+            let ran = ran.clone();
+            move |_: String, reqs: Vec<u32>| {
+                let (ran, mut go) = (ran.clone(), go_rx.clone());
+                async move {
+                    ran.lock().unwrap().extend(reqs.iter().copied());
+                    let _ = go.wait_for(|&g| g).await;
+                    reqs.into_iter().map(Ok).collect()
+                }
+            }
+        };
+        let gave_back = {
+            let abandoned = abandoned.clone();
+            move |_: String, result: u32| {
+                abandoned.fetch_add(result as usize, Ordering::SeqCst);
+                async {}
+            }
+        };
+        let tx = lane(&lanes, "s", run, gave_back);
+        // A caller that has gone before its batch runs.
+        let (reply, gone) = oneshot::channel();
+        drop(gone);
+        tx.send((1, reply)).await.unwrap();
+        // A caller that goes while its batch runs.
+        let (reply, leaving) = oneshot::channel();
+        tx.send((10, reply)).await.unwrap();
+        // A caller that stays.
+        let (reply, staying) = oneshot::channel();
+        tx.send((100, reply)).await.unwrap();
+        while ran.lock().unwrap().len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        drop(leaving);
+        go_tx.send(true).unwrap();
+        assert_eq!(staying.await.unwrap().unwrap(), 100);
+        let mut ran = ran.lock().unwrap().clone();
+        ran.sort_unstable();
+        assert_eq!(ran, [10, 100], "the gone caller's request never ran");
+        while abandoned.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(abandoned.load(Ordering::SeqCst), 10);
+    }
+}

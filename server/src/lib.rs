@@ -13,6 +13,7 @@
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
 //! | [`viewers`] | live viewers admitted under the caps, in all and per IP |
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
+//! | [`read_cache`] | public reads computed at most once a second, one computation for concurrent misses |
 //! | [`routes`] | the route table, grouped by caller |
 //! | [`cli`] | the `tracker` command line |
 
@@ -26,6 +27,7 @@ pub mod hub;
 pub mod keys;
 pub mod limits;
 pub mod precompress;
+pub mod read_cache;
 pub mod routes;
 pub mod store;
 pub mod viewers;
@@ -83,6 +85,8 @@ pub struct App {
     pub archive_dir: std::path::PathBuf,
     /// What clients may send and hold.
     pub limits: limits::Limits,
+    /// The public reads of the last second.
+    pub read_cache: read_cache::ReadCache,
     /// The live viewers watching now.
     pub viewers: viewers::Viewers,
     /// Cancelled when the server stops: live streams end at once instead of holding it up.
@@ -125,6 +129,7 @@ impl App {
             archive_dir: "data/archive".into(),
             limits: Default::default(),
             viewers: Default::default(),
+            read_cache: Default::default(),
             closing: Default::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
         })

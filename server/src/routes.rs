@@ -134,7 +134,10 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(unrouted);
 
-    let admin = crate::admin::router(&state);
+    let admin = crate::admin::router(&state).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        crate::read_cache::forget_after_change,
+    ));
 
     // Every request but the live feeds' and the panel's (whose uploads stream files of any size)
     // is answered within the request timeout: 408 for a client that sends its body too slowly.
@@ -151,6 +154,10 @@ pub fn router(state: AppState) -> Router {
         // tracker sent them; the live feeds are streams.
         .merge(
             public_json
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    crate::read_cache::serve_cached,
+                ))
                 .merge(pages)
                 .layer(CompressionLayer::new())
                 .layer(timeout),
@@ -181,9 +188,10 @@ const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
 /// (`app::data::load_page`), which the page also carries for the browser to hydrate from. A
 /// page whose data could not be read in [`PAGE_DATA_WAIT`] (Redis down) says why, with a 503.
 async fn render_public_page(State(state): State<AppState>, req: Request) -> Response {
-    let read = app::data::load_page(&state.store, req.uri().path());
+    let read = state.read_cache.page(&state.store, req.uri().path());
     let data = tokio::time::timeout(PAGE_DATA_WAIT, read)
         .await
+        .map(|data| (*data).clone())
         .unwrap_or_else(|_| app::data::PageData {
             error: Some(format!(
                 "The tracker's database did not answer in {} s; try again shortly.",

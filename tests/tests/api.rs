@@ -12,6 +12,7 @@ mod api {
     mod downloaders;
     mod engine;
     mod feed;
+    mod fuzz;
     mod headers;
     mod hostile;
     mod live;

@@ -151,7 +151,8 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     app.project("p1", &refs).await;
     app.claim_all("p1").await;
-    assert_eq!(app.get("/p1/recent.json").await.body.trim(), "[]");
+    // Another address than the read below: public reads are cached for a second per address.
+    assert_eq!(app.get("/p1/recent.json?before").await.body.trim(), "[]");
     for (i, item) in names.iter().enumerate() {
         app.done("p1", "bob", item, i as u64).await;
     }

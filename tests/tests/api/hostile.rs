@@ -320,3 +320,52 @@ async fn a_report_that_would_pass_exact_counters_is_refused() {
         .unwrap();
     app.assert_invariant("p").await;
 }
+
+#[tokio::test]
+async fn claims_whose_caller_left_are_given_back_or_never_run() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c", "d", "e", "f"]).await;
+    // Redis holds every script that writes while paused: the claims below wait in their batches
+    // while their callers give up. (That a request whose caller left before its batch ran is
+    // left out is the batcher's unit test.)
+    let _: () = app
+        .store
+        .client()
+        .custom(fred::cmd!("CLIENT"), vec!["PAUSE", "1500", "WRITE"])
+        .await
+        .unwrap();
+    let impatient = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let calls = (0..4).map(|i| {
+        let req = impatient
+            .post(app.url("/p/request"))
+            .body(format!(r#"{{"downloader":"gone{i}","api_version":"2"}}"#));
+        async move { req.send().await.is_err() }
+    });
+    let timed_out = futures::future::join_all(calls).await;
+    assert!(timed_out.iter().all(|&t| t), "every caller gave up");
+    // Once Redis goes on, what ran for a caller that left goes back, and nothing stays out.
+    let gone_back = tests::wait_for(
+        "the claims of callers that left to go back",
+        std::time::Duration::from_secs(10),
+        || async {
+            let mut back = 0;
+            for item in ["a", "b", "c", "d", "e", "f"] {
+                let s = app.store.item_status("p", item).await.ok()?;
+                if s.timeline.contains("caller-gone") {
+                    back += 1;
+                }
+            }
+            let counts = app.counts("p").await;
+            (back >= 1 && counts.out == 0).then_some(back)
+        },
+    )
+    .await;
+    assert!(gone_back <= 4, "{gone_back} went back");
+    let counts = app.counts("p").await;
+    assert_eq!((counts.todo, counts.out), (6, 0));
+    app.assert_invariant("p").await;
+}

@@ -170,8 +170,9 @@ async fn charts_json_has_cumulative_minute_points() {
     let app = TestApp::start().await;
     app.project("p1", &["a", "b", "c"]).await;
     app.claim_all("p1").await;
+    // Another address than the read below: public reads are cached for a second per address.
     let empty: serde_json::Value =
-        serde_json::from_str(&app.get("/p1/charts.json").await.body).unwrap();
+        serde_json::from_str(&app.get("/p1/charts.json?empty").await.body).unwrap();
     assert_eq!(
         sorted_keys(&empty),
         ["bytes_done_chart", "downloader_chart", "items_done_chart"]
@@ -312,4 +313,71 @@ async fn page_data_json_has_the_pages_types_and_404s_unknown_projects() {
     }
     let bad = app.get("/board/p1/page.json?window=soon").await;
     assert_eq!(bad.status, 400, "{}", bad.body);
+}
+
+/// Commands Redis has processed so far (each call of this counts one more).
+async fn redis_commands(app: &TestApp) -> u64 {
+    use fred::prelude::*;
+    let info: String = app
+        .store
+        .client()
+        .custom(fred::cmd!("INFO"), vec!["stats"])
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_commands_processed:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("total_commands_processed")
+}
+
+#[tokio::test]
+async fn public_reads_are_computed_once_for_all_concurrent_callers_and_stay_fresh() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    // What one computation of each address costs Redis (distinct queries: distinct addresses).
+    let paths = [
+        "/p1/stats.json",
+        "/p1/charts.json",
+        "/p1/downloaders.json",
+        "/board/p1/page.json",
+        "/",
+    ];
+    let before = redis_commands(&app).await;
+    for path in paths {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        assert_eq!(
+            app.get(&format!("{path}{sep}one=1")).await.status,
+            200,
+            "{path}"
+        );
+    }
+    let one = redis_commands(&app).await - before - 1;
+    // The same addresses asked 50 times each, all at once.
+    let before = redis_commands(&app).await;
+    let calls = paths.iter().flat_map(|path| {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        (0..50).map(move |_| format!("{path}{sep}flood=1"))
+    });
+    let app = &app;
+    let replies = futures::future::join_all(calls.map(|p| async move { app.get(&p).await })).await;
+    assert!(replies.iter().all(|r| r.status == 200));
+    let flood = redis_commands(app).await - before - 1;
+    assert!(
+        flood <= one + 4,
+        "250 concurrent reads cost Redis {flood} commands; one read of each address costs {one}"
+    );
+    // A completion shows within a second or so.
+    let item = app.claim("p1", "alice").await;
+    assert_eq!(app.get("/p1/stats.json").await.status, 200);
+    app.done("p1", "alice", &item, 5).await;
+    tests::wait_for(
+        "stats.json to show the done",
+        std::time::Duration::from_secs(5),
+        || async {
+            let v: serde_json::Value =
+                serde_json::from_str(&app.get("/p1/stats.json").await.body).ok()?;
+            (v["total_items_done"] == 1).then_some(())
+        },
+    )
+    .await;
 }

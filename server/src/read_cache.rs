@@ -1,0 +1,122 @@
+//! Public reads served from a cache: the public JSON's answers and the data the public pages are
+//! rendered from are computed at most once per [`FRESH_FOR`] per address and process, and
+//! concurrent misses of one address share one computation. So a flood of page or JSON reads
+//! costs Redis one read a second per address, whatever the number of callers. The cache is
+//! bounded in bytes; a page is still rendered per request (each carries its own CSP nonce).
+
+use crate::AppState;
+use axum::{
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{HeaderMap, Method, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use std::{sync::Arc, time::Duration};
+
+/// How long a computed answer is served to everyone.
+pub const FRESH_FOR: Duration = Duration::from_secs(1);
+/// The most bytes of answers the cache holds.
+const CAPACITY: u64 = 64 * 1024 * 1024;
+/// The largest answer served (none of the public JSON comes near it; beyond, 503).
+const LARGEST: usize = 16 * 1024 * 1024;
+
+/// An answer as computed once: what every caller of its address gets within [`FRESH_FOR`].
+#[derive(Clone)]
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// The cached answers and page data; cheap to clone.
+#[derive(Clone)]
+pub struct ReadCache {
+    answers: moka::future::Cache<String, Option<Arc<Answer>>>,
+    pages: moka::future::Cache<String, Arc<app::data::PageData>>,
+}
+
+impl Default for ReadCache {
+    fn default() -> Self {
+        Self {
+            answers: moka::future::Cache::builder()
+                .time_to_live(FRESH_FOR)
+                .max_capacity(CAPACITY)
+                .weigher(|k: &String, v: &Option<Arc<Answer>>| {
+                    let body = v.as_ref().map_or(0, |a| a.body.len());
+                    (k.len() + body).try_into().unwrap_or(u32::MAX)
+                })
+                .build(),
+            pages: moka::future::Cache::builder()
+                .time_to_live(FRESH_FOR)
+                .max_capacity(10_000)
+                .build(),
+        }
+    }
+}
+
+impl ReadCache {
+    /// The data of the public page at `path`, read at most once per [`FRESH_FOR`].
+    pub async fn page(&self, store: &crate::store::Store, path: &str) -> Arc<app::data::PageData> {
+        self.pages
+            .get_with(path.to_string(), async move {
+                Arc::new(app::data::load_page(store, path).await)
+            })
+            .await
+    }
+}
+
+/// Middleware of the admin panel: after a change (any call but a GET), every cached read is
+/// dropped, so what an admin changes (the Warrior project list, a project's settings) shows at once.
+pub async fn forget_after_change(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let change = req.method() != Method::GET;
+    let resp = next.run(req).await;
+    if change {
+        state.read_cache.answers.invalidate_all();
+        state.read_cache.pages.invalidate_all();
+    }
+    resp
+}
+
+/// Middleware of the public JSON: a GET is answered from the cache, computed by the handler on
+/// a miss (once for all concurrent misses). `/healthz` is always asked afresh.
+pub async fn serve_cached(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if req.method() != Method::GET || req.uri().path() == "/healthz" {
+        return next.run(req).await;
+    }
+    let key = req.uri().to_string();
+    let answer = state
+        .read_cache
+        .answers
+        .get_with(key, async {
+            let resp = next.run(req).await;
+            let (parts, body) = resp.into_parts();
+            match axum::body::to_bytes(body, LARGEST).await {
+                Ok(body) => Some(Arc::new(Answer {
+                    status: parts.status,
+                    headers: parts.headers,
+                    body,
+                })),
+                Err(_) => None,
+            }
+        })
+        .await;
+    match answer {
+        Some(a) => {
+            let mut resp = Response::new(Body::from(a.body.clone()));
+            *resp.status_mut() = a.status;
+            *resp.headers_mut() = a.headers.clone();
+            resp
+        }
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, "1")],
+            "The answer is larger than the tracker serves.\n",
+        )
+            .into_response(),
+    }
+}
