@@ -30,9 +30,30 @@ pub enum ApiError {
     /// 503 with `Retry-After` seconds and the reason: a declared overload.
     #[error("{1}")]
     Unavailable(u64, String),
-    /// 500: something broke on our side (logged, not shown).
+    /// 500: something broke on our side (logged, not shown); 503 with `Retry-After` when it is
+    /// Redis refusing writes past its memory cap ([`crate::store::StoreError::Full`]).
     #[error(transparent)]
     Internal(#[from] crate::store::StoreError),
+}
+
+/// `Retry-After` seconds of a write refused because Redis is full.
+pub const FULL_RETRY_AFTER: u64 = 5;
+
+/// Logs that Redis is full at most once a minute: under load every request would.
+fn warn_full() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = crate::store::now_ms() / 1000;
+    let last = LAST.load(Ordering::Relaxed);
+    if now >= last + 60
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::warn!(
+            "redis is full (maxmemory): writes answered 503 until memory frees; raise TRACKER_REDIS_MAXMEMORY (or maxmemory) or archive logs"
+        );
+    }
 }
 
 impl ApiError {
@@ -56,16 +77,29 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, retry) = match &self {
-            ApiError::Client(status, _) => (*status, None),
-            ApiError::RateLimited(secs) => (StatusCode::TOO_MANY_REQUESTS, Some(*secs)),
-            ApiError::Unavailable(secs, _) => (StatusCode::SERVICE_UNAVAILABLE, Some(*secs)),
+        let (status, reason, retry) = match &self {
+            ApiError::Client(status, _) => (*status, self.to_string(), None),
+            ApiError::RateLimited(secs) => {
+                (StatusCode::TOO_MANY_REQUESTS, self.to_string(), Some(*secs))
+            }
+            ApiError::Unavailable(secs, _) => {
+                (StatusCode::SERVICE_UNAVAILABLE, self.to_string(), Some(*secs))
+            }
+            ApiError::Internal(crate::store::StoreError::Full) => {
+                warn_full();
+                let reason = "The tracker's storage is full; retry later.".to_string();
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    reason,
+                    Some(FULL_RETRY_AFTER),
+                )
+            }
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 return (StatusCode::INTERNAL_SERVER_ERROR, "Internal error.\n").into_response();
             }
         };
-        let mut resp = (status, format!("{self}\n")).into_response();
+        let mut resp = (status, format!("{reason}\n")).into_response();
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(secs) = retry {

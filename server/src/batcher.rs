@@ -112,14 +112,19 @@ impl Batcher {
     }
 }
 
+/// The error of each request of a batch whose script call failed: a full Redis stays
+/// [`StoreError::Full`] (answered 503, retry later), anything else is logged once for the batch.
 fn failed<T>(e: &StoreError, n: usize) -> Vec<StoreResult<T>> {
-    tracing::error!(error = %e, "batched script call failed");
+    if !matches!(e, StoreError::Full) {
+        tracing::error!(error = %e, "batched script call failed");
+    }
     (0..n)
-        .map(|_| {
-            Err(StoreError::Reply {
+        .map(|_| match e {
+            StoreError::Full => Err(StoreError::Full),
+            e => Err(StoreError::Reply {
                 script: "batch",
                 detail: e.to_string(),
-            })
+            }),
         })
         .collect()
 }

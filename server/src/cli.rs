@@ -171,7 +171,7 @@ pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), 
     match &args.redis_url {
         Some(url) => Ok((url.clone(), None)),
         None => {
-            let embedded = EmbeddedRedis::ensure(&args.data_dir).await?;
+            let embedded = EmbeddedRedis::ensure(&args.data_dir, args.redis_maxmemory).await?;
             Ok((embedded.url(), Some(embedded)))
         }
     }

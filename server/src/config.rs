@@ -15,6 +15,11 @@ pub struct RedisArgs {
     /// Directory of the private Redis (data, append-only file, socket).
     #[arg(long, env = "TRACKER_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
+    /// Memory cap of the private Redis, in Redis's syntax (`512mb`, `2gb`; `0`: none); past it,
+    /// writes are refused (503) until memory frees. Default: a quarter of the machine's memory,
+    /// at least 64 MB. Ignored with `REDIS_URL` (set `maxmemory` on that server yourself).
+    #[arg(long, env = "TRACKER_REDIS_MAXMEMORY", value_parser = crate::embedded_redis::parse_memory)]
+    pub redis_maxmemory: Option<u64>,
 }
 
 /// Settings of `tracker serve`.

@@ -3,10 +3,13 @@
 //!
 //! A server already answering on the socket (started by an earlier run that was killed, or by
 //! the CLI) is reused and left running; one started here is stopped by [`EmbeddedRedis::stop`].
+//!
+//! Its memory is capped (`maxmemory`, policy `noeviction`): past the cap Redis refuses writes
+//! (the API answers 503) instead of growing until the kernel kills it or evicting queued items.
 
 use std::{
     io::{Read, Write},
-    os::unix::net::UnixStream,
+    os::unix::{fs::PermissionsExt, net::UnixStream},
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
@@ -26,24 +29,28 @@ pub enum LaunchError {
     /// redis-server did not answer in time.
     #[error("redis-server did not start (see {0})")]
     NotReady(PathBuf),
+    /// The running redis-server refused the memory settings.
+    #[error("could not set the memory limit of the running redis-server: {0}")]
+    Config(fred::error::Error),
 }
 
 impl EmbeddedRedis {
-    /// Finds or starts the private Redis of `data_dir`.
-    pub async fn ensure(data_dir: &Path) -> Result<Self, LaunchError> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| LaunchError::Io(format!("create {}", data_dir.display()), e))?;
-        let dir = data_dir
-            .canonicalize()
-            .map_err(|e| LaunchError::Io(format!("resolve {}", data_dir.display()), e))?;
+    /// Finds or starts the private Redis of `data_dir`, capped at `maxmemory` bytes (`0`: no
+    /// cap). `None`: a server started here gets [`default_maxmemory`]; one found running keeps
+    /// its cap, or gets the default if it has none.
+    pub async fn ensure(data_dir: &Path, maxmemory: Option<u64>) -> Result<Self, LaunchError> {
+        let dir = private_dir(data_dir)?;
         let socket = dir.join("redis.sock");
         if ping(&socket) {
             tracing::info!(socket = %socket.display(), "using the private redis-server already running");
-            return Ok(Self {
+            let redis = Self {
                 socket,
                 child: None,
-            });
+            };
+            redis.limit_memory(maxmemory).await?;
+            return Ok(redis);
         }
+        let maxmemory = maxmemory.unwrap_or_else(default_maxmemory);
         let _ = std::fs::remove_file(&socket);
         let log = dir.join("redis.log");
         let child = tokio::process::Command::new("redis-server")
@@ -63,6 +70,8 @@ impl EmbeddedRedis {
                 "--daemonize",
                 "no",
             ])
+            .args(["--maxmemory-policy", "noeviction", "--maxmemory"])
+            .arg(maxmemory.to_string())
             .arg("--unixsocket")
             .arg(&socket)
             .arg("--dir")
@@ -81,7 +90,7 @@ impl EmbeddedRedis {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tracing::info!(socket = %socket.display(), "started private redis-server");
+        tracing::info!(socket = %socket.display(), maxmemory, "started private redis-server");
         Ok(Self {
             socket,
             child: Some(child),
@@ -91,6 +100,48 @@ impl EmbeddedRedis {
     /// The URL to connect to it.
     pub fn url(&self) -> String {
         format!("redis+unix://{}", self.socket.display())
+    }
+
+    /// Sets the memory cap of a server found running: `maxmemory` when given, else the default
+    /// when it has no cap; and the `noeviction` policy, whatever it had.
+    async fn limit_memory(&self, maxmemory: Option<u64>) -> Result<(), LaunchError> {
+        use fred::prelude::*;
+        let config = Config {
+            server: ServerConfig::new_unix_socket(&self.socket),
+            ..Config::default()
+        };
+        let client = Builder::from_config(config)
+            .with_connection_config(|c| c.connection_timeout = Duration::from_secs(5))
+            .build()
+            .map_err(LaunchError::Config)?;
+        client.init().await.map_err(LaunchError::Config)?;
+        let result = async {
+            let cap = match maxmemory {
+                Some(bytes) => Some(bytes),
+                None => {
+                    let (_, current): (String, u64) = client
+                        .custom(fred::cmd!("CONFIG"), vec!["GET", "maxmemory"])
+                        .await?;
+                    (current == 0).then(default_maxmemory)
+                }
+            };
+            let mut args = vec![
+                "SET".to_string(),
+                "maxmemory-policy".into(),
+                "noeviction".into(),
+            ];
+            if let Some(bytes) = cap {
+                args.extend(["maxmemory".into(), bytes.to_string()]);
+                tracing::info!(
+                    maxmemory = bytes,
+                    "capped the memory of the running redis-server"
+                );
+            }
+            client.custom::<(), _>(fred::cmd!("CONFIG"), args).await
+        }
+        .await;
+        let _ = client.quit().await;
+        result.map_err(LaunchError::Config)
     }
 
     /// Stops the server if it was started here (SIGTERM: Redis flushes its append-only file).
@@ -112,6 +163,79 @@ impl EmbeddedRedis {
     }
 }
 
+/// Creates `data_dir` if needed and makes it private to this user (0700): it holds every item,
+/// account and session, and the socket. Returns its absolute path.
+fn private_dir(data_dir: &Path) -> Result<PathBuf, LaunchError> {
+    let io = |what: &str| {
+        let what = format!("{what} {}", data_dir.display());
+        move |e: std::io::Error| LaunchError::Io(what, e)
+    };
+    std::fs::create_dir_all(data_dir).map_err(io("create"))?;
+    let mode = std::fs::metadata(data_dir)
+        .map_err(io("read"))?
+        .permissions()
+        .mode();
+    if mode & 0o777 != 0o700 {
+        std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io("make private (chmod 700)"))?;
+        tracing::info!(dir = %data_dir.display(), was = format!("{:o}", mode & 0o777), "made the data directory private (700)");
+    }
+    data_dir.canonicalize().map_err(io("resolve"))
+}
+
+/// The smallest default cap, for machines (or containers) with little memory.
+pub const MIN_DEFAULT_MAXMEMORY: u64 = 64 << 20;
+
+/// The default cap of the private Redis: a quarter of the memory this process may use (the
+/// machine's `MemTotal`, or a lower cgroup limit), at least [`MIN_DEFAULT_MAXMEMORY`]; 1 GiB
+/// when neither can be read.
+pub fn default_maxmemory() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok();
+    share_of_memory(&meminfo, cgroup.as_deref())
+}
+
+/// [`default_maxmemory`] from the text of `/proc/meminfo` and of cgroup v2's `memory.max`.
+fn share_of_memory(meminfo: &str, cgroup_max: Option<&str>) -> u64 {
+    let total = meminfo.lines().find_map(|l| {
+        let kb = l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?;
+        kb.trim().parse::<u64>().ok()?.checked_mul(1024)
+    });
+    // "max" (no limit) does not parse, and is ignored.
+    let cgroup = cgroup_max.and_then(|s| s.trim().parse::<u64>().ok());
+    let available = match (total, cgroup) {
+        (Some(t), Some(c)) => t.min(c),
+        (Some(m), None) | (None, Some(m)) => m,
+        (None, None) => return 1 << 30,
+    };
+    (available / 4).max(MIN_DEFAULT_MAXMEMORY)
+}
+
+/// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
+/// `g` (powers of 1000) or `kb`, `mb`, `gb` (powers of 1024), in any case: `512mb`, `2gb`.
+pub fn parse_memory(text: &str) -> Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(digits);
+    let scale: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1 << 10,
+        "m" => 1000 * 1000,
+        "mb" => 1 << 20,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1 << 30,
+        _ => return Err(format!("{text:?}: use bytes or a unit: 512mb, 2gb")),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?}: use a whole number of bytes or a unit: 512mb, 2gb"))
+}
+
 /// Whether a Redis answers `PING` on `socket`.
 fn ping(socket: &Path) -> bool {
     let Ok(mut s) = UnixStream::connect(socket) else {
@@ -120,4 +244,121 @@ fn ping(socket: &Path) -> bool {
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let mut buf = [0u8; 7];
     s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fred::prelude::*;
+
+    #[test]
+    fn the_default_cap_is_a_quarter_of_memory_and_at_least_64_mb() {
+        let meminfo = "MemTotal:       16384000 kB\nMemFree:         1000 kB\n";
+        assert_eq!(share_of_memory(meminfo, None), 16384000 * 1024 / 4);
+        assert_eq!(share_of_memory(meminfo, Some("max\n")), 16384000 * 1024 / 4);
+        // A container's cgroup limit lower than the machine's memory wins.
+        assert_eq!(share_of_memory(meminfo, Some("2147483648\n")), 512 << 20);
+        let small = "MemTotal:         131072 kB\n";
+        assert_eq!(share_of_memory(small, None), MIN_DEFAULT_MAXMEMORY);
+        assert_eq!(share_of_memory("", None), 1 << 30);
+        assert_eq!(share_of_memory("", Some("1073741824")), 256 << 20);
+        assert!(default_maxmemory() >= MIN_DEFAULT_MAXMEMORY);
+    }
+
+    #[test]
+    fn sizes_read_as_redis_reads_them() {
+        assert_eq!(parse_memory("512mb"), Ok(512 << 20));
+        assert_eq!(parse_memory("2GB"), Ok(2 << 30));
+        assert_eq!(parse_memory("100k"), Ok(100_000));
+        assert_eq!(parse_memory("3m"), Ok(3_000_000));
+        assert_eq!(parse_memory("1g"), Ok(1_000_000_000));
+        assert_eq!(parse_memory("64kb"), Ok(64 << 10));
+        assert_eq!(parse_memory("1000"), Ok(1000));
+        assert_eq!(parse_memory("0"), Ok(0));
+        for bad in ["", "mb", "1.5gb", "-1", "12tb", "1 gb", "99999999999999gb"] {
+            assert!(parse_memory(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    async fn config_get(redis: &EmbeddedRedis, name: &str) -> String {
+        let config = Config {
+            server: ServerConfig::new_unix_socket(&redis.socket),
+            ..Config::default()
+        };
+        let client = Builder::from_config(config).build().expect("client");
+        client.init().await.expect("connect");
+        let (_, value): (String, String) = client
+            .custom(fred::cmd!("CONFIG"), vec!["GET", name])
+            .await
+            .expect("CONFIG GET");
+        let _ = client.quit().await;
+        value
+    }
+
+    /// Needs `redis-server` on the PATH, as the tracker itself does.
+    #[tokio::test]
+    async fn the_private_redis_is_capped_and_its_directory_private() {
+        let dir =
+            std::env::temp_dir().join(format!("tracker-embedded-{:016x}", rand::random::<u64>()));
+        std::fs::create_dir(&dir).expect("create");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+
+        let started = EmbeddedRedis::ensure(&dir, Some(100 << 20))
+            .await
+            .expect("start");
+        let mode = std::fs::metadata(&dir).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "the data directory is private");
+        assert_eq!(
+            config_get(&started, "maxmemory").await,
+            (100u64 << 20).to_string()
+        );
+        assert_eq!(config_get(&started, "maxmemory-policy").await, "noeviction");
+
+        // A server found running keeps its cap when none is given, and takes one given.
+        let found = EmbeddedRedis::ensure(&dir, None).await.expect("reuse");
+        assert!(found.child.is_none(), "reused, not started");
+        assert_eq!(
+            config_get(&found, "maxmemory").await,
+            (100u64 << 20).to_string()
+        );
+        let found = EmbeddedRedis::ensure(&dir, Some(200 << 20))
+            .await
+            .expect("reuse");
+        assert_eq!(
+            config_get(&found, "maxmemory").await,
+            (200u64 << 20).to_string()
+        );
+        // One running with no cap (and evicting) gets the default cap and noeviction.
+        let config = |args: Vec<&'static str>| async {
+            let c = Builder::from_config(Config {
+                server: ServerConfig::new_unix_socket(&found.socket),
+                ..Config::default()
+            })
+            .build()
+            .expect("client");
+            c.init().await.expect("connect");
+            c.custom::<(), _>(fred::cmd!("CONFIG"), args)
+                .await
+                .expect("CONFIG SET");
+            let _ = c.quit().await;
+        };
+        config(vec![
+            "SET",
+            "maxmemory",
+            "0",
+            "maxmemory-policy",
+            "allkeys-lru",
+        ])
+        .await;
+        let found = EmbeddedRedis::ensure(&dir, None).await.expect("reuse");
+        assert_eq!(
+            config_get(&found, "maxmemory").await,
+            default_maxmemory().to_string()
+        );
+        assert_eq!(config_get(&found, "maxmemory-policy").await, "noeviction");
+
+        found.stop().await;
+        started.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -38,7 +38,11 @@ use scripts::Scripts;
 pub enum StoreError {
     /// Redis failed or is unreachable.
     #[error("redis: {0}")]
-    Redis(#[from] fred::error::Error),
+    Redis(fred::error::Error),
+    /// Redis refused a write: its memory is at `maxmemory`. Nothing was changed (every
+    /// writing script is refused before it starts); writes succeed again once memory frees.
+    #[error("redis is full (used memory > maxmemory): writes are refused until memory frees or maxmemory is raised")]
+    Full,
     /// A script answered something its wrapper does not expect.
     #[error("unexpected reply from script {script}: {detail}")]
     Reply {
@@ -56,6 +60,22 @@ pub enum StoreError {
     /// Only the claimant (or an admin) may release an item.
     #[error("not the claimant")]
     NotClaimant,
+}
+
+impl From<fred::error::Error> for StoreError {
+    fn from(e: fred::error::Error) -> Self {
+        if is_oom(e.details()) {
+            Self::Full
+        } else {
+            Self::Redis(e)
+        }
+    }
+}
+
+/// Whether a Redis error reply is the refusal of a write past `maxmemory`
+/// (`OOM command not allowed when used memory > 'maxmemory'.`).
+pub fn is_oom(reply: &str) -> bool {
+    reply.starts_with("OOM ")
 }
 
 /// Result of store operations.

@@ -209,6 +209,12 @@ impl TestApp {
             .expect("add items");
     }
 
+    /// Whether this app has a Redis of its own (not a shared `REDIS_URL`), which a test may
+    /// reconfigure or stop.
+    pub fn owns_redis(&self) -> bool {
+        self.redis.is_some()
+    }
+
     /// Stops this app's private Redis (no-op with a shared `REDIS_URL`); whether it did.
     pub fn kill_redis(&mut self) -> bool {
         let Some(mut child) = self.redis.take() else {

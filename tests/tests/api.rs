@@ -20,6 +20,7 @@ mod api {
     mod pages;
     mod protocol;
     mod public;
+    mod redis_full;
     mod scripts;
     mod warrior;
 }

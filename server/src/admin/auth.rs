@@ -148,11 +148,16 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-/// A session store failure: logged, answered with a generic 500.
+/// A session store failure: logged, answered with a generic 500 (503 when Redis is full; the
+/// store's error reaches us only as text).
 pub fn session_error(e: tower_sessions::session::Error) -> ApiError {
+    let detail = e.to_string();
+    if detail.contains("OOM command not allowed") {
+        return ApiError::Internal(crate::store::StoreError::Full);
+    }
     ApiError::Internal(crate::store::StoreError::Reply {
         script: "session",
-        detail: e.to_string(),
+        detail,
     })
 }
 

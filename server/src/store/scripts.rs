@@ -2,6 +2,13 @@
 //!
 //! Each script is one atomic operation (`lua/<name>.lua`); it is only called through the typed
 //! wrappers in the sibling modules, which go through [`Scripts::run`].
+//!
+//! Each opens with a shebang line (Redis 7) declaring how it treats a full Redis (used memory
+//! past `maxmemory`): `#!lua` scripts write, and Redis refuses them before they start, so a
+//! script is never stopped halfway (without the line, Redis would refuse only the first
+//! command that adds data, and only if nothing was written before it); `flags=no-writes`
+//! scripts only read and run anyway; `flags=allow-oom` runs anyway too, for a script that only
+//! shrinks data.
 
 use super::{StoreError, StoreResult};
 use fred::{prelude::*, types::scripts::Script};
@@ -10,7 +17,7 @@ use fred::{prelude::*, types::scripts::Script};
 pub struct LuaScript {
     /// The operation's name, the file's stem.
     pub name: &'static str,
-    /// The Lua source.
+    /// The Lua source, shebang line first.
     pub source: &'static str,
     /// How many `KEYS` it takes.
     pub num_keys: usize,
@@ -32,8 +39,23 @@ impl LuaScript {
             name,
             source,
             num_keys,
-            script: Script::from_lua(format!("{LIB}\n{source}")),
+            script: Script::from_lua(with_lib(source)),
         }
+    }
+
+    /// The script's shebang line (`#!lua`, `#!lua flags=no-writes`), if it has one.
+    pub fn shebang(&self) -> Option<&'static str> {
+        self.source.lines().next().filter(|l| l.starts_with("#!"))
+    }
+}
+
+/// `source` with [`LIB`] inserted after its shebang line, which Redis reads only as the very
+/// first line. A line of the file lands where it would after `LIB` and the whole file, so the
+/// line numbers of Redis's errors are the same either way.
+fn with_lib(source: &str) -> String {
+    match source.split_once('\n') {
+        Some((shebang, body)) if shebang.starts_with("#!") => format!("{shebang}\n{LIB}\n{body}"),
+        _ => format!("{LIB}\n{source}"),
     }
 }
 
@@ -160,10 +182,39 @@ mod tests {
     }
 
     #[test]
+    fn every_script_declares_how_it_treats_a_full_redis() {
+        let scripts = Scripts::new();
+        for s in scripts.all() {
+            let allowed = ["#!lua", "#!lua flags=no-writes", "#!lua flags=allow-oom"];
+            assert!(
+                s.shebang().is_some_and(|l| allowed.contains(&l)),
+                "script {} opens with one of {allowed:?}",
+                s.name
+            );
+            let composed = with_lib(s.source);
+            assert!(composed.starts_with(&format!("{}\n", s.shebang().unwrap_or_default())));
+            assert_eq!(composed.matches("#!lua").count(), 1, "script {}", s.name);
+            // Redis's error line numbers stay what they were with the library first.
+            let lib_first = format!("{LIB}\n{}", s.source);
+            assert_eq!(composed.lines().count(), lib_first.lines().count());
+        }
+        // The leaderboard and item lookups keep answering when Redis is full.
+        for s in [&scripts.snapshot, &scripts.item_status] {
+            assert_eq!(
+                s.shebang(),
+                Some("#!lua flags=no-writes"),
+                "script {}",
+                s.name
+            );
+        }
+    }
+
+    #[test]
     fn every_header_declares_the_keys_its_wrapper_passes() {
         for s in Scripts::new().all() {
             assert_eq!(header_keys(s.source), s.num_keys, "script {}", s.name);
-            let names_itself = s.source.starts_with(&format!("--[[\n  {}: ", s.name));
+            let body = s.source.split_once('\n').map_or("", |(_, b)| b);
+            let names_itself = body.starts_with(&format!("--[[\n  {}: ", s.name));
             assert!(names_itself, "script {} opens with its purpose", s.name);
             assert!(s.source.contains("Output:"), "script {}", s.name);
         }

@@ -1,3 +1,4 @@
+#!lua
 --[[
   add_items: queues items the project does not know yet, each in its queue part.
 

@@ -1,3 +1,4 @@
+#!lua
 --[[
   backfeed: queues records found by workers unless the project's Bloom filter has seen them.
 

@@ -1,3 +1,4 @@
+#!lua
 --[[
   claim: serves R claim requests of one project in one atomic step, each up to N items, in
   claim order: the downloader's own queue; reclaims when the claims limit is reached; the

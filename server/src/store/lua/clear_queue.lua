@@ -1,3 +1,4 @@
+#!lua
 --[[
   clear_queue: drops every waiting item of one queue (all its parts: pattern parts, backfeed
   shards); the items leave the project. With dry run, only counts them.

@@ -1,3 +1,4 @@
+#!lua
 --[[
   done: records R done reports of one project in one atomic step. Per report: every item must
   be known (claimed, queued, failed or done), else nothing of that report changes (404). If

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   item_status: where an item is, who holds it, and (optionally) its timeline.
 

@@ -1,3 +1,4 @@
+#!lua
 --[[
   login_attempt: counts one login attempt before its password is checked, unless a limit is
   reached already; so parallel guesses can never pass a limit. Counts lapse `window` seconds

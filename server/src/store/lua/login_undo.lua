@@ -1,8 +1,10 @@
+#!lua flags=allow-oom
 --[[
   login_undo: takes back an attempt login_attempt counted, when it was no wrong guess: the
   password was right (then the name's earlier failures from that network are forgotten too),
   or it was never checked (no verification slot came free). Counters never go below zero and
-  keep their expiry; one that lapsed meanwhile stays gone.
+  keep their expiry; one that lapsed meanwhile stays gone. Runs even when Redis is full
+  (allow-oom): it only shrinks counters, and an attempt counted must be taken back.
 
   KEYS[1]  pair  string  attempts of one name from one network
   KEYS[2]  net   string  attempts from that network, whatever the name

@@ -1,3 +1,4 @@
+#!lua
 --[[
   move_items: moves waiting items from one queue part to another, keeping each item in exactly
   one queue; an item no longer in its source part is skipped. A moved item is scored as newly

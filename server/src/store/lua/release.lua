@@ -1,3 +1,4 @@
+#!lua
 --[[
   release: gives a claimed item back to `todo` (first in line), restoring the claimant's budget.
   Only the claimant from the IP it claimed from, or an admin, may release.

@@ -1,3 +1,4 @@
+#!lua
 --[[
   release_items: an admin gives claimed items back to their queue (first in line), each only if
   it is still the same claim (its claim time unchanged), restoring the claimants' budgets.

@@ -1,3 +1,4 @@
+#!lua
 --[[
   resolve_failed: an admin requeues failed items (first in line, attempts reset) or drops them
   (they leave the project); an item no longer failed is skipped.

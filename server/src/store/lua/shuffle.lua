@@ -1,3 +1,4 @@
+#!lua
 --[[
   shuffle: gives waiting items of one queue part a random-order score (_lib queue_scorer), for
   projects created before queues were scored so, whose items carry their order of arrival: the

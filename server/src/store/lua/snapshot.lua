@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   snapshot: reads a project's leaderboard state in one step, consistent with its event sequence.
 
