@@ -54,7 +54,27 @@ pub struct Limits {
     /// Most live viewers from one IP; 503 beyond.
     #[arg(long, env = "TRACKER_MAX_VIEWERS_PER_IP", default_value_t = 50)]
     pub viewers_per_ip: usize,
+    /// Largest backfeed body as sent (compressed or not), in bytes; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_BODY", default_value_t = 16 * 1024 * 1024)]
+    pub backfeed_body: usize,
+    /// Largest backfeed body once decompressed, in bytes; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_DECODED", default_value_t = 64 * 1024 * 1024)]
+    pub backfeed_decoded: u64,
+    /// Beyond its first MiB, a compressed backfeed body may decompress to at most this many
+    /// times the compressed bytes read so far; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_RATIO", default_value_t = 100)]
+    pub backfeed_ratio: u64,
+    /// Most records of one backfeed call; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_RECORDS", default_value_t = 100_000)]
+    pub backfeed_records: usize,
+    /// Backfeed bodies decompressed and split at once (on threads apart from the async
+    /// workers); more calls wait for a turn.
+    #[arg(long, env = "TRACKER_BACKFEED_DECODES", default_value_t = 2)]
+    pub backfeed_decodes: usize,
 }
+
+/// What a compressed backfeed body may decompress to before the ratio cap applies.
+pub const BACKFEED_RATIO_GRACE: u64 = 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
