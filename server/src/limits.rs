@@ -71,6 +71,13 @@ pub struct Limits {
     /// workers); more calls wait for a turn.
     #[arg(long, env = "TRACKER_BACKFEED_DECODES", default_value_t = 2)]
     pub backfeed_decodes: usize,
+    /// Rescue-me posts from one IP (an IPv6 /64) per minute, with as many at once; 429 beyond
+    /// (0: no limit).
+    #[arg(long, env = "TRACKER_RESCUE_PER_MINUTE", default_value_t = 10)]
+    pub rescue_per_minute: u64,
+    /// Most items (non-empty lines) of one rescue-me post; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_RESCUE_ITEMS", default_value_t = 1000)]
+    pub rescue_items: usize,
 }
 
 /// What a compressed backfeed body may decompress to before the ratio cap applies.
@@ -92,6 +99,12 @@ impl Limits {
     /// escaped as JSON might (NULs as `\u0000`), with the other fields at their limits.
     pub fn done_body(&self) -> usize {
         self.multi * (self.item + 6) + self.id * 2 + 64 * 1024
+    }
+
+    /// Largest body of a rescue-me post: its most items at the longest name, each
+    /// form-encoded (`%XX` per byte) with its line break.
+    pub fn rescue_body(&self) -> usize {
+        self.rescue_items * (self.item * 3 + 6) + 1024
     }
 
     /// The header-read timeout.

@@ -22,9 +22,6 @@ use tower_http::{
 /// How long a public page waits for its data before it answers 503.
 const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// The largest body of a rescue-me form.
-const MAX_BODY: usize = 16 * 1024 * 1024;
-
 /// The whole app: what `main` serves and what tests start.
 pub fn router(state: AppState) -> Router {
     // Bodies are capped near what the largest legal call needs (`crate::limits`).
@@ -59,7 +56,7 @@ pub fn router(state: AppState) -> Router {
             "/{slug}/rescue-me",
             get(extras::show_rescue_form)
                 .post(extras::rescue_items)
-                .layer(DefaultBodyLimit::max(MAX_BODY)),
+                .layer(DefaultBodyLimit::max(limits.rescue_body())),
         )
         .route(
             "/backfeed/legacy/{key}",
