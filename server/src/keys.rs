@@ -55,6 +55,8 @@
 //! ns:admin:token:<sha256>      hash    API token (by the SHA-256 of its secret): user, id,
 //!                                      name, t                                       (global)
 //! ns:admin:tokens:<name>       hash    an account's tokens: id -> JSON {hash, name, t} (global)
+//! ns:rescue:<net>              string  rescue-me posts of an IPv4 address or IPv6 /64: GCRA
+//!                                      theoretical arrival time (ms), expiring     (global)
 //! ns:warrior:projects          string  the Warrior HQ project list (projects.json) (global)
 //! ns:warrior:projects:versions list    earlier project lists, newest first, last 20 (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
@@ -146,6 +148,11 @@ impl Keys {
     /// The API tokens of account `name`.
     pub fn admin_tokens(&self, name: &str) -> String {
         format!("{}:admin:tokens:{name}", self.ns)
+    }
+
+    /// The rescue-me limiter of network `net` (an IPv4 address or IPv6 /64).
+    pub fn rescue_limiter(&self, net: &str) -> String {
+        format!("{}:rescue:{net}", self.ns)
     }
 
     /// The Warrior HQ project list (`projects.json`).

@@ -58,7 +58,34 @@ pub struct Limits {
     /// of them is dropped.
     #[arg(long, env = "TRACKER_VIEWER_PING", default_value_t = 30)]
     pub viewer_ping_s: u64,
+    /// Largest backfeed body as sent (compressed or not), in bytes; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_BODY", default_value_t = 16 * 1024 * 1024)]
+    pub backfeed_body: usize,
+    /// Largest backfeed body once decompressed, in bytes; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_DECODED", default_value_t = 64 * 1024 * 1024)]
+    pub backfeed_decoded: u64,
+    /// Beyond its first MiB, a compressed backfeed body may decompress to at most this many
+    /// times the compressed bytes read so far; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_RATIO", default_value_t = 100)]
+    pub backfeed_ratio: u64,
+    /// Most records of one backfeed call; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_BACKFEED_RECORDS", default_value_t = 100_000)]
+    pub backfeed_records: usize,
+    /// Backfeed bodies decompressed and split at once (on threads apart from the async
+    /// workers); more calls wait for a turn.
+    #[arg(long, env = "TRACKER_BACKFEED_DECODES", default_value_t = 2)]
+    pub backfeed_decodes: usize,
+    /// Rescue-me posts from one IP (an IPv6 /64) per minute, with as many at once; 429 beyond
+    /// (0: no limit).
+    #[arg(long, env = "TRACKER_RESCUE_PER_MINUTE", default_value_t = 10)]
+    pub rescue_per_minute: u64,
+    /// Most items (non-empty lines) of one rescue-me post; 413 beyond.
+    #[arg(long, env = "TRACKER_MAX_RESCUE_ITEMS", default_value_t = 1000)]
+    pub rescue_items: usize,
 }
+
+/// What a compressed backfeed body may decompress to before the ratio cap applies.
+pub const BACKFEED_RATIO_GRACE: u64 = 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -76,6 +103,12 @@ impl Limits {
     /// escaped as JSON might (NULs as `\u0000`), with the other fields at their limits.
     pub fn done_body(&self) -> usize {
         self.multi * (self.item + 6) + self.id * 2 + 64 * 1024
+    }
+
+    /// Largest body of a rescue-me post: its most items at the longest name, each
+    /// form-encoded (`%XX` per byte) with its line break.
+    pub fn rescue_body(&self) -> usize {
+        self.rescue_items * (self.item * 3 + 6) + 1024
     }
 
     /// The header-read timeout.

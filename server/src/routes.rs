@@ -7,7 +7,7 @@ use crate::{
 use app::{admin_shell, shell, AdminApp};
 use axum::http::{header, HeaderName, HeaderValue};
 use axum::{
-    extract::{DefaultBodyLimit, Path, Request, State},
+    extract::{DefaultBodyLimit, Extension, Path, Request, State},
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
     Router,
@@ -22,9 +22,6 @@ use tower_http::{
 
 /// How long a public page waits for its data before it answers 503.
 const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// The largest body of a backfeed call or a rescue-me form.
-const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// The whole app: what `main` serves and what tests start.
 pub fn router(state: AppState) -> Router {
@@ -60,11 +57,14 @@ pub fn router(state: AppState) -> Router {
             "/{slug}/rescue-me",
             get(extras::show_rescue_form)
                 .post(extras::rescue_items)
-                .layer(DefaultBodyLimit::max(MAX_BODY)),
+                .layer(DefaultBodyLimit::max(limits.rescue_body())),
         )
         .route(
             "/backfeed/legacy/{key}",
-            post(backfeed::add_backfeed).layer(DefaultBodyLimit::max(MAX_BODY)),
+            post(backfeed::add_backfeed).layer((
+                DefaultBodyLimit::max(limits.backfeed_body),
+                Extension(backfeed::DecodeSlots::new(limits.backfeed_decodes)),
+            )),
         )
         .route("/now", get(extras::get_now));
 

@@ -1,23 +1,22 @@
 //! `POST /backfeed/legacy/KEY`: items discovered by workers, de-duplicated by the project's
-//! Bloom filter.
+//! Bloom filter. Bodies are decompressed and split on blocking threads, a few at once, within
+//! the caps of [`crate::limits::Limits`] ([`body`]).
 
 use super::{constant_time_eq, ApiError, ApiResult};
-use crate::{
-    store::{bloom_hash, now_ms, valid_part_name, BackfeedRecord},
-    AppState,
-};
+use crate::{store::now_ms, AppState};
 use axum::{
     body::Bytes,
-    extract::{Path, Query, State},
-    http::{header, HeaderMap},
+    extract::{Extension, Path, Query, State},
+    http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
+use body::{Caps, Encoding, Format};
 use serde::Deserialize;
-use std::io::Read;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
 
-/// The largest body after decompression.
-const MAX_DECODED: u64 = 64 * 1024 * 1024;
+mod body;
 
 /// Query of a backfeed call.
 ///
@@ -25,6 +24,8 @@ const MAX_DECODED: u64 = 64 * 1024 * 1024;
 /// POST /backfeed/legacy/SLUG-SECRET?delimiter=%00[&itemseparator=%1F][&shard=NAME][&skipbloom=1]
 /// body: records joined by the delimiter, with a trailing delimiter
 /// ```
+///
+/// `shard` must be one of the project's `backfeed_shards`.
 #[derive(Debug, Deserialize)]
 pub struct BackfeedQuery {
     delimiter: Option<String>,
@@ -33,36 +34,17 @@ pub struct BackfeedQuery {
     skipbloom: Option<String>,
 }
 
-fn decode(headers: &HeaderMap, body: Bytes) -> ApiResult<Vec<u8>> {
-    let encoding = headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("identity");
-    let mut out = Vec::new();
-    let result = match encoding.trim() {
-        "" | "identity" => return Ok(body.to_vec()),
-        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
-            .take(MAX_DECODED)
-            .read_to_end(&mut out),
-        "zstd" => match ruzstd::decoding::StreamingDecoder::new(&body[..]) {
-            Ok(d) => d.take(MAX_DECODED).read_to_end(&mut out),
-            Err(e) => return Err(ApiError::bad_request(format!("Invalid zstd body: {e}"))),
-        },
-        other => {
-            return Err(ApiError::Client(
-                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("Unsupported Content-Encoding {other}."),
-            ))
-        }
-    };
-    result.map_err(|e| ApiError::bad_request(format!("Invalid {encoding} body: {e}")))?;
-    if out.len() as u64 >= MAX_DECODED {
-        return Err(ApiError::Client(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "Body too large.".into(),
-        ));
+/// Turns at decompressing and splitting bodies, [`crate::limits::Limits::backfeed_decodes`]
+/// at once: each may hold a decompressed body of up to the cap, so their number bounds that
+/// memory. Shared by the route (an extension), built from the limits it is served with.
+#[derive(Clone)]
+pub struct DecodeSlots(Arc<Semaphore>);
+
+impl DecodeSlots {
+    /// `n` turns at once (at least one).
+    pub fn new(n: usize) -> Self {
+        Self(Arc::new(Semaphore::new(n.max(1))))
     }
-    Ok(out)
 }
 
 fn one_char(value: Option<&str>, default: char, what: &str) -> ApiResult<char> {
@@ -80,9 +62,12 @@ fn one_char(value: Option<&str>, default: char, what: &str) -> ApiResult<char> {
     }
 }
 
-/// `POST /backfeed/legacy/KEY`: `{"status_code": 200, "added": N, "duplicates": M}`.
+/// `POST /backfeed/legacy/KEY`: `{"status_code": 200, "added": N, "duplicates": M}`. Every
+/// check (key, query, shard, size, records) passes before anything is queued.
+#[tracing::instrument(skip_all)]
 pub async fn add_backfeed(
     State(state): State<AppState>,
+    Extension(slots): Extension<DecodeSlots>,
     Path(key): Path<String>,
     Query(query): Query<BackfeedQuery>,
     headers: HeaderMap,
@@ -107,35 +92,53 @@ pub async fn add_backfeed(
         .transpose()?;
     let queue = match query.shard.as_deref() {
         None | Some("") => "todo:backfeed".to_string(),
-        Some(shard) if valid_part_name(shard) => format!("todo:backfeed:{shard}"),
-        Some(_) => return Err(ApiError::bad_request("shard must be [a-z0-9_-]{1,32}.")),
+        Some(shard) if settings.backfeed_shards.iter().any(|s| s == shard) => {
+            format!("todo:backfeed:{shard}")
+        }
+        Some(_) if settings.backfeed_shards.is_empty() => {
+            return Err(ApiError::bad_request(
+                "This project declares no backfeed shards (setting backfeed_shards).",
+            ))
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "shard must be one of this project's backfeed_shards: {}.",
+                settings.backfeed_shards.join(", ")
+            )))
+        }
     };
     let skip = query
         .skipbloom
         .as_deref()
         .is_some_and(|v| v != "0" && !v.is_empty());
-    let raw = decode(&headers, body)?;
-    let text =
-        String::from_utf8(raw).map_err(|_| ApiError::bad_request("Records must be UTF-8."))?;
+    let encoding = Encoding::from_header(
+        headers
+            .get(header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok()),
+    )?;
+    let limits = &state.limits;
+    let (caps, format) = (
+        Caps::from(limits),
+        Format {
+            delimiter,
+            separator,
+            max_records: limits.backfeed_records,
+            max_item: limits.item,
+        },
+    );
     let patterns = state.store.patterns(slug).await?;
-    let mut records = Vec::new();
-    for record in text.split(delimiter).filter(|r| !r.is_empty()) {
-        let (key, item) = match separator.and_then(|sep| record.split_once(sep)) {
-            Some((key, rest)) => (key, rest),
-            None => (record, record),
-        };
-        if item.is_empty() || item.len() > super::warrior::MAX_ITEM_LEN {
-            return Err(ApiError::bad_request(format!(
-                "Items must be 1 to {} bytes.",
-                super::warrior::MAX_ITEM_LEN
-            )));
-        }
-        records.push(BackfeedRecord {
-            hash: bloom_hash(key.as_bytes()),
-            part: patterns.part_of(item),
-            item: item.to_string(),
-        });
-    }
+    let turn = slots.0.clone().acquire_owned().await.ok();
+    // Decompressing and hashing megabytes is CPU work: off the async workers. The turn goes
+    // with it, so a call that times out meanwhile still holds it until the work ends.
+    let records = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        body::records(encoding, body, caps, format, &patterns)
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "backfeed decoding failed");
+        ApiError::Client(StatusCode::INTERNAL_SERVER_ERROR, "Internal error.".into())
+    })??;
     let outcome = state
         .store
         .backfeed(

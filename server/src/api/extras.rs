@@ -1,17 +1,20 @@
 //! The smaller warrior calls: upload targets, upload reports, server time, and the public
-//! rescue form.
+//! rescue form (posts limited per IP, [`crate::limits::Limits::rescue_per_minute`]).
 
-use super::{known_project, warrior::parse, warrior::valid_downloader, ApiError, ApiResult};
+use super::{
+    client_ip, known_project, warrior::parse, warrior::valid_downloader, ApiError, ApiResult,
+};
 use crate::{store::now_ms, AppState};
 use axum::{
     body::Bytes,
-    extract::{Path, State},
-    http::header,
+    extract::{ConnectInfo, FromRequest, Path, Request, State},
+    http::{header, HeaderMap, StatusCode},
     response::{Html, IntoResponse, Response},
     Form, Json,
 };
 use rand::seq::IndexedRandom;
 use serde::Deserialize;
+use std::net::SocketAddr;
 
 /// Body of `POST /SLUG/upload`: `{"downloader": "alice", "item_name": "x", "version": "..."}`.
 #[derive(Debug, Deserialize)]
@@ -122,29 +125,53 @@ pub struct RescueForm {
     items: String,
 }
 
-/// `POST /SLUG/rescue-me`: queues the items matching the project's item pattern.
+/// `POST /SLUG/rescue-me`: queues the items matching the project's item pattern. Each post is
+/// counted against its IP's limit (an IPv6 /64's) before its body is read: 429 with
+/// `Retry-After` past it; 413 past the most items of one post.
+#[tracing::instrument(skip_all, fields(slug = %slug))]
 pub async fn rescue_items(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    Form(form): Form<RescueForm>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    req: Request,
 ) -> ApiResult<Response> {
+    let limits = &state.limits;
+    if limits.rescue_per_minute > 0 {
+        let net = crate::admin::login::network(&client_ip(peer, &headers, state.trust_proxy));
+        if let Some(wait) = state
+            .store
+            .rescue_attempt(&net, limits.rescue_per_minute, now_ms())
+            .await?
+        {
+            tracing::debug!(%net, wait, "rescue-me post throttled");
+            return Err(ApiError::RateLimited(wait));
+        }
+    }
     let settings = known_project(&state, &slug).await?;
     let pattern = regex::Regex::new(&settings.item_pattern)
         .ok()
         .filter(|_| !settings.item_pattern.is_empty())
         .ok_or_else(|| ApiError::not_found("This project takes no suggestions."))?;
+    let form = match Form::<RescueForm>::from_request(req, &state).await {
+        Ok(Form(form)) => form,
+        Err(rejection) => return Ok(rejection.into_response()),
+    };
     let lines: Vec<&str> = form
         .items
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    if lines.len() > 10_000 {
-        return Err(ApiError::bad_request("At most 10,000 items at once."));
+    if lines.len() > limits.rescue_items {
+        return Err(ApiError::Client(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("At most {} items at once.", limits.rescue_items),
+        ));
     }
     let valid: Vec<String> = lines
         .iter()
-        .filter(|l| l.len() <= super::warrior::MAX_ITEM_LEN && pattern.is_match(l))
+        .filter(|l| l.len() <= limits.item && pattern.is_match(l))
         .map(|l| l.to_string())
         .collect();
     let added = state.store.add_items(&slug, "todo", &valid).await?;

@@ -3,6 +3,9 @@
 use super::CliError;
 use crate::store::Settings;
 
+/// The most backfeed shards a project may declare.
+const MAX_SHARDS: usize = 64;
+
 /// Applies `KEY=VALUE` changes to `settings`, validating the result.
 pub fn apply_changes(settings: &Settings, changes: &[String]) -> Result<Settings, CliError> {
     let mut value = serde_json::to_value(settings).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -51,6 +54,19 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
     }
     if !s.backfeed_key.is_empty() && !s.backfeed_key.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err("backfeed_key must be letters and digits".into());
+    }
+    if s.backfeed_shards.len() > MAX_SHARDS {
+        return Err(format!("at most {MAX_SHARDS} backfeed_shards"));
+    }
+    for (i, shard) in s.backfeed_shards.iter().enumerate() {
+        if !crate::store::valid_part_name(shard) {
+            return Err(format!(
+                "backfeed shard {shard:?} must be [a-z0-9_-]{{1,32}}"
+            ));
+        }
+        if s.backfeed_shards[..i].contains(shard) {
+            return Err(format!("backfeed shard {shard:?} is listed twice"));
+        }
     }
     for p in &s.pattern_limits {
         if !crate::store::valid_part_name(&p.name) {

@@ -1,4 +1,4 @@
-//! Blocks (per project and global), upload targets and upload reports.
+//! Blocks (per project and global), the rescue-me limiter, upload targets and upload reports.
 
 use super::{Store, StoreResult};
 use fred::prelude::*;
@@ -71,6 +71,30 @@ fn parse_entries(raw: HashMap<String, String>) -> HashMap<String, BlockEntry> {
 }
 
 impl Store {
+    /// Counts a rescue-me post from network `net` (an IPv4 address or IPv6 /64) at `now_ms`,
+    /// unless `per_minute` posts a minute (as many at once) were counted already: then the
+    /// seconds until one may go (at least 1).
+    pub async fn rescue_attempt(
+        &self,
+        net: &str,
+        per_minute: u64,
+        now_ms: u64,
+    ) -> StoreResult<Option<u64>> {
+        let wait_ms: u64 = self
+            .scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.rescue_attempt,
+                vec![self.keys.rescue_limiter(net)],
+                vec![
+                    Value::from(now_ms as i64),
+                    Value::from(per_minute.max(1) as i64),
+                ],
+            )
+            .await?;
+        Ok((wait_ms > 0).then(|| wait_ms.div_ceil(1000)))
+    }
+
     /// Blocks `value` in project `slug`, or globally when `slug` is `None`.
     pub async fn block(
         &self,

@@ -71,6 +71,11 @@ pub struct Settings {
     pub item_pattern: String,
     /// The secret of `/backfeed/legacy/SLUG-SECRET` (empty: backfeed closed).
     pub backfeed_key: String,
+    /// The shards a backfeed call may name (`shard=NAME` queues into `todo:backfeed:NAME`);
+    /// any other is refused. A project saved before this setting existed declares the shards
+    /// its claim order already has.
+    #[serde(default)]
+    pub backfeed_shards: Vec<String>,
     /// Records the backfeed filter holds at its target false-positive rate before growing.
     pub bloom_capacity: u64,
     /// Static string fields sent with every claim (api_version 2).
@@ -151,6 +156,18 @@ pub fn valid_part_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
+/// The backfeed shards a claim order (`meta.queues`) holds, by name.
+fn shards_in(queues: Option<&String>) -> Vec<String> {
+    queues
+        .map(|q| {
+            q.split([',', ' '])
+                .filter_map(|p| p.strip_prefix("todo:backfeed:"))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// How long settings read from Redis are reused by this process.
 const SETTINGS_TTL: Duration = Duration::from_secs(1);
 
@@ -181,15 +198,17 @@ impl Store {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let meta: HashMap<String, String> = client.hgetall(k.meta()).await?;
-        let shards: Vec<String> = meta
-            .get("queues")
-            .map(|q| {
-                q.split([',', ' '])
-                    .filter(|p| p.starts_with("todo:backfeed:"))
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        // Shards stay in the claim order once made (items may wait there); declared ones join.
+        let mut shards = shards_in(meta.get("queues"));
+        for shard in &s.backfeed_shards {
+            if !shards.contains(shard) {
+                shards.push(shard.clone());
+            }
+        }
+        let shards: Vec<String> = shards
+            .iter()
+            .map(|s| format!("todo:backfeed:{s}"))
+            .collect();
         let b = |v: bool| if v { "1" } else { "0" }.to_string();
         let mut fields: Vec<(String, String)> = vec![
             ("title".into(), s.title.clone()),
@@ -208,6 +227,7 @@ impl Store {
             ("auto_block_ttl".into(), s.auto_block_ttl.to_string()),
             ("item_pattern".into(), s.item_pattern.clone()),
             ("backfeed_key".into(), s.backfeed_key.clone()),
+            ("backfeed_shards".into(), s.backfeed_shards.join(",")),
             ("bloom_capacity".into(), s.bloom_capacity.to_string()),
             (
                 "extra".into(),
@@ -298,6 +318,14 @@ impl Store {
             auto_block_ttl: num("auto_block_ttl").unwrap_or(defaults.auto_block_ttl),
             item_pattern: text("item_pattern"),
             backfeed_key: text("backfeed_key"),
+            backfeed_shards: match meta.get("backfeed_shards") {
+                Some(list) => list
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+                None => shards_in(meta.get("queues")),
+            },
             bloom_capacity: num("bloom_capacity").unwrap_or(defaults.bloom_capacity),
             extra: serde_json::from_str(&text("extra")).unwrap_or_default(),
             pattern_limits: serde_json::from_str(&text("pattern_limits")).unwrap_or_default(),

@@ -89,6 +89,8 @@ pub struct Scripts {
     pub login_attempt: LuaScript,
     /// `login_undo.lua`
     pub login_undo: LuaScript,
+    /// `rescue_attempt.lua`
+    pub rescue_attempt: LuaScript,
 }
 
 impl Default for Scripts {
@@ -115,11 +117,12 @@ impl Scripts {
             resolve_failed: lua!("resolve_failed", 3),
             login_attempt: lua!("login_attempt", 2),
             login_undo: lua!("login_undo", 2),
+            rescue_attempt: lua!("rescue_attempt", 1),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 14] {
+    pub fn all(&self) -> [&LuaScript; 15] {
         [
             &self.add_items,
             &self.backfeed,
@@ -135,6 +138,7 @@ impl Scripts {
             &self.resolve_failed,
             &self.login_attempt,
             &self.login_undo,
+            &self.rescue_attempt,
         ]
     }
 

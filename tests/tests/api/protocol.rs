@@ -342,6 +342,62 @@ async fn rescue_form_queues_matching_items_only() {
     app.assert_invariant("p").await;
 }
 
+/// Rescue-me posts are limited per IP (10 a minute, as many at once; an IPv6 /64 counts as
+/// one): past it 429 with `Retry-After` and nothing queued, while other addresses go on. A
+/// post of more than 1000 items is 413.
+#[tokio::test]
+async fn rescue_posts_are_limited_per_ip() {
+    let app = TestApp::start_with(|app| app.trust_proxy = true).await;
+    app.project("p", &[]).await;
+    app.settings("p", |s| s.item_pattern = "^user:[a-z0-9]+$".into())
+        .await;
+    let post = |ip: &'static str, items: String| {
+        let app = &app;
+        async move {
+            app.send(
+                app.http
+                    .post(app.url("/p/rescue-me"))
+                    .header("x-forwarded-for", format!("198.51.100.9, {ip}"))
+                    .form(&[("items", items)]),
+            )
+            .await
+        }
+    };
+    for i in 0..10 {
+        let r = post("192.0.2.1", format!("user:a{i}")).await;
+        assert_eq!(r.status, 200, "post {i}: {}", r.body);
+        assert!(r.body.contains("1 new items queued"), "{}", r.body);
+    }
+    let r = post("192.0.2.1", "user:late".into()).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=6).contains(&retry), "Retry-After: {retry}");
+    assert_eq!(
+        app.store.item_status("p", "user:late").await.unwrap().state,
+        None
+    );
+    // Another address is not held back.
+    let r = post("192.0.2.2", "user:other".into()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // An IPv6 /64 is one limit, whichever of its addresses posts.
+    for i in 0..10 {
+        let r = post("2001:db8:1:2::1", format!("user:v{i}")).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    assert_eq!(
+        post("2001:db8:1:2::ff", "user:v10".into()).await.status,
+        429
+    );
+    assert_eq!(post("2001:db8:1:3::1", "user:v11".into()).await.status, 200);
+    // At most 1000 items a post, refused whole.
+    let many: String = (0..1001).map(|i| format!("user:m{i}\n")).collect();
+    let r = post("192.0.2.3", many).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert!(r.body.contains("At most 1000 items"), "{}", r.body);
+    assert_eq!(app.counts("p").await.todo, 10 + 1 + 10 + 1);
+    app.assert_invariant("p").await;
+}
+
 #[tokio::test]
 async fn tracker_stats_compute_serve_rates_and_round_trip() {
     let app = TestApp::start().await;

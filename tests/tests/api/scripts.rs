@@ -91,9 +91,19 @@ async fn every_script_reloads_after_script_flush() {
         store.login_attempts("root", "192.0.2.1").await.unwrap(),
         (0, 0)
     );
+    flush().await;
+    assert_eq!(
+        store.rescue_attempt("192.0.2.1", 1, now).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.rescue_attempt("192.0.2.1", 1, now).await.unwrap(),
+        Some(60),
+        "one a minute: the next in a minute"
+    );
     assert_eq!(
         store.scripts().all().len(),
-        14,
+        15,
         "every script is exercised above"
     );
 }

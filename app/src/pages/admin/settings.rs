@@ -7,7 +7,7 @@ use leptos::{prelude::*, task::spawn_local};
 use serde_json::{json, Value};
 
 /// The plain fields of the form: (settings key, label, kind).
-const FIELDS: [(&str, &str, Kind); 13] = [
+const FIELDS: [(&str, &str, Kind); 14] = [
     ("title", "Title", Kind::Text),
     ("banner", "Banner (a message on the pages)", Kind::Text),
     ("domains", "Byte domains (comma-separated)", Kind::List),
@@ -44,6 +44,11 @@ const FIELDS: [(&str, &str, Kind); 13] = [
         "bloom_capacity",
         "Bloom filter capacity (backfeed records)",
         Kind::Int,
+    ),
+    (
+        "backfeed_shards",
+        "Backfeed shards a call may name (comma-separated)",
+        Kind::List,
     ),
 ];
 
