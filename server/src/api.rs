@@ -82,9 +82,11 @@ impl IntoResponse for ApiError {
             ApiError::RateLimited(secs) => {
                 (StatusCode::TOO_MANY_REQUESTS, self.to_string(), Some(*secs))
             }
-            ApiError::Unavailable(secs, _) => {
-                (StatusCode::SERVICE_UNAVAILABLE, self.to_string(), Some(*secs))
-            }
+            ApiError::Unavailable(secs, _) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                self.to_string(),
+                Some(*secs),
+            ),
             ApiError::Internal(crate::store::StoreError::Full) => {
                 warn_full();
                 let reason = "The tracker's storage is full; retry later.".to_string();
