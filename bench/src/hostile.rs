@@ -172,7 +172,7 @@ fn attack(
                     .post(format!("{base}/admin/api/login"))
                     .header("origin", &base)
                     .header("content-type", "application/json")
-                    .body(r#"{"name":"admin","password":"wrong password"}"#)
+                    .body(r#"{"username":"admin","password":"wrong password"}"#)
                     .send()
                     .await;
                 if let Ok(r) = r {
