@@ -337,6 +337,10 @@ async fn main() {
     if std::env::args().any(|a| a == "--viewers") {
         return viewers::run().await;
     }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--attack") {
+        return hostile::attack_for(&args[at + 1..]).await;
+    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let Rig {
         dir,

@@ -29,6 +29,9 @@
 //! ns:{SLUG}:ratelimit          hash    limiter -> GCRA theoretical arrival time (ms)
 //! ns:{SLUG}:domain_bytes       hash    domain -> bytes done
 //! ns:{SLUG}:st:<day>           hash    "<minute of day>:<counter>" -> n, 35 days
+//! ns:{SLUG}:dw:<minute>        hash    "<dl> i" -> items, "<dl> b" -> bytes done in that minute
+//!                                      (since the epoch), 25 hours: the rate windows
+//! ns:{SLUG}:dwh:<hour>         hash    the same per hour, 26 hours
 //! ns:{SLUG}:u:dl:<day> / u:ip  hll     unique downloaders / IPs per day, 31 days
 //! ns:{SLUG}:chart              list    "minute items bytes", cumulative, one per minute
 //! ns:{SLUG}:dlc:<dl>           list    "minute bytes", cumulative, per downloader, up to the
@@ -251,6 +254,14 @@ impl ProjectKeys {
     /// Each downloader's minute of its last report (the chart's last point, not in its list).
     pub fn dl_chart_last(&self) -> String {
         self.key("dlc_last")
+    }
+    /// Items and bytes per downloader done in minute `minute` (minutes since the epoch).
+    pub fn dl_minute(&self, minute: u64) -> String {
+        self.key(&format!("dw:{minute}"))
+    }
+    /// Items and bytes per downloader done in hour `hour` (hours since the epoch).
+    pub fn dl_hour(&self, hour: u64) -> String {
+        self.key(&format!("dwh:{hour}"))
     }
     /// Per-minute counters of day `day` (days since the epoch).
     pub fn minute_stats(&self, day: u64) -> String {

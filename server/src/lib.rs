@@ -85,6 +85,9 @@ pub struct App {
     pub archive_dir: std::path::PathBuf,
     /// What clients may send and hold.
     pub limits: limits::Limits,
+    /// Slots for rendering public pages: all cores but one, so a flood of page views leaves a
+    /// core to the warriors (a page waits for a slot, or gets 503).
+    pub page_renders: Arc<tokio::sync::Semaphore>,
     /// The public reads of the last second.
     pub read_cache: read_cache::ReadCache,
     /// The live viewers watching now.
@@ -130,6 +133,11 @@ impl App {
             limits: Default::default(),
             viewers: Default::default(),
             read_cache: Default::default(),
+            page_renders: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism()
+                    .map_or(1, |n| n.get().saturating_sub(1))
+                    .max(1),
+            )),
             closing: Default::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
         })

@@ -188,6 +188,15 @@ const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
 /// (`app::data::load_page`), which the page also carries for the browser to hydrate from. A
 /// page whose data could not be read in [`PAGE_DATA_WAIT`] (Redis down) says why, with a 503.
 async fn render_public_page(State(state): State<AppState>, req: Request) -> Response {
+    let Ok(Ok(_slot)) =
+        tokio::time::timeout(PAGE_DATA_WAIT, state.page_renders.clone().acquire_owned()).await
+    else {
+        return crate::api::ApiError::Unavailable(
+            1,
+            "The tracker is rendering as many pages as it can; retry in a moment.".into(),
+        )
+        .into_response();
+    };
     let read = state.read_cache.page(&state.store, req.uri().path());
     let data = tokio::time::timeout(PAGE_DATA_WAIT, read)
         .await

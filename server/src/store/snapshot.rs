@@ -20,9 +20,6 @@ pub const PAGE_RECENT: usize = RECENT_LEN;
 /// The top downloaders a snapshot carries, as the script's argument.
 pub const PAGE_DOWNLOADERS: i64 = TOP_DOWNLOADERS as i64;
 
-/// Most completion-log reports read for the per-downloader window sums (newest first).
-const WINDOW_REPORTS: u64 = 20_000;
-
 /// Minutes of per-minute counts the pages get (the longest rate window).
 const PAGE_MINUTES: u64 = 1440;
 
@@ -109,39 +106,40 @@ impl Store {
         Ok(tracker_stats(last_hour, &layers, unique_dl))
     }
 
-    /// Items and bytes per downloader over the `minutes` minutes up to `now_ms`, from the
-    /// completion log (its newest [`WINDOW_REPORTS`] reports at most).
+    /// Items and bytes per downloader over the `minutes` minutes up to `now_ms` (the current
+    /// minute and the `minutes - 1` before it), summed from the per-minute and per-hour aggregates
+    /// `done.lua` keeps: whole hours from the hour buckets, the minutes at either end from the
+    /// minute buckets, so at most 23 + 2 x 59 reads for a day, whatever the number of reports.
     pub async fn downloader_window(
         &self,
         slug: &str,
         now_ms: u64,
         minutes: u64,
     ) -> StoreResult<HashMap<String, (u64, u64)>> {
-        let start = now_ms.saturating_sub(minutes * 60_000);
-        let entries: Vec<(String, HashMap<String, String>)> = self
-            .pool
-            .next()
-            .xrevrange(
-                self.keys.project(slug).log(),
-                "+",
-                format!("{start}-0"),
-                Some(WINDOW_REPORTS),
-            )
-            .await?;
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let reads = window_buckets(now_ms / 60_000, minutes.max(1))
+            .into_iter()
+            .map(|bucket| {
+                let key = match bucket {
+                    Bucket::Minute(m) => k.dl_minute(m),
+                    Bucket::Hour(h) => k.dl_hour(h),
+                };
+                client.hgetall::<HashMap<String, u64>, _>(key)
+            });
         let mut sums: HashMap<String, (u64, u64)> = HashMap::new();
-        for (_, fields) in entries {
-            let Some(who) = fields.get("d") else { continue };
-            let items = fields
-                .get("items")
-                .and_then(|v| serde_json::from_str::<Vec<serde_json::Value>>(v).ok())
-                .map_or(0, |v| v.len() as u64);
-            let bytes = fields
-                .get("bytes")
-                .and_then(|v| serde_json::from_str::<BTreeMap<String, u64>>(v).ok())
-                .map_or(0, |m| m.values().sum());
-            let slot = sums.entry(who.clone()).or_default();
-            slot.0 += items;
-            slot.1 += bytes;
+        for fields in futures::future::try_join_all(reads).await? {
+            for (field, n) in fields {
+                let Some((who, what)) = field.rsplit_once(' ') else {
+                    continue;
+                };
+                let slot = sums.entry(who.to_string()).or_default();
+                match what {
+                    "i" => slot.0 += n,
+                    "b" => slot.1 += n,
+                    _ => {}
+                }
+            }
         }
         Ok(sums)
     }
@@ -332,4 +330,59 @@ fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, 
         ..Leaderboard::default()
     };
     Ok(Some((board, queues)))
+}
+
+/// One aggregate bucket of the rate windows.
+#[derive(Debug, PartialEq, Eq)]
+enum Bucket {
+    /// Minute since the epoch.
+    Minute(u64),
+    /// Hour since the epoch.
+    Hour(u64),
+}
+
+/// The buckets that cover exactly the `minutes` minutes ending with minute `end` (inclusive):
+/// the whole hours inside, and the minutes before and after them.
+fn window_buckets(end: u64, minutes: u64) -> Vec<Bucket> {
+    let start = (end + 1).saturating_sub(minutes);
+    let (first_hour, after_hours) = (start.div_ceil(60), (end + 1) / 60);
+    if first_hour >= after_hours {
+        return (start..=end).map(Bucket::Minute).collect();
+    }
+    (start..first_hour * 60)
+        .map(Bucket::Minute)
+        .chain((first_hour..after_hours).map(Bucket::Hour))
+        .chain((after_hours * 60..=end).map(Bucket::Minute))
+        .collect()
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    /// The minutes a list of buckets covers.
+    fn covered(buckets: &[Bucket]) -> Vec<u64> {
+        let mut minutes: Vec<u64> = buckets
+            .iter()
+            .flat_map(|b| match *b {
+                Bucket::Minute(m) => m..m + 1,
+                Bucket::Hour(h) => h * 60..h * 60 + 60,
+            })
+            .collect();
+        minutes.sort_unstable();
+        minutes
+    }
+
+    #[test]
+    fn window_buckets_cover_exactly_the_window_with_few_reads() {
+        for end in [1_000_000u64, 1_000_019, 1_000_059, 1_000_080] {
+            for minutes in [1u64, 5, 59, 60, 61, 90, 119, 120, 1440] {
+                let b = window_buckets(end, minutes);
+                let want: Vec<u64> = (end + 1 - minutes..=end).collect();
+                assert_eq!(covered(&b), want, "end {end}, {minutes} minutes");
+                assert!(b.len() <= 23 + 2 * 59 + 2, "{} reads", b.len());
+            }
+        }
+        assert_eq!(window_buckets(119, 60), [Bucket::Hour(1)]);
+    }
 }

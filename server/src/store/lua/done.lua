@@ -30,7 +30,7 @@
   KEYS[19] log           stream  completion log
   KEYS[20] chart         list    "minute items bytes" cumulative, one entry per minute
   Derived (same slot): queue parts, todo:d:<downloader>, st:<day>, dlc:<downloader>, dlc_last,
-  u:dl:<day>, u:ip:<day>.
+  dw:<minute>, dwh:<hour>, u:dl:<day>, u:ip:<day>.
 
   ARGV[1]  now (ms)
   ARGV[2]  key prefix `ns:{SLUG}:`
@@ -397,6 +397,17 @@ if #evs > 0 then
   end
   bulk('ZADD', dl_items, z_items)
   bulk('ZADD', dl_bytes, z_bytes)
+  -- The rate windows' aggregates: each downloader's items and bytes of this minute and hour.
+  local window = {}
+  for who, n in pairs(dl_add_items) do
+    window[who .. ' i'] = n
+    window[who .. ' b'] = dl_add_bytes[who]
+  end
+  local minute_key, hour_key = prefix .. 'dw:' .. minute, prefix .. 'dwh:' .. math.floor(minute / 60)
+  hincr_many(minute_key, window)
+  hincr_many(hour_key, window)
+  rcall('EXPIRE', minute_key, 25 * 3600, 'NX')
+  rcall('EXPIRE', hour_key, 26 * 3600, 'NX')
   -- Each downloader's chart (`dlc:<who>`, "minute bytes") has a point per minute it was active:
   -- its total at the end of that minute, written when it next reports in a later minute (its
   -- total before this batch, read above). `dlc_last` holds the minute of its last report; the
