@@ -323,27 +323,32 @@ impl TestApp {
         v["item_name"].as_str().expect("item_name").to_string()
     }
 
+    /// Claims up to `n` items for `who` (`multi=N`); their names, none when nothing is left.
+    pub async fn claim_n(&self, slug: &str, who: &str, n: usize) -> Vec<String> {
+        let r = self
+            .post(
+                &format!("/{slug}/multi={n}//request"),
+                format!(r#"{{"downloader":"{who}","api_version":"2"}}"#),
+            )
+            .await;
+        if r.status == 404 && r.body.contains("No item") {
+            return vec![];
+        }
+        assert_eq!(r.status, 200, "claim failed: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).expect("claim JSON");
+        let joined = v["item_name"].as_str().expect("item_name");
+        joined.split('\0').map(String::from).collect()
+    }
+
     /// Hands out every waiting item of `slug` (claims for downloader `claimer`), so that any
     /// downloader may then report them done; how many.
     pub async fn claim_all(&self, slug: &str) -> usize {
         let mut n = 0;
         loop {
-            let r = self
-                .post(
-                    &format!("/{slug}/multi=1000//request"),
-                    r#"{"downloader":"claimer","api_version":"2"}"#,
-                )
-                .await;
-            if r.status == 404 {
-                return n;
+            match self.claim_n(slug, "claimer", 1000).await.len() {
+                0 => return n,
+                k => n += k,
             }
-            assert_eq!(r.status, 200, "claim failed: {}", r.body);
-            let v: serde_json::Value = serde_json::from_str(&r.body).expect("claim JSON");
-            n += v["item_name"]
-                .as_str()
-                .expect("item_name")
-                .split('\0')
-                .count();
         }
     }
 

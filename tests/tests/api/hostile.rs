@@ -4,22 +4,9 @@
 use server::store::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
 use tests::TestApp;
 
-/// Claims `n` items for `who` over HTTP; their names.
-async fn claim_n(app: &TestApp, slug: &str, who: &str, n: usize) -> Vec<String> {
-    let r = app
-        .post(
-            &format!("/{slug}/multi={n}//request"),
-            format!(r#"{{"downloader":"{who}","api_version":"2"}}"#),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let v: serde_json::Value = serde_json::from_str(&r.body).expect("claim JSON");
-    v["item_name"]
-        .as_str()
-        .expect("item_name")
-        .split('\0')
-        .map(String::from)
-        .collect()
+/// The project's `stats.json`.
+async fn stats(app: &TestApp, slug: &str) -> serde_json::Value {
+    serde_json::from_str(&app.get(&format!("/{slug}/stats.json")).await.body).expect("stats JSON")
 }
 
 /// Posts a done body; the reply.
@@ -118,8 +105,7 @@ async fn poisoned_byte_counts_are_refused_and_change_nothing() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let stats: serde_json::Value =
-        serde_json::from_str(&app.get("/p/stats.json").await.body).unwrap();
+    let stats = stats(&app, "p").await;
     assert_eq!(stats["total_bytes"], 1u64 << 50);
     assert_eq!(stats["downloader_bytes"]["alice"], 1u64 << 50);
     app.assert_invariant("p").await;
@@ -129,7 +115,7 @@ async fn poisoned_byte_counts_are_refused_and_change_nothing() {
 async fn empty_nul_only_and_oversized_items_and_fields_are_refused() {
     let app = TestApp::start().await;
     app.project("p", &["a", "b"]).await;
-    let items = claim_n(&app, "p", "alice", 2).await;
+    let items = app.claim_n("p", "alice", 2).await;
     let joined = items.join("\0");
     let bad = [
         serde_json::json!({"downloader": "alice", "item": "", "bytes": {"data": 1}}),
@@ -191,8 +177,7 @@ async fn only_handed_out_items_can_be_completed() {
         "a late report after a release counts: {}",
         r.body
     );
-    let stats: serde_json::Value =
-        serde_json::from_str(&app.get("/p/stats.json").await.body).unwrap();
+    let stats = stats(&app, "p").await;
     assert_eq!(stats["downloader_count"]["bob"], 1);
     assert_eq!(app.counts("p").await.done, 1);
     app.assert_invariant("p").await;
@@ -245,7 +230,7 @@ async fn release_is_for_the_claimant_at_its_ip_or_an_admin() {
 async fn one_poisoned_report_in_a_batch_is_refused_alone() {
     let app = TestApp::start().await;
     app.project("p", &["a", "b", "c", "d"]).await;
-    let items = claim_n(&app, "p", "alice", 4).await;
+    let items = app.claim_n("p", "alice", 4).await;
     let report = |item: &str, bytes: u64| DoneReport {
         downloader: "alice".into(),
         version: "1".into(),
@@ -277,8 +262,7 @@ async fn one_poisoned_report_in_a_batch_is_refused_alone() {
     ));
     let counts = app.counts("p").await;
     assert_eq!((counts.out, counts.done), (2, 2));
-    let stats: serde_json::Value =
-        serde_json::from_str(&app.get("/p/stats.json").await.body).unwrap();
+    let stats = stats(&app, "p").await;
     assert_eq!(stats["total_bytes"], 30);
     app.assert_invariant("p").await;
 }
@@ -288,7 +272,7 @@ async fn a_report_that_would_pass_exact_counters_is_refused() {
     use fred::prelude::HashesInterface;
     let app = TestApp::start().await;
     app.project("p", &["a", "b"]).await;
-    let items = claim_n(&app, "p", "alice", 2).await;
+    let items = app.claim_n("p", "alice", 2).await;
     let max = 1u64 << 50;
     let r = done_raw(
         &app,
