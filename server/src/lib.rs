@@ -11,6 +11,7 @@
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
+//! | [`throttle`] | per-address rate limits kept in the process: the public reads |
 //! | [`viewers`] | live viewers admitted under the caps, in all and per IP |
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`read_cache`] | public reads computed at most once a second, one computation for concurrent misses |
@@ -30,6 +31,7 @@ pub mod precompress;
 pub mod read_cache;
 pub mod routes;
 pub mod store;
+pub mod throttle;
 pub mod viewers;
 pub mod websocket;
 
@@ -90,6 +92,8 @@ pub struct App {
     pub page_renders: Arc<tokio::sync::Semaphore>,
     /// The public reads of the last second.
     pub read_cache: read_cache::ReadCache,
+    /// Each address's allowance of public reads.
+    pub read_throttle: throttle::Throttle,
     /// The live viewers watching now.
     pub viewers: viewers::Viewers,
     /// Cancelled when the server stops: live streams end at once instead of holding it up.
@@ -133,6 +137,7 @@ impl App {
             limits: Default::default(),
             viewers: Default::default(),
             read_cache: Default::default(),
+            read_throttle: Default::default(),
             page_renders: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism()
                     .map_or(1, |n| n.get().saturating_sub(1))

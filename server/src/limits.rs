@@ -54,6 +54,12 @@ pub struct Limits {
     /// Most live viewers from one IP; 503 beyond.
     #[arg(long, env = "TRACKER_MAX_VIEWERS_PER_IP", default_value_t = 50)]
     pub viewers_per_ip: usize,
+    /// Public page and JSON reads a second from one address (0: no limit); 429 beyond.
+    #[arg(long, env = "TRACKER_PUBLIC_READS", default_value_t = 50)]
+    pub public_reads: u64,
+    /// Public reads one address may make at once beyond its rate.
+    #[arg(long, env = "TRACKER_PUBLIC_READS_BURST", default_value_t = 500)]
+    pub public_reads_burst: u64,
     /// Seconds between the pings a websocket viewer must answer; one silent for two and a half
     /// of them is dropped.
     #[arg(long, env = "TRACKER_VIEWER_PING", default_value_t = 30)]

@@ -112,9 +112,15 @@ pub fn router(state: AppState) -> Router {
             }
         }
     };
+    // One address may read the public pages and JSON only so often (`crate::throttle`).
+    let limit_reads =
+        axum::middleware::from_fn_with_state(state.clone(), crate::throttle::limit_reads);
     let pages = Router::new()
-        .route("/", get(render_public_page))
-        .route("/{slug}/", get(render_public_page))
+        .route("/", get(render_public_page).layer(limit_reads.clone()))
+        .route(
+            "/{slug}/",
+            get(render_public_page).layer(limit_reads.clone()),
+        )
         // `/admin/` is not a project's leaderboard (which `/{slug}/` would take it for).
         .route("/admin/", get(unrouted.clone()))
         .leptos_routes(&state, generate_route_list(AdminApp), {
@@ -158,6 +164,7 @@ pub fn router(state: AppState) -> Router {
                     state.clone(),
                     crate::read_cache::serve_cached,
                 ))
+                .layer(limit_reads.clone())
                 .merge(pages)
                 .layer(CompressionLayer::new())
                 .layer(timeout),

@@ -231,3 +231,35 @@ async fn sigterm_closes_thousands_of_viewers_and_exits_within_ten_seconds() {
     drop(redis);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn public_reads_are_limited_per_address_and_warriors_are_not() {
+    let app = TestApp::start_with(|app| {
+        app.limits.public_reads = 1;
+        app.limits.public_reads_burst = 4;
+        app.trust_proxy = true;
+    })
+    .await;
+    app.project("p", &["a"]).await;
+    let app = &app;
+    let from = |ip: &'static str, path: &'static str| {
+        let req = app.http.get(app.url(path)).header("x-forwarded-for", ip);
+        async move { app.send(req).await }
+    };
+    for _ in 0..5 {
+        assert_eq!(from("10.0.0.1", "/p/stats.json").await.status, 200);
+    }
+    let refused = from("10.0.0.1", "/p/stats.json").await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.headers.contains_key("retry-after"));
+    assert_eq!(from("10.0.0.1", "/p/").await.status, 429, "pages count too");
+    assert_eq!(from("10.0.0.2", "/p/").await.status, 200, "another address");
+    let claim = app
+        .post_with(
+            "/p/request",
+            &[("x-forwarded-for", "10.0.0.1")],
+            r#"{"downloader":"alice","api_version":"2"}"#,
+        )
+        .await;
+    assert_eq!(claim.status, 200, "the warrior API is not a public read");
+}
