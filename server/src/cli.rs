@@ -33,7 +33,7 @@ pub struct Cli {
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Run the web server (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Write the Wasm, JS and CSS bundles' brotli and gzip copies, served to browsers that
     /// accept them (`make build` runs it; the server also does it when it starts). Needs no Redis.
     Precompress {

@@ -46,11 +46,11 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let (url, embedded) = cli::redis(&args.redis).await?;
     let command = args
         .command
-        .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from(["serve"])));
+        .unwrap_or_else(|| Command::Serve(Box::new(ServeArgs::parse_from(["serve"]))));
     let result = match command {
         Command::Serve(serve) => {
             let archive_dir = serve.archive_dir(&args.redis.data_dir);
-            run_server(&url, &args.redis.namespace, archive_dir, serve).await
+            run_server(&url, &args.redis.namespace, archive_dir, *serve).await
         }
         admin => match Store::connect(&url, &args.redis.namespace, 2).await {
             Ok(store) => {
