@@ -135,12 +135,15 @@ fn attack(
         "i".repeat(6 << 20)
     );
     let big = [("multi=100//request", huge_claim), ("done", huge_done)];
+    // `HOSTILE_BIG_BASE=http://HOST:PORT` sends the oversized bodies elsewhere (a sink that
+    // refuses them as the tracker does): what they cost the machine without the tracker.
+    let big_base = std::env::var("HOSTILE_BIG_BASE").unwrap_or_else(|_| base.to_string());
     for (path, body) in big.into_iter().filter(|_| on("big")) {
         let (http, stop, tally, url) = (
             http.clone(),
             stop.clone(),
             tally.clone(),
-            format!("{base}/{slug}/{path}"),
+            format!("{big_base}/{slug}/{path}"),
         );
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
