@@ -2,7 +2,9 @@
 //! socket under the data directory, no TCP port.
 //!
 //! A server already answering on the socket (started by an earlier run that was killed, or by
-//! the CLI) is reused and left running; one started here is stopped by [`EmbeddedRedis::stop`].
+//! the CLI) is reused and left running; one started here is supervised, restarted from its
+//! append-only file whenever it exits (with a growing pause between tries, logged), until
+//! [`EmbeddedRedis::stop`] stops it.
 //!
 //! Its memory is capped (`maxmemory`, policy `noeviction`): past the cap Redis refuses writes
 //! (the API answers 503) instead of growing until the kernel kills it or evicting queued items.
@@ -17,7 +19,112 @@ use std::{
 /// A private Redis, started here or found running.
 pub struct EmbeddedRedis {
     socket: PathBuf,
-    child: Option<tokio::process::Child>,
+    supervisor: Option<Supervisor>,
+}
+
+/// The task that keeps a server started here running, and the switch that stops it.
+struct Supervisor {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// How a server started here is started (again).
+#[derive(Clone)]
+struct Launch {
+    dir: PathBuf,
+    socket: PathBuf,
+    log: PathBuf,
+    maxmemory: u64,
+}
+
+impl Launch {
+    fn spawn(&self) -> std::io::Result<tokio::process::Child> {
+        let _ = std::fs::remove_file(&self.socket);
+        tokio::process::Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--unixsocketperm",
+                "700",
+                "--appendonly",
+                "yes",
+            ])
+            .args([
+                "--appendfsync",
+                "everysec",
+                "--save",
+                "",
+                "--daemonize",
+                "no",
+            ])
+            .args(["--maxmemory-policy", "noeviction", "--maxmemory"])
+            .arg(self.maxmemory.to_string())
+            .arg("--unixsocket")
+            .arg(&self.socket)
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(&self.log)
+            // Its own process group: Ctrl-C reaches the tracker, which stops Redis after itself.
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+    }
+}
+
+/// The longest pause between restarts of a server that keeps exiting.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Keeps `child` running: when it exits, starts it again after a pause that doubles while it
+/// keeps exiting soon after a start; on `stop`, ends it with SIGTERM (Redis flushes its
+/// append-only file) and returns.
+async fn supervise(
+    launch: Launch,
+    mut child: tokio::process::Child,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut backoff = Duration::from_millis(100);
+    let mut started = Instant::now();
+    loop {
+        tokio::select! {
+            status = child.wait() => {
+                if started.elapsed() > Duration::from_secs(60) {
+                    backoff = Duration::from_millis(100);
+                }
+                tracing::warn!(?status, ?backoff, "the private redis-server exited; restarting it from its append-only file");
+                loop {
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        _ = stop.changed() => return,
+                    }
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    match launch.spawn() {
+                        Ok(c) => {
+                            child = c;
+                            started = Instant::now();
+                            tracing::info!("restarted the private redis-server");
+                            break;
+                        }
+                        Err(e) => tracing::error!(error = %e, "could not restart redis-server; trying again"),
+                    }
+                }
+            }
+            _ = stop.changed() => {
+                if let Some(pid) = child.id() {
+                    // SAFETY: sending a signal to our own child process.
+                    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                }
+                match tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
+                    Ok(_) => tracing::info!("private redis-server stopped"),
+                    Err(_) => {
+                        tracing::warn!("redis-server did not stop in 10 s; killing it");
+                        let _ = child.kill().await;
+                    }
+                }
+                return;
+            }
+        }
+    }
 }
 
 /// Why the private Redis could not be started.
@@ -45,42 +152,20 @@ impl EmbeddedRedis {
             tracing::info!(socket = %socket.display(), "using the private redis-server already running");
             let redis = Self {
                 socket,
-                child: None,
+                supervisor: None,
             };
             redis.limit_memory(maxmemory).await?;
             return Ok(redis);
         }
         let maxmemory = maxmemory.unwrap_or_else(default_maxmemory);
-        let _ = std::fs::remove_file(&socket);
         let log = dir.join("redis.log");
-        let child = tokio::process::Command::new("redis-server")
-            .args([
-                "--port",
-                "0",
-                "--unixsocketperm",
-                "700",
-                "--appendonly",
-                "yes",
-            ])
-            .args([
-                "--appendfsync",
-                "everysec",
-                "--save",
-                "",
-                "--daemonize",
-                "no",
-            ])
-            .args(["--maxmemory-policy", "noeviction", "--maxmemory"])
-            .arg(maxmemory.to_string())
-            .arg("--unixsocket")
-            .arg(&socket)
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--logfile")
-            .arg(&log)
-            // Its own process group: Ctrl-C reaches the tracker, which stops Redis after itself.
-            .process_group(0)
-            .stdin(std::process::Stdio::null())
+        let launch = Launch {
+            dir: dir.clone(),
+            socket: socket.clone(),
+            log: log.clone(),
+            maxmemory,
+        };
+        let child = launch
             .spawn()
             .map_err(|e| LaunchError::Io("start redis-server (is it installed?)".into(), e))?;
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -91,9 +176,11 @@ impl EmbeddedRedis {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tracing::info!(socket = %socket.display(), maxmemory, "started private redis-server");
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(supervise(launch, child, stopped));
         Ok(Self {
             socket,
-            child: Some(child),
+            supervisor: Some(Supervisor { stop, task }),
         })
     }
 
@@ -146,20 +233,11 @@ impl EmbeddedRedis {
 
     /// Stops the server if it was started here (SIGTERM: Redis flushes its append-only file).
     pub async fn stop(mut self) {
-        let Some(mut child) = self.child.take() else {
+        let Some(Supervisor { stop, task }) = self.supervisor.take() else {
             return;
         };
-        if let Some(pid) = child.id() {
-            // SAFETY: sending a signal to our own child process.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-        }
-        match tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
-            Ok(_) => tracing::info!("private redis-server stopped"),
-            Err(_) => {
-                tracing::warn!("redis-server did not stop in 10 s; killing it");
-                let _ = child.kill().await;
-            }
-        }
+        let _ = stop.send(true);
+        let _ = task.await;
     }
 }
 
@@ -316,7 +394,7 @@ mod tests {
 
         // A server found running keeps its cap when none is given, and takes one given.
         let found = EmbeddedRedis::ensure(&dir, None).await.expect("reuse");
-        assert!(found.child.is_none(), "reused, not started");
+        assert!(found.supervisor.is_none(), "reused, not started");
         assert_eq!(
             config_get(&found, "maxmemory").await,
             (100u64 << 20).to_string()

@@ -234,3 +234,113 @@ async fn serve_and_the_cli_cap_the_private_redis_and_keep_its_directory_private(
     assert!(stopped.is_ok(), "the tracker stops on SIGTERM");
     assert_eq!(dir.config("maxmemory").await, None, "its redis stopped too");
 }
+
+impl DataDir {
+    /// `redis-cli -s SOCKET ARGS` of the private Redis: its answer, once it answers.
+    async fn cli(&self, args: &[&str]) -> Option<String> {
+        let out = tokio::process::Command::new("redis-cli")
+            .arg("-s")
+            .arg(self.socket())
+            .args(args)
+            .output()
+            .await
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !text.starts_with("Could not connect") && !text.is_empty())
+            .then_some(text)
+    }
+
+    /// The private Redis's process id, once it answers.
+    async fn redis_pid(&self) -> Option<u32> {
+        let info = self.cli(&["INFO", "server"]).await?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|p| p.trim().parse().ok())
+    }
+}
+
+#[tokio::test]
+async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
+    let dir = DataDir(std::env::temp_dir().join(tests::random_name("tracker-data-")));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut serve = dir
+        .tracker(
+            &["serve"],
+            &[("TRACKER_LISTEN", &format!("127.0.0.1:{port}"))],
+        )
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the tracker (cargo build -p server)");
+    let first = tests::wait_for("the private redis", Duration::from_secs(30), || {
+        dir.redis_pid()
+    })
+    .await;
+    // Every write on disk at once, so that what the test wrote survives a SIGKILL.
+    dir.cli(&["CONFIG", "SET", "appendfsync", "always"])
+        .await
+        .expect("config");
+    let created = dir
+        .tracker(&["project", "create", "demo"], &[])
+        .status()
+        .await;
+    assert!(created.expect("tracker project create").success());
+    let mut add = dir.tracker(&["items", "add", "demo", "-"], &[]);
+    let mut add = add.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = add.stdin.take().unwrap();
+    stdin.write_all(b"a\nb\nc\n").await.unwrap();
+    drop(stdin);
+    assert!(add.wait().await.unwrap().success());
+
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let http = reqwest::Client::new();
+    let second = tests::wait_for("a new redis-server", Duration::from_secs(20), || async {
+        dir.redis_pid().await.filter(|&p| p != first)
+    })
+    .await;
+    // The tracker reconnects by itself and the items are there.
+    tests::wait_for("a claim after the restart", Duration::from_secs(20), || {
+        let req = http
+            .post(format!("{base}/demo/request"))
+            .body(r#"{"downloader":"alice","api_version":"2"}"#);
+        async move {
+            let r = req.send().await.ok()?;
+            (r.status() == 200).then_some(())
+        }
+    })
+    .await;
+    let status = http
+        .get(format!("{base}/demo/stats.json"))
+        .send()
+        .await
+        .unwrap();
+    let stats: serde_json::Value = status.json().await.unwrap();
+    assert_eq!(stats["total_items"], 3, "nothing lost: {stats}");
+
+    // SIGTERM stops the restarted server too.
+    let pid = serve.id().expect("pid").to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    assert!(term.unwrap().success());
+    let stopped = tokio::time::timeout(Duration::from_secs(20), serve.wait()).await;
+    assert!(stopped.is_ok(), "the tracker stops on SIGTERM");
+    tests::wait_for(
+        "the restarted redis to stop",
+        Duration::from_secs(10),
+        || async {
+            let alive = std::path::Path::new(&format!("/proc/{second}")).exists();
+            (!alive).then_some(())
+        },
+    )
+    .await;
+}
