@@ -307,11 +307,7 @@ impl Rig {
         let redis_pid = redis.id();
         let _redis = Killed(redis);
         let store = Store::connect(&url, "bench", pool).await.unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = tests::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);
         let tracker_pid = _tracker.0.id();

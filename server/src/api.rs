@@ -143,6 +143,20 @@ pub fn client_ip(peer: SocketAddr, headers: &HeaderMap, trust_proxy: bool) -> St
     peer.ip().to_string()
 }
 
+/// The client's IP of a request: [`client_ip`] of the peer that [`crate::serve`] records in its
+/// extensions, and of its headers.
+pub fn request_ip(
+    extensions: &axum::http::Extensions,
+    headers: &HeaderMap,
+    trust_proxy: bool,
+) -> String {
+    let peer = extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0)
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    client_ip(peer, headers, trust_proxy)
+}
+
 /// The `User-Agent`, at most 256 characters.
 pub fn user_agent(headers: &HeaderMap) -> String {
     headers

@@ -5,13 +5,12 @@
 
 use crate::{api::ApiError, AppState};
 use axum::{
-    extract::{ConnectInfo, Request, State},
+    extract::{Request, State},
     middleware::Next,
     response::{IntoResponse, Response},
 };
 use std::{
     collections::HashMap,
-    net::SocketAddr,
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -51,12 +50,7 @@ impl Throttle {
 /// Middleware of the public pages and JSON: 429 with `Retry-After` for an address past its
 /// allowance ([`crate::limits::Limits::public_reads`]).
 pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0)
-        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let ip = crate::api::client_ip(peer, req.headers(), state.trust_proxy);
+    let ip = crate::api::request_ip(req.extensions(), req.headers(), state.trust_proxy);
     let limits = &state.limits;
     match state.read_throttle.check(
         &ip,

@@ -20,20 +20,40 @@ impl Drop for Killed {
     }
 }
 
+/// `bin serve` against `redis_url` under `namespace` on 127.0.0.1:`port`, quiet; more settings
+/// may be added before it is spawned.
+pub fn tracker_command(
+    bin: &std::path::Path,
+    redis_url: &str,
+    namespace: &str,
+    port: u16,
+) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("serve")
+        .env("REDIS_URL", redis_url)
+        .env("TRACKER_NAMESPACE", namespace)
+        .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
 /// Runs `bin serve` against `redis_url` under `namespace` on 127.0.0.1:`port`, quietly.
 pub fn spawn_tracker(bin: &std::path::Path, redis_url: &str, namespace: &str, port: u16) -> Killed {
     Killed(
-        Command::new(bin)
-            .arg("serve")
-            .env("REDIS_URL", redis_url)
-            .env("TRACKER_NAMESPACE", namespace)
-            .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        tracker_command(bin, redis_url, namespace, port)
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", bin.display())),
     )
+}
+
+/// A TCP port free on 127.0.0.1 now (for a process the test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 /// The admin API token of every [`TestApp`].

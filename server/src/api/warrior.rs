@@ -1,7 +1,7 @@
 //! The warrior API (PROTOCOL.md): request, multi-item request, done, done+request, release,
 //! and item status.
 
-use super::{client_ip, is_admin, known_project, user_agent, ApiError, ApiResult};
+use super::{is_admin, known_project, request_ip, user_agent, ApiError, ApiResult};
 use crate::{
     limits::Limits,
     store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, StoreError},
@@ -9,13 +9,12 @@ use crate::{
 };
 use axum::{
     body::Bytes,
-    extract::{ConnectInfo, Path, Query, State},
+    extract::{Path, Query, State},
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
 use serde::Deserialize;
-use std::net::SocketAddr;
 
 /// The longest item name accepted anywhere, in bytes (the default of [`crate::limits::Limits::item`]).
 pub const MAX_ITEM_LEN: usize = 4096;
@@ -90,7 +89,7 @@ fn is_v2(v: &Option<serde_json::Value>) -> bool {
     }
 }
 
-/// Who calls: IP (see [`client_ip`]) and user agent, extracted from the request.
+/// Who calls: IP (see [`request_ip`]) and user agent, extracted from the request.
 pub struct Caller {
     ip: String,
     user_agent: String,
@@ -103,13 +102,8 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
         parts: &mut axum::http::request::Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0)
-            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         Ok(Caller {
-            ip: client_ip(peer, &parts.headers, state.trust_proxy),
+            ip: request_ip(&parts.extensions, &parts.headers, state.trust_proxy),
             user_agent: state.limits.cut_user_agent(&user_agent(&parts.headers)),
         })
     }

@@ -149,11 +149,7 @@ async fn sigterm_closes_thousands_of_viewers_and_exits_within_ten_seconds() {
     std::fs::create_dir_all(&dir).unwrap();
     let (_redis, redis_url) = tests::start_redis(&dir);
     let redis = tests::Killed(_redis);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tests::free_port();
     let namespace = tests::random_name("stop");
     let store = server::store::Store::connect(&redis_url, &namespace, 1)
         .await
@@ -166,14 +162,8 @@ async fn sigterm_closes_thousands_of_viewers_and_exits_within_ten_seconds() {
         })
         .await
         .unwrap();
-    let mut tracker = std::process::Command::new(tests::tracker_bin())
-        .arg("serve")
-        .env("REDIS_URL", &redis_url)
-        .env("TRACKER_NAMESPACE", &namespace)
-        .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
+    let mut tracker = tests::tracker_command(&tests::tracker_bin(), &redis_url, &namespace, port)
         .env("TRACKER_MAX_VIEWERS_PER_IP", "5000")
-        .env("RUST_LOG", "error")
-        .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");

@@ -82,11 +82,7 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
     let items: Vec<String> = (0..ITEMS).map(|i| format!("item-{i}")).collect();
     store.add_items("crash", "todo", &items).await.unwrap();
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tests::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut tracker = spawn_tracker(&tracker_bin(), &redis_url, namespace, port);
     let stop = Arc::new(AtomicBool::new(false));

@@ -262,11 +262,7 @@ impl DataDir {
 #[tokio::test]
 async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
     let dir = DataDir(std::env::temp_dir().join(tests::random_name("tracker-data-")));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tests::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut serve = dir
         .tracker(
