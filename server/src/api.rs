@@ -31,7 +31,8 @@ pub enum ApiError {
     #[error("{1}")]
     Unavailable(u64, String),
     /// 500: something broke on our side (logged, not shown); 503 with `Retry-After` when it is
-    /// Redis refusing writes past its memory cap ([`crate::store::StoreError::Full`]).
+    /// Redis refusing writes past its memory cap ([`crate::store::StoreError::Full`]) or
+    /// Redis out of reach for a moment ([`crate::store::StoreError::Unavailable`]).
     #[error(transparent)]
     Internal(#[from] crate::store::StoreError),
 }
@@ -39,19 +40,41 @@ pub enum ApiError {
 /// `Retry-After` seconds of a write refused because Redis is full.
 pub const FULL_RETRY_AFTER: u64 = 5;
 
-/// Logs that Redis is full at most once a minute: under load every request would.
-fn warn_full() {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static LAST: AtomicU64 = AtomicU64::new(0);
+/// `Retry-After` seconds while Redis cannot be reached.
+pub const UNAVAILABLE_RETRY_AFTER: u64 = 2;
+
+/// The reason given to every caller while Redis cannot be reached.
+pub const RECONNECTING: &str = "The tracker is reconnecting to its database; retry shortly.";
+
+/// Whether `last` (seconds, shared by one kind of warning) is a minute old, and if so moves it
+/// to now: under load every request would log the same warning.
+fn once_a_minute(last: &std::sync::atomic::AtomicU64) -> bool {
+    use std::sync::atomic::Ordering;
     let now = crate::store::now_ms() / 1000;
-    let last = LAST.load(Ordering::Relaxed);
-    if now >= last + 60
-        && LAST
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+    let seen = last.load(Ordering::Relaxed);
+    now >= seen + 60
+        && last
+            .compare_exchange(seen, now, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
-    {
+}
+
+/// Logs that Redis is full at most once a minute.
+fn warn_full() {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if once_a_minute(&LAST) {
         tracing::warn!(
             "redis is full (maxmemory): writes answered 503 until memory frees; raise TRACKER_REDIS_MAXMEMORY (or maxmemory) or archive logs"
+        );
+    }
+}
+
+/// Logs at most once a minute that calls were answered 503 because Redis was unavailable.
+fn warn_unavailable(detail: &str) {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if once_a_minute(&LAST) {
+        tracing::warn!(
+            error = detail,
+            "redis unavailable: calls answered 503 until it is back"
         );
     }
 }
@@ -94,6 +117,14 @@ impl IntoResponse for ApiError {
                     StatusCode::SERVICE_UNAVAILABLE,
                     reason,
                     Some(FULL_RETRY_AFTER),
+                )
+            }
+            ApiError::Internal(crate::store::StoreError::Unavailable(detail)) => {
+                warn_unavailable(detail);
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    RECONNECTING.to_string(),
+                    Some(UNAVAILABLE_RETRY_AFTER),
                 )
             }
             ApiError::Internal(e) => {

@@ -231,7 +231,10 @@ impl Hub {
         feed.flush_if_due(now)
     }
 
-    fn resync_all(&self) {
+    /// Tells every watcher to start over from a snapshot (after a reconnect, or when Redis
+    /// stops or starts answering: a watcher that cannot read one then closes, and its viewer
+    /// shows it is reconnecting).
+    pub fn resync_all(&self) {
         let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         for feed in feeds.values() {
             let _ = feed.tx.send(Signal::Resync);

@@ -60,6 +60,9 @@
 //! ns:admin:tokens:<name>       hash    an account's tokens: id -> JSON {hash, name, t} (global)
 //! ns:rescue:<net>              string  rescue-me posts of an IPv4 address or IPv6 /64: GCRA
 //!                                      theoretical arrival time (ms), expiring     (global)
+//! ns:settings:version          string  settings version: bumped by every change of settings,
+//!                                      blocks, upload targets, projects, the warrior list (global)
+//! ns:settings                  channel the new settings version, on each bump       (global)
 //! ns:warrior:projects          string  the Warrior HQ project list (projects.json) (global)
 //! ns:warrior:projects:versions list    earlier project lists, newest first, last 20 (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
@@ -88,6 +91,16 @@ impl Keys {
     /// Keys under the namespace `ns` (e.g. `t`).
     pub fn new(ns: &str) -> Self {
         Self { ns: ns.into() }
+    }
+
+    /// The settings version (`crate::store::SettingsVersion`).
+    pub fn settings_version(&self) -> String {
+        format!("{}:settings:version", self.ns)
+    }
+
+    /// The channel of settings versions.
+    pub fn settings_channel(&self) -> String {
+        format!("{}:settings", self.ns)
     }
 
     /// The global set of project slugs.

@@ -8,6 +8,7 @@
 //! | [`keys`] | every Redis key name |
 //! | [`limits`] | every limit on what clients send and hold, and the checks of warrior input |
 //! | [`store`] | the Redis store: Lua scripts and typed operations |
+//! | [`redis_watch`] | whether Redis answers now, probed on a connection of its own |
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`api`] | HTTP handlers: warrior API, public JSON, live websocket |
@@ -29,6 +30,7 @@ pub mod keys;
 pub mod limits;
 pub mod precompress;
 pub mod read_cache;
+pub mod redis_watch;
 pub mod routes;
 pub mod store;
 pub mod throttle;
@@ -75,6 +77,8 @@ pub struct App {
     pub leptos: LeptosOptions,
     /// Batches claims and dones.
     pub batcher: batcher::Batcher,
+    /// Whether Redis answers now.
+    pub redis: redis_watch::RedisWatch,
     /// Take the client IP from `X-Forwarded-For` (behind a trusted proxy).
     pub trust_proxy: bool,
     /// The API token of scripts acting as admin (`Authorization: Bearer ...`).
@@ -123,12 +127,30 @@ impl App {
             .site_pkg_dir("pkg")
             .env(leptos::config::Env::PROD)
             .build();
-        let batcher = batcher::Batcher::new(store.clone());
+        // Settings changed by any process reach this one at once (or within a second).
+        store.follow_settings().await?;
+        let read_cache = read_cache::ReadCache::default();
+        let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
+        tokio::spawn(async move {
+            while versions.changed().await.is_ok() {
+                cache.forget_all();
+            }
+        });
+        let redis = redis_watch::RedisWatch::default();
+        redis.start_probing(&store);
+        let (mut changes, watchers) = (redis.subscribe(), hub.clone());
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                watchers.resync_all();
+            }
+        });
+        let batcher = batcher::Batcher::new(store.clone(), redis.clone());
         Ok(Self {
             store,
             hub,
             leptos,
             batcher,
+            redis,
             trust_proxy: false,
             admin_token: None,
             secure_cookies: false,
@@ -136,7 +158,7 @@ impl App {
             archive_dir: "data/archive".into(),
             limits: Default::default(),
             viewers: Default::default(),
-            read_cache: Default::default(),
+            read_cache,
             read_throttle: Default::default(),
             page_renders: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism()

@@ -44,6 +44,10 @@ pub struct Limits {
     /// this many seconds; 408 otherwise.
     #[arg(long, env = "TRACKER_REQUEST_TIMEOUT", default_value_t = 30)]
     pub request_timeout_s: u64,
+    /// Milliseconds a claim or done waits for Redis before it is answered 503 with
+    /// `Retry-After` (a hung or unreachable Redis never holds a warrior).
+    #[arg(long, env = "TRACKER_REDIS_DEADLINE", default_value_t = 1000)]
+    pub redis_deadline_ms: u64,
     /// Most open connections (0: three quarters of the process's file limit, less 64). Beyond,
     /// a connection gets 503 and is closed.
     #[arg(long, env = "TRACKER_MAX_CONNECTIONS", default_value_t = 0)]
@@ -125,6 +129,11 @@ impl Limits {
     /// The interval of the viewers' pings.
     pub fn viewer_ping(&self) -> Duration {
         Duration::from_secs(self.viewer_ping_s.max(1))
+    }
+
+    /// How long a claim or done waits for Redis.
+    pub fn redis_deadline(&self) -> Duration {
+        Duration::from_millis(self.redis_deadline_ms.max(10))
     }
 
     /// The per-request timeout.

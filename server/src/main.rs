@@ -4,7 +4,7 @@ use clap::Parser as _;
 use server::{
     cli::{self, Cli, Command},
     config::ServeArgs,
-    store::Store,
+    store::{Store, StoreError},
     App,
 };
 use std::process::ExitCode;
@@ -74,7 +74,11 @@ async fn run_server(
     serve: ServeArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let site_root = serve.site_root();
-    let mut state = App::new(url, namespace, &site_root.to_string_lossy()).await?;
+    let mut state = connect(url, namespace, &site_root.to_string_lossy()).await?;
+    state.batcher = state
+        .batcher
+        .clone()
+        .with_deadline(serve.limits.redis_deadline());
     state.trust_proxy = serve.trust_proxy;
     state.admin_token = serve.admin_token.clone();
     state.secure_cookies = serve.secure_cookies();
@@ -123,6 +127,23 @@ async fn run_server(
     server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("tracker stopped");
     Ok(())
+}
+
+/// The app, once Redis answers: a Redis given by `REDIS_URL` that is not up yet (or restarting)
+/// is waited for, with the wait logged, rather than given up on.
+async fn connect(url: &str, namespace: &str, site_root: &str) -> Result<App, StoreError> {
+    let mut wait = std::time::Duration::from_millis(100);
+    let started = std::time::Instant::now();
+    loop {
+        match App::new(url, namespace, site_root).await {
+            Err(StoreError::Unavailable(e)) => {
+                tracing::warn!(error = %e, waited_s = started.elapsed().as_secs(), "waiting for redis");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -56,6 +56,12 @@ impl Default for ReadCache {
 }
 
 impl ReadCache {
+    /// Drops every cached answer and page: settings changed (here or in another process).
+    pub fn forget_all(&self) {
+        self.answers.invalidate_all();
+        self.pages.invalidate_all();
+    }
+
     /// The data of the public page at `path`, read at most once per [`FRESH_FOR`].
     pub async fn page(&self, store: &crate::store::Store, path: &str) -> Arc<app::data::PageData> {
         self.pages
@@ -76,8 +82,7 @@ pub async fn forget_after_change(
     let change = req.method() != Method::GET;
     let resp = next.run(req).await;
     if change {
-        state.read_cache.answers.invalidate_all();
-        state.read_cache.pages.invalidate_all();
+        state.read_cache.forget_all();
     }
     resp
 }

@@ -66,7 +66,12 @@ pub fn router(state: AppState) -> Router {
                 Extension(backfeed::DecodeSlots::new(limits.backfeed_decodes)),
             )),
         )
-        .route("/now", get(extras::get_now));
+        .route("/now", get(extras::get_now))
+        // While Redis does not answer, every call is refused at once (`crate::redis_watch`).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::redis_watch::refuse_calls_while_down,
+        ));
 
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))
@@ -92,7 +97,11 @@ pub fn router(state: AppState) -> Router {
 
     let live_feeds = Router::new()
         .route("/{slug}/ws", get(live::watch_project))
-        .route("/{slug}/live", get(feed::stream_live_events));
+        .route("/{slug}/live", get(feed::stream_live_events))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::redis_watch::refuse_calls_while_down,
+        ));
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
     // The public pages and the admin panel are two apps, each hydrated by its own Wasm bundle.
@@ -113,8 +122,13 @@ pub fn router(state: AppState) -> Router {
         }
     };
     // One address may read the public pages and JSON only so often (`crate::throttle`).
-    let limit_reads =
-        axum::middleware::from_fn_with_state(state.clone(), crate::throttle::limit_reads);
+    let limit_reads = (
+        axum::middleware::from_fn_with_state(state.clone(), crate::throttle::limit_reads),
+        axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::redis_watch::explain_pages_while_down,
+        ),
+    );
     let pages = Router::new()
         .route("/", get(render_public_page).layer(limit_reads.clone()))
         .route(

@@ -9,6 +9,7 @@ mod check;
 mod items;
 mod projects;
 pub mod scripts;
+mod settings_version;
 mod shuffle;
 mod snapshot;
 pub mod stats;
@@ -24,6 +25,7 @@ pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
+pub use settings_version::SettingsVersion;
 pub use snapshot::{set_window_sums, QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
 pub use tokens::{token_hash, ApiToken};
@@ -39,6 +41,11 @@ pub enum StoreError {
     /// Redis failed or is unreachable.
     #[error("redis: {0}")]
     Redis(fred::error::Error),
+    /// Redis cannot answer now: the connection is down or reconnecting, a command outlived its
+    /// timeout, or a cluster is failing over (`CLUSTERDOWN`, `TRYAGAIN`, `LOADING`, ...). The
+    /// caller may retry shortly; a command that timed out may or may not have run.
+    #[error("redis unavailable: {0}")]
+    Unavailable(String),
     /// Redis refused a write: its memory is at `maxmemory`. Nothing was changed (every
     /// writing script is refused before it starts); writes succeed again once memory frees.
     #[error("redis is full (used memory > maxmemory): writes are refused until memory frees or maxmemory is raised")]
@@ -66,6 +73,8 @@ impl From<fred::error::Error> for StoreError {
     fn from(e: fred::error::Error) -> Self {
         if is_oom(e.details()) {
             Self::Full
+        } else if is_unavailable(&e) {
+            Self::Unavailable(e.to_string())
         } else {
             Self::Redis(e)
         }
@@ -77,6 +86,37 @@ impl From<fred::error::Error> for StoreError {
 pub fn is_oom(reply: &str) -> bool {
     reply.starts_with("OOM ")
 }
+
+/// Whether a Redis error means "not now" rather than "wrong": no connection, a timeout, or a
+/// server (or cluster slot) that is starting, failing over or read-only for a moment.
+pub fn is_unavailable(e: &fred::error::Error) -> bool {
+    use fred::error::ErrorKind;
+    const TRANSIENT: [&str; 6] = [
+        "CLUSTERDOWN",
+        "TRYAGAIN",
+        "LOADING",
+        "MASTERDOWN",
+        "READONLY",
+        "BUSY",
+    ];
+    matches!(
+        e.kind(),
+        ErrorKind::IO
+            | ErrorKind::Timeout
+            | ErrorKind::Canceled
+            | ErrorKind::Backpressure
+            | ErrorKind::Routing
+            | ErrorKind::Cluster
+    ) || TRANSIENT
+        .iter()
+        .any(|t| e.details().trim_start().starts_with(t))
+}
+
+/// How long any one Redis command may take in the server before it fails as
+/// [`StoreError::Unavailable`]. Long enough for the slowest legitimate command of a big
+/// project (a page of a claim list, a bulk move); short enough that nothing waits on a hung
+/// Redis for ever. Warrior calls give up much sooner (`TRACKER_REDIS_DEADLINE`).
+pub const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Result of store operations.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -91,11 +131,28 @@ pub struct Store {
     scripts: std::sync::Arc<Scripts>,
     settings_cache: std::sync::Arc<projects::SettingsCache>,
     global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
+    settings_version: std::sync::Arc<SettingsVersion>,
 }
 
 impl Store {
-    /// Connects a pool of `size` connections to `url` (see [`crate::redis_url`]).
+    /// Connects a pool of `size` connections to `url` (see [`crate::redis_url`]), with
+    /// [`COMMAND_TIMEOUT`].
     pub async fn connect(url: &str, namespace: &str, size: usize) -> StoreResult<Self> {
+        Self::connect_with(url, namespace, size, COMMAND_TIMEOUT).await
+    }
+
+    /// [`Store::connect`] with a command timeout of `timeout` (the CLI's `check` of a big
+    /// project reads for longer than a server should wait).
+    ///
+    /// A command in flight when its connection drops is not sent again (fred would by
+    /// default): a script that may have run is not run twice, its caller gets
+    /// [`StoreError::Unavailable`] and retries.
+    pub async fn connect_with(
+        url: &str,
+        namespace: &str,
+        size: usize,
+        timeout: std::time::Duration,
+    ) -> StoreResult<Self> {
         let config = if let Some(path) = url.strip_prefix("redis+unix://") {
             Config {
                 server: ServerConfig::new_unix_socket(path),
@@ -106,8 +163,11 @@ impl Store {
         };
         let pool = Builder::from_config(config.clone())
             .with_connection_config(|c| {
-                c.connection_timeout = std::time::Duration::from_secs(5);
+                c.connection_timeout = std::time::Duration::from_secs(2);
+                c.internal_command_timeout = std::time::Duration::from_secs(2);
+                c.max_command_attempts = 1;
             })
+            .with_performance_config(|p| p.default_command_timeout = timeout)
             .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
             .build_pool(size)?;
         pool.init().await?;
@@ -118,6 +178,7 @@ impl Store {
             scripts: std::sync::Arc::new(Scripts::new()),
             settings_cache: Default::default(),
             global_blocks: Default::default(),
+            settings_version: Default::default(),
         })
     }
 
@@ -151,6 +212,20 @@ impl Store {
             .with_performance_config(|p| p.broadcast_channel_capacity = SUBSCRIBER_BACKLOG)
             .set_policy(ReconnectPolicy::new_exponential(0, 100, 2_000, 2))
             .build_subscriber_client()
+    }
+
+    /// A client on a connection of its own, for probing whether Redis answers: pings on the
+    /// pool would wait behind the scripts queued there.
+    pub async fn probe_client(&self) -> StoreResult<Client> {
+        let client = Builder::from_config((*self.config).clone())
+            .with_connection_config(|c| {
+                c.connection_timeout = std::time::Duration::from_secs(1);
+                c.max_command_attempts = 1;
+            })
+            .set_policy(ReconnectPolicy::new_exponential(0, 100, 1_000, 2))
+            .build()?;
+        client.init().await?;
+        Ok(client)
     }
 
     /// The connection pool, for the session store.

@@ -11,6 +11,7 @@ mod api {
     mod crash;
     mod downloaders;
     mod engine;
+    mod faults;
     mod feed;
     mod fuzz;
     mod headers;

@@ -136,6 +136,9 @@ impl Feed {
             };
             let chunk = match signal {
                 Ok(Signal::Frame(frame)) => self.frame_chunk(&frame).await,
+                // Without Redis there is no history to catch up from: end the feed; the client
+                // reconnects with Last-Event-ID, refused until Redis answers.
+                Ok(Signal::Resync) if !self.state.redis.is_up() => return None,
                 Ok(Signal::Resync) | Err(RecvError::Lagged(_)) => self.catch_up(None).await,
                 Err(RecvError::Closed) => return None,
             };

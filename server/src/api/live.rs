@@ -92,6 +92,9 @@ async fn next_message(
 ) -> Next {
     let frame = match signal {
         Ok(Signal::Frame(f)) => f,
+        // Without Redis there is no snapshot to read: close, and the viewer shows it is
+        // reconnecting (its reconnects are refused until Redis answers).
+        Ok(Signal::Resync) if !state.redis.is_up() => return Next::Stop,
         Ok(Signal::Resync) | Err(RecvError::Lagged(_)) => {
             return state
                 .hub

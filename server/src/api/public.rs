@@ -13,20 +13,28 @@ use axum::{
 };
 use serde_json::json;
 
-/// `GET /healthz`: 200 with the Redis round trip, 503 when Redis does not answer.
+/// `GET /healthz`: 200 with the Redis round trip; 503 with `Retry-After` while Redis does not
+/// answer (as the process's probe last found, or this ping within a second).
 pub async fn check_health(State(state): State<AppState>) -> Response {
-    match tokio::time::timeout(std::time::Duration::from_secs(2), state.store.ping()).await {
+    if !state.redis.is_up() {
+        return unhealthy("reconnecting: redis does not answer".into());
+    }
+    match tokio::time::timeout(std::time::Duration::from_secs(1), state.store.ping()).await {
         Ok(Ok(rtt)) => {
             Json(json!({ "status": "ok", "redis_rtt_ms": rtt * 1000.0 })).into_response()
         }
         Ok(Err(e)) => unhealthy(e.to_string()),
-        Err(_) => unhealthy("redis did not answer in 2 s".into()),
+        Err(_) => unhealthy("redis did not answer in 1 s".into()),
     }
 }
 
 fn unhealthy(reason: String) -> Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
+        [(
+            axum::http::header::RETRY_AFTER,
+            super::UNAVAILABLE_RETRY_AFTER.to_string(),
+        )],
         Json(json!({ "status": "unavailable", "error": reason })),
     )
         .into_response()

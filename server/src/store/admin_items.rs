@@ -364,6 +364,7 @@ impl Store {
             cursor = next;
         }
         self.forget_settings(slug);
+        self.settings_changed().await?;
         Ok(removed)
     }
 

@@ -52,7 +52,8 @@ impl BlockKind {
 }
 
 /// How long this process reuses the global block list it read.
-const GLOBAL_BLOCKS_TTL: Duration = Duration::from_secs(1);
+/// Reuse of the global block lists, unless the settings version changes first.
+const GLOBAL_BLOCKS_TTL: Duration = Duration::from_secs(10);
 
 /// The global block lists as last read.
 pub type GlobalBlocksCache = Mutex<Option<(Instant, Arc<GlobalBlocks>)>>;
@@ -109,7 +110,7 @@ impl Store {
         };
         let json = serde_json::to_string(entry).unwrap_or_default();
         let _: () = self.pool.next().hset(key, (value, json)).await?;
-        *self.global_blocks.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.settings_changed().await?;
         Ok(())
     }
 
@@ -125,7 +126,7 @@ impl Store {
             None => self.keys.global_blocked(kind.key()),
         };
         let n: u64 = self.pool.next().hdel(key, value).await?;
-        *self.global_blocks.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.settings_changed().await?;
         Ok(n > 0)
     }
 
@@ -144,6 +145,7 @@ impl Store {
 
     /// Whether `ip` or `downloader` is on the global block list (read at most once a second).
     pub async fn globally_blocked(&self, ip: &str, downloader: &str) -> StoreResult<bool> {
+        self.check_settings_version().await?;
         let cached = self
             .global_blocks
             .lock()
@@ -187,6 +189,7 @@ impl Store {
                 (target, if active { "1" } else { "0" }),
             )
             .await?;
+        self.settings_changed().await?;
         Ok(())
     }
 
@@ -197,6 +200,7 @@ impl Store {
             .next()
             .hdel(self.keys.project(slug).targets(), target)
             .await?;
+        self.settings_changed().await?;
         Ok(())
     }
 

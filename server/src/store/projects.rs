@@ -168,8 +168,9 @@ fn shards_in(queues: Option<&String>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// How long settings read from Redis are reused by this process.
-const SETTINGS_TTL: Duration = Duration::from_secs(1);
+/// How long settings read from Redis are reused by this process, unless the settings version
+/// changes first (`settings_version`): a safety net for writes made behind the tracker's back.
+const SETTINGS_TTL: Duration = Duration::from_secs(10);
 
 /// Settings cached per project for [`SETTINGS_TTL`].
 pub type SettingsCache = Mutex<HashMap<String, (Instant, Arc<Settings>, Arc<Patterns>)>>;
@@ -190,6 +191,7 @@ impl Store {
         self.save_settings(&p.slug, &settings).await?;
         // Global key, written after the project's own keys: a listed project is complete.
         let _: () = client.sadd(self.keys.projects(), p.slug.as_str()).await?;
+        self.settings_changed().await?;
         Ok(())
     }
 
@@ -246,10 +248,7 @@ impl Store {
             ));
         }
         let _: () = client.hset(k.meta(), fields).await?;
-        self.settings_cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(slug);
+        self.settings_changed().await?;
         Ok(())
     }
 
@@ -271,6 +270,7 @@ impl Store {
         &self,
         slug: &str,
     ) -> StoreResult<Option<(Arc<Settings>, Arc<Patterns>)>> {
+        self.check_settings_version().await?;
         if let Some((at, s, p)) = self
             .settings_cache
             .lock()

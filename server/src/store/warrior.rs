@@ -46,6 +46,7 @@ impl Store {
         let _: () = client
             .set(self.keys.warrior_projects(), json, None, None, false)
             .await?;
+        self.settings_changed().await?;
         Ok(())
     }
 
