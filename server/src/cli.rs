@@ -93,6 +93,10 @@ pub enum Command {
     Check {
         /// Project slug.
         slug: String,
+        /// First set the count of items the project knows to the items in a state now: for a
+        /// project from before the count was kept, or to accept a loss already reported.
+        #[arg(long)]
+        recount: bool,
     },
 }
 
@@ -313,7 +317,18 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             }
             Ok(())
         }
-        Command::Check { slug } => {
+        Command::Check { slug, recount } => {
+            if recount {
+                let (before, now) = store
+                    .recount(&slug)
+                    .await?
+                    .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
+                let before = before.map_or("not kept".to_string(), |n| n.to_string());
+                println!(
+                    "{slug}: item count set to {now} from the items in a state (was {before}); \
+                     what was lost before cannot be seen"
+                );
+            }
             let problems = store.check(&slug).await?;
             for p in &problems {
                 println!("{p}");

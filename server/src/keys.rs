@@ -21,7 +21,9 @@
 //! ns:{SLUG}:done               set     completed items
 //! ns:{SLUG}:failed             hash    item -> JSON {reason, t}
 //! ns:{SLUG}:timeline           hash    item -> last transitions (a claim's own: in its record)
-//! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues)
+//! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues),
+//!                                      known (items the project knows: added minus dropped;
+//!                                      absent in projects from before it was kept)
 //! ns:{SLUG}:dl:items / :bytes  zset    downloader -> items / bytes done
 //! ns:{SLUG}:dl:version / :seen hash    downloader -> last version / last done (ms)
 //! ns:{SLUG}:dl:claims          hash    downloader -> items held

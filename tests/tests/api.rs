@@ -7,6 +7,7 @@ mod api {
     mod admin_more;
     mod admin_security;
     mod backfeed;
+    mod check;
     mod connections;
     mod crash;
     mod downloaders;

@@ -253,7 +253,7 @@ impl Store {
             .run(
                 self.pool.next(),
                 &self.scripts.clear_queue,
-                vec![k.meta()],
+                vec![k.meta(), k.stats()],
                 args,
             )
             .await
@@ -321,7 +321,7 @@ impl Store {
             return Ok(items.len() as u64);
         }
         let patterns = self.patterns(slug).await?;
-        let keys = vec![k.failed(), k.attempts(), k.timeline()];
+        let keys = vec![k.failed(), k.attempts(), k.timeline(), k.stats()];
         let mut total = 0;
         for chunk in items.chunks(BULK) {
             let mut args = vec![

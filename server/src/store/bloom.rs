@@ -131,7 +131,15 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<Option<(u64, u64)>> {
         let k = self.keys.project(slug);
-        let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.bloom(), k.qseq()];
+        let keys = vec![
+            k.meta(),
+            k.out(),
+            k.done(),
+            k.failed(),
+            k.bloom(),
+            k.qseq(),
+            k.stats(),
+        ];
         let params = cached_layer_params(capacity);
         let client = self.pool.next();
         let (mut added, mut dups) = (0, 0);

@@ -184,6 +184,10 @@ impl Store {
         if !created {
             return Err(StoreError::ProjectExists);
         }
+        // It knows no items yet; from here on the scripts that add or drop items keep the count
+        // (`tracker check` compares it with the items in a state). Set at once, before anything
+        // could add to it: a script only counts where a count exists.
+        let _: () = client.hset(k.stats(), ("known", 0)).await?;
         // Its queues are scored for random order from the start (claim.lua, `shuffled`).
         let _: () = client.hset(k.meta(), ("shuffled", "1")).await?;
         let mut settings = Settings::defaults(&p.title);

@@ -85,6 +85,8 @@ pub struct Scripts {
     pub clear_queue: LuaScript,
     /// `resolve_failed.lua`
     pub resolve_failed: LuaScript,
+    /// `recount.lua`
+    pub recount: LuaScript,
     /// `login_attempt.lua`
     pub login_attempt: LuaScript,
     /// `login_undo.lua`
@@ -104,7 +106,7 @@ impl Scripts {
     pub fn new() -> Self {
         Self {
             add_items: lua!("add_items", 6),
-            backfeed: lua!("backfeed", 6),
+            backfeed: lua!("backfeed", 7),
             claim: lua!("claim", 11),
             done: lua!("done", 20),
             item_status: lua!("item_status", 6),
@@ -113,8 +115,9 @@ impl Scripts {
             release_items: lua!("release_items", 5),
             move_items: lua!("move_items", 2),
             shuffle: lua!("shuffle", 2),
-            clear_queue: lua!("clear_queue", 1),
-            resolve_failed: lua!("resolve_failed", 3),
+            clear_queue: lua!("clear_queue", 2),
+            resolve_failed: lua!("resolve_failed", 4),
+            recount: lua!("recount", 5),
             login_attempt: lua!("login_attempt", 2),
             login_undo: lua!("login_undo", 2),
             rescue_attempt: lua!("rescue_attempt", 1),
@@ -122,7 +125,7 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 15] {
+    pub fn all(&self) -> [&LuaScript; 16] {
         [
             &self.add_items,
             &self.backfeed,
@@ -136,6 +139,7 @@ impl Scripts {
             &self.shuffle,
             &self.clear_queue,
             &self.resolve_failed,
+            &self.recount,
             &self.login_attempt,
             &self.login_undo,
             &self.rescue_attempt,

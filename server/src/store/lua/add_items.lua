@@ -11,7 +11,7 @@
   KEYS[2]  out     zset    claimed items
   KEYS[3]  done    set     completed items
   KEYS[4]  failed  hash    failed items
-  KEYS[5]  stats   hash    pq (items in personal queues)
+  KEYS[5]  stats   hash    pq (items in personal queues), known (items the project knows)
   KEYS[6]  qseq    string  last FIFO score given (ms)
   Derived (same slot): <prefix><queue part>.
 
@@ -48,4 +48,5 @@ for i = 4, #ARGV, 2 do
   end
 end
 if personal and added > 0 and not counting then rcall('HINCRBY', stats, 'pq', added) end
+if not counting then count_known(stats, added) end
 return added

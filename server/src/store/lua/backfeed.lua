@@ -21,6 +21,7 @@
   KEYS[4]  failed  hash    failed items
   KEYS[5]  filter  hash    layers; n:<i>, cap:<i>, blocks:<i>, k:<i>
   KEYS[6]  qseq    string  last FIFO score given (ms)
+  KEYS[7]  stats   hash    known (items the project knows)
   Derived (same slot): <prefix><queue part>, <prefix>filter:<i>, <prefix>st:<day>.
 
   ARGV[1]  now (ms)
@@ -40,7 +41,7 @@
           -1 when the project does not exist.
   Events: none.
 ]]
-local meta, out, done, failed, bloom, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local meta, out, done, failed, bloom, qseq, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now, prefix, queue, skip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
 
 local m = rcall('HMGET', meta, 'title', 'queues', 'fifo')
@@ -172,6 +173,7 @@ for part, items in pairs(adds) do
   end
   bulk('ZADD', prefix .. part, args)
 end
+count_known(stats, added)
 stat(prefix, now, 'bf', added)
 stat(prefix, now, 'bd', dups)
 flush_stats(prefix, now)

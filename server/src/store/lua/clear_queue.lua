@@ -3,7 +3,8 @@
   clear_queue: drops every waiting item of one queue (all its parts: pattern parts, backfeed
   shards); the items leave the project. With dry run, only counts them.
 
-  KEYS[1]  meta  hash  queues (the queue parts, grouped by queue)
+  KEYS[1]  meta   hash  queues (the queue parts, grouped by queue)
+  KEYS[2]  stats  hash  known (items the project knows)
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -13,7 +14,7 @@
   Output: number of items dropped (or that would be).
   Events: none.
 ]]
-local meta = KEYS[1]
+local meta, stats = KEYS[1], KEYS[2]
 local prefix, queue, dry = ARGV[1], ARGV[2], ARGV[3] == '1'
 
 local count = 0
@@ -25,4 +26,5 @@ for _, parts in ipairs(queue_groups(rcall('HGET', meta, 'queues'))) do
     end
   end
 end
+if not dry then count_known(stats, -count) end
 return count

@@ -6,6 +6,7 @@
   KEYS[1]  failed    hash  item -> JSON {reason, t}
   KEYS[2]  attempts  hash  item -> times claimed
   KEYS[3]  timeline  hash  item -> transitions
+  KEYS[4]  stats     hash  known (items the project knows; dropped ones leave it)
   Derived (same slot): <prefix><queue part>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -17,10 +18,10 @@
   Output: number of items requeued or dropped.
   Events: none.
 ]]
-local failed, attempts, tl = KEYS[1], KEYS[2], KEYS[3]
+local failed, attempts, tl, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, now, who, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
-local n = 0
+local n, dropped = 0, 0
 for i = 5, #ARGV, 2 do
   local item, part = ARGV[i], ARGV[i + 1]
   if rcall('HDEL', failed, item) == 1 then
@@ -30,8 +31,10 @@ for i = 5, #ARGV, 2 do
       timeline(tl, item, now, 'requeued', who, '')
     else
       rcall('HDEL', tl, item)
+      dropped = dropped + 1
     end
     n = n + 1
   end
 end
+count_known(stats, -dropped)
 return n

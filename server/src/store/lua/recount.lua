@@ -1,0 +1,34 @@
+#!lua
+--[[
+  recount: sets a project's count of known items (stats `known`) to the number of items in a
+  state now: every queue part of the claim order, the personal queues named, claimed, done and
+  failed. For projects from before the count was kept, and after an operator has accepted a loss
+  that `tracker check` reported; what was lost before cannot be seen afterwards. An item in two
+  states is counted twice here (`tracker check` reports it as such).
+
+  KEYS[1]  meta    hash    title, queues (the queue parts)
+  KEYS[2]  out     zset    claimed items
+  KEYS[3]  done    set     completed items
+  KEYS[4]  failed  hash    failed items
+  KEYS[5]  stats   hash    known (items the project knows)
+  Derived (same slot): <prefix><queue part>, <prefix>todo:d:<downloader>.
+
+  ARGV[1]  key prefix `ns:{SLUG}:`
+  ARGV[2 ..]  personal queues, as key suffixes (`todo:d:alice`)
+
+  Output: {count before ('' when not kept), count now}; -1 when the project does not exist.
+  Events: none.
+]]
+local meta, out, done, failed, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local prefix = ARGV[1]
+
+local m = rcall('HMGET', meta, 'title', 'queues')
+if not m[1] then return -1 end
+local n = rcall('ZCARD', out) + rcall('SCARD', done) + rcall('HLEN', failed)
+for _, parts in ipairs(queue_groups(m[2])) do
+  for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
+end
+for i = 2, #ARGV do n = n + rcall('ZCARD', prefix .. ARGV[i]) end
+local before = rcall('HGET', stats, 'known') or ''
+rcall('HSET', stats, 'known', n)
+return { before, n }
