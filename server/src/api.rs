@@ -146,6 +146,23 @@ impl IntoResponse for ApiError {
 /// Result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// Runs a warrior call's Redis work (its body already read) under the Redis deadline
+/// (`TRACKER_REDIS_DEADLINE`): when it runs out, 503 with `Retry-After`, and the work is
+/// dropped; a claim that runs later anyway is handed back ([`crate::batcher`]).
+pub async fn within_deadline<T>(
+    state: &AppState,
+    work: impl std::future::Future<Output = ApiResult<T>>,
+) -> ApiResult<T> {
+    let deadline = state.limits.redis_deadline();
+    tokio::time::timeout(deadline, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ApiError::Internal(crate::store::StoreError::Unavailable(
+                format!("no answer from redis within {} ms", deadline.as_millis()),
+            )))
+        })
+}
+
 /// 404 unless `slug` names a project.
 pub async fn known_project(
     state: &AppState,

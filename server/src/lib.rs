@@ -262,6 +262,10 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream) {
 const CHART_DOWNLOADERS: i64 = 10;
 
 fn read_failed(e: store::StoreError, what: &str, slug: &str) -> String {
+    if matches!(e, store::StoreError::Unavailable(_)) {
+        tracing::warn!(error = %e, slug, what, "reading page data");
+        return api::RECONNECTING.to_string();
+    }
     tracing::error!(error = %e, slug, what, "reading page data");
     "The tracker could not read its data.".to_string()
 }

@@ -223,10 +223,7 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
         .await
         .map(|data| (*data).clone())
         .unwrap_or_else(|_| app::data::PageData {
-            error: Some(format!(
-                "The tracker's database did not answer in {} s; try again shortly.",
-                PAGE_DATA_WAIT.as_secs()
-            )),
+            error: Some(crate::api::RECONNECTING.to_string()),
             ..Default::default()
         });
     let unavailable = data.error.is_some();
@@ -238,6 +235,10 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
     let mut resp = render(req).await;
     if unavailable {
         *resp.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+        resp.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(crate::api::UNAVAILABLE_RETRY_AFTER),
+        );
     }
     resp
 }

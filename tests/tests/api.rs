@@ -20,6 +20,7 @@ mod api {
     mod live;
     mod live_frames;
     mod pages;
+    mod processes;
     mod protocol;
     mod public;
     mod redis_full;

@@ -1,7 +1,9 @@
 //! The warrior API (PROTOCOL.md): request, multi-item request, done, done+request, release,
 //! and item status.
 
-use super::{is_admin, known_project, request_ip, user_agent, ApiError, ApiResult};
+use super::{
+    is_admin, known_project, request_ip, user_agent, within_deadline, ApiError, ApiResult,
+};
 use crate::{
     limits::Limits,
     store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, StoreError},
@@ -185,7 +187,7 @@ pub async fn claim_items(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: RequestBody = parse(&body)?;
-    serve_claim(&state, &slug, &caller, req, 1).await
+    within_deadline(&state, serve_claim(&state, &slug, &caller, req, 1)).await
 }
 
 /// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
@@ -207,7 +209,7 @@ pub async fn claim_multi(
             ))
         })?;
     let req: RequestBody = parse(&body)?;
-    serve_claim(&state, &slug, &caller, req, n).await
+    within_deadline(&state, serve_claim(&state, &slug, &caller, req, n)).await
 }
 
 fn done_report(limits: &Limits, req: &DoneBody, caller: &Caller) -> ApiResult<DoneReport> {
@@ -263,7 +265,8 @@ pub async fn report_done(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    record_done(&state, &slug, done_report(&state.limits, &req, &caller)?).await?;
+    let report = done_report(&state.limits, &req, &caller)?;
+    within_deadline(&state, record_done(&state, &slug, report)).await?;
     Ok("OK\n".into_response())
 }
 
@@ -276,13 +279,14 @@ pub async fn report_done_and_claim(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    record_done(&state, &slug, done_report(&state.limits, &req, &caller)?).await?;
+    let report = done_report(&state.limits, &req, &caller)?;
+    within_deadline(&state, record_done(&state, &slug, report)).await?;
     let next = RequestBody {
         downloader: req.downloader,
         api_version: req.api_version,
         version: req.version,
     };
-    serve_claim(&state, &slug, &caller, next, 1).await
+    within_deadline(&state, serve_claim(&state, &slug, &caller, next, 1)).await
 }
 
 /// `POST /SLUG/release`: the claimant (or an admin) gives an item back.
