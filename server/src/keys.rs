@@ -52,7 +52,7 @@
 //! ns:{SLUG}:filter:<i>         hash    layer i: block number -> 64 bytes (absent = zeros)
 //! ns:{SLUG}:seq                string  sequence number of the last completion event
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
-//! ns:{SLUG}:events             channel completion events (pub/sub)
+//! ns:{SLUG}:events             channel completion events (sharded pub/sub: SPUBLISH, SSUBSCRIBE)
 //! ns:{SLUG}:admin              hash    panel-only fields: description (sanitised HTML), priority
 //! ns:admin:users               set     lowercase names of admin accounts             (global)
 //! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t, gen
@@ -101,11 +101,6 @@ impl Keys {
     /// The global set of project slugs.
     pub fn projects(&self) -> String {
         format!("{}:projects", self.ns)
-    }
-
-    /// The pattern matching every project's event channel, for `PSUBSCRIBE`.
-    pub fn events_pattern(&self) -> String {
-        format!("{}:{{*}}:events", self.ns)
     }
 
     /// The slug of a project's event channel, if `channel` is one.
