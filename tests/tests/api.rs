@@ -7,6 +7,8 @@ mod api {
     mod admin_more;
     mod admin_security;
     mod backfeed;
+    mod cluster;
+    mod cluster_failover;
     mod connections;
     mod crash;
     mod downloaders;
