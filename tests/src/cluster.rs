@@ -208,6 +208,17 @@ impl Cluster {
         self.nodes.iter().map(|n| n.port).collect()
     }
 
+    /// The process ids of its running nodes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|n| {
+                let child = n.child.lock().unwrap_or_else(|e| e.into_inner());
+                child.as_ref().map(Child::id)
+            })
+            .collect()
+    }
+
     /// Its URL for the tracker: `redis-cluster://` the first node, `?node=` the others.
     pub fn url(&self) -> String {
         let ports = self.ports();
