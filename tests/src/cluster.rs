@@ -161,9 +161,14 @@ impl Cluster {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             let mut child = spawn_tied(cmd).expect("redis-server must be installed");
+            // Redis reports its directory resolved (as getcwd does).
+            let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
             let end = Instant::now() + Duration::from_secs(10);
             loop {
-                if cli(port, &["PING"]).is_some_and(|r| r.trim() == "PONG") {
+                // Its own answer, not a node of another cluster that took the port first.
+                let dir_of = cli(port, &["CONFIG", "GET", "dir"]).unwrap_or_default();
+                let ours = dir_of.lines().nth(1).map(std::path::Path::new) == Some(real.as_path());
+                if ours && matches!(child.try_wait(), Ok(None)) {
                     return Node {
                         port,
                         child: Mutex::new(Some(child)),
