@@ -67,18 +67,9 @@ impl Hub {
             ..Hub::default()
         };
         subscriber.init().await?;
-        // Resubscribes after a reconnect; the task lives as long as the client.
-        drop(subscriber.manage_subscriptions());
-
         let messages = subscriber.message_rx();
-        let mut reconnects = subscriber.reconnect_rx();
         tokio::spawn(hub.clone().run(store.clone(), messages));
-        let resync = hub.clone();
-        tokio::spawn(async move {
-            while reconnects.recv().await.is_ok() {
-                resync.resync_all();
-            }
-        });
+        hub.resubscribe_after_reconnects();
         hub.sync_projects(store).await?;
         hub.keep_in_sync(store.clone());
         Ok(hub)

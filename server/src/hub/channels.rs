@@ -7,7 +7,7 @@
 //! each project's channel by name, at start, every [`SYNC_INTERVAL`] (a project created or
 //! destroyed through another process), when told to ([`Hub::sync_projects`]), and before a
 //! watcher of a project it does not follow yet starts ([`Hub::ensure_subscribed`]). After a
-//! reconnection, fred's `manage_subscriptions` subscribes again to every channel followed.
+//! reconnection it subscribes again to every channel followed, then resyncs the watchers.
 
 use super::Hub;
 use crate::store::{Store, StoreResult};
@@ -17,6 +17,9 @@ use std::{collections::BTreeSet, time::Duration};
 /// How often the hub compares its subscriptions with the project list: the fallback for a
 /// project created or destroyed by another process whose news it missed.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The pause before subscribing again when it failed after a reconnection.
+const RESUBSCRIBE_RETRY: Duration = Duration::from_secs(1);
 
 /// What one [`Hub::sync_projects`] changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,6 +95,41 @@ impl Hub {
         self.subscriber
             .as_ref()
             .is_some_and(|s| s.tracked_shard_channels().contains(channel.as_str()))
+    }
+
+    /// After each reconnection (on a cluster, of each node), subscribes to every channel
+    /// followed again, then has every watcher start over from a snapshot, as events may have
+    /// been missed meanwhile; until the client closes. What fred's `manage_subscriptions` does,
+    /// but under the hub's lock, as `SSUBSCRIBE` calls must not overlap, and with the watchers
+    /// told only once the subscriptions are back, so that their snapshots miss nothing after.
+    pub(super) fn resubscribe_after_reconnects(&self) {
+        let Some(subscriber) = self.subscriber.clone() else {
+            return;
+        };
+        let mut reconnects = subscriber.reconnect_rx();
+        let hub = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match reconnects.recv().await {
+                    // Lagged: several reconnections at once; one resubscription covers them.
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+                loop {
+                    let done = {
+                        let _one_at_a_time = hub.syncing.lock().await;
+                        subscriber.resubscribe_all().await
+                    };
+                    let Err(e) = done else { break };
+                    tracing::warn!(error = %e, "subscribing again after a reconnection; retrying");
+                    tokio::select! {
+                        () = hub.stopped.cancelled() => return,
+                        () = tokio::time::sleep(RESUBSCRIBE_RETRY) => {}
+                    }
+                }
+                hub.resync_all();
+            }
+        });
     }
 
     /// Runs [`Hub::sync_projects`] every [`SYNC_INTERVAL`] until the hub stops.
