@@ -57,6 +57,8 @@ rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown ||
   { say "rustup target add wasm32-unknown-unknown"; rustup target add wasm32-unknown-unknown >/dev/null; }
 
 command -v redis-server >/dev/null || apt_install redis-server
+# The tests' local Redis Cluster is formed with redis-cli --cluster create.
+command -v redis-cli >/dev/null || apt_install redis-tools
 
 if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
   say "npm install binaryen@$BINARYEN_VERSION"

@@ -223,7 +223,7 @@ pub async fn attack_for(args: &[String]) {
 pub async fn run(base: &str, slug: &str, backfeed_key: &str, peak: f64) {
     let rate = peak / 2.0;
     println!("# hostile: honest warriors paced at {rate:.0} pairs/s (half of peak), {} s alone, then {} s under attack", super::SECONDS, super::SECONDS);
-    let calm = super::pairs(base, slug, super::SECONDS, Some(rate)).await;
+    let calm = super::pairs(base, &[slug], super::SECONDS, Some(rate)).await;
     let me = std::env::current_exe().unwrap();
     let attackers = tokio::process::Command::new("nice")
         .args(["-n", "19"])
@@ -235,7 +235,7 @@ pub async fn run(base: &str, slug: &str, backfeed_key: &str, peak: f64) {
         .unwrap();
     // Let the attacks reach full strength before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let hostile = super::pairs(base, slug, super::SECONDS, Some(rate)).await;
+    let hostile = super::pairs(base, &[slug], super::SECONDS, Some(rate)).await;
     let tally = attackers.wait_with_output().await.unwrap();
     let secs = super::SECONDS as f64;
     let (calm_rate, hostile_rate) = (calm.pairs as f64 / secs, hostile.pairs as f64 / secs);

@@ -7,47 +7,10 @@ use std::{
     process::Command,
     time::{Duration, Instant},
 };
-use tests::Killed;
 
 mod hostile;
+mod rig;
 mod viewers;
-
-/// CPU seconds (user + kernel) that processes have used, read before a phase and compared
-/// after it: the cost of one unit of work in each, which the machine's other load (and the load
-/// generator sharing the cores) disturbs far less than the throughput.
-struct CpuMeter {
-    pids: [(&'static str, u32); 2],
-    start: [f64; 2],
-}
-
-impl CpuMeter {
-    fn seconds(pid: u32) -> f64 {
-        let s = viewers::sample(pid);
-        (s.user + s.system) as f64 / viewers::ticks_per_second()
-    }
-
-    fn start(tracker: u32, redis: u32) -> Self {
-        let pids = [("tracker", tracker), ("redis", redis)];
-        Self {
-            start: pids.map(|(_, pid)| Self::seconds(pid)),
-            pids,
-        }
-    }
-
-    /// `# CPU per UNIT: tracker N µs, redis M µs` for `units` done since the start.
-    fn report(&self, units: f64, unit: &str) -> String {
-        let parts: Vec<String> = self
-            .pids
-            .iter()
-            .zip(self.start)
-            .map(|((name, pid), t0)| {
-                let us = (Self::seconds(*pid) - t0) * 1e6 / units.max(1.0);
-                format!("{name} {us:.1} µs")
-            })
-            .collect();
-        format!("#   CPU per {unit}: {}", parts.join(", "))
-    }
-}
 
 /// CPU seconds (user + kernel) of this process's children that have exited and been waited
 /// for: read around a `wrk` run (`Command::output` waits for it), the load generator's own cost.
@@ -94,9 +57,10 @@ struct Latencies {
     pairs: u64,
 }
 
-/// `CONNECTIONS` warriors doing request then done for `secs`; with `pace`, each pair starts on
-/// a fixed schedule (open loop) so that latency is measured at that rate.
-async fn pairs(base: &str, slug: &str, secs: u64, pace: Option<f64>) -> Latencies {
+/// `CONNECTIONS` warriors doing request then done for `secs`, spread evenly over the projects
+/// `slugs`; with `pace`, each pair starts on a fixed schedule (open loop) so that latency is
+/// measured at that rate.
+async fn pairs(base: &str, slugs: &[&str], secs: u64, pace: Option<f64>) -> Latencies {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(CONNECTIONS * 2)
         .build()
@@ -104,7 +68,8 @@ async fn pairs(base: &str, slug: &str, secs: u64, pace: Option<f64>) -> Latencie
     let end = Instant::now() + Duration::from_secs(secs);
     let tasks: Vec<_> = (0..CONNECTIONS)
         .map(|i| {
-            let (http, base, slug) = (http.clone(), base.to_string(), slug.to_string());
+            let (http, base) = (http.clone(), base.to_string());
+            let slug = slugs[i % slugs.len()].to_string();
             tokio::spawn(async move {
                 let name = format!("bench-{i}");
                 let claim_body = format!(r#"{{"downloader":"{name}","api_version":"2"}}"#);
@@ -281,53 +246,6 @@ async fn project(store: &Store, slug: &str, items: usize) {
     }
 }
 
-/// A private redis-server and the release tracker on a free port, started for a bench run.
-struct Rig {
-    dir: std::path::PathBuf,
-    url: String,
-    store: Store,
-    base: String,
-    redis_pid: u32,
-    tracker_pid: u32,
-    _redis: Killed,
-    _tracker: Killed,
-}
-
-impl Rig {
-    /// Starts both (data under a fresh temp dir named after `what`) and waits for `/healthz`.
-    async fn start(what: &str, pool: usize) -> Rig {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        // `TRACKER_BIN` compares another build (an A/B run) under the same load.
-        let bin = std::env::var_os("TRACKER_BIN")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| root.join("target/release/tracker"));
-        let dir = std::env::temp_dir().join(format!("tracker-{what}-{:x}", rand::random::<u32>()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (redis, url) = tests::start_redis(&dir);
-        let redis_pid = redis.id();
-        let _redis = Killed(redis);
-        let store = Store::connect(&url, "bench", pool).await.unwrap();
-        let port = tests::free_port();
-        let base = format!("http://127.0.0.1:{port}");
-        let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);
-        let tracker_pid = _tracker.0.id();
-        let http = reqwest::Client::new();
-        while http.get(format!("{base}/healthz")).send().await.is_err() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Rig {
-            dir,
-            url,
-            store,
-            base,
-            redis_pid,
-            tracker_pid,
-            _redis,
-            _tracker,
-        }
-    }
-}
-
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|a| a == "--viewers") {
@@ -338,20 +256,15 @@ async fn main() {
         return hostile::attack_for(&args[at + 1..]).await;
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let Rig {
-        dir,
-        url,
-        store,
-        base,
-        redis_pid,
-        tracker_pid,
-        _redis,
-        _tracker,
-    } = Rig::start("bench", 8).await;
-    let meter = || CpuMeter::start(tracker_pid, redis_pid);
+    // `--cluster`: Redis is a local cluster of 3 masters (the `spread` phase puts its projects
+    // on several of them).
+    let on_cluster = std::env::args().any(|a| a == "--cluster");
+    let rig = rig::Rig::start("bench", 8, on_cluster).await;
+    let (dir, url, store, base) = (&rig.dir, &rig.url, &rig.store, &rig.base);
+    let meter = || rig.meter();
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
-    // `--phases a,b`: only those phases (pairs, ceiling, half, multi, backfeed, wrk, floor,
-    // hostile).
+    // `--phases a,b`: only those phases (pairs, spread, ceiling, half, multi, backfeed, wrk,
+    // floor, hostile).
     let args: Vec<String> = std::env::args().collect();
     let only = args
         .iter()
@@ -367,21 +280,39 @@ async fn main() {
         ("paced", 200_000, "half"),
         ("wrk", 600_000, "wrk"),
         ("hostile", 400_000, "hostile"),
+        ("spread0", 200_000, "spread"),
+        ("spread1", 200_000, "spread"),
+        ("spread2", 200_000, "spread"),
+        ("spread3", 200_000, "spread"),
     ] {
         if run(phase) || (phase == "pairs" && (run("half") || run("hostile"))) {
-            project(&store, slug, items).await;
+            project(store, slug, items).await;
         } else {
-            project(&store, slug, 0).await;
+            project(store, slug, 0).await;
         }
     }
     let mut peak_rate = 0.0;
     if run("pairs") || run("half") || run("hostile") {
         let m = meter();
-        peak_rate = phase_pairs(&base).await;
+        peak_rate = phase_pairs(base).await;
         println!("{}", m.report(peak_rate * SECONDS as f64, "pair"));
     }
+    if run("spread") {
+        let slugs = ["spread0", "spread1", "spread2", "spread3"];
+        let m = meter();
+        let spread = pairs(base, &slugs, SECONDS, None).await;
+        let rate = spread.pairs as f64 / SECONDS as f64;
+        let placed: Vec<String> = slugs.iter().map(|s| rig.placement(s)).collect();
+        println!(
+            "spread (pairs over 4 projects: {}): {rate:.0}/s; request p99 {:.2} ms; done p99 {:.2} ms",
+            placed.join(", "),
+            percentile(&spread.request, 0.99),
+            percentile(&spread.done, 0.99)
+        );
+        println!("{}", m.report(rate * SECONDS as f64, "pair"));
+    }
     if run("ceiling") {
-        let direct = ceiling(&store, "direct", SECONDS).await;
+        let direct = ceiling(store, "direct", SECONDS).await;
         let ceiling_rate = direct as f64 / SECONDS as f64;
         println!(
             "ceiling (same scripts called directly, {CONNECTIONS} in flight): {ceiling_rate:.0} pairs/s; HTTP/ceiling = {:.0} %",
@@ -389,7 +320,7 @@ async fn main() {
         );
     }
     if run("half") {
-        let half = pairs(&base, "paced", SECONDS, Some(peak_rate / 2.0)).await;
+        let half = pairs(base, &["paced"], SECONDS, Some(peak_rate / 2.0)).await;
         println!(
             "at half of peak ({:.0} pairs/s offered): {:.0}/s done; request p99 {:.2} ms; done p99 {:.2} ms",
             peak_rate / 2.0,
@@ -400,7 +331,7 @@ async fn main() {
     }
     if run("multi") {
         let cpu = meter();
-        let m = multi(&base, "multi", SECONDS).await;
+        let m = multi(base, "multi", SECONDS).await;
         println!(
             "multi=100 (claim + done of 100): {:.0} items/s",
             m as f64 / SECONDS as f64
@@ -409,7 +340,7 @@ async fn main() {
     }
     if run("backfeed") {
         let cpu = meter();
-        let b = backfeed(&base, "bench-benchkey", SECONDS).await;
+        let b = backfeed(base, "bench-benchkey", SECONDS).await;
         println!(
             "backfeed (batches of 1000 new records): {:.0} records/s",
             b as f64 / SECONDS as f64
@@ -417,7 +348,7 @@ async fn main() {
         println!("{}", cpu.report(b as f64, "record"));
     }
     if run("hostile") {
-        hostile::run(&base, "hostile", "hostile-benchkey", peak_rate).await;
+        hostile::run(base, "hostile", "hostile-benchkey", peak_rate).await;
     }
     let wrk = Command::new("wrk").arg("--version").output().is_ok();
     let wrk_script = root.join("../shared/bench/wrk-pair.lua");
@@ -431,7 +362,7 @@ async fn main() {
             Command::new("wrk")
                 .args(["-t2", "-c32", "-d20s", "--latency", "-s"])
                 .arg(&wrk_script)
-                .arg(&base)
+                .arg(base)
                 .env("SLUG", "wrk"),
         );
         println!("{text}");
@@ -469,11 +400,11 @@ async fn main() {
         println!("# wrk not installed (apt-get install wrk): wrk phases skipped");
     }
     println!("# command: make bench   (cargo run --release -p bench [-- --phases multi,backfeed])");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 async fn phase_pairs(base: &str) -> f64 {
-    let peak = pairs(base, "bench", SECONDS, None).await;
+    let peak = pairs(base, &["bench"], SECONDS, None).await;
     let peak_rate = peak.pairs as f64 / SECONDS as f64;
     println!(
         "pairs (request+done over HTTP): {:.0}/s; request p50 {:.2} ms p99 {:.2} ms; done p50 {:.2} ms p99 {:.2} ms",

@@ -249,16 +249,9 @@ pub async fn run() {
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![50, 5000]);
     let nofile = raise_nofile();
-    let crate::Rig {
-        dir,
-        store,
-        base,
-        redis_pid,
-        tracker_pid: pid,
-        _redis,
-        _tracker: tracker,
-        ..
-    } = crate::Rig::start("viewers", 4).await;
+    let rig = crate::rig::Rig::start("viewers", 4, false).await;
+    let (dir, store, base) = (&rig.dir, &rig.store, &rig.base);
+    let (redis_pid, pid) = (rig.redis_pids[0], rig.tracker_pid);
     let ws_base = base.replacen("http://", "ws://", 1);
     println!(
         "# viewer bench: {RATE} items/s ({WARRIORS} warriors, done of {BATCH} items each), \
@@ -304,7 +297,7 @@ pub async fn run() {
         let (t0, r0, b0) = (sample(pid), sample(redis_pid), sample(std::process::id()));
         let clock = Instant::now();
         *window.lock().unwrap() = (now_ms(), u64::MAX);
-        let done = warriors(&base, &slug, SECONDS).await;
+        let done = warriors(base, &slug, SECONDS).await;
         window.lock().unwrap().1 = now_ms();
         let secs = clock.elapsed().as_secs_f64();
         let (t1, r1, b1) = (sample(pid), sample(redis_pid), sample(std::process::id()));
@@ -349,6 +342,7 @@ pub async fn run() {
             .join(",")
     );
     println!("# CPU is percent of one core over the window (the machine has {} cores shared by tracker, redis and this load generator)", std::thread::available_parallelism().map_or(0, |n| n.get()));
-    drop(tracker);
+    let dir = dir.clone();
+    drop(rig);
     let _ = std::fs::remove_dir_all(&dir);
 }

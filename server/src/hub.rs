@@ -1,11 +1,13 @@
-//! The live hub: one Redis subscription per process, folded into at most [`FRAMES_PER_SECOND`]
-//! frames per project, each serialised once and shared by every watcher of the project.
+//! The live hub: one Redis pub/sub client per process, following every project's shard channel
+//! ([`channels`]), folded into at most [`FRAMES_PER_SECOND`] frames per project, each serialised
+//! once and shared by every watcher of the project.
 //!
 //! Watchers (the websocket in [`crate::api::live`], the compatibility feed in
 //! [`crate::api::feed`]) subscribe with [`Hub::watch`] *before* they read the history or a
 //! snapshot, then skip what they already sent by sequence number: every event is either in
 //! what they read or in a later frame, never lost between the two.
 
+pub mod channels;
 mod feed;
 mod frame;
 pub mod history;
@@ -17,12 +19,12 @@ pub use feed::{
 use feed::{Feed, Snapshot};
 pub use frame::{events_frame, sse_chunk, Frame, LegacyEvent};
 
-use crate::store::{now_ms, Store, PAGE_DOWNLOADERS, PAGE_RECENT};
+use crate::store::{now_ms, Store, StoreResult, PAGE_DOWNLOADERS, PAGE_RECENT};
 use app::model::{DoneEvent, LiveMessage, TrackerStats};
 use axum::body::Bytes;
 use fred::prelude::*;
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -50,30 +52,26 @@ pub enum Signal {
 pub struct Hub {
     feeds: Arc<Mutex<HashMap<String, Feed>>>,
     subscriber: Option<fred::clients::SubscriberClient>,
+    /// Held while (un)subscribing, so that syncs never race (see [`channels`]).
+    syncing: Arc<tokio::sync::Mutex<()>>,
+    /// Cancelled by [`Hub::stop`]: ends the periodic sync.
+    stopped: tokio_util::sync::CancellationToken,
 }
 
 impl Hub {
     /// Subscribes to every project's events and starts folding them into frames.
-    pub async fn start(store: &Store) -> Result<Self, fred::error::Error> {
+    pub async fn start(store: &Store) -> StoreResult<Self> {
         let subscriber = store.subscriber()?;
         let hub = Hub {
             subscriber: Some(subscriber.clone()),
             ..Hub::default()
         };
         subscriber.init().await?;
-        subscriber.psubscribe(store.keys().events_pattern()).await?;
-        // Resubscribes after a reconnect; the task lives as long as the client.
-        drop(subscriber.manage_subscriptions());
-
         let messages = subscriber.message_rx();
-        let mut reconnects = subscriber.reconnect_rx();
         tokio::spawn(hub.clone().run(store.clone(), messages));
-        let resync = hub.clone();
-        tokio::spawn(async move {
-            while reconnects.recv().await.is_ok() {
-                resync.resync_all();
-            }
-        });
+        hub.resubscribe_after_reconnects();
+        hub.sync_projects(store).await?;
+        hub.keep_in_sync(store.clone());
         Ok(hub)
     }
 
@@ -139,12 +137,14 @@ impl Hub {
 
     /// Closes the subscription.
     pub async fn stop(&self) {
+        self.stopped.cancel();
         if let Some(s) = &self.subscriber {
             let _ = s.quit().await;
         }
     }
 
-    /// A receiver of `slug`'s frames. Subscribe before reading history or a snapshot.
+    /// A receiver of `slug`'s frames. Subscribe before reading history or a snapshot, after
+    /// [`Hub::ensure_subscribed`].
     pub fn watch(&self, slug: &str) -> broadcast::Receiver<Signal> {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         feeds.retain(|_, f| f.tx.receiver_count() > 0);
@@ -153,6 +153,16 @@ impl Hub {
             .or_insert_with(Feed::new)
             .tx
             .subscribe()
+    }
+
+    /// The projects someone watches now.
+    fn watched(&self) -> HashSet<String> {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds
+            .iter()
+            .filter(|(_, f)| f.tx.receiver_count() > 0)
+            .map(|(slug, _)| slug.clone())
+            .collect()
     }
 
     /// How many of `slug`'s frames the slowest watcher has not taken yet.

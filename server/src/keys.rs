@@ -3,6 +3,13 @@
 //! Scheme (namespace `ns`, default `t`; `{SLUG}` is a Redis Cluster hash tag so that one Lua
 //! script may touch all of a project's keys). Global keys are never touched by project scripts.
 //!
+//! On a Redis Cluster, every script's keys hash to one slot (checked at each call, see
+//! [`crate::store::scripts::one_slot`]): a project's keys by `{SLUG}`, the two login counters of
+//! a network by `{<net>}`. So a project lives on one shard, which is also its ceiling: its claims
+//! and dones run on that shard's one core. The claim and done paths touch only project keys
+//! (global blocks and settings are read at most once a second per process, see
+//! `GLOBAL_BLOCKS_TTL` and `SETTINGS_TTL`); the other global keys are the admin's.
+//!
 //! ```text
 //! ns:projects                  set     slugs of all projects                      (global)
 //! ns:blocked:ip / :dl          hash    global blocks: value -> JSON entry         (global)
@@ -47,15 +54,16 @@
 //! ns:{SLUG}:filter:<i>         hash    layer i: block number -> 64 bytes (absent = zeros)
 //! ns:{SLUG}:seq                string  sequence number of the last completion event
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
-//! ns:{SLUG}:events             channel completion events (pub/sub)
+//! ns:{SLUG}:events             channel completion events (sharded pub/sub: SPUBLISH, SSUBSCRIBE)
 //! ns:{SLUG}:admin              hash    panel-only fields: description (sanitised HTML), priority
 //! ns:admin:users               set     lowercase names of admin accounts             (global)
 //! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t, gen
 //!                                      (session generation, new with each password)   (global)
 //! ns:admin:setup               string  one-time setup token while no account exists  (global)
-//! ns:admin:fail:ip:<net>       string  login attempts from an IPv4 address or IPv6 /64, any
+//! ns:admin:fail:ip:{<net>}     string  login attempts from an IPv4 address or IPv6 /64, any
 //!                                      name, not taken back by a success (expires)   (global)
-//! ns:admin:fail:pair:<net>|<name> string  the same, of one name                     (global)
+//! ns:admin:fail:pair:{<net>}|<name> string  the same, of one name; `{<net>}` puts both
+//!                                      counters of a network in one slot (one script) (global)
 //! ns:admin:audit               list    admin actions (JSON), newest first, capped     (global)
 //! ns:admin:token:<sha256>      hash    API token (by the SHA-256 of its secret): user, id,
 //!                                      name, t                                       (global)
@@ -110,11 +118,6 @@ impl Keys {
         format!("{}:projects", self.ns)
     }
 
-    /// The pattern matching every project's event channel, for `PSUBSCRIBE`.
-    pub fn events_pattern(&self) -> String {
-        format!("{}:{{*}}:events", self.ns)
-    }
-
     /// The slug of a project's event channel, if `channel` is one.
     pub fn slug_of_events_channel<'a>(&self, channel: &'a str) -> Option<&'a str> {
         channel
@@ -145,12 +148,13 @@ impl Keys {
 
     /// Login attempts from network `net` (an IPv4 address or an IPv6 /64), any name.
     pub fn admin_login_net(&self, net: &str) -> String {
-        format!("{}:admin:fail:ip:{net}", self.ns)
+        format!("{}:admin:fail:ip:{{{net}}}", self.ns)
     }
 
-    /// Login attempts of account name `name` from network `net`.
+    /// Login attempts of account name `name` from network `net`; in the slot of
+    /// [`Keys::admin_login_net`], as one script counts both.
     pub fn admin_login_pair(&self, name: &str, net: &str) -> String {
-        format!("{}:admin:fail:pair:{net}|{name}", self.ns)
+        format!("{}:admin:fail:pair:{{{net}}}|{name}", self.ns)
     }
 
     /// The audit log.
@@ -357,6 +361,22 @@ mod tests {
         let k = Keys::new("t").project("abc");
         assert_eq!(k.out(), "t:{abc}:out");
         assert_eq!(k.queues()[1], "t:{abc}:todo:backfeed");
+    }
+
+    #[test]
+    fn both_login_counters_of_a_network_share_a_slot() {
+        let keys = Keys::new("t");
+        for net in ["192.0.2.1", "2001:db8:1:2::"] {
+            let (pair, all) = (
+                keys.admin_login_pair("root", net),
+                keys.admin_login_net(net),
+            );
+            assert_eq!(
+                fred::util::redis_keyslot(pair.as_bytes()),
+                fred::util::redis_keyslot(all.as_bytes()),
+                "{pair} {all}"
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! The black-box test harness: a [`TestApp`] is the real server on a free port, against a real
-//! `redis-server` (a private one per app, on a unix socket), or the one at `REDIS_URL` under a
-//! random key namespace. Everything is stopped and removed on drop.
+//! `redis-server` (a private one per app, on a unix socket), the one at `REDIS_URL`, or a local
+//! Redis Cluster ([`cluster`]), under a random key namespace. Everything is stopped and removed
+//! on drop.
+
+pub mod cluster;
 
 use server::{store::Store, App};
 use std::{
@@ -74,6 +77,8 @@ pub struct TestApp {
     /// Its key namespace.
     pub namespace: String,
     redis: Option<Child>,
+    /// On a test cluster, which is thrown away whole: no keys to remove one by one.
+    on_cluster: bool,
     dir: PathBuf,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -169,11 +174,31 @@ impl TestApp {
         Self::start_configured("target/site", configure).await
     }
 
+    /// [`TestApp::start`] on the test binary's shared Redis Cluster ([`cluster::Cluster::shared`]).
+    pub async fn start_cluster() -> TestApp {
+        Self::start_on_cluster(cluster::Cluster::shared()).await
+    }
+
+    /// [`TestApp::start`] on `cluster`.
+    pub async fn start_on_cluster(cluster: &cluster::Cluster) -> TestApp {
+        Self::start_on("target/site", Some(cluster.url()), |_| {}).await
+    }
+
     async fn start_configured(site_root: &str, configure: impl FnOnce(&mut App)) -> TestApp {
+        Self::start_on(site_root, None, configure).await
+    }
+
+    async fn start_on(
+        site_root: &str,
+        cluster_url: Option<String>,
+        configure: impl FnOnce(&mut App),
+    ) -> TestApp {
         let dir = std::env::temp_dir().join(random_name("tracker-test-"));
         std::fs::create_dir_all(&dir).expect("create temp dir");
-        let (redis, redis_url) = match std::env::var("REDIS_URL") {
-            Ok(url) if !url.is_empty() => (None, url),
+        let on_cluster = cluster_url.is_some();
+        let (redis, redis_url) = match (cluster_url, std::env::var("REDIS_URL")) {
+            (Some(url), _) => (None, url),
+            (None, Ok(url)) if !url.is_empty() => (None, url),
             _ => {
                 let (child, url) = start_redis(&dir);
                 (Some(child), url)
@@ -204,6 +229,7 @@ impl TestApp {
             redis_url,
             namespace,
             redis,
+            on_cluster,
             dir,
             shutdown: Some(tx),
         }
@@ -387,7 +413,7 @@ impl Drop for TestApp {
         if let Some(mut child) = self.redis.take() {
             let _ = child.kill();
             let _ = child.wait();
-        } else {
+        } else if !self.on_cluster {
             // A shared Redis: remove this app's keys.
             let url = self.redis_url.clone();
             let pattern = format!("{}:*", self.namespace);

@@ -8,6 +8,8 @@ mod api {
     mod admin_security;
     mod backfeed;
     mod check;
+    mod cluster;
+    mod cluster_failover;
     mod connections;
     mod crash;
     mod downloaders;

@@ -69,6 +69,7 @@ pub async fn stream_live_events(
         &state.limits,
     )?;
     // Subscribe before reading the history; events in both are sent once, by sequence number.
+    state.hub.ensure_subscribed(&state.store, &slug).await?;
     let frames = state.hub.watch(&slug);
     let mut first = String::from("retry: 3000\n\n");
     let mut sent = None;

@@ -129,6 +129,9 @@ async fn next_message(
 async fn stream_events(mut socket: Socket, state: AppState, slug: String, since: Option<u64>) {
     // Subscribe before reading: an event in between is both read and in a frame, and is sent
     // once, by its sequence number.
+    if let Err(e) = state.hub.ensure_subscribed(&state.store, &slug).await {
+        tracing::warn!(error = %e, slug, "subscribing to the project's events");
+    }
     let mut frames = state.hub.watch(&slug);
     let subscribed = Instant::now();
     let Some((mut sent, first)) = first_message(&state, &slug, since, subscribed).await else {

@@ -256,6 +256,11 @@ impl Store {
         Ok(())
     }
 
+    /// The slugs of every project, unordered (the hub subscribes to their event channels).
+    pub async fn project_slugs(&self) -> StoreResult<Vec<String>> {
+        Ok(self.pool.next().smembers(self.keys.projects()).await?)
+    }
+
     /// A project's settings, or `None` (cached for a second).
     pub async fn project(&self, slug: &str) -> StoreResult<Option<Arc<Settings>>> {
         Ok(self.cached_settings(slug).await?.map(|(s, _)| s))

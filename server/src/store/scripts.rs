@@ -154,6 +154,12 @@ impl Scripts {
         keys: Vec<String>,
         args: Vec<Value>,
     ) -> StoreResult<R> {
+        if let Err(detail) = one_slot(&keys) {
+            return Err(StoreError::Reply {
+                script: script.name,
+                detail,
+            });
+        }
         if keys.len() != script.num_keys {
             return Err(StoreError::Reply {
                 script: script.name,
@@ -171,9 +177,43 @@ impl Scripts {
     }
 }
 
+/// Checks that `keys` hash to one Redis Cluster slot, as a script's keys must on a cluster
+/// (`CROSSSLOT` otherwise). Checked on every call, on a single server too, so that a wrapper
+/// passing keys of two slots fails in every test that calls it, not only on a cluster.
+pub fn one_slot(keys: &[String]) -> Result<(), String> {
+    let Some(first) = keys.first() else {
+        return Ok(());
+    };
+    let slot = fred::util::redis_keyslot(first.as_bytes());
+    match keys
+        .iter()
+        .find(|k| fred::util::redis_keyslot(k.as_bytes()) != slot)
+    {
+        Some(other) => Err(format!(
+            "keys in different cluster slots: {first} ({slot}) and {other} ({})",
+            fred::util::redis_keyslot(other.as_bytes())
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_of_two_slots_are_refused() {
+        let k = |s: &str| s.to_string();
+        assert!(one_slot(&[]).is_ok());
+        assert!(one_slot(&[k("t:{p}:meta"), k("t:{p}:out"), k("t:{p}:todo:d:x")]).is_ok());
+        let err = one_slot(&[k("t:{p}:meta"), k("t:{q}:out")]).unwrap_err();
+        assert!(err.contains("t:{q}:out"), "{err}");
+        assert!(one_slot(&[
+            k("t:admin:fail:ip:1.2.3.4"),
+            k("t:admin:fail:pair:1.2.3.4|x")
+        ])
+        .is_err());
+    }
 
     /// The number of `KEYS[i]` lines in a script's header.
     fn header_keys(source: &str) -> usize {

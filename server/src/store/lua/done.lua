@@ -24,7 +24,7 @@
   KEYS[13] domain_bytes  hash    bytes per domain
   KEYS[14] seq           string  event sequence number
   KEYS[15] history       list    recent events, newest first
-  KEYS[16] events        channel completion events
+  KEYS[16] events        channel completion events (a shard channel: SPUBLISH)
   KEYS[17] timeline      hash    item -> transitions; a claim's own line joins it here
   KEYS[18] blocked:ip    hash    ip -> JSON block entry
   KEYS[19] log           stream  completion log
@@ -55,7 +55,8 @@
                                  403, 0 (byte domains differ; ip blocked, items released)
   Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
   downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
-  one message on KEYS[16], joined by ',' (parse as `[` .. `]`).
+  one message on KEYS[16], joined by ',' (parse as `[` .. `]`), with SPUBLISH: on a cluster it
+  reaches only the subscribers of the project's shard, not every node as PUBLISH would.
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -432,7 +433,7 @@ if #evs > 0 then
     history_now = rcall('LPUSH', history, unpack(evs, i, math.min(i + 999, #evs)))
   end
   if history_now > history_len + 64 then rcall('LTRIM', history, 0, history_len - 1) end
-  rcall('PUBLISH', events, table.concat(evs, ','))
+  rcall('SPUBLISH', events, table.concat(evs, ','))
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end
 -- Once per call: unique contributors.

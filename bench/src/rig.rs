@@ -1,0 +1,132 @@
+//! What a bench run measures: its Redis (a private server, or with `--cluster` a local
+//! 3-master Redis Cluster) and the release tracker, and the CPU they use.
+
+use super::viewers;
+use server::store::Store;
+use std::time::Duration;
+use tests::{cluster::Cluster, Killed};
+
+/// CPU seconds (user + kernel) that processes have used, read before a phase and compared
+/// after it: the cost of one unit of work in each, which the machine's other load (and the load
+/// generator sharing the cores) disturbs far less than the throughput.
+pub struct CpuMeter {
+    /// Each part (tracker, redis) and its processes (a cluster's nodes add up).
+    pids: Vec<(&'static str, Vec<u32>)>,
+    start: Vec<f64>,
+}
+
+impl CpuMeter {
+    fn seconds(pids: &[u32]) -> f64 {
+        pids.iter()
+            .map(|&pid| {
+                let s = viewers::sample(pid);
+                (s.user + s.system) as f64 / viewers::ticks_per_second()
+            })
+            .sum()
+    }
+
+    /// Starts counting the CPU of the tracker and of the Redis processes.
+    pub fn start(tracker: u32, redis: &[u32]) -> Self {
+        let pids = vec![("tracker", vec![tracker]), ("redis", redis.to_vec())];
+        Self {
+            start: pids.iter().map(|(_, p)| Self::seconds(p)).collect(),
+            pids,
+        }
+    }
+
+    /// `# CPU per UNIT: tracker N µs, redis M µs` for `units` done since the start.
+    pub fn report(&self, units: f64, unit: &str) -> String {
+        let parts: Vec<String> = self
+            .pids
+            .iter()
+            .zip(&self.start)
+            .map(|((name, pids), t0)| {
+                let us = (Self::seconds(pids) - t0) * 1e6 / units.max(1.0);
+                format!("{name} {us:.1} µs")
+            })
+            .collect();
+        format!("#   CPU per {unit}: {}", parts.join(", "))
+    }
+}
+
+/// The Redis of a bench run, held until the run ends (dropped: stopped).
+enum Redis {
+    Server(#[allow(dead_code)] Killed),
+    Cluster(Cluster),
+}
+
+/// A Redis and the release tracker on a free port, started for a bench run.
+pub struct Rig {
+    /// Its temporary directory (the private Redis's data).
+    pub dir: std::path::PathBuf,
+    /// The Redis URL.
+    pub url: String,
+    /// A store on that Redis, to load projects and call scripts directly.
+    pub store: Store,
+    /// `http://127.0.0.1:PORT` of the tracker.
+    pub base: String,
+    /// The Redis processes.
+    pub redis_pids: Vec<u32>,
+    /// The tracker's process.
+    pub tracker_pid: u32,
+    redis: Redis,
+    _tracker: Killed,
+}
+
+impl Rig {
+    /// Starts both (data under a fresh temp dir named after `what`; with `cluster`, a cluster of
+    /// 3 masters without replicas) and waits for `/healthz`.
+    pub async fn start(what: &str, pool: usize, cluster: bool) -> Rig {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        // `TRACKER_BIN` compares another build (an A/B run) under the same load.
+        let bin = std::env::var_os("TRACKER_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("target/release/tracker"));
+        let dir = std::env::temp_dir().join(format!("tracker-{what}-{:x}", rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (redis, url, redis_pids) = if cluster {
+            let c = Cluster::start(3, 0, 15_000);
+            let (url, pids) = (c.url(), c.pids());
+            (Redis::Cluster(c), url, pids)
+        } else {
+            let (child, url) = tests::start_redis(&dir);
+            let pid = child.id();
+            (Redis::Server(Killed(child)), url, vec![pid])
+        };
+        let store = Store::connect(&url, "bench", pool).await.unwrap();
+        let port = tests::free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);
+        let tracker_pid = _tracker.0.id();
+        let http = reqwest::Client::new();
+        while http.get(format!("{base}/healthz")).send().await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Rig {
+            dir,
+            url,
+            store,
+            base,
+            redis_pids,
+            tracker_pid,
+            redis,
+            _tracker,
+        }
+    }
+
+    /// Where project `slug` lives: `slug`, and on a cluster `slug@PORT` of its master.
+    pub fn placement(&self, slug: &str) -> String {
+        match &self.redis {
+            Redis::Server(_) => slug.to_string(),
+            Redis::Cluster(c) => match c.master_of(&format!("{{{slug}}}")) {
+                Some(port) => format!("{slug}@{port}"),
+                None => slug.to_string(),
+            },
+        }
+    }
+
+    /// Counts the CPU of the tracker and the Redis processes from now.
+    pub fn meter(&self) -> CpuMeter {
+        CpuMeter::start(self.tracker_pid, &self.redis_pids)
+    }
+}

@@ -1,0 +1,168 @@
+//! Failover on a Redis Cluster of 3 masters and 3 replicas: the master serving a project is
+//! SIGKILLed; its warrior calls answer (503 with `Retry-After`, never hang) while the failover
+//! lasts, then resume on the promoted replica by themselves, and no item is lost.
+
+use std::time::{Duration, Instant};
+use tests::{cluster::Cluster, TestApp};
+
+/// The longest a warrior call may take while its master is down. fred's cluster client
+/// resynchronises inline: every command of the process waits until the failed master's replica
+/// is promoted (measured: 3 to 6 s with a 2 s node timeout), unless a command timeout turns the
+/// wait into a 503 first.
+const CALL_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long the failover may take (node timeout 2 s, then an election, on a busy machine).
+const FAILOVER_DEADLINE: Duration = Duration::from_secs(60);
+
+/// What one claim answered, and when.
+#[derive(Debug)]
+struct Call {
+    at: Duration,
+    took: Duration,
+    status: u16,
+    retry_after: Option<String>,
+}
+
+async fn claim(app: &TestApp, http: &reqwest::Client, slug: &str) -> (Call, String) {
+    let started = Instant::now();
+    let resp = http
+        .post(app.url(&format!("/{slug}/request")))
+        .body(r#"{"downloader":"alice","api_version":"2"}"#)
+        .send()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("a claim of {slug} got no answer within {CALL_DEADLINE:?}: {e}")
+        });
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let body = resp.text().await.unwrap_or_default();
+    let call = Call {
+        at: Duration::ZERO,
+        took: started.elapsed(),
+        status,
+        retry_after,
+    };
+    (call, body)
+}
+
+/// A call during the failover: served, or 503 with `Retry-After`, in time.
+fn assert_answered(call: &Call, body: &str) {
+    assert!(call.took <= CALL_DEADLINE, "{call:?}");
+    if call.status != 200 {
+        assert_eq!(call.status, 503, "{call:?} {body}");
+        assert!(
+            call.retry_after.is_some(),
+            "503 without Retry-After: {call:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_fails_over_and_its_project_resumes_with_nothing_lost() {
+    let started = Instant::now();
+    let cluster = Cluster::start(3, 1, 2_000);
+    let formed = started.elapsed();
+    let app = TestApp::start_on_cluster(&cluster).await;
+    let placed = cluster.slugs_on_every_master("f");
+    let (victim, master) = placed[0].clone();
+    let (bystander, _) = placed[1].clone();
+    let items: Vec<String> = (0..100).map(|i| format!("i{i}")).collect();
+    let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+    app.project(&victim, &refs).await;
+    app.project(&bystander, &refs).await;
+
+    let url = format!("ws://{}/{victim}/ws", app.addr);
+    let (mut ws, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .expect("connect");
+    assert_eq!(super::live::next_json(&mut ws).await["type"], "snapshot");
+    for _ in 0..10 {
+        let item = app.claim(&victim, "alice").await;
+        assert_eq!(app.done(&victim, "alice", &item, 1).await.status, 200);
+    }
+    // Asynchronous replication: only what the replica has survives the master.
+    cluster.wait_replicated(master, Duration::from_secs(10));
+
+    let http = reqwest::Client::builder()
+        .timeout(CALL_DEADLINE)
+        .build()
+        .expect("client");
+    let killed = Instant::now();
+    cluster.kill(master);
+    // Meanwhile the other project, on a master that lives, answers too (served, or 503 while
+    // the client resynchronises).
+    let other = async {
+        let (mut other, body) = claim(&app, &http, &bystander).await;
+        other.at = killed.elapsed();
+        assert_answered(&other, &body);
+        other
+    };
+    let victim_calls = async {
+        let mut calls = Vec::new();
+        loop {
+            let (mut call, body) = claim(&app, &http, &victim).await;
+            call.at = killed.elapsed();
+            let status = call.status;
+            calls.push(call);
+            if status == 200 {
+                let v: serde_json::Value = serde_json::from_str(&body).expect("claim JSON");
+                let item = v["item_name"].as_str().expect("item_name").to_string();
+                return (calls, item);
+            }
+            assert_answered(&calls[calls.len() - 1], &body);
+            assert!(
+                killed.elapsed() < FAILOVER_DEADLINE,
+                "no failover within {FAILOVER_DEADLINE:?}: {calls:#?}"
+            );
+            // A warrior's pause between tries (it would wait Retry-After).
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let (other, (calls, resumed)) = tokio::join!(other, victim_calls);
+    let recovery = calls.last().map(|c| c.at);
+    eprintln!(
+        "cluster formed in {formed:?}; claims resumed {recovery:?} after the kill: {calls:?}; \
+         the other project's claim: {other:?}"
+    );
+    let promoted = cluster.master_of(&format!("{{{victim}}}"));
+    assert!(promoted.is_some_and(|p| p != master), "a replica took over");
+
+    let (after, _) = claim(&app, &http, &bystander).await;
+    assert_eq!(after.status, 200, "the other project is served");
+
+    assert_eq!(app.done(&victim, "alice", &resumed, 1).await.status, 200);
+    // The viewer follows the project on its new master: the completion comes as an event, or in
+    // the snapshot of a resync after the reconnection.
+    let deadline = Instant::now() + FAILOVER_DEADLINE;
+    loop {
+        let msg = super::live::next_json(&mut ws).await;
+        let in_events = msg["events"].as_array().is_some_and(|events| {
+            events.iter().any(|e| {
+                e["items"]
+                    .as_array()
+                    .is_some_and(|i| i.contains(&resumed.as_str().into()))
+            })
+        });
+        if in_events || msg["board"]["counts"]["done"].as_u64() == Some(11) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the viewer never saw the completion: {msg}"
+        );
+    }
+
+    let counts = app.counts(&victim).await;
+    assert_eq!(counts.done, 11);
+    assert_eq!(
+        counts.todo + counts.out + counts.done,
+        100,
+        "no item lost: {counts:?}"
+    );
+    app.assert_invariant(&victim).await;
+    eprintln!("failover test took {:?}", started.elapsed());
+}
