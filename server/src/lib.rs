@@ -131,9 +131,14 @@ impl App {
         store.follow_settings().await?;
         let read_cache = read_cache::ReadCache::default();
         let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
+        let (projects, watched) = (store.clone(), hub.clone());
         tokio::spawn(async move {
             while versions.changed().await.is_ok() {
                 cache.forget_all();
+                // A project made or destroyed anywhere: its live channel followed at once.
+                if let Err(e) = watched.sync_projects(&projects).await {
+                    tracing::warn!(error = %e, "following the projects' live channels; retried within seconds");
+                }
             }
         });
         let redis = redis_watch::RedisWatch::default();
