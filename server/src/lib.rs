@@ -128,7 +128,8 @@ impl App {
             .env(leptos::config::Env::PROD)
             .build();
         // Settings changed by any process reach this one at once (or within a second).
-        store.follow_settings().await?;
+        let closing = tokio_util::sync::CancellationToken::new();
+        store.follow_settings(closing.clone()).await?;
         let read_cache = read_cache::ReadCache::default();
         let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
         let (projects, watched) = (store.clone(), hub.clone());
@@ -170,7 +171,7 @@ impl App {
                     .map_or(1, |n| n.get().saturating_sub(1))
                     .max(1),
             )),
-            closing: Default::default(),
+            closing,
             password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
         })
     }

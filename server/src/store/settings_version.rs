@@ -120,9 +120,12 @@ impl Store {
         *self.global_blocks.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    /// Follows published settings versions until the subscription ends: a task per process.
-    /// After a reconnect (messages may have been missed) the counter is read again.
-    pub async fn follow_settings(&self) -> Result<(), fred::error::Error> {
+    /// Follows published settings versions until `stop` is cancelled (the server stops): a task
+    /// per process. After a reconnect (messages may have been missed) the counter is read again.
+    pub async fn follow_settings(
+        &self,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Result<(), fred::error::Error> {
         let subscriber = self.subscriber()?;
         subscriber.init().await?;
         subscriber.subscribe(self.keys.settings_channel()).await?;
@@ -132,6 +135,7 @@ impl Store {
         tokio::spawn(async move {
             loop {
                 tokio::select! {
+                    () = stop.cancelled() => break,
                     msg = messages.recv() => match msg {
                         Ok(msg) => {
                             if let Some(v) = msg.value.as_u64() {
@@ -149,6 +153,7 @@ impl Store {
                     },
                 }
             }
+            let _ = subscriber.quit().await;
         });
         Ok(())
     }
