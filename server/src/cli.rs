@@ -173,9 +173,19 @@ pub enum CliError {
 /// The Redis to use: `REDIS_URL`, or the private one (started if needed; stop it when done).
 pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), CliError> {
     match &args.redis_url {
-        Some(url) => Ok((url.clone(), None)),
+        Some(url) => {
+            if let Some(fsync) = args.fsync {
+                // That server's durability is its operator's: the tracker does not reconfigure it.
+                tracing::warn!(
+                    fsync = fsync.as_str(),
+                    "TRACKER_FSYNC is ignored with REDIS_URL: set appendfsync on that server"
+                );
+            }
+            Ok((url.clone(), None))
+        }
         None => {
-            let embedded = EmbeddedRedis::ensure(&args.data_dir, args.redis_maxmemory).await?;
+            let embedded =
+                EmbeddedRedis::ensure(&args.data_dir, args.redis_maxmemory, args.fsync).await?;
             Ok((embedded.url(), Some(embedded)))
         }
     }

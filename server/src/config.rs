@@ -20,6 +20,38 @@ pub struct RedisArgs {
     /// at least 64 MB. Ignored with `REDIS_URL` (set `maxmemory` on that server yourself).
     #[arg(long, env = "TRACKER_REDIS_MAXMEMORY", value_parser = crate::embedded_redis::parse_memory)]
     pub redis_maxmemory: Option<u64>,
+    /// When the private Redis forces its append-only file to disk (`appendfsync`): `always`,
+    /// before it answers a write (a machine crash loses no acknowledged write), or `everysec`,
+    /// once a second (a machine crash can lose the last second or two of writes; `always` cut
+    /// the pairs benchmark by about half). Default: `everysec` for a server started here; one
+    /// found running keeps its setting unless this is given. Ignored with `REDIS_URL` (set
+    /// `appendfsync` on that server yourself). README, "Durability".
+    #[arg(long, env = "TRACKER_FSYNC", value_enum)]
+    pub fsync: Option<Fsync>,
+}
+
+/// When the private Redis forces its append-only file to disk: its `appendfsync`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    /// After every write, before answering it.
+    Always,
+    /// Once a second, in the background.
+    Everysec,
+}
+
+impl Fsync {
+    /// The setting of a private Redis started without `TRACKER_FSYNC`, chosen by measurement:
+    /// `always` would have been the default had it cost the pairs benchmark at most 20 %; it
+    /// cost 43-54 % (bench/README.md, "appendfsync always or everysec").
+    pub const DEFAULT: Fsync = Fsync::Everysec;
+
+    /// Its name in Redis's configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::Everysec => "everysec",
+        }
+    }
 }
 
 /// Settings of `tracker serve`.

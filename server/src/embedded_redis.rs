@@ -8,7 +8,10 @@
 //!
 //! Its memory is capped (`maxmemory`, policy `noeviction`): past the cap Redis refuses writes
 //! (the API answers 503) instead of growing until the kernel kills it or evicting queued items.
+//! Its append-only file is forced to disk as [`Fsync`] says (`appendfsync`), by every server
+//! started here, restarts included.
 
+use crate::config::Fsync;
 use std::{
     io::{Read, Write},
     os::unix::{fs::PermissionsExt, net::UnixStream},
@@ -35,6 +38,7 @@ struct Launch {
     socket: PathBuf,
     log: PathBuf,
     maxmemory: u64,
+    fsync: Fsync,
 }
 
 impl Launch {
@@ -49,14 +53,8 @@ impl Launch {
                 "--appendonly",
                 "yes",
             ])
-            .args([
-                "--appendfsync",
-                "everysec",
-                "--save",
-                "",
-                "--daemonize",
-                "no",
-            ])
+            .args(["--appendfsync", self.fsync.as_str()])
+            .args(["--save", "", "--daemonize", "no"])
             .args(["--maxmemory-policy", "noeviction", "--maxmemory"])
             .arg(self.maxmemory.to_string())
             .arg("--unixsocket")
@@ -136,16 +134,22 @@ pub enum LaunchError {
     /// redis-server did not answer in time.
     #[error("redis-server did not start (see {0})")]
     NotReady(PathBuf),
-    /// The running redis-server refused the memory settings.
-    #[error("could not set the memory limit of the running redis-server: {0}")]
+    /// The running redis-server refused the memory or `appendfsync` settings.
+    #[error("could not configure the running redis-server (maxmemory, appendfsync): {0}")]
     Config(fred::error::Error),
 }
 
 impl EmbeddedRedis {
     /// Finds or starts the private Redis of `data_dir`, capped at `maxmemory` bytes (`0`: no
-    /// cap). `None`: a server started here gets [`default_maxmemory`]; one found running keeps
-    /// its cap, or gets the default if it has none.
-    pub async fn ensure(data_dir: &Path, maxmemory: Option<u64>) -> Result<Self, LaunchError> {
+    /// cap), writing its append-only file to disk as `fsync` says. `None`: a server started
+    /// here gets [`default_maxmemory`] and [`Fsync::DEFAULT`]; one found running keeps its cap
+    /// (or gets the default if it has none) and its `appendfsync`, so that a CLI command run
+    /// without the settings leaves those of the server's Redis as they are.
+    pub async fn ensure(
+        data_dir: &Path,
+        maxmemory: Option<u64>,
+        fsync: Option<Fsync>,
+    ) -> Result<Self, LaunchError> {
         let dir = private_dir(data_dir)?;
         let socket = dir.join("redis.sock");
         if ping(&socket) {
@@ -154,16 +158,18 @@ impl EmbeddedRedis {
                 socket,
                 supervisor: None,
             };
-            redis.limit_memory(maxmemory).await?;
+            redis.configure(maxmemory, fsync).await?;
             return Ok(redis);
         }
         let maxmemory = maxmemory.unwrap_or_else(default_maxmemory);
+        let fsync = fsync.unwrap_or(Fsync::DEFAULT);
         let log = dir.join("redis.log");
         let launch = Launch {
             dir: dir.clone(),
             socket: socket.clone(),
             log: log.clone(),
             maxmemory,
+            fsync,
         };
         let child = launch
             .spawn()
@@ -175,7 +181,7 @@ impl EmbeddedRedis {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tracing::info!(socket = %socket.display(), maxmemory, "started private redis-server");
+        tracing::info!(socket = %socket.display(), maxmemory, appendfsync = fsync.as_str(), "started private redis-server");
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(supervise(launch, child, stopped));
         Ok(Self {
@@ -189,9 +195,14 @@ impl EmbeddedRedis {
         format!("redis+unix://{}", self.socket.display())
     }
 
-    /// Sets the memory cap of a server found running: `maxmemory` when given, else the default
-    /// when it has no cap; and the `noeviction` policy, whatever it had.
-    async fn limit_memory(&self, maxmemory: Option<u64>) -> Result<(), LaunchError> {
+    /// Configures a server found running: its memory cap, `maxmemory` when given, else the
+    /// default when it has no cap; the `noeviction` policy, whatever it had; and `appendfsync`
+    /// when `fsync` is given (logged either way, as the start of a server is).
+    async fn configure(
+        &self,
+        maxmemory: Option<u64>,
+        fsync: Option<Fsync>,
+    ) -> Result<(), LaunchError> {
         use fred::prelude::*;
         let config = Config {
             server: ServerConfig::new_unix_socket(&self.socket),
@@ -224,7 +235,15 @@ impl EmbeddedRedis {
                     "capped the memory of the running redis-server"
                 );
             }
-            client.custom::<(), _>(fred::cmd!("CONFIG"), args).await
+            if let Some(fsync) = fsync {
+                args.extend(["appendfsync".into(), fsync.as_str().into()]);
+            }
+            client.custom::<(), _>(fred::cmd!("CONFIG"), args).await?;
+            let (_, appendfsync): (String, String) = client
+                .custom(fred::cmd!("CONFIG"), vec!["GET", "appendfsync"])
+                .await?;
+            tracing::info!(appendfsync, "the running redis-server's append-only file");
+            Ok(())
         }
         .await;
         let _ = client.quit().await;
@@ -381,7 +400,7 @@ mod tests {
         std::fs::create_dir(&dir).expect("create");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 
-        let started = EmbeddedRedis::ensure(&dir, Some(100 << 20))
+        let started = EmbeddedRedis::ensure(&dir, Some(100 << 20), None)
             .await
             .expect("start");
         let mode = std::fs::metadata(&dir).expect("stat").permissions().mode();
@@ -391,21 +410,32 @@ mod tests {
             (100u64 << 20).to_string()
         );
         assert_eq!(config_get(&started, "maxmemory-policy").await, "noeviction");
+        let default = Fsync::DEFAULT.as_str();
+        assert_eq!(config_get(&started, "appendfsync").await, default);
 
-        // A server found running keeps its cap when none is given, and takes one given.
-        let found = EmbeddedRedis::ensure(&dir, None).await.expect("reuse");
+        // A server found running keeps its cap and appendfsync when none is given, and takes
+        // those given.
+        let found = EmbeddedRedis::ensure(&dir, None, None)
+            .await
+            .expect("reuse");
         assert!(found.supervisor.is_none(), "reused, not started");
         assert_eq!(
             config_get(&found, "maxmemory").await,
             (100u64 << 20).to_string()
         );
-        let found = EmbeddedRedis::ensure(&dir, Some(200 << 20))
+        assert_eq!(config_get(&found, "appendfsync").await, default);
+        let other = match Fsync::DEFAULT {
+            Fsync::Always => Fsync::Everysec,
+            Fsync::Everysec => Fsync::Always,
+        };
+        let found = EmbeddedRedis::ensure(&dir, Some(200 << 20), Some(other))
             .await
             .expect("reuse");
         assert_eq!(
             config_get(&found, "maxmemory").await,
             (200u64 << 20).to_string()
         );
+        assert_eq!(config_get(&found, "appendfsync").await, other.as_str());
         // One running with no cap (and evicting) gets the default cap and noeviction.
         let config = |args: Vec<&'static str>| async {
             let c = Builder::from_config(Config {
@@ -428,11 +458,14 @@ mod tests {
             "allkeys-lru",
         ])
         .await;
-        let found = EmbeddedRedis::ensure(&dir, None).await.expect("reuse");
+        let found = EmbeddedRedis::ensure(&dir, None, None)
+            .await
+            .expect("reuse");
         assert_eq!(
             config_get(&found, "maxmemory").await,
             default_maxmemory().to_string()
         );
+        assert_eq!(config_get(&found, "appendfsync").await, other.as_str());
         assert_eq!(config_get(&found, "maxmemory-policy").await, "noeviction");
 
         found.stop().await;

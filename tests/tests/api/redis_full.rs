@@ -148,6 +148,7 @@ impl DataDir {
         cmd.args(args)
             .env_remove("REDIS_URL")
             .env_remove("TRACKER_REDIS_MAXMEMORY")
+            .env_remove("TRACKER_FSYNC")
             .env("TRACKER_DATA_DIR", &self.0)
             .env("RUST_LOG", "error")
             .stdin(std::process::Stdio::null())
@@ -267,7 +268,11 @@ async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
     let mut serve = dir
         .tracker(
             &["serve"],
-            &[("TRACKER_LISTEN", &format!("127.0.0.1:{port}"))],
+            // Every write on disk before it is answered, and so after a restart too.
+            &[
+                ("TRACKER_LISTEN", &format!("127.0.0.1:{port}")),
+                ("TRACKER_FSYNC", "always"),
+            ],
         )
         .kill_on_drop(true)
         .spawn()
@@ -276,10 +281,6 @@ async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
         dir.redis_pid()
     })
     .await;
-    // Every write on disk at once, so that what the test wrote survives a SIGKILL.
-    dir.cli(&["CONFIG", "SET", "appendfsync", "always"])
-        .await
-        .expect("config");
     let created = dir
         .tracker(&["project", "create", "demo"], &[])
         .status()
@@ -321,6 +322,11 @@ async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
         .unwrap();
     let stats: serde_json::Value = status.json().await.unwrap();
     assert_eq!(stats["total_items"], 3, "nothing lost: {stats}");
+    assert_eq!(
+        dir.config("appendfsync").await.as_deref(),
+        Some("always"),
+        "the restarted server keeps the setting"
+    );
 
     // SIGTERM stops the restarted server too.
     let pid = serve.id().expect("pid").to_string();
@@ -339,4 +345,54 @@ async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn the_fsync_setting_reaches_the_private_redis_and_a_cli_command_keeps_it() {
+    let dir = DataDir(std::env::temp_dir().join(tests::random_name("tracker-data-")));
+    let mut serve = dir
+        .tracker(
+            &["serve"],
+            &[
+                ("TRACKER_LISTEN", "127.0.0.1:0"),
+                ("TRACKER_FSYNC", "always"),
+            ],
+        )
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the tracker (cargo build -p server)");
+    let set = tests::wait_for("the private redis", Duration::from_secs(30), || {
+        dir.config("appendfsync")
+    })
+    .await;
+    assert_eq!(set, "always");
+
+    // A CLI command given the setting changes the running server's; one without leaves it.
+    let show = |env: &'static [(&'static str, &'static str)]| {
+        dir.tracker(&["project", "show", "none"], env).status()
+    };
+    let _ = show(&[("TRACKER_FSYNC", "everysec")])
+        .await
+        .expect("tracker");
+    assert_eq!(dir.config("appendfsync").await.as_deref(), Some("everysec"));
+    let _ = show(&[]).await.expect("tracker");
+    assert_eq!(dir.config("appendfsync").await.as_deref(), Some("everysec"));
+    // A value that is not a setting is refused before anything changes.
+    let bad = show(&[("TRACKER_FSYNC", "no")]).await.expect("tracker");
+    assert!(!bad.success());
+    assert_eq!(dir.config("appendfsync").await.as_deref(), Some("everysec"));
+    let _ = serve.kill().await;
+
+    // Without the setting, a new private Redis gets the default.
+    let other = DataDir(std::env::temp_dir().join(tests::random_name("tracker-data-")));
+    let _serve = other
+        .tracker(&["serve"], &[("TRACKER_LISTEN", "127.0.0.1:0")])
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the tracker");
+    let default = tests::wait_for("the private redis", Duration::from_secs(30), || {
+        other.config("appendfsync")
+    })
+    .await;
+    assert_eq!(default, "everysec", "the default chosen in bench/README.md");
 }
