@@ -8,6 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod fsync;
 mod hostile;
 mod rig;
 mod viewers;
@@ -264,7 +265,8 @@ async fn main() {
     let meter = || rig.meter();
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
     // `--phases a,b`: only those phases (pairs, spread, ceiling, half, multi, backfeed, wrk,
-    // floor, hostile).
+    // floor, hostile; fsync only when named, as it turns on the append-only file and takes a
+    // minute).
     let args: Vec<String> = std::env::args().collect();
     let only = args
         .iter()
@@ -272,6 +274,7 @@ async fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|p| p.split(',').map(str::to_string).collect::<Vec<_>>());
     let run = |phase: &str| only.as_ref().is_none_or(|o| o.iter().any(|p| p == phase));
+    let named = |phase: &str| only.as_ref().is_some_and(|o| o.iter().any(|p| p == phase));
     // Enough items that no phase runs dry on this machine (about 3x the rates seen).
     for (slug, items, phase) in [
         ("bench", 600_000, "pairs"),
@@ -290,6 +293,9 @@ async fn main() {
         } else {
             project(store, slug, 0).await;
         }
+    }
+    if named("fsync") {
+        project(store, "fsync", fsync::ITEMS).await;
     }
     let mut peak_rate = 0.0;
     if run("pairs") || run("half") || run("hostile") {
@@ -398,6 +404,12 @@ async fn main() {
     }
     if !wrk {
         println!("# wrk not installed (apt-get install wrk): wrk phases skipped");
+    }
+    // Last: the append-only file it turns on would weigh on any phase after it.
+    if named("fsync") && on_cluster {
+        println!("# fsync: not on --cluster (it reconfigures one private redis-server)");
+    } else if named("fsync") {
+        fsync::run(base, url, dir, "fsync").await;
     }
     println!("# command: make bench   (cargo run --release -p bench [-- --phases multi,backfeed])");
     let _ = std::fs::remove_dir_all(dir);

@@ -74,15 +74,17 @@ pub struct Rig {
 }
 
 impl Rig {
-    /// Starts both (data under a fresh temp dir named after `what`; with `cluster`, a cluster of
-    /// 3 masters without replicas) and waits for `/healthz`.
+    /// Starts both (data under a fresh directory named after `what`, in the temp directory unless
+    /// it is a tmpfs; with `cluster`, a cluster of 3 masters without replicas) and waits for
+    /// `/healthz`.
     pub async fn start(what: &str, pool: usize, cluster: bool) -> Rig {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         // `TRACKER_BIN` compares another build (an A/B run) under the same load.
         let bin = std::env::var_os("TRACKER_BIN")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| root.join("target/release/tracker"));
-        let dir = std::env::temp_dir().join(format!("tracker-{what}-{:x}", rand::random::<u32>()));
+        let dir =
+            super::fsync::data_parent().join(format!("tracker-{what}-{:x}", rand::random::<u32>()));
         std::fs::create_dir_all(&dir).unwrap();
         let (redis, url, redis_pids) = if cluster {
             let c = Cluster::start(3, 0, 15_000);
