@@ -23,7 +23,7 @@ pub struct RedisArgs {
     /// When the private Redis forces its append-only file to disk (`appendfsync`): `always`,
     /// before it answers a write (a machine crash loses no acknowledged write), or `everysec`,
     /// once a second (a machine crash can lose the last second or two of writes; `always` cut
-    /// the pairs benchmark by about half). Default: `everysec` for a server started here; one
+    /// the pairs benchmark by 37-54 %). Default: `everysec` for a server started here; one
     /// found running keeps its setting unless this is given. Ignored with `REDIS_URL` (set
     /// `appendfsync` on that server yourself). README, "Durability".
     #[arg(long, env = "TRACKER_FSYNC", value_enum)]
@@ -42,7 +42,8 @@ pub enum Fsync {
 impl Fsync {
     /// The setting of a private Redis started without `TRACKER_FSYNC`, chosen by measurement:
     /// `always` would have been the default had it cost the pairs benchmark at most 20 %; it
-    /// cost 43-54 % (bench/README.md, "appendfsync always or everysec").
+    /// cost 37-54 % in three runs, median 43 % (bench/README.md, "appendfsync always or
+    /// everysec").
     pub const DEFAULT: Fsync = Fsync::Everysec;
 
     /// Its name in Redis's configuration.
