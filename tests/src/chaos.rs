@@ -175,7 +175,9 @@ pub async fn run(cfg: &Config) -> Report {
         ..Report::default()
     };
     let fleet = Arc::new(Fleet::start(&cfg.tracker_bin, cfg.processes).await);
-    let store = match Store::connect(&fleet.redis_url, &fleet.namespace, 2).await {
+    // Reads of whole structures at the end (a check of a million items) take seconds.
+    let timeout = Duration::from_secs(120);
+    let store = match Store::connect_with(&fleet.redis_url, &fleet.namespace, 2, timeout).await {
         Ok(s) => s,
         Err(e) => {
             report.violations.push(format!("connect to redis: {e}"));
@@ -299,7 +301,7 @@ pub async fn run(cfg: &Config) -> Report {
     let (verdict, problems) = verify::verify(&store, SLUG, cfg.items, &ledgers).await;
     report.verdict = verdict;
     report.violations.extend(problems);
-    report.violations.extend(fleet.cli_check(SLUG));
+    report.violations.extend(fleet.cli_check(SLUG).await);
     if !report.violations.is_empty() {
         let dir = fleet.keep();
         report

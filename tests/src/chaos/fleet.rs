@@ -232,13 +232,14 @@ impl Fleet {
     }
 
     /// `tracker check SLUG`, the command an operator runs: its complaints, if it fails.
-    pub(super) fn cli_check(&self, slug: &str) -> Vec<String> {
-        let out = Command::new(&self.bin)
+    pub(super) async fn cli_check(&self, slug: &str) -> Vec<String> {
+        let out = tokio::process::Command::new(&self.bin)
             .args(["check", slug])
             .env("REDIS_URL", &self.redis_url)
             .env("TRACKER_NAMESPACE", &self.namespace)
             .env("RUST_LOG", "error")
-            .output();
+            .output()
+            .await;
         match out {
             Ok(o) if o.status.success() => vec![],
             Ok(o) => vec![format!(

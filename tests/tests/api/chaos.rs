@@ -20,7 +20,6 @@ async fn killing_processes_and_redis_under_load_loses_nothing_and_counts_nothing
     for what in ["items dropped", "late reports after a reclaim"] {
         assert!(report.counters[what] > 0, "no {what}: {report}");
     }
-    assert!(!report.errors.is_empty(), "no call met a fault: {report}");
     let took = started.elapsed();
     assert!(took < Duration::from_secs(90), "took {took:?}");
 }
