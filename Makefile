@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/tools/binaryen/node_modules/.bin:$(HOME)/.cargo/bin:$(P
 # cargo-leptos builds the server with these; plain cargo runs share its cache when they match.
 export LEPTOS_OUTPUT_NAME := tracker
 
-.PHONY: run test build tools tools-test lint unit e2e bench
+.PHONY: run test build tools tools-test lint unit e2e bench chaos
 
 ## make run: install what is missing, build (release), serve on http://127.0.0.1:8080
 run: tools build
@@ -42,3 +42,9 @@ e2e:
 ## make bench: the load generator (not part of make test); see bench/README.md
 bench: tools build
 	cargo run --release -p bench
+
+## make chaos: kills under load, then proof that every item was done once (not part of make
+## test; over 10 minutes); see bench/README.md
+chaos: tools
+	cargo build --release -p server -p bench
+	./target/release/bench --chaos --items 1000000 --minutes 10 --warriors 200

@@ -1,6 +1,7 @@
 //! The load generator: starts a private Redis and the release tracker, then measures warrior
 //! request+done pairs, multi=100 claims, backfeed, and the ceiling of the same scripts called
-//! directly. Prints figures and the command that produced them. Run: `make bench`.
+//! directly. Prints figures and the command that produced them. Run: `make bench`. Other modes:
+//! `--viewers` (viewers.rs), `--attack` (hostile.rs), `--chaos` (chaos.rs, `make chaos`).
 
 use server::store::{now_ms, ClaimOutcome, ClaimRequest, DoneReport, NewProject, Settings, Store};
 use std::{
@@ -8,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod chaos;
 mod fsync;
 mod hostile;
 mod rig;
@@ -253,6 +255,9 @@ async fn main() {
         return viewers::run().await;
     }
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--chaos") {
+        return chaos::run(&args).await;
+    }
     if let Some(at) = args.iter().position(|a| a == "--attack") {
         return hostile::attack_for(&args[at + 1..]).await;
     }

@@ -110,6 +110,9 @@ pub fn is_unavailable(e: &fred::error::Error) -> bool {
     ) || TRANSIENT
         .iter()
         .any(|t| e.details().trim_start().starts_with(t))
+        // fred's answer to a command issued while it holds no connection (Redis has just
+        // died and the reconnection is pending): kind `Unknown`, and the command was never sent.
+        || (*e.kind() == ErrorKind::Unknown && e.details().starts_with("Failed to route command"))
 }
 
 /// How long any one Redis command may take in the server before it fails as
@@ -248,4 +251,20 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use fred::error::{Error, ErrorKind};
+
+    #[test]
+    fn a_command_with_no_connection_to_route_it_to_is_unavailable_not_an_internal_error() {
+        // What fred 10 answers while Redis is being reconnected (`router/commands.rs`).
+        let e = Error::new(ErrorKind::Unknown, "Failed to route command.");
+        assert!(super::is_unavailable(&e));
+        assert!(!super::is_unavailable(&Error::new(
+            ErrorKind::Unknown,
+            "ERR something else"
+        )));
+    }
 }

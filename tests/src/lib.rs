@@ -5,6 +5,8 @@
 
 pub mod cluster;
 
+pub mod chaos;
+
 use server::{store::Store, App};
 use std::{
     net::SocketAddr,

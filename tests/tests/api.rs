@@ -7,6 +7,7 @@ mod api {
     mod admin_more;
     mod admin_security;
     mod backfeed;
+    mod chaos;
     mod check;
     mod cluster;
     mod cluster_failover;

@@ -1,0 +1,312 @@
+//! The chaos run of issue 18: simulated warriors against several tracker processes on one
+//! durable `redis-server`, while processes and Redis are killed with SIGKILL and restarted; then a
+//! drain, and the proof that every item was done exactly once and credited to a warrior that was
+//! told `OK`. Shared by the short integration test (`tests/tests/api/chaos.rs`) and the long run
+//! (`bench --chaos`, `make chaos`).
+//!
+//! ```text
+//! setup   redis-server (append-only file, fsync before every reply) on a free TCP port, a
+//!         project with N items and reclaims on, P tracker processes on their own ports
+//! chaos   W warriors (half single, half multi=20; 5 % drop some items, 5 % hold some past
+//!         their reclaim and report them late), paced so that the queue runs dry at about 80 %
+//!         of the phase; a process SIGKILLed and restarted every few seconds, Redis every ~30 s
+//! drain   no more faults, no more misbehaviour: warriors work until nothing is queued or out
+//! verify  see `verify.rs`
+//! ```
+
+mod fleet;
+mod report;
+pub mod verify;
+mod warrior;
+
+use fleet::Fleet;
+pub use report::{RedisRecovery, Report};
+use server::store::{NewProject, Store};
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+pub use warrior::Ledger;
+use warrior::{Phase, Shared};
+
+/// The slug of the chaos project.
+pub const SLUG: &str = "chaos";
+
+/// The name of item `i` of the chaos project (fixed width, so that it parses back).
+pub fn item_name(i: usize) -> String {
+    format!("i{i:08}")
+}
+
+/// The index of an item named by [`item_name`].
+pub fn item_index(name: &str) -> Option<usize> {
+    name.strip_prefix('i')?.parse().ok()
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Items in the project.
+    pub items: usize,
+    /// Simulated warriors.
+    pub warriors: usize,
+    /// Tracker processes.
+    pub processes: usize,
+    /// Items a multi-item warrior asks for (`multi=N`).
+    pub multi: usize,
+    /// How long faults go on (and warriors misbehave).
+    pub chaos: Duration,
+    /// A process killed and restarted every this long.
+    pub process_kill_every: Duration,
+    /// Redis killed and restarted every this long.
+    pub redis_kill_every: Duration,
+    /// The project's `reclaim_ttl`, seconds.
+    pub reclaim_ttl: u64,
+    /// The longest the drain may take before the run fails.
+    pub drain_deadline: Duration,
+    /// The tracker binary.
+    pub tracker_bin: PathBuf,
+    /// Print a progress line every this long (`None`: quiet).
+    pub progress: Option<Duration>,
+}
+
+impl Config {
+    /// The run of `make test`: 20,000 items, 40 warriors, 3 processes, 4 process kills and 2
+    /// Redis kills in 30 s of chaos.
+    pub fn short(tracker_bin: PathBuf) -> Config {
+        Config {
+            items: 20_000,
+            warriors: 40,
+            processes: 3,
+            multi: 20,
+            chaos: Duration::from_secs(30),
+            process_kill_every: Duration::from_secs(6),
+            redis_kill_every: Duration::from_secs(11),
+            reclaim_ttl: 3,
+            drain_deadline: Duration::from_secs(40),
+            tracker_bin,
+            progress: None,
+        }
+    }
+
+    /// The run of `make chaos` (issue 18): 1,000,000 items, 200 warriors, 3 processes, 10
+    /// minutes of chaos, a process killed every 5 s and Redis every 30 s.
+    pub fn long(tracker_bin: PathBuf) -> Config {
+        Config {
+            items: 1_000_000,
+            warriors: 200,
+            processes: 3,
+            multi: 20,
+            chaos: Duration::from_secs(600),
+            process_kill_every: Duration::from_secs(5),
+            redis_kill_every: Duration::from_secs(30),
+            reclaim_ttl: 5,
+            drain_deadline: Duration::from_secs(600),
+            tracker_bin,
+            progress: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+/// Waits for `cond` (polled every 250 ms) until `deadline`; whether it held.
+async fn poll_until<F, Fut>(deadline: Instant, mut cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    loop {
+        if cond().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Creates the project with `n` items and reclaims after `ttl` seconds.
+async fn load(store: &Store, n: usize, ttl: u64) -> Result<(), String> {
+    let p = NewProject {
+        slug: SLUG.into(),
+        title: "Chaos".into(),
+        domains: vec!["data".into()],
+    };
+    store.create_project(&p).await.map_err(|e| e.to_string())?;
+    let mut s = (*store
+        .project(SLUG)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no project")?)
+    .clone();
+    s.reclaim_ttl = ttl;
+    store
+        .save_settings(SLUG, &s)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut added = 0;
+    for start in (0..n).step_by(50_000) {
+        let chunk: Vec<String> = (start..n.min(start + 50_000)).map(item_name).collect();
+        added += store
+            .add_items(SLUG, "todo", &chunk)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    if added != n as u64 {
+        return Err(format!("{added} of {n} items added"));
+    }
+    Ok(())
+}
+
+/// Runs the chaos described by `cfg` and proves what it left.
+pub async fn run(cfg: &Config) -> Report {
+    let mut report = Report {
+        setup: format!(
+            "{} items, {} warriors (half multi={}), {} processes, reclaim_ttl {} s, a process killed every {} s, redis every {} s, {} s of chaos",
+            cfg.items,
+            cfg.warriors,
+            cfg.multi,
+            cfg.processes,
+            cfg.reclaim_ttl,
+            cfg.process_kill_every.as_secs_f64(),
+            cfg.redis_kill_every.as_secs_f64(),
+            cfg.chaos.as_secs()
+        ),
+        ..Report::default()
+    };
+    let fleet = Arc::new(Fleet::start(&cfg.tracker_bin, cfg.processes).await);
+    // Reads of whole structures at the end (a check of a million items) take seconds.
+    let timeout = Duration::from_secs(120);
+    let store = match Store::connect_with(&fleet.redis_url, &fleet.namespace, 2, timeout).await {
+        Ok(s) => s,
+        Err(e) => {
+            report.violations.push(format!("connect to redis: {e}"));
+            return report;
+        }
+    };
+    if let Err(e) = load(&store, cfg.items, cfg.reclaim_ttl).await {
+        report.violations.push(format!("load the project: {e}"));
+        return report;
+    }
+    if let Err(e) = fleet.wait_all_healthy(Duration::from_secs(60)).await {
+        report.violations.push(e);
+        return report;
+    }
+
+    // Paced so that the queue runs dry at about 80 % of the chaos: the rest of it is spent on
+    // reclaims and late reports under faults.
+    let rate = cfg.items as f64 / (cfg.chaos.as_secs_f64() * 0.8);
+    let shared = Arc::new(Shared::new(
+        fleet.bases.clone(),
+        cfg.multi,
+        cfg.reclaim_ttl,
+        rate,
+    ));
+    let warriors: Vec<_> = (0..cfg.warriors)
+        .map(|i| tokio::spawn(warrior::work(shared.clone(), i)))
+        .collect();
+    let started = Instant::now();
+    let until = started + cfg.chaos;
+    let process_faults = tokio::spawn(fleet::process_faults(
+        fleet.clone(),
+        cfg.process_kill_every,
+        until,
+    ));
+    let redis_faults = tokio::spawn(fleet::redis_faults(
+        fleet.clone(),
+        cfg.redis_kill_every,
+        until,
+    ));
+    let progress = cfg.progress.map(|every| {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                eprintln!(
+                    "# {:>5.0} s: {}",
+                    started.elapsed().as_secs_f64(),
+                    shared.progress()
+                );
+            }
+        })
+    });
+    tokio::time::sleep_until(until.into()).await;
+    match process_faults.await {
+        Ok((kills, problems)) => {
+            report.process_kills = kills;
+            report.violations.extend(problems);
+        }
+        Err(e) => report.violations.push(format!("process faults: {e}")),
+    }
+    match redis_faults.await {
+        Ok((kills, problems)) => {
+            report.redis_kills = kills;
+            report.violations.extend(problems);
+        }
+        Err(e) => report.violations.push(format!("redis faults: {e}")),
+    }
+    report.chaos = started.elapsed();
+    if let Err(e) = fleet.wait_all_healthy(Duration::from_secs(60)).await {
+        report.violations.push(e);
+    }
+    report.done_after_chaos = store
+        .leaderboard(SLUG, 0, 0)
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |b| b.counts.done);
+
+    // The drain: honest warriors until nothing is queued, out, held or being reported.
+    shared.set_phase(Phase::Drain);
+    let drain_started = Instant::now();
+    let drained = poll_until(drain_started + cfg.drain_deadline, || async {
+        // Counts first: an item claimed before they were read is out in them, or done with
+        // its warrior (or late sender) busy until told OK.
+        let Ok(Some(b)) = store.leaderboard(SLUG, 0, 0).await else {
+            return false;
+        };
+        b.counts.todo == 0 && b.counts.out == 0 && shared.busy() == 0
+    })
+    .await;
+    report.drain = drain_started.elapsed();
+    if !drained {
+        let counts = store.leaderboard(SLUG, 0, 0).await.ok().flatten();
+        report.violations.push(format!(
+            "the drain did not finish within {} s: counts {:?}, {} warriors or late reports busy",
+            cfg.drain_deadline.as_secs(),
+            counts.map(|b| b.counts),
+            shared.busy()
+        ));
+        shared.set_phase(Phase::Abort);
+    } else {
+        shared.set_phase(Phase::Stop);
+    }
+    if let Some(p) = progress {
+        p.abort();
+    }
+    let mut ledgers = Vec::new();
+    for w in warriors {
+        match tokio::time::timeout(Duration::from_secs(30), w).await {
+            Ok(Ok(ledger)) => ledgers.push(ledger),
+            Ok(Err(e)) => report.violations.push(format!("a warrior failed: {e}")),
+            Err(_) => report
+                .violations
+                .push("a warrior did not stop within 30 s".into()),
+        }
+    }
+    report.errors = shared.errors();
+    report.counters = shared.counters();
+    report.violations.extend(shared.problems());
+
+    let (verdict, problems) = verify::verify(&store, SLUG, cfg.items, &ledgers).await;
+    report.verdict = verdict;
+    report.violations.extend(problems);
+    report.violations.extend(fleet.cli_check(SLUG).await);
+    if !report.violations.is_empty() {
+        let dir = fleet.keep();
+        report
+            .violations
+            .push(format!("data and logs kept in {dir}"));
+    }
+    report
+}

@@ -1,0 +1,294 @@
+//! The processes of the chaos run and their faults: a durable `redis-server` on a TCP port and
+//! several tracker processes on theirs, each killed with SIGKILL on a schedule and restarted in
+//! place (same port, same data), with the time each took to come back.
+
+use super::RedisRecovery;
+use crate::{free_port, random_name, tracker_command, Killed};
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long a restarted process or Redis may take to come back before the run fails.
+const RECOVERY_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Redis and the tracker processes.
+pub(super) struct Fleet {
+    dir: PathBuf,
+    bin: PathBuf,
+    redis_port: u16,
+    /// `redis://127.0.0.1:PORT`.
+    pub redis_url: String,
+    /// The key namespace every process uses.
+    pub namespace: String,
+    /// `http://127.0.0.1:PORT` of each process.
+    pub bases: Vec<String>,
+    ports: Vec<u16>,
+    redis: Mutex<Option<Killed>>,
+    procs: Mutex<Vec<Option<Killed>>>,
+    http: reqwest::Client,
+    /// Keep the data and logs (a run that failed).
+    keep: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for p in self
+            .procs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+        {
+            drop(p.take());
+        }
+        drop(self.redis.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if !self.keep.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// `redis-server` on `port` with its data in `dir`: every write in the append-only file and
+/// fsynced before the reply, so a SIGKILL loses nothing the tracker was told was written.
+fn spawn_redis(dir: &Path, port: u16) -> Killed {
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ])
+        .args(["--daemonize", "no", "--logfile"])
+        .arg(dir.join("redis.log"))
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (make test installs it)");
+    Killed(child)
+}
+
+/// Whether the Redis on `port` answers PING with PONG (not refused, not still loading).
+async fn redis_answers(port: u16) -> bool {
+    let Ok(Ok(mut s)) = tokio::time::timeout(
+        Duration::from_secs(1),
+        tokio::net::TcpStream::connect(("127.0.0.1", port)),
+    )
+    .await
+    else {
+        return false;
+    };
+    if s.write_all(b"PING\r\n").await.is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), s.read(&mut buf)).await,
+        Ok(Ok(n)) if buf[..n].starts_with(b"+PONG")
+    )
+}
+
+/// Polls `ok` every 10 ms until it holds (the time it took) or `deadline` passes.
+async fn time_until<F, Fut>(deadline: Duration, mut ok: F) -> Option<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if ok().await {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+impl Fleet {
+    /// Starts Redis and `n` processes of `bin` (not waiting for them).
+    pub(super) async fn start(bin: &Path, n: usize) -> Fleet {
+        let dir = std::env::temp_dir().join(random_name("tracker-chaos-"));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let redis_port = free_port();
+        let redis = spawn_redis(&dir, redis_port);
+        time_until(Duration::from_secs(20), || redis_answers(redis_port))
+            .await
+            .expect("redis-server did not start");
+        let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let fleet = Fleet {
+            redis_url: format!("redis://127.0.0.1:{redis_port}"),
+            namespace: random_name("chaos"),
+            bases: ports
+                .iter()
+                .map(|p| format!("http://127.0.0.1:{p}"))
+                .collect(),
+            ports,
+            dir,
+            bin: bin.to_path_buf(),
+            redis_port,
+            redis: Mutex::new(Some(redis)),
+            procs: Mutex::new(Vec::new()),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(2))
+                .build()
+                .expect("an HTTP client"),
+            keep: Default::default(),
+        };
+        let procs = (0..n).map(|i| Some(fleet.spawn_process(i))).collect();
+        *fleet.procs.lock().unwrap_or_else(|e| e.into_inner()) = procs;
+        fleet
+    }
+
+    /// Keeps the run's directory (Redis's data and log, each process's log); its path.
+    pub(super) fn keep(&self) -> String {
+        self.keep.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.dir.display().to_string()
+    }
+
+    /// Process `i` on its port, its errors logged to `tracker-<i>.log` in the run's dir.
+    fn spawn_process(&self, i: usize) -> Killed {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("tracker-{i}.log")))
+            .expect("a log file");
+        let child = tracker_command(&self.bin, &self.redis_url, &self.namespace, self.ports[i])
+            // Every warrior here comes from 127.0.0.1; item status reads are public reads.
+            .env("TRACKER_PUBLIC_READS", "0")
+            .stdout(log.try_clone().expect("a log file"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.bin.display()));
+        Killed(child)
+    }
+
+    /// Whether process `i` answers `/healthz` with 200.
+    async fn healthy(&self, i: usize) -> bool {
+        match self
+            .http
+            .get(format!("{}/healthz", self.bases[i]))
+            .send()
+            .await
+        {
+            Ok(r) => r.status() == 200,
+            Err(_) => false,
+        }
+    }
+
+    /// Waits until every process answers `/healthz` with 200.
+    pub(super) async fn wait_all_healthy(&self, deadline: Duration) -> Result<Duration, String> {
+        let start = Instant::now();
+        for i in 0..self.bases.len() {
+            let left = deadline.saturating_sub(start.elapsed());
+            if time_until(left, || self.healthy(i)).await.is_none() {
+                return Err(format!(
+                    "process {i} not healthy within {} s",
+                    deadline.as_secs()
+                ));
+            }
+        }
+        Ok(start.elapsed())
+    }
+
+    /// SIGKILLs process `i`, restarts it, and times its return to `/healthz` 200.
+    async fn kill_process(&self, i: usize) -> Result<Duration, String> {
+        {
+            let mut procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+            drop(procs[i].take()); // SIGKILL, then reaped
+            procs[i] = Some(self.spawn_process(i));
+        }
+        time_until(RECOVERY_DEADLINE, || self.healthy(i))
+            .await
+            .ok_or_else(|| {
+                format!("process {i} not back within {RECOVERY_DEADLINE:?} of its restart")
+            })
+    }
+
+    /// SIGKILLs Redis, restarts it from its append-only file, and times its loading and its
+    /// being followed by every process.
+    async fn kill_redis(&self) -> Result<RedisRecovery, String> {
+        {
+            let mut redis = self.redis.lock().unwrap_or_else(|e| e.into_inner());
+            drop(redis.take()); // SIGKILL, then reaped
+            *redis = Some(spawn_redis(&self.dir, self.redis_port));
+        }
+        let restarted = Instant::now();
+        let loaded = time_until(RECOVERY_DEADLINE, || redis_answers(self.redis_port))
+            .await
+            .ok_or("redis not back within a minute of its restart")?;
+        self.wait_all_healthy(RECOVERY_DEADLINE).await?;
+        Ok(RedisRecovery {
+            loaded,
+            followed: restarted.elapsed(),
+        })
+    }
+
+    /// `tracker check SLUG`, the command an operator runs: its complaints, if it fails.
+    pub(super) async fn cli_check(&self, slug: &str) -> Vec<String> {
+        let out = tokio::process::Command::new(&self.bin)
+            .args(["check", slug])
+            .env("REDIS_URL", &self.redis_url)
+            .env("TRACKER_NAMESPACE", &self.namespace)
+            .env("RUST_LOG", "error")
+            .output()
+            .await;
+        match out {
+            Ok(o) if o.status.success() => vec![],
+            Ok(o) => vec![format!(
+                "tracker check failed ({}): {}{}",
+                o.status,
+                String::from_utf8_lossy(&o.stdout).trim(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )],
+            Err(e) => vec![format!("tracker check did not run: {e}")],
+        }
+    }
+}
+
+/// Kills a random process every `every` until `until`: each one's recovery time, and the
+/// failures to recover.
+pub(super) async fn process_faults(
+    fleet: Arc<Fleet>,
+    every: Duration,
+    until: Instant,
+) -> (Vec<Duration>, Vec<String>) {
+    let (mut times, mut problems) = (Vec::new(), Vec::new());
+    let mut next = Instant::now() + every;
+    while next < until {
+        tokio::time::sleep_until(next.into()).await;
+        let i = rand::random_range(0..fleet.bases.len());
+        match fleet.kill_process(i).await {
+            Ok(t) => times.push(t),
+            Err(e) => problems.push(e),
+        }
+        next += every;
+    }
+    (times, problems)
+}
+
+/// Kills Redis every `every` until `until`: each recovery, and the failures to recover.
+pub(super) async fn redis_faults(
+    fleet: Arc<Fleet>,
+    every: Duration,
+    until: Instant,
+) -> (Vec<RedisRecovery>, Vec<String>) {
+    let (mut times, mut problems) = (Vec::new(), Vec::new());
+    let mut next = Instant::now() + every;
+    while next < until {
+        tokio::time::sleep_until(next.into()).await;
+        match fleet.kill_redis().await {
+            Ok(t) => times.push(t),
+            Err(e) => problems.push(e),
+        }
+        next += every;
+    }
+    (times, problems)
+}

@@ -1,0 +1,105 @@
+//! The short chaos run of `make test` (issue 18): 20,000 items, 40 warriors (some dropping
+//! items, some reporting late after a reclaim), 3 tracker processes on one durable Redis; 4
+//! processes and 2 Redis servers killed with SIGKILL under load; then every item must be done
+//! exactly once and credited to a warrior that was told OK for it. `make chaos` runs the long one.
+
+use std::time::{Duration, Instant};
+use tests::{chaos, tracker_bin, TestApp};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_processes_and_redis_under_load_loses_nothing_and_counts_nothing_twice() {
+    let started = Instant::now();
+    let cfg = chaos::Config::short(tracker_bin());
+    let report = chaos::run(&cfg).await;
+    eprintln!("{report}");
+    assert!(report.violations.is_empty(), "{report}");
+    assert!(report.process_kills.len() >= 4, "{report}");
+    assert!(report.redis_kills.len() >= 2, "{report}");
+    assert!(report.verdict.done >= 20_000, "{report}");
+    // What the run is meant to exercise did happen.
+    for what in ["items dropped", "late reports after a reclaim"] {
+        assert!(report.counters[what] > 0, "no {what}: {report}");
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(90), "took {took:?}");
+}
+
+/// The proof itself is honest: it passes a clean project, and fails one with an acknowledged
+/// item missing, one counted twice, or one credited to a warrior that was never told OK.
+#[tokio::test]
+async fn the_chaos_proof_sees_a_lost_item_a_double_count_and_a_credit_without_an_ok() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    let names: Vec<String> = (0..6).map(chaos::item_name).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project(chaos::SLUG, &refs).await;
+    assert_eq!(app.claim_all(chaos::SLUG).await, 6);
+    let mut ledgers = vec![
+        chaos::Ledger {
+            name: "alice".into(),
+            ..Default::default()
+        },
+        chaos::Ledger {
+            name: "bob".into(),
+            ..Default::default()
+        },
+    ];
+    for (i, item) in names.iter().enumerate() {
+        let w = usize::from(i >= 3);
+        let r = app.done(chaos::SLUG, &ledgers[w].name, item, 10).await;
+        assert_eq!((r.status, r.body.trim()), (200, "OK"));
+        ledgers[w].ok.push(item.clone());
+    }
+    // bob reports alice's first item again: told OK, not credited.
+    let r = app.done(chaos::SLUG, "bob", &names[0], 10).await;
+    assert_eq!((r.status, r.body.trim()), (200, "OK"));
+    ledgers[1].ok.push(names[0].clone());
+    let proof = |ledgers: &[chaos::Ledger]| {
+        let store = app.store.clone();
+        let ledgers = ledgers.to_vec();
+        async move { chaos::verify::verify(&store, chaos::SLUG, 6, &ledgers).await }
+    };
+    let (verdict, problems) = proof(&ledgers).await;
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!((verdict.done, verdict.told_twice), (6, 1));
+
+    let k = app.store.keys().project(chaos::SLUG);
+    let client = app.store.client();
+    // An item told OK, gone from the done set.
+    let _: i64 = client.srem(k.done(), &names[5]).await.expect("srem");
+    let (_, problems) = proof(&ledgers).await;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("LOST") && p.contains(&names[5])),
+        "{problems:#?}"
+    );
+    let _: i64 = client.sadd(k.done(), &names[5]).await.expect("sadd");
+    // An item counted twice in a downloader's total.
+    let _: f64 = client
+        .zincrby(k.dl_items(), 1.0, "alice")
+        .await
+        .expect("zincrby");
+    let (_, problems) = proof(&ledgers).await;
+    assert!(
+        problems.iter().any(|p| p.contains("counted twice")),
+        "{problems:#?}"
+    );
+    let _: f64 = client
+        .zincrby(k.dl_items(), -1.0, "alice")
+        .await
+        .expect("zincrby");
+    // Credit for an item its downloader was never told OK for.
+    let mut unacknowledged = proof(&ledgers).await;
+    assert!(unacknowledged.1.is_empty(), "{:#?}", unacknowledged.1);
+    ledgers[0].ok.retain(|i| *i != names[1]);
+    unacknowledged = proof(&ledgers).await;
+    assert!(
+        unacknowledged
+            .1
+            .iter()
+            .any(|p| p.contains("never told OK for them") && p.contains(&names[1])),
+        "{:#?}",
+        unacknowledged.1
+    );
+}
