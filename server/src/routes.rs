@@ -122,18 +122,21 @@ pub fn router(state: AppState) -> Router {
         }
     };
     // One address may read the public pages and JSON only so often (`crate::throttle`).
-    let limit_reads = (
-        axum::middleware::from_fn_with_state(state.clone(), crate::throttle::limit_reads),
+    let limit_reads =
+        axum::middleware::from_fn_with_state(state.clone(), crate::throttle::limit_reads);
+    // While Redis does not answer, a page says so (the public JSON answers for itself: 503).
+    let page_layers = (
+        limit_reads.clone(),
         axum::middleware::from_fn_with_state(
             state.clone(),
             crate::redis_watch::explain_pages_while_down,
         ),
     );
     let pages = Router::new()
-        .route("/", get(render_public_page).layer(limit_reads.clone()))
+        .route("/", get(render_public_page).layer(page_layers.clone()))
         .route(
             "/{slug}/",
-            get(render_public_page).layer(limit_reads.clone()),
+            get(render_public_page).layer(page_layers),
         )
         // `/admin/` is not a project's leaderboard (which `/{slug}/` would take it for).
         .route("/admin/", get(unrouted.clone()))

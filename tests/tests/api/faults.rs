@@ -180,6 +180,16 @@ async fn a_redis_that_dies_gets_503s_within_a_second_and_is_followed_when_it_com
     assert_eq!(status, 503, "{body}");
     assert_eq!(retry.as_deref(), Some("2"));
     assert!(took < Duration::from_millis(500), "answered after {took:?}");
+    // The health check stays JSON for monitors (the HTML notice is for pages only).
+    let health = http
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .expect("healthz");
+    assert_eq!(health.status().as_u16(), 503);
+    assert!(health.headers().contains_key("retry-after"));
+    let health: serde_json::Value = health.json().await.expect("healthz is JSON");
+    assert_eq!(health["status"], "unavailable", "{health}");
     let page = http.get(format!("{base}/p1/")).send().await.expect("page");
     assert_eq!(page.status().as_u16(), 503);
     assert!(page.headers().contains_key("retry-after"));
