@@ -134,10 +134,7 @@ pub fn router(state: AppState) -> Router {
     );
     let pages = Router::new()
         .route("/", get(render_public_page).layer(page_layers.clone()))
-        .route(
-            "/{slug}/",
-            get(render_public_page).layer(page_layers),
-        )
+        .route("/{slug}/", get(render_public_page).layer(page_layers))
         // `/admin/` is not a project's leaderboard (which `/{slug}/` would take it for).
         .route("/admin/", get(unrouted.clone()))
         .leptos_routes(&state, generate_route_list(AdminApp), {
