@@ -9,13 +9,10 @@
 //! its batch runs is left out of the batch; a claim that ran for a caller gone meanwhile gives its
 //! items back to the queue at once rather than leaving them claimed until they are reclaimed.
 //!
-//! Nothing waits on Redis for long: while [`RedisWatch`] says Redis does not answer, calls are
-//! refused at once, and a call not answered within the deadline (`TRACKER_REDIS_DEADLINE`) is
-//! refused then; both as [`StoreError::Unavailable`] (503 with `Retry-After`). A refused claim
-//! that runs later is handed back like any claim whose caller has gone; a refused done that
-//! runs later counts, and the warrior's retry of it is a duplicate.
+//! The warrior handlers wait for a lane at most the Redis deadline (`api::within_deadline`): a
+//! claim they gave up on that runs later is handed back like any claim whose caller has gone; a
+//! done that runs later counts, and the warrior's retry of it is a duplicate.
 
-use crate::redis_watch::RedisWatch;
 use crate::store::{
     now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Store, StoreError, StoreResult,
 };
@@ -23,7 +20,6 @@ use std::{
     collections::HashMap,
     future::Future,
     sync::{Arc, Mutex},
-    time::Duration,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -48,56 +44,22 @@ fn workers() -> usize {
 type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
 type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
 
-/// How long a warrior call waits for its batch by default: answering 503 within a second lets
-/// the warrior retry elsewhere or later instead of hanging on a Redis that does not answer.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(1);
-
 /// The lanes of every project; cheap to clone.
 #[derive(Clone)]
 pub struct Batcher {
     store: Store,
-    redis: RedisWatch,
-    deadline: Duration,
     claims: Arc<Lanes<ClaimRequest, ClaimOutcome>>,
     dones: Arc<Lanes<DoneReport, DoneOutcome>>,
 }
 
 impl Batcher {
-    /// Lanes over `store`, refusing calls while `redis` says it does not answer.
-    pub fn new(store: Store, redis: RedisWatch) -> Self {
+    /// Lanes over `store`.
+    pub fn new(store: Store) -> Self {
         Self {
             store,
-            redis,
-            deadline: DEFAULT_DEADLINE,
             claims: Arc::default(),
             dones: Arc::default(),
         }
-    }
-
-    /// The same lanes with calls refused after `deadline` without an answer.
-    pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
-        self
-    }
-
-    /// Submits `req` to `lane` unless Redis is known not to answer, and waits at most the
-    /// deadline for its result.
-    async fn submit<Req, Res>(
-        &self,
-        lane: mpsc::Sender<Job<Req, Res>>,
-        req: Req,
-    ) -> StoreResult<Res> {
-        if !self.redis.is_up() {
-            return Err(StoreError::Unavailable("redis does not answer".into()));
-        }
-        tokio::time::timeout(self.deadline, submit(lane, req))
-            .await
-            .unwrap_or_else(|_| {
-                Err(StoreError::Unavailable(format!(
-                    "no answer from redis within {} ms",
-                    self.deadline.as_millis()
-                )))
-            })
     }
 
     /// Serves one claim request, batched with concurrent ones.
@@ -133,7 +95,7 @@ impl Batcher {
             }
         };
         let lane = lane(&self.claims, slug, run, give_back);
-        self.submit(lane, request).await
+        submit(lane, request).await
     }
 
     /// Records one done report, batched with concurrent ones.
@@ -150,7 +112,7 @@ impl Batcher {
         };
         // A done that ran is kept: the work was done, whoever hung up.
         let lane = lane(&self.dones, slug, run, |_, _| async {});
-        self.submit(lane, report).await
+        submit(lane, report).await
     }
 }
 

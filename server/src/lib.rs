@@ -150,7 +150,7 @@ impl App {
                 watchers.resync_all();
             }
         });
-        let batcher = batcher::Batcher::new(store.clone(), redis.clone());
+        let batcher = batcher::Batcher::new(store.clone());
         Ok(Self {
             store,
             hub,

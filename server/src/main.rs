@@ -75,10 +75,6 @@ async fn run_server(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let site_root = serve.site_root();
     let mut state = connect(url, namespace, &site_root.to_string_lossy()).await?;
-    state.batcher = state
-        .batcher
-        .clone()
-        .with_deadline(serve.limits.redis_deadline());
     state.trust_proxy = serve.trust_proxy;
     state.admin_token = serve.admin_token.clone();
     state.secure_cookies = serve.secure_cookies();

@@ -131,6 +131,29 @@ pub fn tracker_bin() -> PathBuf {
         .expect("the tracker binary: cargo build -p server (make test builds it)")
 }
 
+/// `redis-server` on `port` with its data in `dir`: every write in the append-only file and
+/// fsynced before the reply, so a SIGKILL loses nothing the tracker was told was written.
+pub fn durable_redis(dir: &std::path::Path, port: u16) -> Killed {
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ])
+        .args(["--daemonize", "no", "--logfile"])
+        .arg(dir.join("redis.log"))
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (make test installs it)");
+    Killed(child)
+}
+
 /// Starts a private `redis-server` on a unix socket in `dir`; returns it and its URL.
 pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
     let socket = dir.join("redis.sock");

@@ -6,7 +6,6 @@ use super::RedisRecovery;
 use crate::{free_port, random_name, tracker_command, Killed};
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -49,29 +48,6 @@ impl Drop for Fleet {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
-}
-
-/// `redis-server` on `port` with its data in `dir`: every write in the append-only file and
-/// fsynced before the reply, so a SIGKILL loses nothing the tracker was told was written.
-fn spawn_redis(dir: &Path, port: u16) -> Killed {
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args([
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-        ])
-        .args(["--daemonize", "no", "--logfile"])
-        .arg(dir.join("redis.log"))
-        .arg("--dir")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server must be installed (make test installs it)");
-    Killed(child)
 }
 
 /// Whether the Redis on `port` answers PING with PONG (not refused, not still loading).
@@ -118,7 +94,7 @@ impl Fleet {
         let dir = std::env::temp_dir().join(random_name("tracker-chaos-"));
         std::fs::create_dir_all(&dir).expect("a temp dir");
         let redis_port = free_port();
-        let redis = spawn_redis(&dir, redis_port);
+        let redis = crate::durable_redis(&dir, redis_port);
         time_until(Duration::from_secs(20), || redis_answers(redis_port))
             .await
             .expect("redis-server did not start");
@@ -218,7 +194,7 @@ impl Fleet {
         {
             let mut redis = self.redis.lock().unwrap_or_else(|e| e.into_inner());
             drop(redis.take()); // SIGKILL, then reaped
-            *redis = Some(spawn_redis(&self.dir, self.redis_port));
+            *redis = Some(crate::durable_redis(&self.dir, self.redis_port));
         }
         let restarted = Instant::now();
         let loaded = time_until(RECOVERY_DEADLINE, || redis_answers(self.redis_port))

@@ -5,10 +5,7 @@
 
 use fred::prelude::*;
 use server::store::Store;
-use std::{
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 use tests::{free_port, random_name, tracker_bin, tracker_command, wait_for, Killed, TestApp};
 
 /// A claim through `http` at `base`: its status, `Retry-After`, body, and how long it took.
@@ -80,30 +77,15 @@ async fn a_claim_stuck_behind_paused_writes_is_refused_within_a_second_then_give
     app.assert_invariant("p1").await;
 }
 
-/// A `redis-server` on `port` keeping every write in an append-only file in `dir`, fsynced
-/// before it answers (so a SIGKILL loses nothing the tracker was told was written).
+/// [`tests::durable_redis`], once it accepts connections.
 fn durable_redis(dir: &std::path::Path, port: u16) -> Killed {
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args([
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-        ])
-        .arg("--dir")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server");
+    let redis = tests::durable_redis(dir, port);
     let end = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < end, "redis-server did not start");
         std::thread::sleep(Duration::from_millis(10));
     }
-    Killed(child)
+    redis
 }
 
 /// The status of `GET base/path`, or 0 when nothing answers.
