@@ -1,5 +1,6 @@
 //! Types shared by the server and the browser: leaderboard snapshots and live events.
 
+pub mod admin;
 mod charts;
 mod downloaders;
 mod live;

@@ -14,6 +14,7 @@ use crate::{
     api::{known_project, ApiError, ApiResult},
     AppState,
 };
+use app::model::admin::{ArchiveFile, Archived};
 use axum::{
     body::Body,
     extract::{Path, State},
@@ -21,7 +22,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::{io::Write, path::PathBuf};
 
 /// One archive run at a time in this process.
@@ -35,25 +36,6 @@ pub struct ArchiveLog {
     /// Only count.
     #[serde(default)]
     pub dry_run: bool,
-}
-
-/// One archive file.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ArchiveFile {
-    /// File name, `SLUG-FIRSTMS-LASTMS.ndjson.gz`.
-    pub name: String,
-    /// Size in bytes.
-    pub bytes: u64,
-}
-
-/// Answer of an archive run.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Archived {
-    /// Entries archived (dry run: that would be).
-    #[serde(flatten)]
-    pub affected: Affected,
-    /// The file written.
-    pub file: Option<String>,
 }
 
 fn write_failed(e: std::io::Error) -> ApiError {

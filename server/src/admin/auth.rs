@@ -6,12 +6,12 @@ use crate::{
     store::{new_session_gen, now_ms, token_hash, user_name_problem, Account, AuditEntry, Role},
     AppState,
 };
+pub use app::model::admin::AdminSession;
 use axum::{
     extract::{FromRequestParts, State},
     http::{request::Parts, HeaderMap, StatusCode},
     Json,
 };
-use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
 /// Session field: the account name. A visitor who has not logged in has no session at all.
@@ -161,22 +161,6 @@ pub fn session_error(e: tower_sessions::session::Error) -> ApiError {
     })
 }
 
-/// What the panel knows about its visitor.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct SessionInfo {
-    /// Account name, when logged in.
-    pub user: Option<String>,
-    /// Its role.
-    pub role: Option<Role>,
-    /// Its projects (role `project`).
-    pub projects: Vec<String>,
-    /// The token to send as `X-CSRF-Token` with every POST, PUT and DELETE; empty until
-    /// logged in (logging in and the setup need none, only a same-origin `Origin`).
-    pub csrf: String,
-    /// Whether no account exists yet (the setup link is pending).
-    pub setup_pending: bool,
-}
-
 /// The account logged in on `session`, read on every request so that a changed role takes
 /// effect at once. A session whose account is gone, or whose password was set since it logged
 /// in, is deleted.
@@ -200,7 +184,7 @@ pub async fn session_account(state: &AppState, session: &Session) -> ApiResult<O
 
 /// What the panel knows about the visitor of `session`. Reading it stores nothing: only a
 /// login makes a session (and its CSRF token).
-pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<SessionInfo> {
+pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<AdminSession> {
     let account = session_account(state, session).await?;
     let csrf = match account {
         Some(_) => session
@@ -210,7 +194,7 @@ pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<Sessi
             .unwrap_or_default(),
         None => String::new(),
     };
-    Ok(SessionInfo {
+    Ok(AdminSession {
         user: account.as_ref().map(|a| a.name.clone()),
         role: account.as_ref().map(|a| a.role),
         projects: account.map(|a| a.projects).unwrap_or_default(),
@@ -223,7 +207,7 @@ pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<Sessi
 pub async fn show_session(
     State(state): State<AppState>,
     session: Session,
-) -> ApiResult<Json<SessionInfo>> {
+) -> ApiResult<Json<AdminSession>> {
     Ok(Json(info(&state, &session).await?))
 }
 

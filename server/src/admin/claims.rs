@@ -7,14 +7,15 @@ use super::{
 };
 use crate::{
     api::{known_project, ApiError, ApiResult},
-    store::{now_ms, ClaimFilter, ClaimGroup, FailedItem},
+    store::{now_ms, ClaimFilter, ClaimGroup},
     AppState,
 };
+use app::model::admin::FailedList;
 use axum::{
     extract::{Path, State},
     Json,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// `GET /admin/api/SLUG/claims`: claims grouped by downloader.
 pub async fn list_claims(
@@ -100,15 +101,6 @@ pub async fn release_claims(
         count,
         dry_run: req.dry_run,
     }))
-}
-
-/// `GET /admin/api/SLUG/failed`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct FailedList {
-    /// Up to 1000 failed items.
-    pub items: Vec<FailedItem>,
-    /// How many there are.
-    pub total: u64,
 }
 
 /// `GET /admin/api/SLUG/failed`: failed items (up to 1000) and their number.

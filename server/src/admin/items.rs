@@ -7,33 +7,26 @@ use crate::{
     keys::QUEUES,
     AppState,
 };
+pub use app::model::admin::Affected;
+use app::model::admin::Queues;
 use axum::{
     body::Body,
     extract::{Path, Query, State},
     Json,
 };
 use futures::TryStreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::io::{BufRead, BufReader, Read};
 
 /// Items per `add_items` call while streaming.
 const ADD_BATCH: usize = 10_000;
-
-/// The answer of every bulk action.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Affected {
-    /// Items affected (or, in a dry run, that would be).
-    pub count: u64,
-    /// Whether nothing was changed.
-    pub dry_run: bool,
-}
 
 /// `GET /admin/api/SLUG/queues`: the size of every queue part, and the other states.
 pub async fn show_queues(
     State(state): State<AppState>,
     caller: Caller,
     Path(slug): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Queues>> {
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
     let (board, queues) = state
@@ -41,12 +34,12 @@ pub async fn show_queues(
         .snapshot(&slug, 0, 0)
         .await?
         .ok_or_else(ApiError::no_project)?;
-    Ok(Json(serde_json::json!({
-        "queues": queues.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
-        "claimed": board.counts.out,
-        "done": board.counts.done,
-        "failed": board.counts.failed,
-    })))
+    Ok(Json(Queues {
+        queues: queues.into_iter().collect(),
+        claimed: board.counts.out,
+        done: board.counts.done,
+        failed: board.counts.failed,
+    }))
 }
 
 /// Query of `POST /admin/api/SLUG/items`.

@@ -7,7 +7,7 @@
 //! out that place, never the account's owner elsewhere. Password checks (argon2, deliberately
 //! slow) run a few at a time; a login that waits too long for one is told to retry.
 
-use super::auth::{info, new_account, session_error, Caller, SessionInfo, CSRF, GEN, USER};
+use super::auth::{info, new_account, session_error, AdminSession, Caller, CSRF, GEN, USER};
 use crate::{
     api::{client_ip, constant_time_eq, ApiError, ApiResult},
     store::{valid_user_name, Role},
@@ -51,7 +51,7 @@ pub async fn log_in(
     headers: HeaderMap,
     session: Session,
     Json(creds): Json<Credentials>,
-) -> ApiResult<Json<SessionInfo>> {
+) -> ApiResult<Json<AdminSession>> {
     let wrong = || ApiError::Client(StatusCode::UNAUTHORIZED, "Wrong name or password.".into());
     let name = creds.username.trim().to_lowercase();
     // No account has such a name, and no password is checked for it.
@@ -153,7 +153,7 @@ pub async fn set_up(
     State(state): State<AppState>,
     session: Session,
     Json(req): Json<Setup>,
-) -> ApiResult<Json<SessionInfo>> {
+) -> ApiResult<Json<AdminSession>> {
     let store = &state.store;
     if store.account_count().await? > 0 {
         return Err(ApiError::forbidden("Setup is done: log in."));

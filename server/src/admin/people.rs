@@ -6,20 +6,22 @@ use crate::{
     store::{now_ms, valid_slug, Account, AuditEntry, BlockEntry, BlockKind, Role},
     AppState,
 };
+use app::model::admin::{AccountInfo, BlockRow};
 use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
     Json,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// `GET /admin/api/users` (global admins).
 pub async fn list_users(
     State(state): State<AppState>,
     caller: Caller,
-) -> ApiResult<Json<Vec<Account>>> {
+) -> ApiResult<Json<Vec<AccountInfo>>> {
     caller.must_be_global()?;
-    Ok(Json(state.store.accounts().await?))
+    let accounts = state.store.accounts().await?;
+    Ok(Json(accounts.iter().map(Account::info).collect()))
 }
 
 /// Body of `POST /admin/api/users` and `PUT /admin/api/users/NAME`.
@@ -54,7 +56,7 @@ pub async fn create_user(
     State(state): State<AppState>,
     caller: Caller,
     Json(req): Json<UserChange>,
-) -> ApiResult<(StatusCode, Json<Account>)> {
+) -> ApiResult<(StatusCode, Json<AccountInfo>)> {
     caller.must_be_global()?;
     let projects = req.projects.unwrap_or_default();
     check_projects(&state, &projects).await?;
@@ -78,7 +80,7 @@ pub async fn create_user(
             format!("{} {}", account.name, role.as_str()),
         )
         .await?;
-    Ok((StatusCode::CREATED, Json(account)))
+    Ok((StatusCode::CREATED, Json(account.info())))
 }
 
 /// Whether `name` is the only global admin left.
@@ -100,7 +102,7 @@ pub async fn update_user(
     caller: Caller,
     Path(name): Path<String>,
     Json(req): Json<UserChange>,
-) -> ApiResult<Json<Account>> {
+) -> ApiResult<Json<AccountInfo>> {
     caller.must_be_global()?;
     let name = name.to_lowercase();
     let mut account = state
@@ -136,7 +138,7 @@ pub async fn update_user(
             format!("{name} {}", changed.join(" ")),
         )
         .await?;
-    Ok(Json(account))
+    Ok(Json(account.info()))
 }
 
 /// `DELETE /admin/api/users/NAME` (global admins): deletes an account, never the last global
@@ -178,20 +180,6 @@ pub struct BlocksQuery {
     /// A project's lists (default: the global ones).
     #[serde(default)]
     pub project: Option<String>,
-}
-
-/// One block as listed.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct BlockRow {
-    /// `ip` or `dl`.
-    pub kind: String,
-    /// The IP or name.
-    pub value: String,
-    /// Reason, who, when, expiry.
-    #[serde(flatten)]
-    pub entry: BlockEntry,
-    /// Whether it still holds.
-    pub active: bool,
 }
 
 fn kind_of(kind: &str) -> ApiResult<BlockKind> {

@@ -7,47 +7,13 @@ use crate::{
     store::{now_ms, valid_slug, NewProject, StoreError},
     AppState,
 };
+use app::model::admin::{BackfeedKey, Destroyed, Overview, ProjectRow, UploadTargets};
 use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
     Json,
 };
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// One project on the overview.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ProjectRow {
-    /// Slug.
-    pub slug: String,
-    /// Title.
-    pub title: String,
-    /// `active`, `paused`, `draining` or `finished`.
-    pub state: String,
-    /// Higher first on the overview.
-    pub priority: i64,
-    /// Items waiting, per queue part.
-    pub queues: BTreeMap<String, u64>,
-    /// Items claimed.
-    pub claimed: u64,
-    /// Items done.
-    pub done: u64,
-    /// Items failed.
-    pub failed: u64,
-    /// Items done in the last 10 minutes, per minute.
-    pub items_per_minute: f64,
-}
-
-/// `GET /admin/api/overview`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Overview {
-    /// The projects the caller may see, by priority then slug.
-    pub projects: Vec<ProjectRow>,
-    /// Redis `used_memory_human`.
-    pub redis_memory: String,
-    /// This server's version.
-    pub version: String,
-}
+use serde::Deserialize;
 
 /// `GET /admin/api/overview`: every project the caller may see, with its numbers.
 pub async fn show_overview(
@@ -164,7 +130,7 @@ pub async fn destroy_project(
     caller: Caller,
     Path(slug): Path<String>,
     Query(q): Query<Confirm>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Destroyed>> {
     caller.must_be_global()?;
     known_project(&state, &slug).await?;
     if q.confirm != slug {
@@ -182,7 +148,7 @@ pub async fn destroy_project(
             format!("admins removed: {}", unlisted.join(",")),
         )
         .await?;
-    Ok(Json(serde_json::json!({ "keys": keys })))
+    Ok(Json(Destroyed { keys }))
 }
 
 /// `POST /admin/api/SLUG/backfeed-key`: a new random backfeed secret (the old one stops working).
@@ -190,7 +156,7 @@ pub async fn rotate_backfeed_key(
     State(state): State<AppState>,
     caller: Caller,
     Path(slug): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<BackfeedKey>> {
     caller.may_change(&slug)?;
     let mut settings = (*known_project(&state, &slug).await?).clone();
     settings.backfeed_key = super::random_token(24);
@@ -198,9 +164,9 @@ pub async fn rotate_backfeed_key(
     caller
         .record(&state, "backfeed_key.rotate", &slug, 0, "")
         .await?;
-    Ok(Json(
-        serde_json::json!({ "backfeed_key": settings.backfeed_key }),
-    ))
+    Ok(Json(BackfeedKey {
+        backfeed_key: settings.backfeed_key,
+    }))
 }
 
 /// Body of `POST /admin/api/SLUG/targets`.
@@ -218,7 +184,7 @@ pub async fn change_target(
     caller: Caller,
     Path(slug): Path<String>,
     Json(req): Json<TargetChange>,
-) -> ApiResult<Json<Vec<(String, bool)>>> {
+) -> ApiResult<Json<UploadTargets>> {
     caller.may_change(&slug)?;
     known_project(&state, &slug).await?;
     let target = req.target.trim();

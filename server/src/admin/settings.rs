@@ -8,34 +8,11 @@ use crate::{
     store::{Role, Settings},
     AppState,
 };
+use app::model::admin::ProjectSettings;
 use axum::{
     extract::{Path, State},
     Json,
 };
-use serde::{Deserialize, Serialize};
-
-/// Settings as the panel shows and saves them.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ProjectSettings {
-    /// The settings the CLI also edits.
-    pub settings: Settings,
-    /// Description (HTML; sanitised when saved).
-    #[serde(default)]
-    pub description: String,
-    /// Overview order (higher first); unchanged when absent.
-    #[serde(default)]
-    pub priority: Option<i64>,
-    /// Upload targets (read-only here; see `/targets`).
-    #[serde(default)]
-    pub targets: Vec<(String, bool)>,
-    /// The project-admin accounts administering the project; unchanged when absent. Only
-    /// global admins may change it.
-    #[serde(default)]
-    pub admins: Option<Vec<String>>,
-    /// Whether secrets (the backfeed key) were left out: the caller is read-only.
-    #[serde(default)]
-    pub secrets_hidden: bool,
-}
 
 /// `GET /admin/api/SLUG/settings`.
 pub async fn show_settings(

@@ -9,12 +9,13 @@ use crate::{
     store::{now_ms, token_hash, ApiToken, Role},
     AppState,
 };
+use app::model::admin::CreatedToken;
 use axum::{
     extract::{Path, State},
     http::StatusCode,
     Json,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Tokens one account may hold.
 const MAX_TOKENS: usize = 20;
@@ -43,16 +44,6 @@ pub async fn list_tokens(
 pub struct NewToken {
     /// What the token is for, e.g. `ingest script`.
     pub name: String,
-}
-
-/// Answer of `POST /admin/api/tokens`: the only time the secret is shown.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct CreatedToken {
-    /// The token as listed.
-    #[serde(flatten)]
-    pub token: ApiToken,
-    /// The secret to send as `Authorization: Bearer SECRET`.
-    pub secret: String,
 }
 
 /// `POST /admin/api/tokens`: a new token for the caller, acting with the caller's role.

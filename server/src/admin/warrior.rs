@@ -7,6 +7,7 @@ use crate::{
     store::now_ms,
     AppState,
 };
+use app::model::admin::{RestoredList, SavedList, WarriorList, WarriorVersion};
 use axum::{
     extract::{Query, State},
     http::{header, HeaderValue},
@@ -14,7 +15,7 @@ use axum::{
     Json,
 };
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// What `/projects.json` serves before anything was saved.
 const EMPTY_LIST: &str = r#"{"warrior":{"seesaw_version":"0.10.3"},"projects":[]}"#;
@@ -102,19 +103,22 @@ fn valid_deadline(s: &str) -> bool {
 }
 
 /// `GET /admin/api/warrior/projects`: the list and its versions (who, when).
-pub async fn show_list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Value>> {
+pub async fn show_list(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> ApiResult<Json<WarriorList>> {
     let current = state.store.warrior_projects().await?;
-    let versions: Vec<Value> = state
+    let versions = state
         .store
         .warrior_projects_versions()
         .await?
         .into_iter()
-        .map(|v| json!({"t": v.t, "who": v.who}))
+        .map(|v| WarriorVersion { t: v.t, who: v.who })
         .collect();
-    Ok(Json(json!({
-        "json": current.unwrap_or_else(|| EMPTY_LIST.to_string()),
-        "versions": versions,
-    })))
+    Ok(Json(WarriorList {
+        json: current.unwrap_or_else(|| EMPTY_LIST.to_string()),
+        versions,
+    }))
 }
 
 /// Body of `PUT /admin/api/warrior/projects`.
@@ -132,7 +136,7 @@ pub async fn save_list(
     State(state): State<AppState>,
     caller: Caller,
     Json(req): Json<SaveList>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SavedList>> {
     caller.must_be_global()?;
     let doc = validate_list(&req.json).map_err(ApiError::bad_request)?;
     if !req.dry_run {
@@ -146,7 +150,10 @@ pub async fn save_list(
             .record(&state, "warrior_projects.save", "", n, "")
             .await?;
     }
-    Ok(Json(json!({"json": doc, "dry_run": req.dry_run})))
+    Ok(Json(SavedList {
+        json: doc,
+        dry_run: req.dry_run,
+    }))
 }
 
 /// Body of `POST /admin/api/warrior/restore`.
@@ -161,7 +168,7 @@ pub async fn restore_list(
     State(state): State<AppState>,
     caller: Caller,
     Json(req): Json<Restore>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RestoredList>> {
     caller.must_be_global()?;
     let versions = state.store.warrior_projects_versions().await?;
     let v = versions
@@ -180,7 +187,9 @@ pub async fn restore_list(
             format!("version {}", req.index),
         )
         .await?;
-    Ok(Json(json!({"json": v.json})))
+    Ok(Json(RestoredList {
+        json: v.json.clone(),
+    }))
 }
 
 /// Query of `GET /projects.json`.

@@ -7,38 +7,7 @@ use fred::types::Expiration;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// What an account may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Everything, on every project, and the accounts.
-    Global,
-    /// Everything on the projects listed in the account.
-    Project,
-    /// Sees everything, changes nothing.
-    ReadOnly,
-}
-
-impl Role {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Global => "global",
-            Role::Project => "project",
-            Role::ReadOnly => "read_only",
-        }
-    }
-
-    /// Parses a stored name.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "global" => Some(Role::Global),
-            "project" => Some(Role::Project),
-            "read_only" | "readonly" | "read-only" => Some(Role::ReadOnly),
-            _ => None,
-        }
-    }
-}
+pub use app::model::admin::{AccountInfo, AuditEntry, Role};
 
 /// An admin account as stored (`hash` is an argon2id PHC string).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,6 +30,16 @@ pub struct Account {
 }
 
 impl Account {
+    /// The account as the admin API shows it (no password hash).
+    pub fn info(&self) -> AccountInfo {
+        AccountInfo {
+            name: self.name.clone(),
+            role: self.role,
+            projects: self.projects.clone(),
+            t: self.t,
+        }
+    }
+
     /// Sets the password hash, ending the sessions logged in with the old password.
     pub fn set_password_hash(&mut self, hash: String) {
         self.hash = hash;
@@ -73,26 +52,6 @@ impl Account {
 pub fn new_session_gen() -> u64 {
     // Never 0: that is the generation of accounts and sessions from before generations.
     rand::random::<u64>().max(1)
-}
-
-/// One audit log entry.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct AuditEntry {
-    /// When (ms).
-    pub t: u64,
-    /// Who (account name, or `api-token`, or `cli`).
-    pub who: String,
-    /// What, e.g. `items.add`, `claims.release`.
-    pub action: String,
-    /// The project, if any.
-    #[serde(default)]
-    pub project: String,
-    /// Items (or entries) affected.
-    #[serde(default)]
-    pub count: u64,
-    /// Parameters, short.
-    #[serde(default)]
-    pub detail: String,
 }
 
 /// Whether `name` may name an account: 1 to 32 of `a-z0-9._-` (after lowercasing).

@@ -6,8 +6,9 @@ use super::{shuffle::zscan_page, Store, StoreResult};
 use crate::keys::QUEUES;
 use fred::prelude::*;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+pub use app::model::admin::{ClaimGroup, FailedItem};
 
 /// How many items one bulk script call carries.
 const BULK: usize = 1000;
@@ -23,32 +24,6 @@ pub struct ClaimFilter {
     pub item: Option<String>,
     /// Item names matching this expression.
     pub regex: Option<Regex>,
-}
-
-/// The claims of one downloader.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ClaimGroup {
-    /// Downloader name.
-    pub downloader: String,
-    /// Items held.
-    pub count: u64,
-    /// Oldest claim time (ms).
-    pub oldest: u64,
-    /// The IPs of its claims.
-    pub ips: Vec<String>,
-    /// Items it has done.
-    pub done: u64,
-}
-
-/// A failed item.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FailedItem {
-    /// The item.
-    pub item: String,
-    /// Why it failed.
-    pub reason: String,
-    /// When (ms).
-    pub t: u64,
 }
 
 /// One claim as read: item, claim time (ms), record.

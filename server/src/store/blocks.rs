@@ -2,36 +2,13 @@
 
 use super::{Store, StoreResult};
 use fred::prelude::*;
-use serde::{Deserialize, Serialize};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-/// One block-list entry, stored as JSON.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct BlockEntry {
-    /// Why.
-    #[serde(default)]
-    pub reason: String,
-    /// Who (an admin's name, or `auto`).
-    #[serde(default)]
-    pub by: String,
-    /// When (ms).
-    #[serde(default)]
-    pub t: u64,
-    /// Until when (ms); 0 = for good.
-    #[serde(default)]
-    pub expires: u64,
-}
-
-impl BlockEntry {
-    /// Whether the block holds at `now_ms`.
-    pub fn active(&self, now_ms: u64) -> bool {
-        self.expires == 0 || self.expires > now_ms
-    }
-}
+pub use app::model::admin::BlockEntry;
 
 /// What the block lists hold: `ip` or downloader names (`dl`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

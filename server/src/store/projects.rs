@@ -4,12 +4,13 @@ use super::{Store, StoreError, StoreResult};
 use crate::keys::QUEUES;
 use fred::prelude::*;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
+
+pub use app::model::admin::{PatternLimit, Settings};
 
 /// What `tracker project create` sets.
 #[derive(Clone, Debug)]
@@ -22,99 +23,32 @@ pub struct NewProject {
     pub domains: Vec<String>,
 }
 
-/// Items matching `pattern` share their own rate limit (and their own queue parts `Q#name`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PatternLimit {
-    /// `[a-z0-9_-]{1,32}`, names the queue parts and the limiter.
-    pub name: String,
-    /// A regular expression matched against item names.
-    pub pattern: String,
-    /// Items per second.
-    pub rate: f64,
-    /// Items that may go at once.
-    pub burst: f64,
+/// The settings of a new project titled `title`.
+fn defaults(title: &str) -> Settings {
+    Settings {
+        title: title.to_string(),
+        state: "active".into(),
+        domains: vec!["data".into()],
+        auto_block_ttl: 86_400,
+        bloom_capacity: 1_000_000,
+        ..Settings::default()
+    }
 }
 
-/// A project's settings (the `meta` hash).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    /// Title.
-    pub title: String,
-    /// A message shown on the pages (empty: none).
-    #[serde(default)]
-    pub banner: String,
-    /// `active`, `paused`, `draining` (serves, takes no new items) or `finished`.
-    pub state: String,
-    /// Byte domains a done must report.
-    pub domains: Vec<String>,
-    /// Lowest script version served (empty: any).
-    pub min_version: String,
-    /// Items per second for the whole project (0: unlimited).
-    pub rate: f64,
-    /// Items that may go at once under the rate limit.
-    pub burst: f64,
-    /// Cap on the claimed set; when reached, claims are served reclaims (0: none).
-    pub claims_limit: u64,
-    /// Items one downloader may hold (0: any).
-    pub dl_max_claims: u64,
-    /// Seconds after which a claim may be reclaimed, times its claim count (0: never).
-    pub reclaim_ttl: u64,
-    /// Claims after which an item fails (0: never).
-    pub max_attempts: u64,
-    /// Serve queues first in, first out instead of at random.
-    pub fifo: bool,
-    /// Ignore the global block list.
-    pub ignore_global_blocks: bool,
-    /// Seconds an automatic block lasts.
-    pub auto_block_ttl: u64,
-    /// Items the public rescue form accepts (regular expression; empty: form closed).
-    pub item_pattern: String,
-    /// The secret of `/backfeed/legacy/SLUG-SECRET` (empty: backfeed closed).
-    pub backfeed_key: String,
-    /// The shards a backfeed call may name (`shard=NAME` queues into `todo:backfeed:NAME`);
-    /// any other is refused. A project saved before this setting existed declares the shards
-    /// its claim order already has.
-    #[serde(default)]
-    pub backfeed_shards: Vec<String>,
-    /// Records the backfeed filter holds at its target false-positive rate before growing.
-    pub bloom_capacity: u64,
-    /// Static string fields sent with every claim (api_version 2).
-    pub extra: BTreeMap<String, String>,
-    /// Pattern limits.
-    pub pattern_limits: Vec<PatternLimit>,
-}
-
-impl Settings {
-    fn defaults(title: &str) -> Self {
-        Settings {
-            title: title.to_string(),
-            state: "active".into(),
-            domains: vec!["data".into()],
-            auto_block_ttl: 86_400,
-            bloom_capacity: 1_000_000,
-            ..Settings::default()
-        }
-    }
-
-    /// The claim order written to `meta.queues`: groups by `,`, parts by ` `.
-    fn queue_order(&self, shards: &[String]) -> String {
-        QUEUES
-            .iter()
-            .map(|q| {
-                let mut parts = vec![q.to_string()];
-                if *q == "todo:backfeed" {
-                    parts.extend(shards.iter().cloned());
-                }
-                parts.extend(
-                    self.pattern_limits
-                        .iter()
-                        .map(|p| format!("{q}#{}", p.name)),
-                );
-                parts.join(" ")
-            })
-            .collect::<Vec<_>>()
-            .join(",")
-    }
+/// The claim order of `s` written to `meta.queues`: groups by `,`, parts by ` `.
+fn queue_order(s: &Settings, shards: &[String]) -> String {
+    QUEUES
+        .iter()
+        .map(|q| {
+            let mut parts = vec![q.to_string()];
+            if *q == "todo:backfeed" {
+                parts.extend(shards.iter().cloned());
+            }
+            parts.extend(s.pattern_limits.iter().map(|p| format!("{q}#{}", p.name)));
+            parts.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Compiled pattern limits: which queue part an item goes to.
@@ -190,7 +124,7 @@ impl Store {
         let _: () = client.hset(k.stats(), ("known", 0)).await?;
         // Its queues are scored for random order from the start (claim.lua, `shuffled`).
         let _: () = client.hset(k.meta(), ("shuffled", "1")).await?;
-        let mut settings = Settings::defaults(&p.title);
+        let mut settings = defaults(&p.title);
         settings.domains = p.domains.clone();
         self.save_settings(&p.slug, &settings).await?;
         // Global key, written after the project's own keys: a listed project is complete.
@@ -243,7 +177,7 @@ impl Store {
                 "pattern_limits".into(),
                 serde_json::to_string(&s.pattern_limits).unwrap_or_default(),
             ),
-            ("queues".into(), s.queue_order(&shards)),
+            ("queues".into(), queue_order(s, &shards)),
         ];
         for p in &s.pattern_limits {
             fields.push((
@@ -305,7 +239,7 @@ impl Store {
                 .and_then(|v| v.parse::<f64>().ok())
                 .unwrap_or(0.0)
         };
-        let defaults = Settings::defaults(title);
+        let defaults = defaults(title);
         let settings = Settings {
             title: title.clone(),
             banner: text("banner"),

@@ -6,16 +6,7 @@ use fred::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// One API token as listed (never its secret).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ApiToken {
-    /// Short public id (names the token in lists and the audit log).
-    pub id: String,
-    /// What the owner called it.
-    pub name: String,
-    /// Created (ms).
-    pub t: u64,
-}
+pub use app::model::admin::ApiToken;
 
 /// What an account's token index holds per id.
 #[derive(Serialize, Deserialize)]

@@ -1,0 +1,175 @@
+//! One project in the admin API: its queues, settings, claims, failed items and log archives.
+
+use super::Affected;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `GET /admin/api/SLUG/queues`: the size of every queue part, and the other states.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queues {
+    /// Items waiting, per queue part.
+    pub queues: BTreeMap<String, u64>,
+    /// Items claimed.
+    pub claimed: u64,
+    /// Items done.
+    pub done: u64,
+    /// Items failed.
+    pub failed: u64,
+}
+
+/// Items matching `pattern` share their own rate limit (and their own queue parts `Q#name`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PatternLimit {
+    /// `[a-z0-9_-]{1,32}`, names the queue parts and the limiter.
+    pub name: String,
+    /// A regular expression matched against item names.
+    pub pattern: String,
+    /// Items per second.
+    pub rate: f64,
+    /// Items that may go at once.
+    pub burst: f64,
+}
+
+/// A project's settings (the `meta` hash), as the CLI and the panel edit them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Title.
+    pub title: String,
+    /// A message shown on the pages (empty: none).
+    #[serde(default)]
+    pub banner: String,
+    /// `active`, `paused`, `draining` (serves, takes no new items) or `finished`.
+    pub state: String,
+    /// Byte domains a done must report.
+    pub domains: Vec<String>,
+    /// Lowest script version served (empty: any).
+    pub min_version: String,
+    /// Items per second for the whole project (0: unlimited).
+    pub rate: f64,
+    /// Items that may go at once under the rate limit.
+    pub burst: f64,
+    /// Cap on the claimed set; when reached, claims are served reclaims (0: none).
+    pub claims_limit: u64,
+    /// Items one downloader may hold (0: any).
+    pub dl_max_claims: u64,
+    /// Seconds after which a claim may be reclaimed, times its claim count (0: never).
+    pub reclaim_ttl: u64,
+    /// Claims after which an item fails (0: never).
+    pub max_attempts: u64,
+    /// Serve queues first in, first out instead of at random.
+    pub fifo: bool,
+    /// Ignore the global block list.
+    pub ignore_global_blocks: bool,
+    /// Seconds an automatic block lasts.
+    pub auto_block_ttl: u64,
+    /// Items the public rescue form accepts (regular expression; empty: form closed).
+    pub item_pattern: String,
+    /// The secret of `/backfeed/legacy/SLUG-SECRET` (empty: backfeed closed).
+    pub backfeed_key: String,
+    /// The shards a backfeed call may name (`shard=NAME` queues into `todo:backfeed:NAME`);
+    /// any other is refused. A project saved before this setting existed declares the shards
+    /// its claim order already has.
+    #[serde(default)]
+    pub backfeed_shards: Vec<String>,
+    /// Records the backfeed filter holds at its target false-positive rate before growing.
+    pub bloom_capacity: u64,
+    /// Static string fields sent with every claim (api_version 2).
+    pub extra: BTreeMap<String, String>,
+    /// Pattern limits.
+    pub pattern_limits: Vec<PatternLimit>,
+}
+
+/// Upload targets of a project, each with whether it is active (`[["rsync://…", true]]`):
+/// part of [`ProjectSettings`] and the answer of `POST /admin/api/SLUG/targets`.
+pub type UploadTargets = Vec<(String, bool)>;
+
+/// `GET`/`PUT /admin/api/SLUG/settings`: settings as the panel shows and saves them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProjectSettings {
+    /// The settings the CLI also edits.
+    pub settings: Settings,
+    /// Description (HTML; sanitised when saved).
+    #[serde(default)]
+    pub description: String,
+    /// Overview order (higher first); unchanged when absent.
+    #[serde(default)]
+    pub priority: Option<i64>,
+    /// Upload targets (read-only here; see `/targets`).
+    #[serde(default)]
+    pub targets: UploadTargets,
+    /// The project-admin accounts administering the project; unchanged when absent. Only
+    /// global admins may change it.
+    #[serde(default)]
+    pub admins: Option<Vec<String>>,
+    /// Whether secrets (the backfeed key) were left out: the caller is read-only.
+    #[serde(default)]
+    pub secrets_hidden: bool,
+}
+
+/// Answer of `POST /admin/api/SLUG/backfeed-key`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfeedKey {
+    /// The new secret of `/backfeed/legacy/SLUG-SECRET`.
+    pub backfeed_key: String,
+}
+
+/// Answer of `DELETE /admin/api/SLUG`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Destroyed {
+    /// Redis keys removed.
+    pub keys: u64,
+}
+
+/// The claims of one downloader (`GET /admin/api/SLUG/claims` lists them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClaimGroup {
+    /// Downloader name.
+    pub downloader: String,
+    /// Items held.
+    pub count: u64,
+    /// Oldest claim time (ms).
+    pub oldest: u64,
+    /// The IPs of its claims.
+    pub ips: Vec<String>,
+    /// Items it has done.
+    pub done: u64,
+}
+
+/// A failed item.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedItem {
+    /// The item.
+    pub item: String,
+    /// Why it failed.
+    pub reason: String,
+    /// When (ms).
+    pub t: u64,
+}
+
+/// `GET /admin/api/SLUG/failed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedList {
+    /// Up to 1000 failed items.
+    pub items: Vec<FailedItem>,
+    /// How many there are.
+    pub total: u64,
+}
+
+/// One archive file of a project's completion log (`GET /admin/api/SLUG/archives`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveFile {
+    /// File name, `SLUG-FIRSTMS-LASTMS.ndjson.gz`.
+    pub name: String,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// Answer of `POST /admin/api/SLUG/log/archive`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Archived {
+    /// Entries archived (dry run: that would be).
+    #[serde(flatten)]
+    pub affected: Affected,
+    /// The file written.
+    pub file: Option<String>,
+}
