@@ -8,6 +8,7 @@ mod blocks;
 mod bulk;
 mod claims;
 mod frame;
+mod loaded;
 mod logs;
 mod project;
 mod settings;
@@ -23,17 +24,26 @@ pub use tokens::TokensPage;
 pub use users::UsersPage;
 pub use warrior::WarriorPage;
 
-use crate::format::thousands;
-use api::{n, Body};
+use crate::{
+    format::thousands,
+    model::admin::{AdminSession, Overview},
+};
+use api::Body;
 use frame::Frame;
 use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
-use serde_json::{json, Value};
+use loaded::Loaded;
+use serde_json::json;
 
 /// The session (user, role, CSRF token), loaded in the browser.
-fn session() -> LocalResource<Result<Value, String>> {
+fn session() -> LocalResource<Result<AdminSession, String>> {
     LocalResource::new(|| api::get("/admin/api/session".into()))
+}
+
+/// The overview of every project the account may see, loaded in the browser.
+fn overview() -> LocalResource<Result<Overview, String>> {
+    LocalResource::new(|| api::get("/admin/api/overview".into()))
 }
 
 /// `/admin`: the login form, or the overview of every project.
@@ -46,19 +56,12 @@ pub fn AdminPage() -> impl IntoView {
 
 /// Every project the account may see, with its numbers; global admins create projects here.
 #[component]
-fn Overview(session: Value) -> impl IntoView {
-    let overview = LocalResource::new(|| api::get("/admin/api/overview".into()));
-    let csrf = session["csrf"].as_str().unwrap_or_default().to_string();
+fn Overview(session: AdminSession) -> impl IntoView {
+    let global = session.is_global();
+    let csrf = session.csrf;
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match overview.await {
-                    Ok(o) => view! { <ProjectTable overview=o/> }.into_any(),
-                    Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                }
-            })}
-        </Suspense>
-        {api::is_global(&session).then(|| view! { <CreateProject csrf/> })}
+        <Loaded reply=overview() show={|o| view! { <ProjectTable overview=o/> }}/>
+        {global.then(|| view! { <CreateProject csrf/> })}
     }
 }
 
@@ -83,7 +86,7 @@ fn CreateProject(csrf: String) -> impl IntoView {
             .collect();
         let body = json!({"slug": slug, "title": title.get_untracked(), "domains": domains});
         spawn_local(async move {
-            match api::call("POST", "/admin/api/projects", &csrf, Body::Json(body)).await {
+            match api::send("POST", "/admin/api/projects", &csrf, Body::Json(body)).await {
                 Ok(_) => api::go(&format!("/admin/p/{slug}")),
                 Err(e) => error.set(e),
             }
@@ -102,12 +105,10 @@ fn CreateProject(csrf: String) -> impl IntoView {
 }
 
 #[component]
-fn ProjectTable(overview: Value) -> impl IntoView {
-    let rows = overview["projects"].as_array().cloned().unwrap_or_default();
+fn ProjectTable(overview: Overview) -> impl IntoView {
     let footer = format!(
         "Redis memory {} · tracker {}",
-        overview["redis_memory"].as_str().unwrap_or("?"),
-        overview["version"].as_str().unwrap_or("?")
+        overview.redis_memory, overview.version
     );
     view! {
         <table class="card" aria-label="Projects">
@@ -116,20 +117,16 @@ fn ProjectTable(overview: Value) -> impl IntoView {
                 <th>"Done"</th><th>"Failed"</th><th>"Items/min"</th>
             </tr></thead>
             <tbody>
-                {rows.into_iter().map(|p| {
-                    let slug = p["slug"].as_str().unwrap_or_default().to_string();
-                    let waiting: u64 = p["queues"].as_object().map(|q| q.values().map(n).sum()).unwrap_or(0);
-                    view! {
-                        <tr>
-                            <td><a href=format!("/admin/p/{slug}")>{p["title"].as_str().unwrap_or_default().to_string()}</a></td>
-                            <td>{p["state"].as_str().unwrap_or_default().to_string()}</td>
-                            <td>{thousands(waiting)}</td>
-                            <td>{thousands(n(&p["claimed"]))}</td>
-                            <td>{thousands(n(&p["done"]))}</td>
-                            <td>{thousands(n(&p["failed"]))}</td>
-                            <td>{format!("{:.1}", p["items_per_minute"].as_f64().unwrap_or(0.0))}</td>
-                        </tr>
-                    }
+                {overview.projects.into_iter().map(|p| view! {
+                    <tr>
+                        <td><a href=format!("/admin/p/{}", p.slug)>{p.title.clone()}</a></td>
+                        <td>{p.state.clone()}</td>
+                        <td>{thousands(p.waiting())}</td>
+                        <td>{thousands(p.claimed)}</td>
+                        <td>{thousands(p.done)}</td>
+                        <td>{thousands(p.failed)}</td>
+                        <td>{format!("{:.1}", p.items_per_minute)}</td>
+                    </tr>
                 }).collect_view()}
             </tbody>
         </table>
@@ -147,20 +144,7 @@ pub fn SetupPage() -> impl IntoView {
     view! {
         <Title text="Set up · Tracker"/>
         <h1>"Create the first admin"</h1>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || {
-                let token = token.clone();
-                Suspend::new(async move {
-                    match session.await {
-                        Ok(s) => {
-                            let csrf = s["csrf"].as_str().unwrap_or_default().to_string();
-                            view! { <SetupForm csrf token/> }.into_any()
-                        }
-                        Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                    }
-                })
-            }}
-        </Suspense>
+        <Loaded reply=session show={move |s: AdminSession| view! { <SetupForm csrf=s.csrf token=token.clone()/> }}/>
     }
 }
 
@@ -177,7 +161,7 @@ fn SetupForm(csrf: String, token: String) -> impl IntoView {
         let (csrf, token) = (csrf.clone(), token.clone());
         spawn_local(async move {
             let body = json!({"token": token, "username": name.get_untracked(), "password": password.get_untracked()});
-            match api::call("POST", "/admin/api/setup", &csrf, Body::Json(body)).await {
+            match api::send("POST", "/admin/api/setup", &csrf, Body::Json(body)).await {
                 Ok(_) => api::go("/admin"),
                 Err(e) => error.set(e),
             }

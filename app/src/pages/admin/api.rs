@@ -1,8 +1,10 @@
 //! The panel's calls to the admin JSON API (`/admin/api/...`), made from the browser with the
-//! session cookie and the CSRF token. On the server they do nothing: the panel's data is
-//! loaded after hydration.
+//! session cookie and the CSRF token, their answers read as the types of
+//! [`crate::model::admin`]. On the server they do nothing: the panel's data is loaded after
+//! hydration.
 
 pub use crate::format::encode;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
 /// What a call sends.
@@ -26,9 +28,15 @@ pub type FileBody = send_wrapper::SendWrapper<web_sys::File>;
 #[derive(Clone)]
 pub struct FileBody;
 
-/// `method` `path` with `body`; the JSON answer (`null` when empty), or the server's reason.
+/// `method` `path` with `body`; the answer read as a `T` (an empty answer reads as `null`), or
+/// the server's reason.
 #[cfg(feature = "hydrate")]
-pub async fn call(method: &str, path: &str, csrf: &str, body: Body) -> Result<Value, String> {
+pub async fn call<T: DeserializeOwned>(
+    method: &str,
+    path: &str,
+    csrf: &str,
+    body: Body,
+) -> Result<T, String> {
     use gloo_net::http::{Method, RequestBuilder};
     let method = match method {
         "POST" => Method::POST,
@@ -54,20 +62,30 @@ pub async fn call(method: &str, path: &str, csrf: &str, body: Body) -> Result<Va
     if !resp.ok() {
         return Err(text.trim().to_string());
     }
-    if text.is_empty() {
-        return Ok(Value::Null);
-    }
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    let text = if text.is_empty() { "null" } else { &text };
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 /// On the server the panel loads nothing.
 #[cfg(not(feature = "hydrate"))]
-pub async fn call(_method: &str, _path: &str, _csrf: &str, _body: Body) -> Result<Value, String> {
+pub async fn call<T: DeserializeOwned>(
+    _method: &str,
+    _path: &str,
+    _csrf: &str,
+    _body: Body,
+) -> Result<T, String> {
     Err("The admin panel needs JavaScript.".into())
 }
 
-/// `GET path`.
-pub async fn get(path: String) -> Result<Value, String> {
+/// `method` `path` with `body` for its effect only: whatever the answer holds is not read.
+pub async fn send(method: &str, path: &str, csrf: &str, body: Body) -> Result<(), String> {
+    call::<IgnoredAny>(method, path, csrf, body)
+        .await
+        .map(|_| ())
+}
+
+/// `GET path`, read as a `T`.
+pub async fn get<T: DeserializeOwned>(path: String) -> Result<T, String> {
     call("GET", &path, "", Body::Empty).await
 }
 
@@ -87,22 +105,6 @@ pub fn go(href: &str) {
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = href;
-}
-
-/// Whether the session `s` may change project `slug`.
-pub fn may_change(s: &Value, slug: &str) -> bool {
-    match s["role"].as_str() {
-        Some("global") => true,
-        Some("project") => s["projects"]
-            .as_array()
-            .is_some_and(|p| p.iter().any(|p| p == slug)),
-        _ => false,
-    }
-}
-
-/// Whether the session `s` is a global admin's.
-pub fn is_global(s: &Value) -> bool {
-    s["role"].as_str() == Some("global")
 }
 
 /// Milliseconds since the epoch of a `datetime-local` value (local time), if it is one.
@@ -137,11 +139,6 @@ pub fn when(t_ms: u64) -> String {
     {
         t_ms.to_string()
     }
-}
-
-/// A number field of `v`, 0 when absent.
-pub fn n(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
 }
 
 /// How long ago `t_ms` (ms since the epoch) was, e.g. `5 min`.

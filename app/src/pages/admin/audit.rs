@@ -1,11 +1,13 @@
 //! `/admin/audit`: every admin action (who, when, what, how many items), filterable.
 
-use super::api::{self, encode, n};
-use super::frame::Frame;
-use crate::format::thousands;
+use super::{
+    api::{self, encode},
+    frame::Frame,
+    loaded::Loaded,
+};
+use crate::{format::thousands, model::admin::AuditEntry};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use serde_json::Value;
 
 /// The audit log page (`?project=SLUG` starts filtered).
 #[component]
@@ -28,8 +30,9 @@ fn Audit() -> impl IntoView {
     } else {
         format!("&project={}", encode(&start))
     });
-    let entries =
-        LocalResource::new(move || api::get(format!("/admin/api/audit?limit=500{}", filter.get())));
+    let entries = LocalResource::new(move || {
+        api::get::<Vec<AuditEntry>>(format!("/admin/api/audit?limit=500{}", filter.get()))
+    });
     let apply = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let q = |k: &str, v: String| {
@@ -53,33 +56,24 @@ fn Audit() -> impl IntoView {
             <label>"Project" <input bind:value=project/></label>
             <button type="submit">"Filter"</button>
         </form>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match entries.await {
-                    Ok(list) => view! { <AuditTable list/> }.into_any(),
-                    Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                }
-            })}
-        </Suspense>
+        <Loaded reply=entries show={|list| view! { <AuditTable list/> }}/>
     }
 }
 
 #[component]
-fn AuditTable(list: Value) -> impl IntoView {
-    let rows = list.as_array().cloned().unwrap_or_default();
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+fn AuditTable(list: Vec<AuditEntry>) -> impl IntoView {
     view! {
         <table class="card" aria-label="Audit log">
             <thead><tr><th>"When"</th><th>"Who"</th><th>"Action"</th><th>"Project"</th><th>"Items"</th><th>"Detail"</th></tr></thead>
             <tbody>
-                {rows.into_iter().map(|e| view! {
+                {list.into_iter().map(|e| view! {
                     <tr>
-                        <td title=api::when(n(&e["t"]))>{api::age(n(&e["t"])) + " ago"}</td>
-                        <td>{text(&e["who"])}</td>
-                        <td>{text(&e["action"])}</td>
-                        <td>{text(&e["project"])}</td>
-                        <td>{thousands(n(&e["count"]))}</td>
-                        <td>{text(&e["detail"])}</td>
+                        <td title=api::when(e.t)>{api::age(e.t) + " ago"}</td>
+                        <td>{e.who}</td>
+                        <td>{e.action}</td>
+                        <td>{e.project}</td>
+                        <td>{thousands(e.count)}</td>
+                        <td>{e.detail}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

@@ -2,19 +2,21 @@
 //! names with reason, who and when; automatic blocks with their expiry; add and unblock.
 
 use super::{
-    api::{self, n, Body},
+    api::{self, Body},
     bulk::{Bulk, ConfirmBox},
     frame::Frame,
+    loaded::Loaded,
 };
+use crate::model::admin::{AdminSession, BlockRow};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The blocks page.
 #[component]
 pub fn BlocksPage() -> impl IntoView {
     let project = use_query_map().with_untracked(|q| q.get("project").unwrap_or_default());
-    let content = move |s: Value| view! { <Blocks session=s project=project.clone()/> };
+    let content = move |s: AdminSession| view! { <Blocks session=s project=project.clone()/> };
     view! { <Frame title="Blocks".into() current="/admin/blocks" content/> }
 }
 
@@ -28,18 +30,18 @@ fn expiry(expires: u64, active: bool) -> String {
 }
 
 #[component]
-fn Blocks(session: Value, project: String) -> impl IntoView {
-    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+fn Blocks(session: AdminSession, project: String) -> impl IntoView {
+    let bulk = Bulk::new(session.csrf.clone());
     let scope = RwSignal::new(project);
     let may_change = move || {
         let p = scope.get();
         if p.is_empty() {
-            api::is_global(&session)
+            session.is_global()
         } else {
-            api::may_change(&session, &p)
+            session.may_change(&p)
         }
     };
-    let overview = LocalResource::new(|| api::get("/admin/api/overview".into()));
+    let overview = super::overview();
     let blocks = LocalResource::new(move || {
         bulk.version.track();
         let p = scope.get();
@@ -48,18 +50,12 @@ fn Blocks(session: Value, project: String) -> impl IntoView {
         } else {
             format!("?project={}", api::encode(&p))
         };
-        api::get(format!("/admin/api/blocks{q}"))
+        api::get::<Vec<BlockRow>>(format!("/admin/api/blocks{q}"))
     });
-    let body = move |kind: &str, value: &str| {
-        let mut b = json!({"kind": kind, "value": value});
-        let p = scope.get_untracked();
-        if !p.is_empty() {
-            b["project"] = p.into();
-        }
-        b
-    };
+    // The lists of the scope's project, or the global ones (no project).
+    let project = move || Some(scope.get_untracked()).filter(|p| !p.is_empty());
     let unblock = move |kind: String, value: String| {
-        let b = body(&kind, &value);
+        let b = json!({"kind": kind, "value": value, "project": project()});
         bulk.run(
             "POST",
             "/admin/api/unblock".into(),
@@ -75,15 +71,18 @@ fn Blocks(session: Value, project: String) -> impl IntoView {
     );
     let add = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let mut b = body(&kind.get_untracked(), value.get_untracked().trim());
-        b["reason"] = reason.get_untracked().into();
         let h = hours.get_untracked();
-        if !h.trim().is_empty() {
-            match h.trim().parse::<u64>() {
-                Ok(h) => b["hours"] = h.into(),
+        let hours_given = match h.trim() {
+            "" => None,
+            h => match h.parse::<u64>() {
+                Ok(h) => Some(h),
                 Err(_) => return bulk.message.set("Hours must be a whole number.".into()),
-            }
-        }
+            },
+        };
+        let b = json!({
+            "kind": kind.get_untracked(), "value": value.get_untracked().trim(),
+            "project": project(), "reason": reason.get_untracked(), "hours": hours_given,
+        });
         bulk.run(
             "POST",
             "/admin/api/blocks".into(),
@@ -101,9 +100,9 @@ fn Blocks(session: Value, project: String) -> impl IntoView {
                 <option value="">"every project (global)"</option>
                 <Suspense>
                     {move || Suspend::new(async move {
-                        let projects = overview.await.ok().and_then(|o| o["projects"].as_array().cloned()).unwrap_or_default();
+                        let projects = overview.await.map(|o| o.projects).unwrap_or_default();
                         projects.into_iter().map(|p| {
-                            let slug = p["slug"].as_str().unwrap_or_default().to_string();
+                            let slug = p.slug;
                             let (value, label) = (slug.clone(), format!("project {slug}"));
                             view! { <option value=value selected=move || scope.get() == slug>{label}</option> }
                         }).collect_view()
@@ -113,48 +112,37 @@ fn Blocks(session: Value, project: String) -> impl IntoView {
         </label>
         <ConfirmBox bulk/>
         <section class="card" aria-label="Blocked">
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || {
-                    let may_change = may_change.clone();
-                    Suspend::new(async move {
-                    let rows = match blocks.await {
-                        Ok(v) => v.as_array().cloned().unwrap_or_default(),
-                        Err(e) => return view! { <p class="error">{e}</p> }.into_any(),
-                    };
-                    if rows.is_empty() {
-                        return view! { <p class="muted">"Nothing is blocked here."</p> }.into_any();
-                    }
-                    let can = may_change();
-                    view! {
-                        <table aria-label="Blocks">
-                            <thead><tr><th>"Kind"</th><th>"Value"</th><th>"Reason"</th><th>"By"</th><th>"When"</th><th>"Expires"</th><th></th></tr></thead>
-                            <tbody>
-                                {rows.into_iter().map(|r| {
-                                    let kind = r["kind"].as_str().unwrap_or_default().to_string();
-                                    let value = r["value"].as_str().unwrap_or_default().to_string();
-                                    let by = r["by"].as_str().unwrap_or_default().to_string();
-                                    let auto = by == "auto";
-                                    let active = r["active"].as_bool().unwrap_or(true);
-                                    let (k, v) = (kind.clone(), value.clone());
-                                    view! {
-                                        <tr class:inactive=!active>
-                                            <td>{if kind == "ip" { "IP" } else { "name" }}</td>
-                                            <td class="mono">{value.clone()}</td>
-                                            <td>{r["reason"].as_str().unwrap_or_default().to_string()}</td>
-                                            <td>{if auto { "automatic".to_string() } else { by }}</td>
-                                            <td>{api::when(n(&r["t"]))}</td>
-                                            <td>{expiry(n(&r["expires"]), active)}</td>
-                                            <td>{can.then(|| view! {
-                                                <button on:click=move |_| unblock(k.clone(), v.clone()) aria-label=format!("Unblock {value}")>"Unblock"</button>
-                                            })}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                })}}
-            </Suspense>
+            <Loaded reply=blocks show={move |rows: Vec<BlockRow>| {
+                if rows.is_empty() {
+                    return view! { <p class="muted">"Nothing is blocked here."</p> }.into_any();
+                }
+                let can = may_change();
+                view! {
+                    <table aria-label="Blocks">
+                        <thead><tr><th>"Kind"</th><th>"Value"</th><th>"Reason"</th><th>"By"</th><th>"When"</th><th>"Expires"</th><th></th></tr></thead>
+                        <tbody>
+                            {rows.into_iter().map(|r| {
+                                let (k, v) = (r.kind.clone(), r.value.clone());
+                                let value = r.value;
+                                let by = if r.entry.is_automatic() { "automatic".to_string() } else { r.entry.by };
+                                view! {
+                                    <tr class:inactive=!r.active>
+                                        <td>{if r.kind == "ip" { "IP" } else { "name" }}</td>
+                                        <td class="mono">{value.clone()}</td>
+                                        <td>{r.entry.reason}</td>
+                                        <td>{by}</td>
+                                        <td>{api::when(r.entry.t)}</td>
+                                        <td>{expiry(r.entry.expires, r.active)}</td>
+                                        <td>{can.then(|| view! {
+                                            <button on:click=move |_| unblock(k.clone(), v.clone()) aria-label=format!("Unblock {value}")>"Unblock"</button>
+                                        })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
         </section>
         <Show when=may_change_add>
             <form class="card admin-form" on:submit=add aria-label="Add block">

@@ -1,8 +1,8 @@
 //! Bulk actions of a project page: every one is first run as a dry run, its count shown in a
 //! confirmation box, and only run for real once confirmed.
 
-use super::api::{self, n, Body, FileBody};
-use crate::format::thousands;
+use super::api::{self, Body, FileBody};
+use crate::{format::thousands, model::admin::Affected};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::Value;
 
@@ -35,6 +35,8 @@ pub struct Pending {
     method: &'static str,
     path: String,
     body: BodyKind,
+    /// Whether the call answers how many items it affected (a previewed bulk action).
+    counted: bool,
 }
 
 /// The state the bulk actions of one page share; cheap to copy into handlers.
@@ -78,20 +80,24 @@ impl Bulk {
         let dry_body = match &body {
             BodyKind::Json(v) => {
                 let mut v = v.clone();
-                v["dry_run"] = true.into();
+                if let Some(fields) = v.as_object_mut() {
+                    fields.insert("dry_run".into(), true.into());
+                }
                 BodyKind::Json(v)
             }
             other => other.clone(),
         };
         this.message.set(String::new());
         spawn_local(async move {
-            let sent = api::call("POST", &dry_path, &this.csrf.get_value(), dry_body.body()).await;
+            let sent: Result<Affected, _> =
+                api::call("POST", &dry_path, &this.csrf.get_value(), dry_body.body()).await;
             match sent {
                 Ok(r) => this.pending.set(Some(Pending {
-                    text: describe(n(&r["count"])),
+                    text: describe(r.count),
                     method: "POST",
                     path,
                     body,
+                    counted: true,
                 })),
                 Err(e) => this.message.set(e),
             }
@@ -106,6 +112,7 @@ impl Bulk {
             method,
             path,
             body,
+            counted: false,
         }));
     }
 
@@ -116,13 +123,17 @@ impl Bulk {
             return;
         };
         spawn_local(async move {
-            match api::call(p.method, &p.path, &this.csrf.get_value(), p.body.body()).await {
-                Ok(r) if r["count"].is_u64() => this
-                    .message
-                    .set(format!("Done: {} items.", thousands(n(&r["count"])))),
-                Ok(_) => this.message.set("Done.".into()),
-                Err(e) => this.message.set(e),
-            }
+            let (csrf, body) = (this.csrf.get_value(), p.body.body());
+            let done = if p.counted {
+                api::call::<Affected>(p.method, &p.path, &csrf, body)
+                    .await
+                    .map(|r| format!("Done: {} items.", thousands(r.count)))
+            } else {
+                api::send(p.method, &p.path, &csrf, body)
+                    .await
+                    .map(|()| "Done.".to_string())
+            };
+            this.message.set(done.unwrap_or_else(|e| e));
             this.pending.set(None);
             this.version.update(|v| *v += 1);
         });
@@ -132,8 +143,8 @@ impl Bulk {
     pub fn run(&self, method: &'static str, path: String, body: Body, done: &'static str) {
         let this = *self;
         spawn_local(async move {
-            match api::call(method, &path, &this.csrf.get_value(), body).await {
-                Ok(_) => this.message.set(done.into()),
+            match api::send(method, &path, &this.csrf.get_value(), body).await {
+                Ok(()) => this.message.set(done.into()),
                 Err(e) => this.message.set(e),
             }
             this.version.update(|v| *v += 1);

@@ -3,10 +3,14 @@
 //! with their reason, requeued or dropped. All previewed (dry run) first.
 
 use super::{
-    api::{self, n},
+    api,
     bulk::{BodyKind, Bulk},
+    loaded::Loaded,
 };
-use crate::format::thousands;
+use crate::{
+    format::thousands,
+    model::admin::{ClaimGroup, FailedList},
+};
 use leptos::prelude::*;
 use serde_json::json;
 
@@ -16,7 +20,7 @@ pub fn Claims(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let claims_path = format!("/admin/api/{slug}/claims");
     let claims = LocalResource::new(move || {
         bulk.version.track();
-        api::get(claims_path.clone())
+        api::get::<Vec<ClaimGroup>>(claims_path.clone())
     });
     let release_path = StoredValue::new(format!("/admin/api/{slug}/release"));
     let release = move |body: serde_json::Value| {
@@ -32,73 +36,68 @@ pub fn Claims(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     );
     let preview_filter = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let mut body = json!({});
         let (i, r, b, m) = (
             item.get_untracked(),
             regex.get_untracked(),
             before.get_untracked(),
             minutes.get_untracked(),
         );
-        if !i.trim().is_empty() {
-            body["item"] = i.trim().into();
-        }
-        if !r.is_empty() {
-            body["regex"] = r.into();
-        }
-        if !b.is_empty() {
-            match api::local_time_ms(&b) {
-                Some(ms) => body["before_ms"] = ms.into(),
+        let before_ms = match b.as_str() {
+            "" => None,
+            b => match api::local_time_ms(b) {
+                Some(ms) => Some(ms),
                 None => {
                     return bulk
                         .message
                         .set("Claimed before: not a date and time.".into())
                 }
-            }
-        }
-        if !m.trim().is_empty() {
-            match m.trim().parse::<u64>() {
-                Ok(m) => body["older_than_s"] = (m * 60).into(),
+            },
+        };
+        let older_than_s = match m.trim() {
+            "" => None,
+            m => match m.parse::<u64>() {
+                Ok(m) => Some(m * 60),
                 Err(_) => return bulk.message.set("Minutes must be a number.".into()),
-            }
-        }
-        release(body)
+            },
+        };
+        let item = Some(i.trim()).filter(|i| !i.is_empty());
+        let regex = Some(r).filter(|r| !r.is_empty());
+        release(json!({
+            "item": item, "regex": regex, "before_ms": before_ms, "older_than_s": older_than_s,
+        }))
     };
     view! {
         <section class="card" aria-label="Claims">
             <h2>"Claims"</h2>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let groups = claims.await.ok().and_then(|c| c.as_array().cloned()).unwrap_or_default();
-                    if groups.is_empty() {
-                        return view! { <p class="muted">"No claims."</p> }.into_any();
-                    }
-                    view! {
-                        <table>
-                            <thead><tr><th>"Downloader"</th><th>"Claims"</th><th>"Oldest"</th><th>"IPs"</th><th>"Done"</th><th></th></tr></thead>
-                            <tbody>
-                                {groups.into_iter().map(|g| {
-                                    let d = g["downloader"].as_str().unwrap_or_default().to_string();
-                                    let ips = g["ips"].as_array().map(|a| a.iter().filter_map(|i| i.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
-                                    let who = d.clone();
-                                    view! {
-                                        <tr>
-                                            <td>{d.clone()}</td>
-                                            <td>{thousands(n(&g["count"]))}</td>
-                                            <td>{api::age(n(&g["oldest"]))}</td>
-                                            <td>{ips}</td>
-                                            <td>{thousands(n(&g["done"]))}</td>
-                                            <td>{may_change.then(|| view! {
-                                                <button on:click=move |_| release(json!({"downloader": who.clone()}))
-                                                    aria-label=format!("Release claims of {d}")>"Release"</button>
-                                            })}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                })}
-            </Suspense>
+            <Loaded reply=claims show={move |groups: Vec<ClaimGroup>| {
+                if groups.is_empty() {
+                    return view! { <p class="muted">"No claims."</p> }.into_any();
+                }
+                view! {
+                    <table>
+                        <thead><tr><th>"Downloader"</th><th>"Claims"</th><th>"Oldest"</th><th>"IPs"</th><th>"Done"</th><th></th></tr></thead>
+                        <tbody>
+                            {groups.into_iter().map(|g| {
+                                let d = g.downloader;
+                                let who = d.clone();
+                                view! {
+                                    <tr>
+                                        <td>{d.clone()}</td>
+                                        <td>{thousands(g.count)}</td>
+                                        <td>{api::age(g.oldest)}</td>
+                                        <td>{g.ips.join(", ")}</td>
+                                        <td>{thousands(g.done)}</td>
+                                        <td>{may_change.then(|| view! {
+                                            <button on:click=move |_| release(json!({"downloader": who.clone()}))
+                                                aria-label=format!("Release claims of {d}")>"Release"</button>
+                                        })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
             {may_change.then(|| view! {
                 <form class="release" on:submit=preview_filter aria-label="Release claims">
                     <h3>"Release claims matching all of"</h3>
@@ -121,13 +120,10 @@ pub fn Failed(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let path = StoredValue::new(format!("/admin/api/{slug}/failed"));
     let failed = LocalResource::new(move || {
         bulk.version.track();
-        api::get(path.get_value())
+        api::get::<FailedList>(path.get_value())
     });
     let act = move |action: &'static str, items: Option<Vec<String>>| {
-        let mut body = json!({ "action": action });
-        if let Some(items) = items {
-            body["items"] = items.into();
-        }
+        let body = json!({ "action": action, "items": items });
         let verb = if action == "requeue" {
             "Requeue"
         } else {
@@ -140,47 +136,43 @@ pub fn Failed(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     view! {
         <section class="card" aria-label="Failed items">
             <h2>"Failed items"</h2>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let list = failed.await.unwrap_or_default();
-                    let items = list["items"].as_array().cloned().unwrap_or_default();
-                    let total = n(&list["total"]);
-                    if total == 0 {
-                        return view! { <p class="muted">"No failed items."</p> }.into_any();
-                    }
-                    view! {
-                        <p>{format!("{} failed items", thousands(total))}
-                            {(total as usize > items.len()).then(|| format!(" (the first {} shown)", items.len()))}</p>
-                        {may_change.then(|| view! {
-                            <div class="actions">
-                                <button on:click=move |_| act("requeue", None)>"Requeue all failed"</button>
-                                <button on:click=move |_| act("drop", None)>"Drop all failed"</button>
-                            </div>
-                        })}
-                        <table>
-                            <thead><tr><th>"Item"</th><th>"Reason"</th><th>"When"</th><th></th></tr></thead>
-                            <tbody>
-                                {items.into_iter().map(|f| {
-                                    let item = f["item"].as_str().unwrap_or_default().to_string();
-                                    let (a, b) = (item.clone(), item.clone());
-                                    view! {
-                                        <tr>
-                                            <td class="mono">{item.clone()}</td>
-                                            <td>{f["reason"].as_str().unwrap_or_default().to_string()}</td>
-                                            <td>{api::age(n(&f["t"])) + " ago"}</td>
-                                            <td>{may_change.then(|| view! {
-                                                <button on:click=move |_| act("requeue", Some(vec![a.clone()])) aria-label=format!("Requeue {item}")>"Requeue"</button>
-                                                " "
-                                                <button on:click=move |_| act("drop", Some(vec![b.clone()])) aria-label=format!("Drop {item}")>"Drop"</button>
-                                            })}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                })}
-            </Suspense>
+            <Loaded reply=failed show={move |list: FailedList| {
+                let (items, total) = (list.items, list.total);
+                if total == 0 {
+                    return view! { <p class="muted">"No failed items."</p> }.into_any();
+                }
+                view! {
+                    <p>{format!("{} failed items", thousands(total))}
+                        {(total as usize > items.len()).then(|| format!(" (the first {} shown)", items.len()))}</p>
+                    {may_change.then(|| view! {
+                        <div class="actions">
+                            <button on:click=move |_| act("requeue", None)>"Requeue all failed"</button>
+                            <button on:click=move |_| act("drop", None)>"Drop all failed"</button>
+                        </div>
+                    })}
+                    <table>
+                        <thead><tr><th>"Item"</th><th>"Reason"</th><th>"When"</th><th></th></tr></thead>
+                        <tbody>
+                            {items.into_iter().map(|f| {
+                                let item = f.item;
+                                let (a, b) = (item.clone(), item.clone());
+                                view! {
+                                    <tr>
+                                        <td class="mono">{item.clone()}</td>
+                                        <td>{f.reason}</td>
+                                        <td>{api::age(f.t) + " ago"}</td>
+                                        <td>{may_change.then(|| view! {
+                                            <button on:click=move |_| act("requeue", Some(vec![a.clone()])) aria-label=format!("Requeue {item}")>"Requeue"</button>
+                                            " "
+                                            <button on:click=move |_| act("drop", Some(vec![b.clone()])) aria-label=format!("Drop {item}")>"Drop"</button>
+                                        })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
         </section>
     }
 }

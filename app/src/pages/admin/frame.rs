@@ -1,10 +1,14 @@
 //! The frame of every panel page: the session (loaded in the browser), the navigation between
 //! pages, who is logged in, and the login form for visitors.
 
-use super::api::{self, Body};
+use super::{
+    api::{self, Body},
+    loaded::Loaded,
+};
+use crate::model::admin::AdminSession;
 use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Who sees a page in the navigation.
 #[derive(Clone, Copy, PartialEq)]
@@ -30,41 +34,35 @@ const PAGES: [(&str, &str, Who); 6] = [
 #[component]
 pub fn Frame<F, V>(title: String, current: &'static str, content: F) -> impl IntoView
 where
-    F: Fn(Value) -> V + Send + Sync + Clone + 'static,
+    F: Fn(AdminSession) -> V + Send + Sync + Clone + 'static,
     V: IntoView + 'static,
 {
-    let session = LocalResource::new(|| api::get("/admin/api/session".into()));
+    let session = super::session();
     let heading = title.clone();
+    let show = move |s: AdminSession| {
+        if s.logged_in() {
+            view! {
+                <Nav session=s.clone() current/>
+                <h1>{heading.clone()}</h1>
+                {content(s).into_any()}
+            }
+            .into_any()
+        } else {
+            view! { <h1>"Admin"</h1> <Login csrf=s.csrf/> }.into_any()
+        }
+    };
     view! {
         <Title text=format!("{title} · Admin · Tracker")/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || {
-                let (content, heading) = (content.clone(), heading.clone());
-                Suspend::new(async move {
-                    match session.await {
-                        Ok(s) if s["user"].is_string() => view! {
-                            <Nav session=s.clone() current/>
-                            <h1>{heading}</h1>
-                            {content(s).into_any()}
-                        }.into_any(),
-                        Ok(s) => view! {
-                            <h1>"Admin"</h1>
-                            <Login csrf=s["csrf"].as_str().unwrap_or_default().to_string()/>
-                        }.into_any(),
-                        Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                    }
-                })
-            }}
-        </Suspense>
+        <Loaded reply=session show/>
     }
 }
 
 /// Links to the panel's pages, who is logged in, and the logout button.
 #[component]
-fn Nav(session: Value, current: &'static str) -> impl IntoView {
-    let csrf = session["csrf"].as_str().unwrap_or_default().to_string();
-    let global = api::is_global(&session);
-    let actor = global || session["role"].as_str() == Some("project");
+fn Nav(session: AdminSession, current: &'static str) -> impl IntoView {
+    let csrf = session.csrf.clone();
+    let global = session.is_global();
+    let actor = session.is_actor();
     let shown = move |who: Who| match who {
         Who::Everyone => true,
         Who::Actors => actor,
@@ -73,17 +71,14 @@ fn Nav(session: Value, current: &'static str) -> impl IntoView {
     let log_out = move |_| {
         let csrf = csrf.clone();
         spawn_local(async move {
-            let _ = api::call("POST", "/admin/api/logout", &csrf, Body::Empty).await;
+            let _ = api::send("POST", "/admin/api/logout", &csrf, Body::Empty).await;
             api::go("/admin");
         });
     };
     let who = format!(
         "{} ({})",
-        session["user"].as_str().unwrap_or_default(),
-        session["role"]
-            .as_str()
-            .unwrap_or_default()
-            .replace('_', "-")
+        session.user.as_deref().unwrap_or_default(),
+        session.role_label()
     );
     view! {
         <nav class="admin-nav" aria-label="Admin">
@@ -112,7 +107,7 @@ pub fn Login(csrf: String) -> impl IntoView {
         spawn_local(async move {
             let body =
                 json!({"username": name.get_untracked(), "password": password.get_untracked()});
-            match api::call("POST", "/admin/api/login", &csrf, Body::Json(body)).await {
+            match api::send("POST", "/admin/api/login", &csrf, Body::Json(body)).await {
                 Ok(_) => api::reload(),
                 Err(e) => error.set(e),
             }

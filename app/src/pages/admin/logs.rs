@@ -3,10 +3,11 @@
 //! server (trimmed from Redis), and the archive files to download.
 
 use super::{
-    api::{self, n},
+    api,
     bulk::{BodyKind, Bulk},
+    loaded::Loaded,
 };
-use crate::format::thousands;
+use crate::{format::thousands, model::admin::ArchiveFile};
 use leptos::prelude::*;
 use serde_json::json;
 
@@ -55,7 +56,7 @@ pub fn Logs(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let list_path = format!("/admin/api/{slug}/archives");
     let archives = LocalResource::new(move || {
         bulk.version.track();
-        api::get(list_path.clone())
+        api::get::<Vec<ArchiveFile>>(list_path.clone())
     });
     let slug = StoredValue::new(slug);
     view! {
@@ -74,31 +75,27 @@ pub fn Logs(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                 </form>
                 <p class="muted">"Archiving writes the oldest entries, up to that time, to a gzip NDJSON file on the server and removes them from Redis."</p>
             })}
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let files = archives.await.ok().and_then(|v| v.as_array().cloned()).unwrap_or_default();
-                    if files.is_empty() {
-                        return view! { <p class="muted">"No archives."</p> }.into_any();
-                    }
-                    view! {
-                        <table aria-label="Archives">
-                            <thead><tr><th>"Archive"</th><th>"Size"</th></tr></thead>
-                            <tbody>
-                                {files.into_iter().map(|f| {
-                                    let name = f["name"].as_str().unwrap_or_default().to_string();
-                                    let href = format!("/admin/api/{}/archives/{name}", slug.get_value());
-                                    view! {
-                                        <tr>
-                                            <td><a href=href download=name.clone()>{name.clone()}</a></td>
-                                            <td>{format!("{} bytes", thousands(n(&f["bytes"])))}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                })}
-            </Suspense>
+            <Loaded reply=archives show={move |files: Vec<ArchiveFile>| {
+                if files.is_empty() {
+                    return view! { <p class="muted">"No archives."</p> }.into_any();
+                }
+                view! {
+                    <table aria-label="Archives">
+                        <thead><tr><th>"Archive"</th><th>"Size"</th></tr></thead>
+                        <tbody>
+                            {files.into_iter().map(|f| {
+                                let href = format!("/admin/api/{}/archives/{}", slug.get_value(), f.name);
+                                view! {
+                                    <tr>
+                                        <td><a href=href download=f.name.clone()>{f.name.clone()}</a></td>
+                                        <td>{format!("{} bytes", thousands(f.bytes))}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
         </section>
     }
 }

@@ -3,14 +3,18 @@
 //! beside them. Every bulk action is previewed (dry run) before it runs.
 
 use super::{
-    api::{self, n},
+    api,
     bulk::{BodyKind, Bulk, ConfirmBox},
     frame::Frame,
+    loaded::Loaded,
 };
-use crate::format::thousands;
+use crate::{
+    format::thousands,
+    model::admin::{AdminSession, Queues},
+};
 use leptos::{html, prelude::*};
 use leptos_router::hooks::use_params_map;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The queues items can be added to and moved between.
 pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
@@ -21,7 +25,7 @@ pub fn ProjectAdminPage() -> impl IntoView {
     let slug = use_params_map().with_untracked(|p| p.get("slug").unwrap_or_default());
     let content = {
         let slug = slug.clone();
-        move |s: Value| view! { <Project slug=slug.clone() session=s/> }
+        move |s: AdminSession| view! { <Project slug=slug.clone() session=s/> }
     };
     view! { <Frame title=slug current="" content/> }
 }
@@ -38,14 +42,14 @@ pub fn queue_select(value: RwSignal<String>, label: &'static str) -> impl IntoVi
 }
 
 #[component]
-fn Project(slug: String, session: Value) -> impl IntoView {
-    let may_change = api::may_change(&session, &slug);
-    let global = api::is_global(&session);
-    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+fn Project(slug: String, session: AdminSession) -> impl IntoView {
+    let may_change = session.may_change(&slug);
+    let global = session.is_global();
+    let bulk = Bulk::new(session.csrf);
     let queues_path = format!("/admin/api/{slug}/queues");
     let queues = LocalResource::new(move || {
         bulk.version.track();
-        api::get(queues_path.clone())
+        api::get::<Queues>(queues_path.clone())
     });
     view! {
         <p class="muted">
@@ -55,20 +59,17 @@ fn Project(slug: String, session: Value) -> impl IntoView {
         </p>
         <section class="card" aria-label="Queues">
             <h2>"Queues"</h2>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let q = queues.await.unwrap_or_default();
-                    let mut rows: Vec<(String, u64)> = q["queues"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), n(v))).collect()).unwrap_or_default();
-                    rows.extend([("claimed".to_string(), n(&q["claimed"])), ("done".into(), n(&q["done"])), ("failed".into(), n(&q["failed"]))]);
-                    view! {
-                        <table><tbody>
-                            {rows.into_iter().map(|(name, size)| view! {
-                                <tr><th scope="row">{name}</th><td>{thousands(size)}</td></tr>
-                            }).collect_view()}
-                        </tbody></table>
-                    }
-                })}
-            </Suspense>
+            <Loaded reply=queues show={|q: Queues| {
+                let mut rows: Vec<(String, u64)> = q.queues.into_iter().collect();
+                rows.extend([("claimed".into(), q.claimed), ("done".into(), q.done), ("failed".into(), q.failed)]);
+                view! {
+                    <table><tbody>
+                        {rows.into_iter().map(|(name, size)| view! {
+                            <tr><th scope="row">{name}</th><td>{thousands(size)}</td></tr>
+                        }).collect_view()}
+                    </tbody></table>
+                }
+            }}/>
         </section>
         <ConfirmBox bulk/>
         {may_change.then(|| view! { <AddItems slug=slug.clone() bulk/> <MoveOrClear slug=slug.clone() bulk/> }.into_any())}

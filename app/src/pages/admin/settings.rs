@@ -3,105 +3,119 @@
 //! checks them) with its reason shown; the raw JSON stays available under "Advanced".
 
 use super::api::{self, Body};
+use crate::model::admin::{PatternLimit, ProjectSettings, Settings};
 use leptos::{prelude::*, task::spawn_local};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-/// The plain fields of the form: (settings key, label, kind).
-const FIELDS: [(&str, &str, Kind); 14] = [
-    ("title", "Title", Kind::Text),
-    ("banner", "Banner (a message on the pages)", Kind::Text),
-    ("domains", "Byte domains (comma-separated)", Kind::List),
-    (
-        "item_pattern",
+/// One plain field of the form: its label, its text, and how its text sets it.
+struct Field {
+    label: &'static str,
+    show: fn(&Settings) -> String,
+    set: fn(&mut Settings, &str, &str) -> Result<(), String>,
+}
+
+/// A [`Field`] of `Settings.$key`, shown and parsed as text, a list, a float or a whole number.
+macro_rules! field {
+    ($key:ident, $label:expr, Text) => {
+        Field {
+            label: $label,
+            show: |s| s.$key.clone(),
+            set: |s, t, _| {
+                s.$key = t.trim().to_string();
+                Ok(())
+            },
+        }
+    };
+    ($key:ident, $label:expr, List) => {
+        Field {
+            label: $label,
+            show: |s| s.$key.join(", "),
+            set: |s, t, _| {
+                s.$key = split(t);
+                Ok(())
+            },
+        }
+    };
+    ($key:ident, $label:expr, Float) => {
+        Field {
+            label: $label,
+            show: |s| number(s.$key),
+            set: |s, t, label| {
+                s.$key = float(t, label)?;
+                Ok(())
+            },
+        }
+    };
+    ($key:ident, $label:expr, Int) => {
+        Field {
+            label: $label,
+            show: |s| s.$key.to_string(),
+            set: |s, t, label| {
+                s.$key = whole(t, label)?;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// The plain fields of the form.
+const FIELDS: [Field; 14] = [
+    field!(title, "Title", Text),
+    field!(banner, "Banner (a message on the pages)", Text),
+    field!(domains, "Byte domains (comma-separated)", List),
+    field!(
+        item_pattern,
         "Valid item pattern (regular expression; empty: rescue form closed)",
-        Kind::Text,
+        Text
     ),
-    (
-        "min_version",
-        "Minimum script version (empty: any)",
-        Kind::Text,
-    ),
-    (
-        "rate",
-        "Rate limit (items per second; 0: none)",
-        Kind::Float,
-    ),
-    ("burst", "Burst (items at once)", Kind::Float),
-    (
-        "dl_max_claims",
-        "Max claims per downloader (0: any)",
-        Kind::Int,
-    ),
-    ("claims_limit", "Claims limit (0: none)", Kind::Int),
-    ("reclaim_ttl", "Reclaim TTL (seconds; 0: never)", Kind::Int),
-    ("max_attempts", "Max attempts (0: never fail)", Kind::Int),
-    (
-        "auto_block_ttl",
-        "Automatic block length (seconds)",
-        Kind::Int,
-    ),
-    (
-        "bloom_capacity",
+    field!(min_version, "Minimum script version (empty: any)", Text),
+    field!(rate, "Rate limit (items per second; 0: none)", Float),
+    field!(burst, "Burst (items at once)", Float),
+    field!(dl_max_claims, "Max claims per downloader (0: any)", Int),
+    field!(claims_limit, "Claims limit (0: none)", Int),
+    field!(reclaim_ttl, "Reclaim TTL (seconds; 0: never)", Int),
+    field!(max_attempts, "Max attempts (0: never fail)", Int),
+    field!(auto_block_ttl, "Automatic block length (seconds)", Int),
+    field!(
+        bloom_capacity,
         "Bloom filter capacity (backfeed records)",
-        Kind::Int,
+        Int
     ),
-    (
-        "backfeed_shards",
+    field!(
+        backfeed_shards,
         "Backfeed shards a call may name (comma-separated)",
-        Kind::List,
+        List
     ),
 ];
 
-/// How a field's text maps to JSON.
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Text,
-    List,
-    Float,
-    Int,
+/// The entries of a comma-separated list.
+fn split(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
-/// `v` as the text of a field of `kind`.
-fn field_text(v: &Value, kind: Kind) -> String {
-    match kind {
-        Kind::List => v
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default(),
-        _ => v
-            .as_str()
-            .map(String::from)
-            .unwrap_or_else(|| v.to_string()),
-    }
+/// `f` as JSON writes it (`0.0`, `2.5`).
+fn number(f: f64) -> String {
+    Value::from(f).to_string()
 }
 
-/// The JSON of `text` for a field of `kind`, or why not.
-fn field_value(text: &str, kind: Kind, label: &str) -> Result<Value, String> {
-    let t = text.trim();
-    match kind {
-        Kind::Text => Ok(t.into()),
-        Kind::List => Ok(t
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .into()),
-        Kind::Float => t
-            .parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite())
-            .map(Value::from)
-            .ok_or(format!("{label}: not a number.")),
-        Kind::Int => t
-            .parse::<u64>()
-            .map(Value::from)
-            .map_err(|_| format!("{label}: not a whole number.")),
-    }
+/// The number `text` holds, or why not.
+fn float(text: &str, label: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .ok_or(format!("{label}: not a number."))
+}
+
+/// The whole number `text` holds, or why not.
+fn whole(text: &str, label: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("{label}: not a whole number."))
 }
 
 /// One row of a two- or four-column list editor.
@@ -132,8 +146,8 @@ pub fn SettingsEditor(
     global: bool,
 ) -> impl IntoView {
     let path = StoredValue::new(format!("/admin/api/{slug}/settings"));
-    let loaded = LocalResource::new(move || api::get(path.get_value()));
-    let doc = RwSignal::new(Value::Null);
+    let loaded = LocalResource::new(move || api::get::<ProjectSettings>(path.get_value()));
+    let doc = RwSignal::new(ProjectSettings::default());
     let fields: Vec<RwSignal<String>> = FIELDS
         .iter()
         .map(|_| RwSignal::new(String::new()))
@@ -151,97 +165,92 @@ pub fn SettingsEditor(
     let limits: RwSignal<Vec<Row>> = RwSignal::new(vec![]);
     let extra: RwSignal<Vec<Row>> = RwSignal::new(vec![]);
     let next_id = StoredValue::new(1000u32);
-    let fill = move |v: &Value| {
-        let s = &v["settings"];
-        for (i, (key, _, kind)) in FIELDS.iter().enumerate() {
-            fields.with_value(|f| f[i].set(field_text(&s[*key], *kind)));
+    let fill = move |v: ProjectSettings| {
+        let s = &v.settings;
+        for (i, field) in FIELDS.iter().enumerate() {
+            fields.with_value(|f| f[i].set((field.show)(s)));
         }
-        state.set(s["state"].as_str().unwrap_or("active").to_string());
-        fifo.set(s["fifo"].as_bool().unwrap_or(false));
-        ignore_blocks.set(s["ignore_global_blocks"].as_bool().unwrap_or(false));
-        description.set(v["description"].as_str().unwrap_or_default().to_string());
-        priority.set(v["priority"].as_i64().unwrap_or(0).to_string());
-        admins.set(field_text(&v["admins"], Kind::List));
-        let pl = s["pattern_limits"].as_array().cloned().unwrap_or_default();
+        state.set(s.state.clone());
+        fifo.set(s.fifo);
+        ignore_blocks.set(s.ignore_global_blocks);
+        description.set(v.description.clone());
+        priority.set(v.priority.unwrap_or(0).to_string());
+        admins.set(v.admins.as_deref().unwrap_or_default().join(", "));
         limits.set(rows(
-            pl.iter()
+            s.pattern_limits
+                .iter()
                 .map(|p| {
-                    ["name", "pattern", "rate", "burst"].map(|k| field_text(&p[k], Kind::Text))
-                })
-                .collect(),
-        ));
-        let ex = s["extra"].as_object().cloned().unwrap_or_default();
-        extra.set(rows(
-            ex.iter()
-                .map(|(k, v)| {
                     [
-                        k.clone(),
-                        field_text(v, Kind::Text),
-                        String::new(),
-                        String::new(),
+                        p.name.clone(),
+                        p.pattern.clone(),
+                        number(p.rate),
+                        number(p.burst),
                     ]
                 })
                 .collect(),
         ));
-        raw.set(serde_json::to_string_pretty(v).unwrap_or_default());
-        doc.set(v.clone());
+        extra.set(rows(
+            s.extra
+                .iter()
+                .map(|(k, v)| [k.clone(), v.clone(), String::new(), String::new()])
+                .collect(),
+        ));
+        raw.set(serde_json::to_string_pretty(&v).unwrap_or_default());
+        doc.set(v);
     };
     Effect::new(move || {
         if let Some(Ok(v)) = loaded.get() {
-            fill(&v);
+            fill(v);
         }
     });
     // The document the form describes, or the first field that is not valid.
-    let build = move || -> Result<Value, String> {
+    let build = move || -> Result<ProjectSettings, String> {
         let mut v = doc.get_untracked();
-        let s = &mut v["settings"];
-        for (i, (key, label, kind)) in FIELDS.iter().enumerate() {
-            s[*key] = field_value(&fields.with_value(|f| f[i].get_untracked()), *kind, label)?;
+        let s = &mut v.settings;
+        for (i, field) in FIELDS.iter().enumerate() {
+            let text = fields.with_value(|f| f[i].get_untracked());
+            (field.set)(s, &text, field.label)?;
         }
-        s["state"] = state.get_untracked().into();
-        s["fifo"] = fifo.get_untracked().into();
-        s["ignore_global_blocks"] = ignore_blocks.get_untracked().into();
-        let mut pl = Vec::new();
+        s.state = state.get_untracked();
+        s.fifo = fifo.get_untracked();
+        s.ignore_global_blocks = ignore_blocks.get_untracked();
+        s.pattern_limits = Vec::new();
         for r in limits.get_untracked() {
             let [name, pattern, rate, burst] = r.cells.map(|c| c.get_untracked());
-            pl.push(json!({
-                "name": name.trim(), "pattern": pattern,
-                "rate": field_value(&rate, Kind::Float, "Pattern limit rate")?,
-                "burst": field_value(&burst, Kind::Float, "Pattern limit burst")?,
-            }));
+            s.pattern_limits.push(PatternLimit {
+                name: name.trim().to_string(),
+                pattern,
+                rate: float(&rate, "Pattern limit rate")?,
+                burst: float(&burst, "Pattern limit burst")?,
+            });
         }
-        s["pattern_limits"] = pl.into();
-        let mut ex = serde_json::Map::new();
-        for r in extra.get_untracked() {
-            let [k, val, ..] = r.cells.map(|c| c.get_untracked());
-            ex.insert(k.trim().to_string(), val.into());
-        }
-        s["extra"] = ex.into();
-        v["description"] = description.get_untracked().into();
-        v["priority"] = priority
+        s.extra = extra
             .get_untracked()
-            .trim()
-            .parse::<i64>()
-            .map_err(|_| "Priority: not a whole number.".to_string())?
-            .into();
-        v["admins"] = field_value(&admins.get_untracked(), Kind::List, "Admins")?;
-        if let Some(o) = v.as_object_mut() {
-            o.remove("targets");
-        }
+            .into_iter()
+            .map(|r| {
+                let [k, val, ..] = r.cells.map(|c| c.get_untracked());
+                (k.trim().to_string(), val)
+            })
+            .collect();
+        v.description = description.get_untracked();
+        v.priority = Some(
+            priority
+                .get_untracked()
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| "Priority: not a whole number.".to_string())?,
+        );
+        v.admins = Some(split(&admins.get_untracked()));
+        // Upload targets are changed on their own (`/targets`), never by a save.
+        v.targets.clear();
         Ok(v)
     };
     let send = move |body: Value| {
         spawn_local(async move {
-            match api::call(
-                "PUT",
-                &path.get_value(),
-                &csrf.get_value(),
-                Body::Json(body),
-            )
-            .await
-            {
+            let (path, csrf) = (path.get_value(), csrf.get_value());
+            match api::call::<ProjectSettings>("PUT", &path, &csrf, Body::Json(body)).await {
                 Ok(v) => {
-                    fill(&v);
+                    fill(v);
                     message.set("Saved.".into());
                 }
                 Err(e) => message.set(e),
@@ -250,11 +259,12 @@ pub fn SettingsEditor(
     };
     let save = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        match build() {
+        match build().and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string())) {
             Ok(v) => send(v),
             Err(e) => message.set(e),
         }
     };
+    // The raw editor sends the JSON as typed: the server says what is wrong with it.
     let save_raw = move |_| match serde_json::from_str::<Value>(&raw.get_untracked()) {
         Ok(v) => send(v),
         Err(e) => message.set(format!("Not valid JSON: {e}")),
@@ -276,9 +286,9 @@ pub fn SettingsEditor(
         <form class="card settings" aria-label="Settings" on:submit=save>
             <h2>"Settings"</h2>
             <div class="grid2">
-                {FIELDS.iter().enumerate().map(|(i, (_, label, _))| {
+                {FIELDS.iter().enumerate().map(|(i, field)| {
                     let value = fields.with_value(|f| f[i]);
-                    view! { <label>{*label} <input bind:value=value readonly=ro/></label> }
+                    view! { <label>{field.label} <input bind:value=value readonly=ro/></label> }
                 }).collect_view()}
                 <label>"State"
                     <select prop:value=move || state.get() on:change=move |ev| state.set(event_target_value(&ev)) disabled=ro>

@@ -4,7 +4,9 @@
 use super::{
     api::{self, Body},
     bulk::{BodyKind, Bulk},
+    loaded::Loaded,
 };
+use crate::model::admin::ProjectSettings;
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::json;
 
@@ -14,7 +16,7 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let settings_path = format!("/admin/api/{slug}/settings");
     let loaded = LocalResource::new(move || {
         bulk.version.track();
-        api::get(settings_path.clone())
+        api::get::<ProjectSettings>(settings_path.clone())
     });
     let key_path = format!("/admin/api/{slug}/backfeed-key");
     let targets_path = StoredValue::new(format!("/admin/api/{slug}/targets"));
@@ -50,51 +52,47 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     view! {
         <section class="card" aria-label="Backfeed and upload targets">
             <h2>"Backfeed key"</h2>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || {
-                    let rotate = rotate.clone();
-                    Suspend::new(async move {
-                    let v = loaded.await.unwrap_or_default();
-                    let key = v["settings"]["backfeed_key"].as_str().unwrap_or_default().to_string();
-                    let had = !key.is_empty();
-                    let url = if v["secrets_hidden"].as_bool() == Some(true) {
-                        "hidden from read-only accounts".into()
-                    } else if had {
-                        format!("/backfeed/legacy/{}-{key}", slug.get_value())
-                    } else {
-                        "none: backfeed is closed".into()
-                    };
-                    let targets: Vec<(String, bool)> = v["targets"].as_array().map(|a| a.iter().filter_map(|t| Some((t[0].as_str()?.to_string(), t[1].as_bool()?))).collect()).unwrap_or_default();
-                    view! {
-                        <p>"Backfeed URL: " <code aria-label="Backfeed URL">{url}</code></p>
-                        {may_change.then(|| view! {
-                            <button on:click=move |_| rotate(had)>{if had { "Rotate backfeed key" } else { "Generate backfeed key" }}</button>
-                        })}
-                        <h2>"Upload targets"</h2>
-                        {targets.is_empty().then(|| view! { <p class="muted">"No upload targets."</p> })}
-                        <table aria-label="Upload targets"><tbody>
-                            {targets.into_iter().map(|(t, active)| {
-                                let (a, b) = (t.clone(), t.clone());
-                                view! {
-                                    <tr>
-                                        <td class="mono">{t.clone()}</td>
-                                        <td>{if active { "active" } else { "inactive" }}</td>
-                                        <td>{may_change.then(|| view! {
-                                            {if active {
-                                                view! { <button on:click=move |_| change(a.clone(), "deactivate") aria-label=format!("Deactivate {t}")>"Deactivate"</button> }.into_any()
-                                            } else {
-                                                view! { <button on:click=move |_| change(a.clone(), "activate") aria-label=format!("Activate {t}")>"Activate"</button> }.into_any()
-                                            }}
-                                            " "
-                                            <button on:click=move |_| change(b.clone(), "remove") aria-label=format!("Remove {t}")>"Remove"</button>
-                                        })}</td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody></table>
-                    }
-                })}}
-            </Suspense>
+            <Loaded reply=loaded show={move |v: ProjectSettings| {
+                let rotate = rotate.clone();
+                let key = v.settings.backfeed_key;
+                let had = !key.is_empty();
+                let url = if v.secrets_hidden {
+                    "hidden from read-only accounts".into()
+                } else if had {
+                    format!("/backfeed/legacy/{}-{key}", slug.get_value())
+                } else {
+                    "none: backfeed is closed".into()
+                };
+                let targets = v.targets;
+                view! {
+                    <p>"Backfeed URL: " <code aria-label="Backfeed URL">{url}</code></p>
+                    {may_change.then(|| view! {
+                        <button on:click=move |_| rotate(had)>{if had { "Rotate backfeed key" } else { "Generate backfeed key" }}</button>
+                    })}
+                    <h2>"Upload targets"</h2>
+                    {targets.is_empty().then(|| view! { <p class="muted">"No upload targets."</p> })}
+                    <table aria-label="Upload targets"><tbody>
+                        {targets.into_iter().map(|(t, active)| {
+                            let (a, b) = (t.clone(), t.clone());
+                            view! {
+                                <tr>
+                                    <td class="mono">{t.clone()}</td>
+                                    <td>{if active { "active" } else { "inactive" }}</td>
+                                    <td>{may_change.then(|| view! {
+                                        {if active {
+                                            view! { <button on:click=move |_| change(a.clone(), "deactivate") aria-label=format!("Deactivate {t}")>"Deactivate"</button> }.into_any()
+                                        } else {
+                                            view! { <button on:click=move |_| change(a.clone(), "activate") aria-label=format!("Activate {t}")>"Activate"</button> }.into_any()
+                                        }}
+                                        " "
+                                        <button on:click=move |_| change(b.clone(), "remove") aria-label=format!("Remove {t}")>"Remove"</button>
+                                    })}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody></table>
+                }
+            }}/>
             {may_change.then(|| view! {
                 <form class="row" on:submit=add aria-label="Add upload target">
                     <label>"New target (e.g. rsync://host/module/:downloader/)" <input bind:value=new_target required/></label>
@@ -117,7 +115,7 @@ pub fn Destroy(slug: String, bulk: Bulk) -> impl IntoView {
         let confirm = typed.get_untracked();
         let path = format!("/admin/api/{slug}?confirm={}", api::encode(&confirm));
         spawn_local(async move {
-            match api::call("DELETE", &path, &bulk.csrf.get_value(), Body::Empty).await {
+            match api::send("DELETE", &path, &bulk.csrf.get_value(), Body::Empty).await {
                 Ok(_) => api::go("/admin"),
                 Err(e) => error.set(e),
             }

@@ -2,12 +2,14 @@
 //! shown once; tokens act with the account's role; revoking one stops it at once.
 
 use super::{
-    api::{self, n, Body},
+    api::{self, Body},
     bulk::{BodyKind, Bulk, ConfirmBox},
     frame::Frame,
+    loaded::Loaded,
 };
+use crate::model::admin::{AdminSession, ApiToken, CreatedToken, Role};
 use leptos::{prelude::*, task::spawn_local};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The API tokens page.
 #[component]
@@ -18,20 +20,21 @@ pub fn TokensPage() -> impl IntoView {
 }
 
 #[component]
-fn Tokens(session: Value) -> impl IntoView {
-    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+fn Tokens(session: AdminSession) -> impl IntoView {
+    let bulk = Bulk::new(session.csrf.clone());
     let tokens = LocalResource::new(move || {
         bulk.version.track();
-        api::get("/admin/api/tokens".into())
+        api::get::<Vec<ApiToken>>("/admin/api/tokens".into())
     });
     let (name, secret) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
     let create = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let body = Body::Json(json!({"name": name.get_untracked()}));
         spawn_local(async move {
-            match api::call("POST", "/admin/api/tokens", &bulk.csrf.get_value(), body).await {
-                Ok(v) => {
-                    secret.set(v["secret"].as_str().unwrap_or_default().to_string());
+            let csrf = bulk.csrf.get_value();
+            match api::call::<CreatedToken>("POST", "/admin/api/tokens", &csrf, body).await {
+                Ok(t) => {
+                    secret.set(t.secret);
                     bulk.message.set("Token created.".into());
                     name.set(String::new());
                 }
@@ -48,11 +51,8 @@ fn Tokens(session: Value) -> impl IntoView {
             BodyKind::Json(json!({})),
         )
     };
-    let role = session["role"]
-        .as_str()
-        .unwrap_or_default()
-        .replace('_', "-");
-    let can = role != "read-only";
+    let role = session.role_label();
+    let can = session.role != Some(Role::ReadOnly);
     view! {
         <p class="muted">{format!("Tokens act as you ({role}). Scripts send them as ")}
             <code>"Authorization: Bearer TOKEN"</code>", e.g. "
@@ -66,37 +66,30 @@ fn Tokens(session: Value) -> impl IntoView {
             </section>
         </Show>
         <section class="card" aria-label="Tokens">
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let list = match tokens.await {
-                        Ok(v) => v.as_array().cloned().unwrap_or_default(),
-                        Err(e) => return view! { <p class="error">{e}</p> }.into_any(),
-                    };
-                    if list.is_empty() {
-                        return view! { <p class="muted">"No tokens."</p> }.into_any();
-                    }
-                    view! {
-                        <table aria-label="Tokens">
-                            <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th></th></tr></thead>
-                            <tbody>
-                                {list.into_iter().map(|t| {
-                                    let id = t["id"].as_str().unwrap_or_default().to_string();
-                                    let label = t["name"].as_str().unwrap_or_default().to_string();
-                                    let (i2, l2) = (id.clone(), label.clone());
-                                    view! {
-                                        <tr>
-                                            <td>{label.clone()}</td>
-                                            <td class="mono">{id}</td>
-                                            <td>{api::when(n(&t["t"]))}</td>
-                                            <td>{can.then(|| view! { <button on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button> })}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                })}
-            </Suspense>
+            <Loaded reply=tokens show={move |list: Vec<ApiToken>| {
+                if list.is_empty() {
+                    return view! { <p class="muted">"No tokens."</p> }.into_any();
+                }
+                view! {
+                    <table aria-label="Tokens">
+                        <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th></th></tr></thead>
+                        <tbody>
+                            {list.into_iter().map(|t| {
+                                let label = t.name;
+                                let (i2, l2) = (t.id.clone(), label.clone());
+                                view! {
+                                    <tr>
+                                        <td>{label.clone()}</td>
+                                        <td class="mono">{t.id}</td>
+                                        <td>{api::when(t.t)}</td>
+                                        <td>{can.then(|| view! { <button on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button> })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
         </section>
         {if can {
             view! {

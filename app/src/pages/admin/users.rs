@@ -6,9 +6,11 @@ use super::{
     api::{self, Body},
     bulk::{BodyKind, Bulk, ConfirmBox},
     frame::Frame,
+    loaded::Loaded,
 };
+use crate::model::admin::{AccountInfo, AdminSession};
 use leptos::prelude::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The accounts page.
 #[component]
@@ -30,11 +32,11 @@ fn role_select(role: RwSignal<String>, label: String) -> impl IntoView {
 }
 
 #[component]
-fn Users(session: Value) -> impl IntoView {
-    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+fn Users(session: AdminSession) -> impl IntoView {
+    let bulk = Bulk::new(session.csrf);
     let users = LocalResource::new(move || {
         bulk.version.track();
-        api::get("/admin/api/users".into())
+        api::get::<Vec<AccountInfo>>("/admin/api/users".into())
     });
     let (name, password, role, projects) = (
         RwSignal::new(String::new()),
@@ -57,24 +59,14 @@ fn Users(session: Value) -> impl IntoView {
     };
     view! {
         <ConfirmBox bulk/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match users.await {
-                    Ok(list) => {
-                        let rows = list.as_array().cloned().unwrap_or_default();
-                        view! {
-                            <table class="card" aria-label="Accounts">
-                                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Projects"</th><th>"New password"</th><th></th></tr></thead>
-                                <tbody>
-                                    {rows.into_iter().map(|u| view! { <UserRow user=u bulk/> }).collect_view()}
-                                </tbody>
-                            </table>
-                        }.into_any()
-                    }
-                    Err(e) => view! { <p class="error">{e}</p> }.into_any(),
-                }
-            })}
-        </Suspense>
+        <Loaded reply=users show={move |list: Vec<AccountInfo>| view! {
+            <table class="card" aria-label="Accounts">
+                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Projects"</th><th>"New password"</th><th></th></tr></thead>
+                <tbody>
+                    {list.into_iter().map(|u| view! { <UserRow user=u bulk/> }).collect_view()}
+                </tbody>
+            </table>
+        }}/>
         <form class="card admin-form" on:submit=create aria-label="New account">
             <h2>"New account"</h2>
             <label>"Name" <input bind:value=name required/></label>
@@ -88,11 +80,11 @@ fn Users(session: Value) -> impl IntoView {
 
 /// One account: its role and projects editable, a password reset, delete.
 #[component]
-fn UserRow(user: Value, bulk: Bulk) -> impl IntoView {
-    let name = user["name"].as_str().unwrap_or_default().to_string();
+fn UserRow(user: AccountInfo, bulk: Bulk) -> impl IntoView {
+    let name = user.name;
     let path = StoredValue::new(format!("/admin/api/users/{}", api::encode(&name)));
-    let role = RwSignal::new(user["role"].as_str().unwrap_or("read_only").to_string());
-    let projects = RwSignal::new(join(&user["projects"]));
+    let role = RwSignal::new(user.role.as_str().to_string());
+    let projects = RwSignal::new(user.projects.join(", "));
     let password = RwSignal::new(String::new());
     let save = move |_| {
         let body =
@@ -134,15 +126,4 @@ fn split(s: &str) -> Vec<String> {
         .filter(|p| !p.is_empty())
         .map(String::from)
         .collect()
-}
-
-fn join(v: &Value) -> String {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
 }

@@ -3,10 +3,12 @@
 //! to restore. Only global admins save; everyone else reads.
 
 use super::{
-    api::{self, n, Body},
+    api::{self, Body},
     bulk::{BodyKind, Bulk, ConfirmBox},
     frame::Frame,
+    loaded::Loaded,
 };
+use crate::model::admin::{AdminSession, SavedList, WarriorList, WarriorPreview};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::{json, Value};
 
@@ -21,18 +23,19 @@ pub fn WarriorPage() -> impl IntoView {
 const PATH: &str = "/admin/api/warrior/projects";
 
 #[component]
-fn Warrior(session: Value) -> impl IntoView {
-    let global = api::is_global(&session);
-    let bulk = Bulk::new(session["csrf"].as_str().unwrap_or_default().to_string());
+fn Warrior(session: AdminSession) -> impl IntoView {
+    let global = session.is_global();
+    let bulk = Bulk::new(session.csrf);
     let loaded = LocalResource::new(move || {
         bulk.version.track();
-        api::get(PATH.into())
+        api::get::<WarriorList>(PATH.into())
     });
     let text = RwSignal::new(String::new());
-    let preview: RwSignal<Option<Value>> = RwSignal::new(None);
+    let preview: RwSignal<Option<WarriorPreview>> = RwSignal::new(None);
     Effect::new(move || {
-        if let Some(Ok(v)) = loaded.get() {
-            let raw = v["json"].as_str().unwrap_or("{}");
+        if let Some(Ok(list)) = loaded.get() {
+            // The editor shows the document as free JSON, indented.
+            let raw = list.json.as_str();
             let pretty = serde_json::from_str::<Value>(raw)
                 .ok()
                 .and_then(|d| serde_json::to_string_pretty(&d).ok())
@@ -44,9 +47,10 @@ fn Warrior(session: Value) -> impl IntoView {
     let put = move |dry_run: bool| {
         let body = json!({"json": text.get_untracked(), "dry_run": dry_run});
         spawn_local(async move {
-            match api::call("PUT", PATH, &bulk.csrf.get_value(), Body::Json(body)).await {
-                Ok(v) if dry_run => {
-                    preview.set(Some(v["json"].clone()));
+            let csrf = bulk.csrf.get_value();
+            match api::call::<SavedList>("PUT", PATH, &csrf, Body::Json(body)).await {
+                Ok(saved) if dry_run => {
+                    preview.set(serde_json::from_value(saved.json).ok());
                     bulk.message
                         .set("Valid. The preview shows it as sanitised.".into());
                 }
@@ -93,38 +97,35 @@ fn Warrior(session: Value) -> impl IntoView {
         </div>
         <section class="card" aria-label="Versions">
             <h2>"Versions (newest first; the first is the current list)"</h2>
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    let versions = loaded.await.ok().and_then(|v| v["versions"].as_array().cloned()).unwrap_or_default();
-                    if versions.is_empty() {
-                        return view! { <p class="muted">"Never saved."</p> }.into_any();
-                    }
-                    view! {
-                        <table aria-label="Versions">
-                            <thead><tr><th>"Saved"</th><th>"By"</th><th></th></tr></thead>
-                            <tbody>
-                                {versions.into_iter().enumerate().map(|(i, v)| {
-                                    let label = api::when(n(&v["t"]));
-                                    let l2 = label.clone();
-                                    view! {
-                                        <tr>
-                                            <td>{label.clone()}</td>
-                                            <td>{v["who"].as_str().unwrap_or_default().to_string()}</td>
-                                            <td>{if i == 0 {
-                                                view! { <span class="muted">"current"</span> }.into_any()
-                                            } else if global {
-                                                view! { <button on:click=move |_| restore(i, l2.clone()) aria-label=format!("Restore version {i}")>"Restore"</button> }.into_any()
-                                            } else {
-                                                ().into_any()
-                                            }}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                })}
-            </Suspense>
+            <Loaded reply=loaded show={move |list: WarriorList| {
+                if list.versions.is_empty() {
+                    return view! { <p class="muted">"Never saved."</p> }.into_any();
+                }
+                view! {
+                    <table aria-label="Versions">
+                        <thead><tr><th>"Saved"</th><th>"By"</th><th></th></tr></thead>
+                        <tbody>
+                            {list.versions.into_iter().enumerate().map(|(i, v)| {
+                                let label = api::when(v.t);
+                                let l2 = label.clone();
+                                view! {
+                                    <tr>
+                                        <td>{label.clone()}</td>
+                                        <td>{v.who}</td>
+                                        <td>{if i == 0 {
+                                            view! { <span class="muted">"current"</span> }.into_any()
+                                        } else if global {
+                                            view! { <button on:click=move |_| restore(i, l2.clone()) aria-label=format!("Restore version {i}")>"Restore"</button> }.into_any()
+                                        } else {
+                                            ().into_any()
+                                        }}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
         </section>
     }
 }
@@ -132,24 +133,20 @@ fn Warrior(session: Value) -> impl IntoView {
 /// The list as a Warrior shows it: each project's title, description (sanitised HTML) and
 /// deadline.
 #[component]
-fn ListPreview(doc: Value) -> impl IntoView {
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let message = text(&doc["broadcast_message"]);
-    let projects = doc["projects"].as_array().cloned().unwrap_or_default();
+fn ListPreview(doc: WarriorPreview) -> impl IntoView {
+    let message = doc.broadcast_message;
+    let projects = doc.projects;
     view! {
         {(!message.is_empty()).then(|| view! { <div class="banner" inner_html=message></div> })}
-        <p class="muted">{format!("seesaw {} · {} projects", text(&doc["warrior"]["seesaw_version"]), projects.len())}</p>
+        <p class="muted">{format!("seesaw {} · {} projects", doc.warrior.seesaw_version, projects.len())}</p>
         <ul class="warrior-list" aria-label="Project list preview">
-            {projects.into_iter().map(|p| {
-                let title = p["title"].as_str().or(p["name"].as_str()).unwrap_or_default().to_string();
-                view! {
-                    <li>
-                        <strong>{title}</strong> " " <span class="muted mono">{text(&p["name"])}</span>
-                        <div inner_html=text(&p["description"])></div>
-                        {p["deadline"].as_str().map(|d| view! { <small class="muted">"Deadline " {d.to_string()}</small> })}
-                        <small class="muted mono">{text(&p["repository"])}</small>
-                    </li>
-                }
+            {projects.into_iter().map(|p| view! {
+                <li>
+                    <strong>{p.heading().to_string()}</strong> " " <span class="muted mono">{p.name}</span>
+                    <div inner_html=p.description></div>
+                    {p.deadline.map(|d| view! { <small class="muted">"Deadline " {d}</small> })}
+                    <small class="muted mono">{p.repository}</small>
+                </li>
             }).collect_view()}
         </ul>
     }
