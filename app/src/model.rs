@@ -1,4 +1,5 @@
-//! Types shared by the server and the browser: leaderboard snapshots and live events.
+//! Types shared by the server and the browser: leaderboard snapshots and live events, and the
+//! admin API's replies ([`admin`]).
 
 pub mod admin;
 mod charts;

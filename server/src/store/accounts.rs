@@ -7,7 +7,8 @@ use fred::types::Expiration;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-pub use app::model::admin::{AccountInfo, AuditEntry, Role};
+use app::model::admin::AccountInfo;
+pub use app::model::admin::{AuditEntry, Role};
 
 /// An admin account as stored (`hash` is an argon2id PHC string).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
