@@ -7,6 +7,7 @@ mod api {
     mod admin_more;
     mod admin_security;
     mod backfeed;
+    mod binary;
     mod chaos;
     mod check;
     mod cluster;
@@ -28,5 +29,6 @@ mod api {
     mod public;
     mod redis_full;
     mod scripts;
+    mod start;
     mod warrior;
 }

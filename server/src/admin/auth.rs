@@ -2,8 +2,8 @@
 //! its visitor; new accounts and password hashing. Logging in is [`super::login`].
 
 use crate::{
-    api::{is_admin, ApiError, ApiResult},
     store::{new_session_gen, now_ms, token_hash, user_name_problem, Account, AuditEntry, Role},
+    web::{is_admin, ApiError, ApiResult},
     AppState,
 };
 use axum::{

@@ -3,8 +3,9 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, warrior::MAX_ITEM_LEN, ApiError, ApiResult},
+    api::warrior::MAX_ITEM_LEN,
     keys::QUEUES,
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use axum::{

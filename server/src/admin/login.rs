@@ -9,8 +9,8 @@
 
 use super::auth::{info, new_account, session_error, Caller, SessionInfo, CSRF, GEN, USER};
 use crate::{
-    api::{client_ip, constant_time_eq, ApiError, ApiResult},
     store::{valid_user_name, Role},
+    web::{client_ip, constant_time_eq, ApiError, ApiResult},
     AppState,
 };
 use axum::{

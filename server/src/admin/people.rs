@@ -2,8 +2,8 @@
 
 use super::auth::{hash_password, new_account, Caller};
 use crate::{
-    api::{known_project, ApiError, ApiResult},
     store::{now_ms, valid_slug, Account, AuditEntry, BlockEntry, BlockKind, Role},
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use axum::{

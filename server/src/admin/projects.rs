@@ -3,8 +3,8 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, ApiError, ApiResult},
     store::{now_ms, valid_slug, NewProject, StoreError},
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use axum::{

@@ -3,9 +3,9 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, ApiError, ApiResult},
     cli::validate_settings,
     store::{Role, Settings},
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use axum::{
