@@ -17,6 +17,7 @@
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`read_cache`] | public reads computed at most once a second, one computation for concurrent misses |
 //! | [`routes`] | the route table, grouped by caller |
+//! | [`ops`] | the use cases the panel and the command line share, each audited |
 //! | [`cli`] | the `tracker` command line |
 
 pub mod admin;
@@ -28,6 +29,7 @@ pub mod embedded_redis;
 pub mod hub;
 pub mod keys;
 pub mod limits;
+pub mod ops;
 pub mod precompress;
 pub mod read_cache;
 pub mod redis_watch;

@@ -9,6 +9,7 @@ mod api {
     mod backfeed;
     mod chaos;
     mod check;
+    mod cli;
     mod cluster;
     mod cluster_failover;
     mod connections;
