@@ -356,12 +356,16 @@ async fn both_doors_refuse_the_same_bad_input() {
     );
 
     // Settings: the checks the panel made alone are the CLI's too.
-    for change in ["bloom_capacity=0", "min_version=".to_string() + &"1".repeat(65)].iter().map(String::as_str).chain([
+    let min_version = format!("min_version={}", "1".repeat(65));
+    let changes = [
+        "bloom_capacity=0",
+        &min_version,
         "domains=",
-        "extra={\"items\":\"x\"}",
+        r#"extra={"items":"x"}"#,
         r#"pattern_limits=[{"name":"a","pattern":"x","rate":1,"burst":1},{"name":"a","pattern":"y","rate":1,"burst":1}]"#,
         "title= ",
-    ]) {
+    ];
+    for change in changes {
         let run = tracker(&app, &["project", "set", "cli", change], b"");
         assert!(!run.ok, "the CLI refuses {change}: {}", run.out);
     }
