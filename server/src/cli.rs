@@ -44,7 +44,7 @@ pub enum Command {
     /// Manage items.
     #[command(subcommand)]
     Items(ItemsCommand),
-    /// Block an IP or downloader name, in a project or globally.
+    /// Block an IP or downloader name, in a project or globally (checked as in the panel).
     Block {
         /// `ip` or `dl` (downloader name).
         kind: String,
@@ -130,7 +130,8 @@ pub enum ProjectCommand {
 /// `tracker items ...`
 #[derive(clap::Subcommand, Debug)]
 pub enum ItemsCommand {
-    /// Queue items, one per line, from FILE or `-` (standard input); prints how many were new.
+    /// Queue items, one per line (plain, gzip or zstd), from FILE or `-` (standard input);
+    /// prints how many were new. A bad line (not UTF-8, over 4 KiB, NUL) stops it there.
     Add {
         /// Project slug.
         slug: String,
