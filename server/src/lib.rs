@@ -21,6 +21,7 @@
 //! | [`redis_watch`] | whether Redis answers now, probed on a connection of its own |
 //! | [`embedded_redis`] | the private `redis-server` started when `REDIS_URL` is unset |
 //! | [`precompress`] | the bundles' brotli and gzip copies served from `/pkg` |
+//! | [`ops`] | the use cases the panel and the command line share, each audited |
 
 pub mod admin;
 pub mod api;
@@ -31,6 +32,7 @@ pub mod embedded_redis;
 pub mod hub;
 pub mod keys;
 pub mod limits;
+pub mod ops;
 pub mod precompress;
 pub mod read_cache;
 pub mod redis_watch;

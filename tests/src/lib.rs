@@ -357,7 +357,7 @@ impl TestApp {
             .expect("project"))
         .clone();
         f(&mut s);
-        server::cli::validate_settings(&s).expect("valid settings");
+        server::ops::validate_settings(&s).expect("valid settings");
         self.store
             .save_settings(slug, &s)
             .await

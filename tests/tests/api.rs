@@ -10,6 +10,7 @@ mod api {
     mod binary;
     mod chaos;
     mod check;
+    mod cli;
     mod cluster;
     mod cluster_failover;
     mod connections;

@@ -109,7 +109,7 @@ pub fn json(r: &Reply) -> serde_json::Value {
 pub async fn account(app: &TestApp, name: &str, role: Role, projects: &[&str]) {
     let account = Account {
         name: name.into(),
-        hash: server::admin::auth::hash_password_now("password123").unwrap(),
+        hash: server::ops::accounts::hash_password_now("password123").unwrap(),
         role,
         projects: projects.iter().map(|s| s.to_string()).collect(),
         t: 0,
