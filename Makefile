@@ -33,8 +33,9 @@ lint:
 	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy -p frontend --target wasm32-unknown-unknown --features admin -- -D warnings
 
+# The integration tests run the release binary `build` has just made (TRACKER_BIN).
 unit:
-	cargo test -p app -p server -p tests
+	TRACKER_BIN=$(CURDIR)/target/release/tracker cargo test -p app -p server -p tests
 
 e2e:
 	cd end2end && npx playwright test

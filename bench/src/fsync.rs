@@ -56,15 +56,22 @@ fn cli(socket: &str, args: &[&str]) -> String {
     text
 }
 
-/// A field of `INFO persistence`.
+/// A field of `INFO persistence`; stops the run when it is missing.
 fn persistence(socket: &str, field: &str) -> String {
     let info = cli(socket, &["INFO", "persistence"]);
     let prefix = format!("{field}:");
     info.lines()
         .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .unwrap_or_default()
+        .unwrap_or_else(|| panic!("no {field} in INFO persistence:\n{info}"))
         .trim()
         .to_string()
+}
+
+/// A numeric field of `INFO persistence`; stops the run when it is missing or not a number.
+fn persistence_figure(socket: &str, field: &str) -> f64 {
+    let text = persistence(socket, field);
+    text.parse()
+        .unwrap_or_else(|_| panic!("{field} is not a number: {text:?}"))
 }
 
 /// Milliseconds that `fdatasync` of a 4 KiB append takes in `dir`: the median and p99 of 200,
@@ -147,13 +154,9 @@ pub async fn run(base: &str, url: &str, dir: &Path, slug: &str) {
     for round in 1..=ROUNDS {
         for setting in ["everysec", "always"] {
             cli(socket, &["CONFIG", "SET", "appendfsync", setting]);
-            let aof_before: f64 = persistence(socket, "aof_current_size")
-                .parse()
-                .unwrap_or(0.0);
+            let aof_before = persistence_figure(socket, "aof_current_size");
             let l = crate::pairs(base, &[slug], crate::SECONDS, None).await;
-            let aof_after: f64 = persistence(socket, "aof_current_size")
-                .parse()
-                .unwrap_or(0.0);
+            let aof_after = persistence_figure(socket, "aof_current_size");
             let r = Round {
                 setting,
                 rate: l.pairs as f64 / crate::SECONDS as f64,

@@ -3,7 +3,12 @@
 //! directly. Prints figures and the command that produced them. Run: `make bench`. Other modes:
 //! `--viewers` (viewers.rs), `--attack` (hostile.rs), `--chaos` (chaos.rs, `make chaos`).
 
-use server::store::{now_ms, ClaimOutcome, ClaimRequest, DoneReport, NewProject, Settings, Store};
+use server::{
+    batcher::Batcher,
+    store::{
+        now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, NewProject, Settings, Store,
+    },
+};
 use std::{
     process::Command,
     time::{Duration, Instant},
@@ -27,11 +32,13 @@ fn exited_children_cpu() -> f64 {
     secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
-/// The number after `prefix` on a line of `text` (a figure wrk or its script printed).
-fn figure_after(text: &str, prefix: &str) -> Option<f64> {
+/// The number after `prefix` on a line of `text` (a figure wrk or its script printed); stops
+/// the run, showing `text`, when there is none, rather than print a figure it could not read.
+fn figure_after(text: &str, prefix: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(prefix))
         .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no figure after {prefix:?} in this output:\n{text}"))
 }
 
 /// Runs `wrk` with `args` and returns its output and the CPU seconds it used itself.
@@ -48,9 +55,10 @@ const SECONDS: u64 = 10;
 const CONNECTIONS: usize = 32;
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
+    assert!(
+        !sorted.is_empty(),
+        "no latency was measured: every call failed (is the tracker up?)"
+    );
     sorted[((sorted.len() - 1) as f64 * p) as usize] as f64 / 1000.0
 }
 
@@ -192,12 +200,16 @@ async fn backfeed(base: &str, key: &str, secs: u64) -> u64 {
     total
 }
 
-/// The same claim and done scripts called directly, one request per call, `CONNECTIONS` in flight.
-async fn ceiling(store: &Store, slug: &str, secs: u64) -> u64 {
+/// The same claim and done scripts called without HTTP, `CONNECTIONS` warriors in flight: through
+/// the [`Batcher`] the HTTP handlers use (`batched`: concurrent calls share one script call, up
+/// to 128, as over HTTP), or one script call per claim and per done. Every done must be
+/// recorded as one newly counted item; anything else stops the run.
+async fn ceiling(store: &Store, slug: &str, secs: u64, batched: bool) -> u64 {
     let end = Instant::now() + Duration::from_secs(secs);
+    let batcher = Batcher::new(store.clone());
     let tasks: Vec<_> = (0..CONNECTIONS)
         .map(|i| {
-            let (store, slug) = (store.clone(), slug.to_string());
+            let (store, batcher, slug) = (store.clone(), batcher.clone(), slug.to_string());
             tokio::spawn(async move {
                 let who = ClaimRequest {
                     downloader: format!("direct-{i}"),
@@ -207,10 +219,14 @@ async fn ceiling(store: &Store, slug: &str, secs: u64) -> u64 {
                 };
                 let mut pairs = 0u64;
                 while Instant::now() < end {
-                    let ClaimOutcome::Items(items) =
-                        store.claim(&slug, &who, now_ms()).await.unwrap()
-                    else {
-                        continue;
+                    let claimed = if batched {
+                        batcher.claim(&slug, who.clone()).await
+                    } else {
+                        store.claim(&slug, &who, now_ms()).await
+                    };
+                    let items = match claimed.expect("claim") {
+                        ClaimOutcome::Items(items) => items,
+                        other => panic!("ceiling: claim answered {other:?}; the queue ran dry?"),
                     };
                     let report = DoneReport {
                         downloader: who.downloader.clone(),
@@ -218,8 +234,15 @@ async fn ceiling(store: &Store, slug: &str, secs: u64) -> u64 {
                         items,
                         ..Default::default()
                     };
-                    store.done(&slug, &report, now_ms()).await.unwrap();
-                    pairs += 1;
+                    let outcome = if batched {
+                        batcher.done(&slug, report).await
+                    } else {
+                        store.done(&slug, &report, now_ms()).await
+                    };
+                    match outcome.expect("done") {
+                        DoneOutcome::Recorded { counted: 1, .. } => pairs += 1,
+                        other => panic!("ceiling: a done was not counted once: {other:?}"),
+                    }
                 }
                 pairs
             })
@@ -284,7 +307,7 @@ async fn main() {
     for (slug, items, phase) in [
         ("bench", 600_000, "pairs"),
         ("multi", 5_000_000, "multi"),
-        ("direct", 300_000, "ceiling"),
+        ("direct", 600_000, "ceiling"),
         ("paced", 200_000, "half"),
         ("wrk", 600_000, "wrk"),
         ("hostile", 400_000, "hostile"),
@@ -323,11 +346,16 @@ async fn main() {
         println!("{}", m.report(rate * SECONDS as f64, "pair"));
     }
     if run("ceiling") {
-        let direct = ceiling(store, "direct", SECONDS).await;
-        let ceiling_rate = direct as f64 / SECONDS as f64;
+        let batched = ceiling(store, "direct", SECONDS, true).await as f64 / SECONDS as f64;
+        let single = ceiling(store, "direct", SECONDS, false).await as f64 / SECONDS as f64;
+        let versus = if peak_rate > 0.0 {
+            format!("; HTTP/ceiling = {:.0} %", 100.0 * peak_rate / batched)
+        } else {
+            String::new()
+        };
         println!(
-            "ceiling (same scripts called directly, {CONNECTIONS} in flight): {ceiling_rate:.0} pairs/s; HTTP/ceiling = {:.0} %",
-            100.0 * peak_rate / ceiling_rate
+            "ceiling (same scripts without HTTP, {CONNECTIONS} in flight): batched as over HTTP \
+             {batched:.0} pairs/s, one script call each {single:.0} pairs/s{versus}"
         );
     }
     if run("half") {
@@ -378,7 +406,8 @@ async fn main() {
         );
         println!("{text}");
         // The script's last line: `PAIRS/s (done OK per second): N`.
-        if let Some(rate) = figure_after(&text, "PAIRS/s (done OK per second): ") {
+        {
+            let rate = figure_after(&text, "PAIRS/s (done OK per second): ");
             println!("{}", cpu.report(rate * 20.0, "pair"));
             let wrk_us = wrk_cpu * 1e6 / (rate * 20.0);
             println!(
@@ -399,7 +428,8 @@ async fn main() {
                 .arg(format!("{base}/now")),
         );
         println!("{text}");
-        if let Some(rate) = figure_after(&text, "Requests/sec:") {
+        {
+            let rate = figure_after(&text, "Requests/sec:");
             println!("{}", cpu.report(rate * 10.0, "call"));
             println!(
                 "#   wrk's own CPU per call: {:.1} µs",

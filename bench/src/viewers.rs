@@ -39,8 +39,11 @@ pub(crate) struct ProcSample {
     hwm_kib: u64,
 }
 
+/// The CPU times and memory of process `pid` from `/proc`; stops the run when they cannot be
+/// read (a figure of 0 would look like a result).
 pub(crate) fn sample(pid: u32) -> ProcSample {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/stat: {e} (has the tracker exited?)"));
     // Fields after the command name: state is the first, utime the 12th, stime the 13th.
     let fields: Vec<&str> = stat
         .rsplit_once(") ")
@@ -50,16 +53,17 @@ pub(crate) fn sample(pid: u32) -> ProcSample {
         fields
             .get(i)
             .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
+            .unwrap_or_else(|| panic!("field {i} of /proc/{pid}/stat: {stat}"))
     };
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
     let kib = |name: &str| {
         status
             .lines()
             .find_map(|l| l.strip_prefix(name))
             .and_then(|v| v.split_whitespace().next())
             .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+            .unwrap_or_else(|| panic!("{name} in /proc/{pid}/status"))
     };
     ProcSample {
         user: field(11),
@@ -232,7 +236,7 @@ async fn warriors(base: &str, slug: &str, secs: u64) -> u64 {
         .collect();
     let mut total = 0;
     for t in tasks {
-        total += t.await.unwrap_or(0);
+        total += t.await.expect("a warrior task");
     }
     total
 }

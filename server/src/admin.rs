@@ -29,7 +29,7 @@ pub mod settings;
 pub mod tokens;
 pub mod warrior;
 
-use crate::{store::Store, AppState};
+use crate::{ops::OpsError, store::Store, web::ApiError, AppState};
 use axum::{
     extract::DefaultBodyLimit,
     middleware,
@@ -38,6 +38,21 @@ use axum::{
 };
 use tower_sessions::{cookie::SameSite, Expiry, SessionManagerLayer};
 use tower_sessions_redis_store::RedisStore;
+
+/// A refused or failed operation as the panel answers it.
+impl From<OpsError> for ApiError {
+    fn from(e: OpsError) -> Self {
+        match e {
+            OpsError::Invalid(reason) => ApiError::bad_request(reason),
+            OpsError::NoProject(_) => ApiError::no_project(),
+            OpsError::NotFound(reason) => ApiError::not_found(reason),
+            OpsError::Conflict(reason) => {
+                ApiError::Client(axum::http::StatusCode::CONFLICT, reason)
+            }
+            OpsError::Store(e) => ApiError::Internal(e),
+        }
+    }
+}
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "tracker_admin";

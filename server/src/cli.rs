@@ -3,15 +3,12 @@
 use crate::{
     config::{RedisArgs, ServeArgs},
     embedded_redis::EmbeddedRedis,
-    keys::QUEUES,
-    store::{valid_slug, BlockEntry, BlockKind, NewProject, Store, StoreError},
+    ops::{self, blocks, projects::TargetAction, Actor, OpsError},
+    store::{Store, StoreError},
 };
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod admin;
-mod settings;
 pub use admin::AdminCommand;
-pub use settings::{apply_changes, validate_settings};
 
 /// `tracker [COMMAND]`
 #[derive(clap::Parser, Debug)]
@@ -47,7 +44,7 @@ pub enum Command {
     /// Manage items.
     #[command(subcommand)]
     Items(ItemsCommand),
-    /// Block an IP or downloader name, in a project or globally.
+    /// Block an IP or downloader name, in a project or globally (checked as in the panel).
     Block {
         /// `ip` or `dl` (downloader name).
         kind: String,
@@ -133,7 +130,8 @@ pub enum ProjectCommand {
 /// `tracker items ...`
 #[derive(clap::Subcommand, Debug)]
 pub enum ItemsCommand {
-    /// Queue items, one per line, from FILE or `-` (standard input); prints how many were new.
+    /// Queue items, one per line (plain, gzip or zstd), from FILE or `-` (standard input);
+    /// prints how many were new. A bad line (not UTF-8, over 4 KiB, NUL) stops it there.
     Add {
         /// Project slug.
         slug: String,
@@ -165,6 +163,9 @@ pub enum CliError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The operation was refused, or failed.
+    #[error(transparent)]
+    Ops(#[from] OpsError),
     /// The private Redis could not start.
     #[error(transparent)]
     Launch(#[from] crate::embedded_redis::LaunchError),
@@ -191,64 +192,15 @@ pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), 
     }
 }
 
-/// Runs an admin command against `store`.
+/// Runs an admin command against `store`; every change is audited under [`ops::CLI_ACTOR`].
 pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> {
+    let cli = Actor::cli();
     match command {
         Command::Serve(_) | Command::Precompress { .. } => Err(CliError::Usage(
             "serve and precompress are not admin commands".into(),
         )),
         Command::Admin(cmd) => admin::run(store, cmd).await,
-        Command::Project(ProjectCommand::Create {
-            slug,
-            title,
-            domains,
-        }) => {
-            if !valid_slug(&slug) {
-                return Err(CliError::Usage(format!(
-                    "invalid slug {slug:?}: use [a-z0-9-]{{1,64}}, not a reserved path such as admin or api"
-                )));
-            }
-            let domains: Vec<String> = domains.into_iter().filter(|d| !d.is_empty()).collect();
-            let p = NewProject {
-                title: title.unwrap_or_else(|| slug.clone()),
-                slug,
-                domains,
-            };
-            match store.create_project(&p).await {
-                Err(StoreError::ProjectExists) => {
-                    Err(CliError::Usage(format!("project {} exists", p.slug)))
-                }
-                other => {
-                    other?;
-                    println!("created project {}", p.slug);
-                    Ok(())
-                }
-            }
-        }
-        Command::Project(ProjectCommand::Set { slug, changes }) => {
-            let current = store
-                .project(&slug)
-                .await?
-                .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
-            let updated = apply_changes(&current, &changes)?;
-            store.save_settings(&slug, &updated).await?;
-            println!("updated {slug}");
-            if updated.fifo != current.fifo {
-                println!("note: the new order applies to items queued from now on; items already waiting keep their place");
-            }
-            Ok(())
-        }
-        Command::Project(ProjectCommand::Show { slug }) => {
-            let current = store
-                .project(&slug)
-                .await?
-                .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&*current).unwrap_or_default()
-            );
-            Ok(())
-        }
+        Command::Project(cmd) => run_project(store, &cli, cmd).await,
         Command::Items(ItemsCommand::Show { slug, item }) => {
             let status = store.item_status(&slug, &item).await?;
             let body = serde_json::json!({
@@ -263,6 +215,16 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             );
             Ok(())
         }
+        Command::Items(ItemsCommand::Add { slug, queue, file }) => {
+            let source: Box<dyn std::io::Read + Send> = if file == "-" {
+                Box::new(std::io::stdin())
+            } else {
+                Box::new(std::fs::File::open(&file).map_err(|e| CliError::Io(file.clone(), e))?)
+            };
+            let added = ops::items::add(store, &cli, &slug, &queue, source, false).await?;
+            println!("{added} new items added to {slug} {queue}");
+            Ok(())
+        }
         Command::Block {
             kind,
             value,
@@ -270,24 +232,18 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             reason,
             hours,
         } => {
-            let kind = block_kind(&kind)?;
-            let now = crate::store::now_ms();
-            let expires = hours.map(|h| now + h * 3_600_000).unwrap_or(0);
-            let entry = BlockEntry {
+            let kind = blocks::parse_kind(&kind)?;
+            let scope = project
+                .as_ref()
+                .map(|p| format!("in {p}"))
+                .unwrap_or_else(|| "globally".into());
+            let how = blocks::NewBlock {
+                project,
                 reason,
-                by: "cli".into(),
-                t: now,
-                expires,
+                hours,
             };
-            store
-                .block(project.as_deref(), kind, &value, &entry)
-                .await?;
-            println!(
-                "blocked {value} {}",
-                project
-                    .map(|p| format!("in {p}"))
-                    .unwrap_or_else(|| "globally".into())
-            );
+            let value = blocks::block(store, &cli, kind, &value, how).await?;
+            println!("blocked {value} {scope}");
             Ok(())
         }
         Command::Unblock {
@@ -295,15 +251,10 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             value,
             project,
         } => {
-            if store
-                .unblock(project.as_deref(), block_kind(&kind)?, &value)
-                .await?
-            {
-                println!("unblocked {value}");
-                Ok(())
-            } else {
-                Err(CliError::Usage(format!("{value} was not blocked")))
-            }
+            let kind = blocks::parse_kind(&kind)?;
+            blocks::unblock(store, &cli, project.as_deref(), kind, &value).await?;
+            println!("unblocked {value}");
+            Ok(())
         }
         Command::Target {
             slug,
@@ -311,28 +262,28 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             off,
             remove,
         } => {
-            store
-                .project(&slug)
-                .await?
-                .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
-            if let Some(target) = target {
-                if remove {
-                    store.remove_upload_target(&slug, &target).await?;
-                } else {
-                    store.set_upload_target(&slug, &target, !off).await?;
+            let targets = match target {
+                Some(target) => {
+                    let action = match (remove, off) {
+                        (true, _) => TargetAction::Remove,
+                        (false, true) => TargetAction::Deactivate,
+                        (false, false) => TargetAction::Activate,
+                    };
+                    ops::projects::change_target(store, &cli, &slug, &target, action).await?
                 }
-            }
-            for (t, active) in store.upload_targets(&slug).await? {
+                None => {
+                    ops::project(store, &slug).await?;
+                    store.upload_targets(&slug).await?
+                }
+            };
+            for (t, active) in targets {
                 println!("{} {t}", if active { "active  " } else { "inactive" });
             }
             Ok(())
         }
         Command::Check { slug, recount } => {
             if recount {
-                let (before, now) = store
-                    .recount(&slug)
-                    .await?
-                    .ok_or_else(|| CliError::Usage(format!("no such project {slug:?}")))?;
+                let (before, now) = ops::projects::recount(store, &cli, &slug).await?;
                 let before = before.map_or("not kept".to_string(), |n| n.to_string());
                 println!(
                     "{slug}: item count set to {now} from the items in a state (was {before}); \
@@ -353,77 +304,37 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 )))
             }
         }
-        Command::Items(ItemsCommand::Add { slug, queue, file }) => {
-            let personal = queue
-                .strip_prefix("todo:d:")
-                .is_some_and(crate::api::warrior::valid_downloader);
-            if !QUEUES.contains(&queue.as_str()) && !personal {
-                return Err(CliError::Usage(format!(
-                    "unknown queue {queue:?}: one of {QUEUES:?}"
-                )));
-            }
-            if store.project(&slug).await?.is_none() {
-                return Err(CliError::Usage(format!("no such project {slug:?}")));
-            }
-            let (added, skipped) = add_items_from(store, &slug, &queue, &file).await?;
-            println!("{added} new items added to {slug} {queue}");
-            if skipped > 0 {
-                eprintln!("{skipped} lines skipped (over 4 KiB or containing NUL)");
-            }
-            Ok(())
-        }
     }
 }
 
-fn block_kind(kind: &str) -> Result<BlockKind, CliError> {
-    match kind {
-        "ip" => Ok(BlockKind::Ip),
-        "dl" | "downloader" => Ok(BlockKind::Downloader),
-        other => Err(CliError::Usage(format!(
-            "block kind must be ip or dl, not {other:?}"
-        ))),
-    }
-}
-
-/// Streams items from `file` into the store in batches; returns (new, skipped lines).
-async fn add_items_from(
-    store: &Store,
-    slug: &str,
-    queue: &str,
-    file: &str,
-) -> Result<(u64, u64), CliError> {
-    let reader: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if file == "-" {
-        Box::new(tokio::io::stdin())
-    } else {
-        Box::new(
-            tokio::fs::File::open(file)
-                .await
-                .map_err(|e| CliError::Io(file.into(), e))?,
-        )
-    };
-    let mut lines = BufReader::new(reader).lines();
-    let (mut added, mut skipped) = (0, 0);
-    let mut batch = Vec::with_capacity(10_000);
-    loop {
-        let line = lines
-            .next_line()
-            .await
-            .map_err(|e| CliError::Io(file.into(), e))?;
-        let end = line.is_none();
-        if let Some(line) = line {
-            let item = line.trim_end_matches('\r');
-            if item.len() > crate::api::warrior::MAX_ITEM_LEN || item.contains('\0') {
-                skipped += 1;
-            } else if !item.is_empty() {
-                batch.push(item.to_string());
+/// `tracker project ...`
+async fn run_project(store: &Store, cli: &Actor, command: ProjectCommand) -> Result<(), CliError> {
+    match command {
+        ProjectCommand::Create {
+            slug,
+            title,
+            domains,
+        } => {
+            let title = title.unwrap_or_default();
+            let p = ops::projects::create(store, cli, &slug, &title, domains).await?;
+            println!("created project {}", p.slug);
+        }
+        ProjectCommand::Set { slug, changes } => {
+            let current = ops::project(store, &slug).await?;
+            let updated = ops::settings::apply_changes(&current, &changes)?;
+            ops::settings::save(store, cli, &slug, &current, &updated).await?;
+            println!("updated {slug}");
+            if updated.settings().fifo != current.fifo {
+                println!("note: the new order applies to items queued from now on; items already waiting keep their place");
             }
         }
-        if batch.len() >= 10_000 || (end && !batch.is_empty()) {
-            added += store.add_items(slug, queue, &batch).await?;
-            batch.clear();
-        }
-        if end {
-            return Ok((added, skipped));
+        ProjectCommand::Show { slug } => {
+            let current = ops::project(store, &slug).await?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&*current).unwrap_or_default()
+            );
         }
     }
+    Ok(())
 }

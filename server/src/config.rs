@@ -59,7 +59,7 @@ impl Fsync {
 #[derive(clap::Parser, Clone, Debug)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, env = "TRACKER_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "TRACKER_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
     /// Directory of the built site (`pkg/` with the wasm, js and css). Default: `../site` next to
     /// the binary (where cargo-leptos puts it), else `target/site`.
@@ -118,6 +118,81 @@ impl ServeArgs {
     }
 }
 
+/// Everything the server process is built from ([`crate::start`]): what `tracker serve` reads
+/// from the environment and its flags ([`Config::from_args`]), and what the tests set directly
+/// ([`Config::new`], then the fields they need). Nothing is changed once the process is built.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The Redis to use: a URL as `REDIS_URL` takes it (the private Redis's once it runs).
+    pub redis_url: String,
+    /// Prefix of every Redis key.
+    pub namespace: String,
+    /// Address to listen on (port 0: any free port, see [`crate::Running::addr`]).
+    pub listen: SocketAddr,
+    /// Directory of the built site (`pkg/`).
+    pub site_root: PathBuf,
+    /// Take client IPs from `X-Forwarded-For`.
+    pub trust_proxy: bool,
+    /// The API token of scripts acting as a global admin.
+    pub admin_token: Option<String>,
+    /// Mark the admin session cookie `Secure`.
+    pub secure_cookies: bool,
+    /// Base of the one-time setup link printed while no account exists (default: `http://`
+    /// and the address listened on).
+    pub public_url: Option<String>,
+    /// Where completion log archives are written (a directory per project).
+    pub archive_dir: PathBuf,
+    /// What clients may send and hold.
+    pub limits: crate::limits::Limits,
+}
+
+impl Config {
+    /// The defaults of `tracker serve` (as documented in the README) for the Redis at
+    /// `redis_url` and the key prefix `namespace`; reads no environment.
+    pub fn new(redis_url: impl Into<String>, namespace: impl Into<String>) -> Self {
+        let listen: SocketAddr = DEFAULT_LISTEN.parse().expect("a socket address");
+        Self {
+            redis_url: redis_url.into(),
+            namespace: namespace.into(),
+            listen,
+            site_root: PathBuf::from("target/site"),
+            trust_proxy: false,
+            admin_token: None,
+            secure_cookies: false,
+            public_url: None,
+            archive_dir: PathBuf::from("data/archive"),
+            limits: Default::default(),
+        }
+    }
+
+    /// The settings of `tracker serve` run with `redis` and `serve` (the environment and
+    /// flags) against the Redis at `redis_url`.
+    pub fn from_args(redis_url: impl Into<String>, redis: &RedisArgs, serve: &ServeArgs) -> Self {
+        Self {
+            redis_url: redis_url.into(),
+            namespace: redis.namespace.clone(),
+            listen: serve.listen,
+            site_root: serve.site_root(),
+            trust_proxy: serve.trust_proxy,
+            admin_token: serve.admin_token.clone(),
+            secure_cookies: serve.secure_cookies(),
+            public_url: serve.public_url.clone(),
+            archive_dir: serve.archive_dir(&redis.data_dir),
+            limits: serve.limits.clone(),
+        }
+    }
+
+    /// The one-time link that creates the first account with setup `token`, for a server
+    /// listening on `addr`.
+    pub fn setup_link(&self, addr: SocketAddr, token: &str) -> String {
+        let base = (self.public_url.clone()).unwrap_or_else(|| format!("http://{addr}"));
+        format!("{}/admin/setup?token={token}", base.trim_end_matches('/'))
+    }
+}
+
+/// Where `tracker serve` listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +214,45 @@ mod tests {
             a.archive_dir(std::path::Path::new("/d")),
             PathBuf::from("/d/archive")
         );
+    }
+
+    #[test]
+    fn the_config_of_serve_is_what_its_flags_say() {
+        let redis = RedisArgs {
+            redis_url: None,
+            namespace: "ns".into(),
+            data_dir: "/d".into(),
+            redis_maxmemory: None,
+            fsync: None,
+        };
+        let serve = ServeArgs::parse_from([
+            "serve",
+            "--listen",
+            "127.0.0.1:9999",
+            "--trust-proxy",
+            "--admin-token",
+            "tok",
+            "--public-url",
+            "https://t.example/",
+        ]);
+        let c = Config::from_args("redis://r", &redis, &serve);
+        assert_eq!(c.redis_url, "redis://r");
+        assert_eq!(c.namespace, "ns");
+        assert_eq!(c.listen.port(), 9999);
+        assert!(c.trust_proxy);
+        assert!(c.secure_cookies, "an https public URL");
+        assert_eq!(c.admin_token.as_deref(), Some("tok"));
+        assert_eq!(c.archive_dir, PathBuf::from("/d/archive"));
+        let addr = c.listen;
+        assert_eq!(
+            c.setup_link(addr, "x"),
+            "https://t.example/admin/setup?token=x"
+        );
+        let plain = Config::from_args("redis://r", &redis, &ServeArgs::parse_from(["serve"]));
+        assert_eq!(
+            plain.setup_link(plain.listen, "x"),
+            "http://127.0.0.1:8080/admin/setup?token=x"
+        );
+        assert!(!plain.trust_proxy && !plain.secure_cookies);
     }
 }

@@ -4,8 +4,7 @@ use clap::Parser as _;
 use server::{
     cli::{self, Cli, Command},
     config::ServeArgs,
-    store::{Store, StoreError},
-    App,
+    store::Store,
 };
 use std::process::ExitCode;
 
@@ -49,8 +48,7 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| Command::Serve(Box::new(ServeArgs::parse_from(["serve"]))));
     let result = match command {
         Command::Serve(serve) => {
-            let archive_dir = serve.archive_dir(&args.redis.data_dir);
-            run_server(&url, &args.redis.namespace, archive_dir, *serve).await
+            run_server(server::Config::from_args(url, &args.redis, &serve)).await
         }
         admin => match Store::connect(&url, &args.redis.namespace, 2).await {
             Ok(store) => {
@@ -67,79 +65,15 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
     result
 }
 
-async fn run_server(
-    url: &str,
-    namespace: &str,
-    archive_dir: std::path::PathBuf,
-    serve: ServeArgs,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let site_root = serve.site_root();
-    let mut state = connect(url, namespace, &site_root.to_string_lossy()).await?;
-    state.trust_proxy = serve.trust_proxy;
-    state.admin_token = serve.admin_token.clone();
-    state.secure_cookies = serve.secure_cookies();
-    state.archive_dir = archive_dir;
-    state.limits = serve.limits.clone();
-    let listener = tokio::net::TcpListener::bind(serve.listen).await?;
-    tracing::info!(addr = %listener.local_addr()?, site_root = %site_root.display(), "tracker listening");
-    let pkg_dir = site_root.join(&*state.leptos.site_pkg_dir);
-    for bundle in [&*state.leptos.output_name, app::ADMIN_BUNDLE] {
-        let js = pkg_dir.join(format!("{bundle}.js"));
-        if !js.exists() {
-            tracing::warn!(missing = %js.display(), "a Wasm bundle is missing: its pages will not come alive (`make build` builds both; a bare `cargo leptos build` leaves out the admin panel's)");
-        }
-    }
-    tokio::task::spawn_blocking(move || match server::precompress::refresh(&pkg_dir) {
-        Ok(written) if !written.is_empty() => {
-            tracing::info!(copies = written.len(), dir = %pkg_dir.display(), "compressed the bundles")
-        }
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!(error = %e, dir = %pkg_dir.display(), "could not compress the bundles; they go out gzip-compressed per request")
-        }
-    });
-    let store = state.store.clone();
-    tokio::spawn(async move {
-        match store.shuffle_all_queues().await {
-            Ok(scored) => {
-                for (slug, items) in scored {
-                    tracing::info!(%slug, items, "scored the waiting items for random order");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not score the queues of older projects; they keep drawing at random (tried again at the next start)")
-            }
-        }
-    });
-    if let Some(token) = server::admin::prepare_setup(&state.store).await? {
-        let base = serve
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{}", serve.listen));
-        let link = format!("{}/admin/setup?token={token}", base.trim_end_matches('/'));
+async fn run_server(config: server::Config) -> Result<(), Box<dyn std::error::Error>> {
+    let running = server::start(config).await?;
+    if let Some(link) = &running.setup_link {
         // On stdout, so an installer (and the browser tests) can read it.
         println!("No admin account exists yet. Create the first one at: {link}");
     }
-    server::serve(listener, state, shutdown_signal()).await?;
+    running.serve(shutdown_signal()).await?;
     tracing::info!("tracker stopped");
     Ok(())
-}
-
-/// The app, once Redis answers: a Redis given by `REDIS_URL` that is not up yet (or restarting)
-/// is waited for, with the wait logged, rather than given up on.
-async fn connect(url: &str, namespace: &str, site_root: &str) -> Result<App, StoreError> {
-    let mut wait = std::time::Duration::from_millis(100);
-    let started = std::time::Instant::now();
-    loop {
-        match App::new(url, namespace, site_root).await {
-            Err(StoreError::Unavailable(e)) => {
-                tracing::warn!(error = %e, waited_s = started.elapsed().as_secs(), "waiting for redis");
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(std::time::Duration::from_secs(5));
-            }
-            other => return other,
-        }
-    }
 }
 
 async fn shutdown_signal() {

@@ -3,7 +3,7 @@
 //! say the tracker is reconnecting, and the live viewers are told; when it answers again the
 //! viewers are sent a fresh snapshot.
 
-use crate::{api::ApiError, store::Store, AppState};
+use crate::{store::Store, web::ApiError, AppState};
 use axum::{
     extract::{Request, State},
     http::{header, HeaderValue, StatusCode},
@@ -130,7 +130,7 @@ pub async fn explain_pages_while_down(
     if state.redis.is_up() {
         return next.run(req).await;
     }
-    let retry = crate::api::UNAVAILABLE_RETRY_AFTER;
+    let retry = crate::web::UNAVAILABLE_RETRY_AFTER;
     let page = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"refresh\" content=\"{retry}\">\
@@ -139,7 +139,7 @@ pub async fn explain_pages_while_down(
          <title>Reconnecting · Tracker</title></head><body><main>\
          <h1>Reconnecting…</h1><p role=\"status\">{}</p>\
          <p>This page reloads itself.</p></main></body></html>",
-        crate::api::RECONNECTING
+        crate::web::RECONNECTING
     );
     let mut resp = (StatusCode::SERVICE_UNAVAILABLE, Html(page)).into_response();
     let headers = resp.headers_mut();

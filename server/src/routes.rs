@@ -212,7 +212,7 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
     let Ok(Ok(_slot)) =
         tokio::time::timeout(PAGE_DATA_WAIT, state.page_renders.clone().acquire_owned()).await
     else {
-        return crate::api::ApiError::Unavailable(
+        return crate::web::ApiError::Unavailable(
             1,
             "The tracker is rendering as many pages as it can; retry in a moment.".into(),
         )
@@ -223,7 +223,7 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
         .await
         .map(|data| (*data).clone())
         .unwrap_or_else(|_| app::data::PageData {
-            error: Some(crate::api::RECONNECTING.to_string()),
+            error: Some(crate::web::RECONNECTING.to_string()),
             ..Default::default()
         });
     let unavailable = data.error.is_some();
@@ -237,7 +237,7 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
         *resp.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
         resp.headers_mut().insert(
             header::RETRY_AFTER,
-            HeaderValue::from(crate::api::UNAVAILABLE_RETRY_AFTER),
+            HeaderValue::from(crate::web::UNAVAILABLE_RETRY_AFTER),
         );
     }
     resp

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod admin_items;
+mod backend;
 mod blocks;
 mod bloom;
 mod check;

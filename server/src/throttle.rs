@@ -3,7 +3,7 @@
 //! cache makes each read cheap; this keeps one address from taking the cores from the warriors.
 //! Memory is bounded: addresses whose allowance is full again are forgotten.
 
-use crate::{api::ApiError, AppState};
+use crate::{web::ApiError, AppState};
 use axum::{
     extract::{Request, State},
     middleware::Next,
@@ -50,7 +50,7 @@ impl Throttle {
 /// Middleware of the public pages and JSON: 429 with `Retry-After` for an address past its
 /// allowance ([`crate::limits::Limits::public_reads`]).
 pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let ip = crate::api::request_ip(req.extensions(), req.headers(), state.trust_proxy);
+    let ip = crate::web::request_ip(req.extensions(), req.headers(), state.trust_proxy);
     let limits = &state.limits;
     match state.read_throttle.check(
         &ip,

@@ -2,7 +2,7 @@
 //! caps of [`crate::limits::Limits`]: so many in all and so many per IP. A viewer holds its
 //! [`Slot`] while it watches; the slot is given back when it is dropped, however the viewer ends.
 
-use crate::{api::ApiError, limits::Limits};
+use crate::{limits::Limits, web::ApiError};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},

@@ -11,12 +11,11 @@
 //! messages are read and dropped (a viewer has nothing to say), and a frame that breaks the
 //! protocol or is larger than [`MAX_INCOMING`] ends the connection with the close code for it.
 
-use crate::api::ApiError;
 use axum::{
     body::{Body, Bytes},
     extract::FromRequestParts,
     http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
-    response::Response,
+    response::{IntoResponse, Response},
 };
 use base64::Engine as _;
 use hyper::upgrade::{OnUpgrade, Upgraded};
@@ -121,36 +120,60 @@ pub struct Upgrade {
     accept: String,
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
-    type Rejection = ApiError;
+/// Why a request is not a WebSocket opening handshake this server can take: answered as a 400
+/// (426 when the connection cannot be taken over) with the reason.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// No `Connection: upgrade` and `Upgrade: websocket`.
+    #[error("Expected a WebSocket upgrade (Connection: upgrade, Upgrade: websocket).")]
+    NotAnUpgrade,
+    /// `Sec-WebSocket-Version` is not 13.
+    #[error("Unsupported WebSocket version: Sec-WebSocket-Version must be 13.")]
+    Version,
+    /// No `Sec-WebSocket-Key`.
+    #[error("Missing Sec-WebSocket-Key.")]
+    MissingKey,
+    /// The connection cannot be handed over (HTTP/2).
+    #[error("This connection cannot be upgraded to a WebSocket.")]
+    CannotUpgrade,
+}
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        let status = match self {
+            Rejection::CannotUpgrade => StatusCode::UPGRADE_REQUIRED,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        let mut resp = (status, format!("{self}\n")).into_response();
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        resp
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
+    type Rejection = Rejection;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Rejection> {
         let headers = &parts.headers;
         if !lists(headers, header::CONNECTION, "upgrade")
             || !lists(headers, header::UPGRADE, "websocket")
         {
-            return Err(ApiError::bad_request(
-                "Expected a WebSocket upgrade (Connection: upgrade, Upgrade: websocket).",
-            ));
+            return Err(Rejection::NotAnUpgrade);
         }
         if headers
             .get(header::SEC_WEBSOCKET_VERSION)
             .map(|v| v.as_bytes())
             != Some(b"13")
         {
-            return Err(ApiError::bad_request(
-                "Unsupported WebSocket version: Sec-WebSocket-Version must be 13.",
-            ));
+            return Err(Rejection::Version);
         }
         let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY) else {
-            return Err(ApiError::bad_request("Missing Sec-WebSocket-Key."));
+            return Err(Rejection::MissingKey);
         };
         let accept = accept_key(key.as_bytes());
         let Some(on_upgrade) = parts.extensions.remove::<OnUpgrade>() else {
-            return Err(ApiError::Client(
-                StatusCode::UPGRADE_REQUIRED,
-                "This connection cannot be upgraded to a WebSocket.".into(),
-            ));
+            return Err(Rejection::CannotUpgrade);
         };
         Ok(Self { on_upgrade, accept })
     }

@@ -7,7 +7,7 @@ pub mod cluster;
 
 pub mod chaos;
 
-use server::{store::Store, App};
+use server::{store::Store, AppState, Config, StartupReport};
 use std::{
     net::SocketAddr,
     path::PathBuf,
@@ -72,6 +72,12 @@ pub struct TestApp {
     pub store: Store,
     /// Its live hub (to wait on frames being sent).
     pub hub: server::hub::Hub,
+    /// What its handlers share (its semaphores, its viewers).
+    pub state: AppState,
+    /// The one-time setup link it made at start (none when an account existed).
+    pub setup_link: Option<String>,
+    /// Its background start-up tasks, until a test takes them to wait on.
+    pub startup: Option<tokio::task::JoinHandle<StartupReport>>,
     /// An HTTP client.
     pub http: reqwest::Client,
     /// The Redis URL it uses.
@@ -112,23 +118,53 @@ where
     }
 }
 
+/// `html` without its `<script>` elements (the page data, the hydration code): what the server
+/// rendered, so a check cannot pass on a string found only in the embedded JSON.
+pub fn rendered(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(open) = rest.find("<script") {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find("</script>").expect("a closed script") + open;
+        rest = &rest[close + "</script>".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `prefix` and 16 random hex digits.
 pub fn random_name(prefix: &str) -> String {
     format!("{prefix}{:016x}", rand::random::<u64>())
 }
 
-/// The tracker binary built from this source: `TRACKER_BIN`, or the newest of target/{debug,release}.
+/// The tracker binary built from this source: `TRACKER_BIN` (`make test` points it at the
+/// release build it has just made), or else built here once per test process with this run's
+/// profile (`cargo build -p server`, a no-op when it is up to date), so a bare `cargo test`
+/// never runs a stale binary.
 pub fn tracker_bin() -> PathBuf {
-    if let Ok(bin) = std::env::var("TRACKER_BIN") {
-        return bin.into();
-    }
-    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    ["debug", "release"]
-        .iter()
-        .map(|p| target.join(p).join("tracker"))
-        .filter(|p| p.exists())
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .expect("the tracker binary: cargo build -p server (make test builds it)")
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("TRACKER_BIN").filter(|b| !b.is_empty()) {
+            return bin.into();
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let release = !cfg!(debug_assertions);
+        let mut build = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+        build
+            .args(["build", "-q", "-p", "server", "--bin", "tracker"])
+            .current_dir(&root);
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build -p server");
+        assert!(status.success(), "cargo build -p server failed");
+        let target =
+            std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+        target
+            .join(if release { "release" } else { "debug" })
+            .join("tracker")
+    })
+    .clone()
 }
 
 /// `redis-server` on `port` with its data in `dir`: every write in the append-only file and
@@ -183,6 +219,14 @@ pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
     (child, format!("redis+unix://{}", socket.display()))
 }
 
+/// Which Redis a [`TestApp`] uses instead of the default (its own, or `REDIS_URL`'s).
+enum Redis {
+    /// A `redis-server` of its own, whatever `REDIS_URL` says.
+    Private,
+    /// The cluster at this URL.
+    Cluster(String),
+}
+
 impl TestApp {
     /// Starts Redis (unless `REDIS_URL` is set) and the server on port 0.
     pub async fn start() -> TestApp {
@@ -194,9 +238,15 @@ impl TestApp {
         Self::start_configured(site_root, |_| {}).await
     }
 
-    /// [`TestApp::start`] with `configure` applied to the app first (e.g. `trust_proxy`).
-    pub async fn start_with(configure: impl FnOnce(&mut App)) -> TestApp {
+    /// [`TestApp::start`] with `configure` applied to its [`Config`] first (e.g. `trust_proxy`).
+    pub async fn start_with(configure: impl FnOnce(&mut Config)) -> TestApp {
         Self::start_configured("target/site", configure).await
+    }
+
+    /// [`TestApp::start`] on a `redis-server` of its own even when `REDIS_URL` is set: for tests
+    /// that stop, pause or reconfigure their Redis.
+    pub async fn start_private() -> TestApp {
+        Self::start_on("target/site", Some(Redis::Private), |_| {}).await
     }
 
     /// [`TestApp::start`] on the test binary's shared Redis Cluster ([`cluster::Cluster::shared`]).
@@ -206,23 +256,23 @@ impl TestApp {
 
     /// [`TestApp::start`] on `cluster`.
     pub async fn start_on_cluster(cluster: &cluster::Cluster) -> TestApp {
-        Self::start_on("target/site", Some(cluster.url()), |_| {}).await
+        Self::start_on("target/site", Some(Redis::Cluster(cluster.url())), |_| {}).await
     }
 
-    async fn start_configured(site_root: &str, configure: impl FnOnce(&mut App)) -> TestApp {
+    async fn start_configured(site_root: &str, configure: impl FnOnce(&mut Config)) -> TestApp {
         Self::start_on(site_root, None, configure).await
     }
 
     async fn start_on(
         site_root: &str,
-        cluster_url: Option<String>,
-        configure: impl FnOnce(&mut App),
+        redis: Option<Redis>,
+        configure: impl FnOnce(&mut Config),
     ) -> TestApp {
         let dir = std::env::temp_dir().join(random_name("tracker-test-"));
         std::fs::create_dir_all(&dir).expect("create temp dir");
-        let on_cluster = cluster_url.is_some();
-        let (redis, redis_url) = match (cluster_url, std::env::var("REDIS_URL")) {
-            (Some(url), _) => (None, url),
+        let on_cluster = matches!(redis, Some(Redis::Cluster(_)));
+        let (redis, redis_url) = match (redis, std::env::var("REDIS_URL")) {
+            (Some(Redis::Cluster(url)), _) => (None, url),
             (None, Ok(url)) if !url.is_empty() => (None, url),
             _ => {
                 let (child, url) = start_redis(&dir);
@@ -230,26 +280,33 @@ impl TestApp {
             }
         };
         let namespace = random_name("test");
-        let mut state = App::new(&redis_url, &namespace, site_root)
-            .await
-            .expect("connect to redis");
-        state.admin_token = Some(ADMIN_TOKEN.to_string());
-        state.archive_dir = dir.join("archive");
-        configure(&mut state);
+        let mut config = Config::new(&redis_url, &namespace);
+        config.listen = "127.0.0.1:0".parse().expect("an address");
+        config.site_root = site_root.into();
+        config.admin_token = Some(ADMIN_TOKEN.to_string());
+        config.archive_dir = dir.join("archive");
+        configure(&mut config);
+        // The very path `tracker serve` takes.
+        let mut running = server::start(config).await.expect("start the tracker");
+        let (addr, state, setup_link) = (
+            running.addr,
+            running.state.clone(),
+            running.setup_link.clone(),
+        );
+        let startup = running.startup.take();
         let store = state.store.clone();
         let hub = state.hub.clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(server::serve(listener, state, async move {
+        tokio::spawn(running.serve(async move {
             let _ = rx.await;
         }));
         TestApp {
             addr,
             store,
             hub,
+            state,
+            setup_link,
+            startup,
             http: reqwest::Client::new(),
             redis_url,
             namespace,
@@ -280,20 +337,14 @@ impl TestApp {
             .expect("add items");
     }
 
-    /// Whether this app has a Redis of its own (not a shared `REDIS_URL`), which a test may
-    /// reconfigure or stop.
-    pub fn owns_redis(&self) -> bool {
-        self.redis.is_some()
-    }
-
-    /// Stops this app's private Redis (no-op with a shared `REDIS_URL`); whether it did.
-    pub fn kill_redis(&mut self) -> bool {
-        let Some(mut child) = self.redis.take() else {
-            return false;
-        };
+    /// Stops this app's own Redis (see [`TestApp::start_private`]).
+    pub fn kill_redis(&mut self) {
+        let mut child = self
+            .redis
+            .take()
+            .expect("a Redis of its own: start the app with TestApp::start_private");
         let _ = child.kill();
         let _ = child.wait();
-        true
     }
 
     /// Changes project settings with `f` and saves them.
@@ -306,7 +357,7 @@ impl TestApp {
             .expect("project"))
         .clone();
         f(&mut s);
-        server::cli::validate_settings(&s).expect("valid settings");
+        server::ops::validate_settings(&s).expect("valid settings");
         self.store
             .save_settings(slug, &s)
             .await

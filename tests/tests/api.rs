@@ -7,8 +7,10 @@ mod api {
     mod admin_more;
     mod admin_security;
     mod backfeed;
+    mod binary;
     mod chaos;
     mod check;
+    mod cli;
     mod cluster;
     mod cluster_failover;
     mod connections;
@@ -28,5 +30,6 @@ mod api {
     mod public;
     mod redis_full;
     mod scripts;
+    mod start;
     mod warrior;
 }

@@ -11,7 +11,7 @@
 
 use super::{auth::Caller, items::Affected, logs::page_text};
 use crate::{
-    api::{known_project, ApiError, ApiResult},
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::{ArchiveFile, Archived};

@@ -1,9 +1,10 @@
 //! Who is calling: a session of an account, or an API token; roles; what the panel knows of
-//! its visitor; new accounts and password hashing. Logging in is [`super::login`].
+//! its visitor. Logging in is [`super::login`]; accounts and passwords are [`crate::ops::accounts`].
 
 use crate::{
-    api::{is_admin, ApiError, ApiResult},
-    store::{new_session_gen, now_ms, token_hash, user_name_problem, Account, AuditEntry, Role},
+    ops::Actor,
+    store::{token_hash, Account, Role},
+    web::{is_admin, ApiError, ApiResult},
     AppState,
 };
 pub use app::model::admin::AdminSession;
@@ -64,6 +65,14 @@ impl Caller {
         }
     }
 
+    /// The caller as the audit log names it.
+    pub fn actor(&self) -> Actor {
+        Actor {
+            name: self.name.clone(),
+            token: self.token.clone(),
+        }
+    }
+
     /// Records an action in the audit log.
     pub async fn record(
         &self,
@@ -73,19 +82,9 @@ impl Caller {
         count: u64,
         detail: impl Into<String>,
     ) -> ApiResult<()> {
-        let mut detail = detail.into();
-        if let Some(id) = &self.token {
-            detail = format!("{detail} [token {id}]").trim_start().to_string();
-        }
-        let entry = AuditEntry {
-            t: now_ms(),
-            who: self.name.clone(),
-            action: action.into(),
-            project: project.into(),
-            count,
-            detail,
-        };
-        state.store.audit(&entry).await?;
+        self.actor()
+            .record(&state.store, action, project, count, detail)
+            .await?;
         Ok(())
     }
 }
@@ -209,55 +208,4 @@ pub async fn show_session(
     session: Session,
 ) -> ApiResult<Json<AdminSession>> {
     Ok(Json(info(&state, &session).await?))
-}
-
-/// Checks a new account's name and password and hashes the password.
-pub async fn new_account(
-    name: &str,
-    password: String,
-    role: Role,
-    projects: Vec<String>,
-) -> ApiResult<Account> {
-    let name = name.trim().to_lowercase();
-    if let Some(problem) = user_name_problem(&name) {
-        return Err(ApiError::bad_request(problem));
-    }
-    Ok(Account {
-        name,
-        hash: hash_password(password).await?,
-        role,
-        projects,
-        t: now_ms(),
-        gen: new_session_gen(),
-    })
-}
-
-/// Shortest password accepted.
-pub const MIN_PASSWORD: usize = 10;
-
-/// The argon2id PHC string of `password` (hashed off the async workers).
-pub async fn hash_password(password: String) -> ApiResult<String> {
-    if password.chars().count() < MIN_PASSWORD || password.len() > 1024 {
-        return Err(ApiError::bad_request(format!(
-            "Passwords are {MIN_PASSWORD} to 1024 characters."
-        )));
-    }
-    tokio::task::spawn_blocking(move || hash_password_now(&password))
-        .await
-        .ok()
-        .flatten()
-        .ok_or_else(|| ApiError::bad_request("The password could not be hashed."))
-}
-
-/// The argon2id PHC string of `password`, synchronously (the CLI).
-pub fn hash_password_now(password: &str) -> Option<String> {
-    use argon2::{
-        password_hash::{rand_core::OsRng, PasswordHasher, SaltString},
-        Argon2,
-    };
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .ok()
-        .map(|h| h.to_string())
 }

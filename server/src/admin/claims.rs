@@ -6,8 +6,8 @@ use super::{
     items::{parse_regex, Affected},
 };
 use crate::{
-    api::{known_project, ApiError, ApiResult},
     store::{now_ms, ClaimFilter, ClaimGroup},
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::FailedList;

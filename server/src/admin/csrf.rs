@@ -6,7 +6,7 @@
 //! offered), and a request carrying it is judged by the token alone, never by the session.
 
 use super::auth::{bearer, session_error, CSRF};
-use crate::api::{constant_time_eq, ApiError};
+use crate::web::{constant_time_eq, ApiError};
 use axum::{
     extract::Request,
     http::{header, HeaderMap, Method},

@@ -3,8 +3,9 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, warrior::MAX_ITEM_LEN, ApiError, ApiResult},
     keys::QUEUES,
+    ops,
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 pub use app::model::admin::Affected;
@@ -16,10 +17,6 @@ use axum::{
 };
 use futures::TryStreamExt;
 use serde::Deserialize;
-use std::io::{BufRead, BufReader, Read};
-
-/// Items per `add_items` call while streaming.
-const ADD_BATCH: usize = 10_000;
 
 /// `GET /admin/api/SLUG/queues`: the size of every queue part, and the other states.
 pub async fn show_queues(
@@ -62,10 +59,8 @@ fn is_dry(flag: &Option<String>) -> bool {
 }
 
 /// `POST /admin/api/SLUG/items?queue=Q[&dry_run=1]`: adds the items of the body, one a line
-/// (plain, gzip or zstd, detected by their magic bytes), streamed in batches. Items the project
-/// knows in any state are always skipped (an item is in one state only). The answer counts new
-/// items (dry run: the items that would be new; a line repeated far apart in the body may
-/// be counted twice).
+/// (plain, gzip or zstd), as [`ops::items::add`] does. The answer counts new items (dry run:
+/// the items that would be new).
 pub async fn add_items(
     State(state): State<AppState>,
     caller: Caller,
@@ -74,110 +69,12 @@ pub async fn add_items(
     body: Body,
 ) -> ApiResult<Json<Affected>> {
     caller.may_change(&slug)?;
-    known_project(&state, &slug).await?;
-    if !QUEUES.contains(&q.queue.as_str()) {
-        return Err(ApiError::bad_request(format!("queue is one of {QUEUES:?}")));
-    }
     let dry_run = is_dry(&q.dry_run);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<String>, String>>(2);
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
-    let reading = tokio::task::spawn_blocking(move || read_lines(reader, &tx));
-    let mut count = 0;
-    let mut failure = None;
-    while let Some(batch) = rx.recv().await {
-        match batch {
-            Ok(items) if dry_run => {
-                count += state.store.count_new_items(&slug, &q.queue, &items).await?
-            }
-            Ok(items) => count += state.store.add_items(&slug, &q.queue, &items).await?,
-            Err(reason) => failure = Some(reason),
-        }
-    }
-    let _ = reading.await;
-    let detail = format!("queue={}", q.queue);
-    if let Some(reason) = failure {
-        if !dry_run && count > 0 {
-            caller
-                .record(
-                    &state,
-                    "items.add",
-                    &slug,
-                    count,
-                    format!("{detail} (partial)"),
-                )
-                .await?;
-        }
-        return Err(ApiError::bad_request(format!(
-            "{reason} ({count} items added before)"
-        )));
-    }
-    if !dry_run {
-        caller
-            .record(&state, "items.add", &slug, count, detail)
-            .await?;
-    }
+    let actor = caller.actor();
+    let count = ops::items::add(&state.store, &actor, &slug, &q.queue, reader, dry_run).await?;
     Ok(Json(Affected { count, dry_run }))
-}
-
-/// Reads items from `raw` (decompressing it if needed) and sends them in batches.
-fn read_lines(raw: impl Read, tx: &tokio::sync::mpsc::Sender<Result<Vec<String>, String>>) {
-    let send = |v| tx.blocking_send(v).is_ok();
-    let mut raw = BufReader::with_capacity(1 << 16, raw);
-    let magic = match raw.fill_buf() {
-        Ok(b) => b.get(..4).map(|m| m.to_vec()).unwrap_or_default(),
-        Err(e) => {
-            send(Err(format!("reading the body: {e}")));
-            return;
-        }
-    };
-    let reader: Box<dyn Read> = if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(flate2::read::MultiGzDecoder::new(raw))
-    } else if magic == [0x28, 0xb5, 0x2f, 0xfd] {
-        match ruzstd::decoding::StreamingDecoder::new(raw) {
-            Ok(d) => Box::new(d),
-            Err(e) => {
-                send(Err(format!("zstd: {e}")));
-                return;
-            }
-        }
-    } else {
-        Box::new(raw)
-    };
-    let mut batch = Vec::with_capacity(ADD_BATCH);
-    for (n, line) in BufReader::with_capacity(1 << 16, reader)
-        .split(b'\n')
-        .enumerate()
-    {
-        let line = match line {
-            Ok(l) => l,
-            Err(e) => {
-                send(Err(format!("reading line {}: {e}", n + 1)));
-                return;
-            }
-        };
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-        if line.is_empty() {
-            continue;
-        }
-        let item = match String::from_utf8(line.to_vec()) {
-            Ok(s) if s.len() <= MAX_ITEM_LEN && !s.contains('\0') => s,
-            _ => {
-                send(Err(format!(
-                    "line {} is not UTF-8, too long or has NUL",
-                    n + 1
-                )));
-                return;
-            }
-        };
-        batch.push(item);
-        if batch.len() >= ADD_BATCH && !send(Ok(std::mem::take(&mut batch))) {
-            return;
-        }
-    }
-    if !batch.is_empty() {
-        send(Ok(batch));
-    }
 }
 
 /// Body of `POST /admin/api/SLUG/move`.

@@ -7,10 +7,10 @@
 //! out that place, never the account's owner elsewhere. Password checks (argon2, deliberately
 //! slow) run a few at a time; a login that waits too long for one is told to retry.
 
-use super::auth::{info, new_account, session_error, AdminSession, Caller, CSRF, GEN, USER};
+use super::auth::{info, session_error, AdminSession, Caller, CSRF, GEN, USER};
 use crate::{
-    api::{client_ip, constant_time_eq, ApiError, ApiResult},
     store::{valid_user_name, Role},
+    web::{client_ip, constant_time_eq, ApiError, ApiResult},
     AppState,
 };
 use axum::{
@@ -162,7 +162,9 @@ pub async fn set_up(
     if expected.is_empty() || !constant_time_eq(req.token.as_bytes(), expected.as_bytes()) {
         return Err(ApiError::forbidden("Wrong or expired setup token."));
     }
-    let account = new_account(&req.username, req.password, Role::Global, vec![]).await?;
+    let account =
+        crate::ops::accounts::new_account(&req.username, req.password, Role::Global, vec![])
+            .await?;
     if !store.create_account(&account).await? {
         return Err(ApiError::Client(
             StatusCode::CONFLICT,
@@ -190,7 +192,7 @@ async fn verify_password(password: String, hash: Option<String>) -> bool {
         let known = hash.is_some();
         let hash = hash.or_else(|| {
             DUMMY
-                .get_or_init(|| super::auth::hash_password_now("dummy password"))
+                .get_or_init(|| crate::ops::accounts::hash_password_now("dummy password"))
                 .clone()
         });
         let Some(parsed) = hash.as_deref().and_then(|h| PasswordHash::new(h).ok()) else {

@@ -2,8 +2,8 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, ApiResult},
     store::Store,
+    web::{known_project, ApiResult},
     AppState,
 };
 use axum::{

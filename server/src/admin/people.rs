@@ -1,9 +1,10 @@
 //! Accounts (global admins only), block lists, and the audit log.
 
-use super::auth::{hash_password, new_account, Caller};
+use super::auth::Caller;
 use crate::{
-    api::{known_project, ApiError, ApiResult},
-    store::{now_ms, valid_slug, Account, AuditEntry, BlockEntry, BlockKind, Role},
+    ops::{accounts, blocks},
+    store::{now_ms, Account, AuditEntry, BlockKind, Role},
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::{AccountInfo, BlockRow};
@@ -41,16 +42,6 @@ pub struct UserChange {
     pub projects: Option<Vec<String>>,
 }
 
-async fn check_projects(state: &AppState, projects: &[String]) -> ApiResult<()> {
-    for p in projects {
-        if !valid_slug(p) {
-            return Err(ApiError::bad_request(format!("no project {p:?}")));
-        }
-        known_project(state, p).await?;
-    }
-    Ok(())
-}
-
 /// `POST /admin/api/users` (global admins): creates an account.
 pub async fn create_user(
     State(state): State<AppState>,
@@ -58,42 +49,21 @@ pub async fn create_user(
     Json(req): Json<UserChange>,
 ) -> ApiResult<(StatusCode, Json<AccountInfo>)> {
     caller.must_be_global()?;
-    let projects = req.projects.unwrap_or_default();
-    check_projects(&state, &projects).await?;
     let password = req
         .password
         .ok_or_else(|| ApiError::bad_request("A new account needs a password."))?;
     let role = req.role.unwrap_or(Role::ReadOnly);
-    let account = new_account(&req.name, password, role, projects).await?;
-    if !state.store.create_account(&account).await? {
-        return Err(ApiError::Client(
-            StatusCode::CONFLICT,
-            "That name is taken.".into(),
-        ));
-    }
-    caller
-        .record(
-            &state,
-            "user.create",
-            "",
-            1,
-            format!("{} {}", account.name, role.as_str()),
-        )
-        .await?;
+    let projects = req.projects.unwrap_or_default();
+    let account = accounts::create(
+        &state.store,
+        &caller.actor(),
+        &req.name,
+        password,
+        role,
+        projects,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(account.info())))
-}
-
-/// Whether `name` is the only global admin left.
-async fn last_global(state: &AppState, name: &str) -> ApiResult<bool> {
-    let globals: Vec<String> = state
-        .store
-        .accounts()
-        .await?
-        .into_iter()
-        .filter(|a| a.role == Role::Global)
-        .map(|a| a.name)
-        .collect();
-    Ok(globals == [name])
 }
 
 /// `PUT /admin/api/users/NAME` (global admins): sets role, projects or password.
@@ -104,40 +74,12 @@ pub async fn update_user(
     Json(req): Json<UserChange>,
 ) -> ApiResult<Json<AccountInfo>> {
     caller.must_be_global()?;
-    let name = name.to_lowercase();
-    let mut account = state
-        .store
-        .account(&name)
-        .await?
-        .ok_or_else(|| ApiError::not_found("No such account."))?;
-    let mut changed = Vec::new();
-    if let Some(role) = req.role.filter(|r| *r != account.role) {
-        if account.role == Role::Global && last_global(&state, &name).await? {
-            return Err(ApiError::bad_request("The last global admin stays global."));
-        }
-        account.role = role;
-        changed.push(format!("role={}", role.as_str()));
-    }
-    if let Some(projects) = req.projects {
-        check_projects(&state, &projects).await?;
-        changed.push(format!("projects={}", projects.join(",")));
-        account.projects = projects;
-    }
-    if let Some(password) = req.password {
-        // Ends the account's sessions: whoever knew the old password is logged out.
-        account.set_password_hash(hash_password(password).await?);
-        changed.push("password".into());
-    }
-    state.store.save_account(&account).await?;
-    caller
-        .record(
-            &state,
-            "user.update",
-            "",
-            1,
-            format!("{name} {}", changed.join(" ")),
-        )
-        .await?;
+    let change = accounts::AccountChange {
+        role: req.role,
+        projects: req.projects,
+        password: req.password,
+    };
+    let account = accounts::update(&state.store, &caller.actor(), &name, change).await?;
     Ok(Json(account.info()))
 }
 
@@ -155,7 +97,7 @@ pub async fn delete_user(
         .account(&name)
         .await?
         .ok_or_else(|| ApiError::not_found("No such account."))?;
-    if account.role == Role::Global && last_global(&state, &name).await? {
+    if account.role == Role::Global && accounts::last_global(&state.store, &name).await? {
         return Err(ApiError::bad_request(
             "The last global admin cannot be deleted.",
         ));
@@ -180,14 +122,6 @@ pub struct BlocksQuery {
     /// A project's lists (default: the global ones).
     #[serde(default)]
     pub project: Option<String>,
-}
-
-fn kind_of(kind: &str) -> ApiResult<BlockKind> {
-    match kind {
-        "ip" => Ok(BlockKind::Ip),
-        "dl" => Ok(BlockKind::Downloader),
-        _ => Err(ApiError::bad_request("kind is ip or dl.")),
-    }
 }
 
 /// Checks the caller may see (`change`: change) the lists of `project` (global: any admin may
@@ -260,38 +194,13 @@ pub async fn add_block(
     Json(req): Json<BlockChange>,
 ) -> ApiResult<StatusCode> {
     block_scope(&state, &caller, &req.project, true).await?;
-    let kind = kind_of(&req.kind)?;
-    let value = req.value.trim();
-    if value.is_empty() || value.len() > 256 {
-        return Err(ApiError::bad_request("The value is 1 to 256 characters."));
-    }
-    if kind == BlockKind::Ip && value.parse::<std::net::IpAddr>().is_err() {
-        return Err(ApiError::bad_request("Not an IP address."));
-    }
-    let now = now_ms();
-    let entry = BlockEntry {
-        reason: req.reason.chars().take(500).collect(),
-        by: caller.name.clone(),
-        t: now,
-        expires: req
-            .hours
-            .map(|h| now + h.min(1 << 20) * 3_600_000)
-            .unwrap_or(0),
+    let kind = blocks::parse_kind(&req.kind)?;
+    let how = blocks::NewBlock {
+        project: req.project,
+        reason: req.reason,
+        hours: req.hours,
     };
-    state
-        .store
-        .block(req.project.as_deref(), kind, value, &entry)
-        .await?;
-    let project = req.project.unwrap_or_default();
-    caller
-        .record(
-            &state,
-            "block",
-            &project,
-            1,
-            format!("{} {value}", req.kind),
-        )
-        .await?;
+    blocks::block(&state.store, &caller.actor(), kind, &req.value, how).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -302,24 +211,15 @@ pub async fn remove_block(
     Json(req): Json<BlockChange>,
 ) -> ApiResult<StatusCode> {
     block_scope(&state, &caller, &req.project, true).await?;
-    let kind = kind_of(&req.kind)?;
-    if !state
-        .store
-        .unblock(req.project.as_deref(), kind, &req.value)
-        .await?
-    {
-        return Err(ApiError::not_found("Not blocked."));
-    }
-    let project = req.project.unwrap_or_default();
-    caller
-        .record(
-            &state,
-            "unblock",
-            &project,
-            1,
-            format!("{} {}", req.kind, req.value),
-        )
-        .await?;
+    let kind = blocks::parse_kind(&req.kind)?;
+    blocks::unblock(
+        &state.store,
+        &caller.actor(),
+        req.project.as_deref(),
+        kind,
+        &req.value,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -3,8 +3,9 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, ApiError, ApiResult},
-    store::{now_ms, valid_slug, NewProject, StoreError},
+    ops::{self, projects::TargetAction},
+    store::now_ms,
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::{BackfeedKey, Destroyed, Overview, ProjectRow, UploadTargets};
@@ -80,38 +81,14 @@ pub async fn create_project(
     Json(req): Json<CreateProject>,
 ) -> ApiResult<StatusCode> {
     caller.must_be_global()?;
-    if !valid_slug(&req.slug) {
-        return Err(ApiError::bad_request(
-            "Slugs are 1 to 64 of a-z, 0-9 and '-', and not a reserved path such as admin or api.",
-        ));
-    }
-    let title = if req.title.trim().is_empty() {
-        req.slug.clone()
-    } else {
-        req.title.trim().to_string()
-    };
-    let domains = if req.domains.is_empty() {
-        vec!["data".to_string()]
-    } else {
-        req.domains
-    };
-    let p = NewProject {
-        slug: req.slug.clone(),
-        title,
-        domains,
-    };
-    match state.store.create_project(&p).await {
-        Err(StoreError::ProjectExists) => {
-            return Err(ApiError::Client(
-                StatusCode::CONFLICT,
-                "That project exists.".into(),
-            ))
-        }
-        other => other?,
-    }
-    caller
-        .record(&state, "project.create", &p.slug, 0, p.title)
-        .await?;
+    ops::projects::create(
+        &state.store,
+        &caller.actor(),
+        &req.slug,
+        &req.title,
+        req.domains,
+    )
+    .await?;
     Ok(StatusCode::CREATED)
 }
 
@@ -186,24 +163,9 @@ pub async fn change_target(
     Json(req): Json<TargetChange>,
 ) -> ApiResult<Json<UploadTargets>> {
     caller.may_change(&slug)?;
-    known_project(&state, &slug).await?;
-    let target = req.target.trim();
-    if target.is_empty() || target.len() > 1024 || target.chars().any(char::is_whitespace) {
-        return Err(ApiError::bad_request("A target is one URL without spaces."));
-    }
-    let store = &state.store;
-    match req.action.as_str() {
-        "activate" => store.set_upload_target(&slug, target, true).await?,
-        "deactivate" => store.set_upload_target(&slug, target, false).await?,
-        "remove" => store.remove_upload_target(&slug, target).await?,
-        _ => {
-            return Err(ApiError::bad_request(
-                "action is activate, deactivate or remove.",
-            ))
-        }
-    }
-    caller
-        .record(&state, &format!("target.{}", req.action), &slug, 0, target)
-        .await?;
-    Ok(Json(store.upload_targets(&slug).await?))
+    let action = TargetAction::parse(&req.action)?;
+    let targets =
+        ops::projects::change_target(&state.store, &caller.actor(), &slug, &req.target, action)
+            .await?;
+    Ok(Json(targets))
 }

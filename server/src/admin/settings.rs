@@ -1,11 +1,12 @@
-//! A project's settings in the panel: shown and saved (validated like the CLI's, plus the
-//! fields only the panel edits), the description sanitised, and who administers the project.
+//! A project's settings in the panel: shown and saved (checked and audited by
+//! [`crate::ops::settings`], as the CLI's), the description sanitised, and who administers the
+//! project.
 
 use super::auth::Caller;
 use crate::{
-    api::{known_project, ApiError, ApiResult},
-    cli::validate_settings,
-    store::{Role, Settings},
+    ops,
+    store::Role,
+    web::{known_project, ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::ProjectSettings;
@@ -113,7 +114,7 @@ pub fn sanitise_html(html: &str) -> String {
     ammonia::clean(html)
 }
 
-/// `PUT /admin/api/SLUG/settings`: validates (as `tracker project set` does) and saves.
+/// `PUT /admin/api/SLUG/settings`: checks (as `tracker project set` does) and saves.
 pub async fn save_settings(
     State(state): State<AppState>,
     caller: Caller,
@@ -122,13 +123,7 @@ pub async fn save_settings(
 ) -> ApiResult<Json<ProjectSettings>> {
     caller.may_change(&slug)?;
     let before = known_project(&state, &slug).await?;
-    let mut settings = req.settings;
-    settings.title = settings.title.trim().to_string();
-    if settings.title.is_empty() || settings.title.len() > 200 {
-        return Err(ApiError::bad_request("The title is 1 to 200 characters."));
-    }
-    validate_settings(&settings).map_err(ApiError::bad_request)?;
-    validate_panel_fields(&settings).map_err(ApiError::bad_request)?;
+    let settings = ops::settings::check(req.settings)?;
     // Checked before anything is saved: a bad account name changes nothing.
     let admins = match req.admins {
         Some(wanted) => {
@@ -146,7 +141,7 @@ pub async fn save_settings(
     };
     let description = sanitise_html(&req.description);
     let store = &state.store;
-    store.save_settings(&slug, &settings).await?;
+    ops::settings::save(store, &caller.actor(), &slug, &before, &settings).await?;
     store
         .set_project_extra(&slug, "description", &description)
         .await?;
@@ -155,15 +150,6 @@ pub async fn save_settings(
             .set_project_extra(&slug, "priority", &priority.to_string())
             .await?;
     }
-    caller
-        .record(
-            &state,
-            "settings.save",
-            &slug,
-            0,
-            changed_fields(&before, &settings),
-        )
-        .await?;
     if let Some(wanted) = admins {
         let changed = set_project_admins(&state, &slug, &wanted).await?;
         caller
@@ -177,60 +163,4 @@ pub async fn save_settings(
             .await?;
     }
     show_settings(State(state), caller, Path(slug)).await
-}
-
-/// Checks of the fields only the panel edits in bulk (the CLI's checks are
-/// [`validate_settings`]).
-fn validate_panel_fields(s: &Settings) -> Result<(), String> {
-    if s.domains.is_empty() {
-        return Err("domains: at least one byte domain (e.g. data)".into());
-    }
-    if s.min_version.len() > 64 {
-        return Err("min_version is at most 64 characters".into());
-    }
-    for (k, v) in &s.extra {
-        if k.is_empty()
-            || k.len() > 64
-            || !k
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
-        {
-            return Err(format!(
-                "extra field name {k:?} must be 1 to 64 of a-z, 0-9, '_' and '-'"
-            ));
-        }
-        if ["item_name", "items"].contains(&k.as_str()) {
-            return Err(format!(
-                "extra field {k:?} would hide the claim's own field"
-            ));
-        }
-        if v.len() > 4096 {
-            return Err(format!("extra field {k}: at most 4096 characters"));
-        }
-    }
-    let mut names: Vec<&str> = s.pattern_limits.iter().map(|p| p.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err("pattern limit names must differ".into());
-    }
-    if s.bloom_capacity == 0 {
-        return Err("bloom_capacity must be at least 1".into());
-    }
-    Ok(())
-}
-
-/// The names of the settings that differ.
-fn changed_fields(a: &Settings, b: &Settings) -> String {
-    let (a, b) = (
-        serde_json::to_value(a).unwrap_or_default(),
-        serde_json::to_value(b).unwrap_or_default(),
-    );
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return String::new();
-    };
-    a.iter()
-        .filter(|(k, v)| b.get(*k) != Some(v))
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
 }

@@ -5,8 +5,8 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{ApiError, ApiResult},
     store::{now_ms, token_hash, ApiToken, Role},
+    web::{ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::CreatedToken;

@@ -3,8 +3,8 @@
 
 use super::auth::Caller;
 use crate::{
-    api::{ApiError, ApiResult},
     store::now_ms,
+    web::{ApiError, ApiResult},
     AppState,
 };
 use app::model::admin::{RestoredList, SavedList, WarriorList, WarriorVersion};

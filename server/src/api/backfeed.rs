@@ -2,7 +2,7 @@
 //! Bloom filter. Bodies are decompressed and split on blocking threads, a few at once, within
 //! the caps of [`crate::limits::Limits`] ([`body`]).
 
-use super::{constant_time_eq, ApiError, ApiResult};
+use crate::web::{constant_time_eq, ApiError, ApiResult};
 use crate::{store::now_ms, AppState};
 use axum::{
     body::Bytes,

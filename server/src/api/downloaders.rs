@@ -2,7 +2,7 @@
 //! sorted on the server, so that the leaderboard stays light with 50,000 downloaders (its
 //! snapshot carries only the top rows).
 
-use super::{ApiError, ApiResult};
+use crate::web::{ApiError, ApiResult};
 use crate::{store, AppState};
 use app::model::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
 use axum::{
@@ -179,7 +179,7 @@ pub async fn get_downloaders(
     Query(raw): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let query = PageQuery::parse(&raw).map_err(ApiError::bad_request)?;
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     let (now, rows) = state
         .downloaders
         .rows(&state.store, &slug, query.window)

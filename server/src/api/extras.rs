@@ -1,9 +1,8 @@
 //! The smaller warrior calls: upload targets, upload reports, server time, and the public
 //! rescue form (posts limited per IP, [`crate::limits::Limits::rescue_per_minute`]).
 
-use super::{
-    client_ip, known_project, warrior::parse, warrior::valid_downloader, ApiError, ApiResult,
-};
+use super::warrior::{parse, valid_downloader};
+use crate::web::{client_ip, known_project, ApiError, ApiResult};
 use crate::{store::now_ms, AppState};
 use axum::{
     body::Bytes,

@@ -2,7 +2,7 @@
 //! (PROTOCOL.md, "Live event") as server-sent events at `GET /SLUG/live`, and the last 20 at
 //! `GET /SLUG/recent.json`.
 
-use super::{ApiError, ApiResult};
+use crate::web::{ApiError, ApiResult};
 use crate::{
     hub::{history, sse_chunk, Frame, LegacyEvent, Signal},
     AppState,
@@ -30,7 +30,7 @@ pub async fn get_recent(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     let events = history::recent(&state.store, &slug, RECENT_JSON_LEN).await?;
     let legacy: Vec<LegacyEvent> = events.iter().map(LegacyEvent::from).collect();
     Ok(Json(legacy).into_response())
@@ -63,9 +63,9 @@ pub async fn stream_live_events(
                 .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be a sequence number."))?,
         ),
     };
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     let slot = state.viewers.admit(
-        &super::client_ip(peer, &headers, state.trust_proxy),
+        &crate::web::client_ip(peer, &headers, state.trust_proxy),
         &state.limits,
     )?;
     // Subscribe before reading the history; events in both are sent once, by sequence number.

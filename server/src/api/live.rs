@@ -3,7 +3,7 @@
 //! shared frames, each event once; a fresh snapshot whenever this watcher fell behind or the
 //! hub lost events, never a silent gap.
 
-use super::ApiResult;
+use crate::web::ApiResult;
 use crate::{
     hub::{events_frame, history, Signal},
     websocket::{Incoming, Socket, Upgrade, CLOSE_GOING_AWAY, CLOSE_NORMAL},
@@ -34,8 +34,8 @@ pub async fn watch_project(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    super::known_project(&state, &slug).await?;
-    let ip = super::client_ip(peer, &headers, state.trust_proxy);
+    crate::web::known_project(&state, &slug).await?;
+    let ip = crate::web::client_ip(peer, &headers, state.trust_proxy);
     let slot = state.viewers.admit(&ip, &state.limits)?;
     Ok(ws.on_upgrade(move |socket| async move {
         stream_events(socket, state, slug, resume.since).await;

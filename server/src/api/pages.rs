@@ -3,7 +3,7 @@
 //! first data comes with the page itself. The project list, a page and its charts are here too,
 //! for tools.
 
-use super::{ApiError, ApiResult};
+use crate::web::{ApiError, ApiResult};
 use crate::AppState;
 use app::backend::Backend;
 use axum::{
@@ -67,7 +67,7 @@ pub async fn get_window(
     Path(slug): Path<String>,
     Query(w): Query<Window>,
 ) -> ApiResult<Response> {
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     answer(
         Backend::downloader_window(&state.store, &slug, w.window)
             .await
@@ -80,7 +80,7 @@ pub async fn get_figures(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     answer(
         Backend::tracker_figures(&state.store, &slug)
             .await

@@ -1,6 +1,6 @@
 //! Public JSON: health and the old leaderboard's `stats.json`.
 
-use super::{ApiError, ApiResult};
+use crate::web::{ApiError, ApiResult};
 use crate::{
     store::{stats, tracker_stats},
     AppState,
@@ -33,7 +33,7 @@ fn unhealthy(reason: String) -> Response {
         StatusCode::SERVICE_UNAVAILABLE,
         [(
             axum::http::header::RETRY_AFTER,
-            super::UNAVAILABLE_RETRY_AFTER.to_string(),
+            crate::web::UNAVAILABLE_RETRY_AFTER.to_string(),
         )],
         Json(json!({ "status": "unavailable", "error": reason })),
     )
@@ -91,7 +91,7 @@ pub async fn get_charts(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     let charts = state.store.charts(&slug, 20).await?;
     Ok(Json(json!({
         "items_done_chart": charts.items,
@@ -106,7 +106,7 @@ pub async fn get_update_status(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    let settings = super::known_project(&state, &slug).await?;
+    let settings = crate::web::known_project(&state, &slug).await?;
     let versions = state.store.downloader_versions(&slug).await?;
     Ok(
         Json(json!({ "downloader_version": versions, "current_version": settings.min_version }))
@@ -134,7 +134,7 @@ pub async fn get_tracker_stats(
     Path(slug): Path<String>,
     axum::extract::Query(q): axum::extract::Query<WindowQuery>,
 ) -> ApiResult<Response> {
-    super::known_project(&state, &slug).await?;
+    crate::web::known_project(&state, &slug).await?;
     let window = q.minutes.unwrap_or(60).clamp(1, 7 * 1440);
     let now = crate::store::now_ms();
     let minutes = state.store.minutes(&slug, now, window).await?;

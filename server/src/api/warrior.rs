@@ -1,7 +1,7 @@
 //! The warrior API (PROTOCOL.md): request, multi-item request, done, done+request, release,
 //! and item status.
 
-use super::{
+use crate::web::{
     is_admin, known_project, request_ip, user_agent, within_deadline, ApiError, ApiResult,
 };
 use crate::{

@@ -1,7 +1,10 @@
 //! `tracker admin ...`: accounts of the admin panel, for the first one and for lost passwords.
 
 use super::CliError;
-use crate::store::{new_session_gen, now_ms, user_name_problem, Account, AuditEntry, Role, Store};
+use crate::{
+    ops::{accounts, Actor},
+    store::{Role, Store},
+};
 use std::io::{BufRead, IsTerminal, Write};
 
 /// `tracker admin ...`
@@ -28,8 +31,9 @@ pub enum AdminCommand {
     },
 }
 
-/// Runs an account command.
+/// Runs an account command, audited under [`crate::ops::CLI_ACTOR`].
 pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
+    let cli = Actor::cli();
     match cmd {
         AdminCommand::CreateUser {
             name,
@@ -37,10 +41,6 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
             project,
             read_only,
         } => {
-            let name = name.to_lowercase();
-            if let Some(problem) = user_name_problem(&name) {
-                return Err(CliError::Usage(problem));
-            }
             let role = match (global, read_only, project.is_empty()) {
                 (true, _, _) => Role::Global,
                 (_, true, true) => Role::ReadOnly,
@@ -51,64 +51,21 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
                     ))
                 }
             };
-            for p in &project {
-                if store.project(p).await?.is_none() {
-                    return Err(CliError::Usage(format!("no such project {p:?}")));
-                }
-            }
-            let hash = hash(&read_password()?)?;
-            let account = Account {
-                name: name.clone(),
-                hash,
-                role,
-                projects: project,
-                t: now_ms(),
-                gen: new_session_gen(),
-            };
-            if !store.create_account(&account).await? {
-                return Err(CliError::Usage(format!("account {name} exists")));
-            }
-            audit(store, "user.create", &format!("{name} {}", role.as_str())).await?;
-            println!("created {} account {name}", role.as_str());
+            let password = read_password()?;
+            let account = accounts::create(store, &cli, &name, password, role, project).await?;
+            println!("created {} account {}", role.as_str(), account.name);
             Ok(())
         }
         AdminCommand::ResetPassword { name } => {
-            let name = name.to_lowercase();
-            let mut account = store
-                .account(&name)
-                .await?
-                .ok_or_else(|| CliError::Usage(format!("no account {name}")))?;
-            // A new session generation too: the account's sessions end.
-            account.set_password_hash(hash(&read_password()?)?);
-            store.save_account(&account).await?;
-            audit(store, "user.update", &format!("{name} password")).await?;
-            println!("new password set for {name}");
+            let change = accounts::AccountChange {
+                password: Some(read_password()?),
+                ..Default::default()
+            };
+            let account = accounts::update(store, &cli, &name, change).await?;
+            println!("new password set for {}", account.name);
             Ok(())
         }
     }
-}
-
-async fn audit(store: &Store, action: &str, detail: &str) -> Result<(), CliError> {
-    let entry = AuditEntry {
-        t: now_ms(),
-        who: "cli".into(),
-        action: action.into(),
-        count: 1,
-        detail: detail.into(),
-        ..Default::default()
-    };
-    Ok(store.audit(&entry).await?)
-}
-
-fn hash(password: &str) -> Result<String, CliError> {
-    let min = crate::admin::auth::MIN_PASSWORD;
-    if password.chars().count() < min {
-        return Err(CliError::Usage(format!(
-            "passwords are at least {min} characters"
-        )));
-    }
-    crate::admin::auth::hash_password_now(password)
-        .ok_or_else(|| CliError::Usage("the password could not be hashed".into()))
 }
 
 /// One line from standard input; on a terminal, prompted for and not echoed.

@@ -109,7 +109,7 @@ pub fn json(r: &Reply) -> serde_json::Value {
 pub async fn account(app: &TestApp, name: &str, role: Role, projects: &[&str]) {
     let account = Account {
         name: name.into(),
-        hash: server::admin::auth::hash_password_now("password123").unwrap(),
+        hash: server::ops::accounts::hash_password_now("password123").unwrap(),
         role,
         projects: projects.iter().map(|s| s.to_string()).collect(),
         t: 0,
@@ -121,10 +121,17 @@ pub async fn account(app: &TestApp, name: &str, role: Role, projects: &[&str]) {
 #[tokio::test]
 async fn setup_link_creates_the_first_global_admin_once() {
     let app = TestApp::start().await;
-    let token = server::admin::prepare_setup(&app.store)
-        .await
-        .unwrap()
-        .expect("token");
+    // The link the start-up printed: this server's own address, and a token.
+    let link = app
+        .setup_link
+        .clone()
+        .expect("a setup link while no account exists");
+    let token = link
+        .strip_prefix(&format!("{}?token=", app.url("/admin/setup")))
+        .unwrap_or_else(|| panic!("a link to this server's setup page: {link}"))
+        .to_string();
+    let page = app.get(&link.replacen(&app.url(""), "", 1)).await;
+    assert_eq!(page.status, 200, "the link opens the setup page");
     let mut p = Panel::open(&app).await;
     assert_eq!(
         json(&p.get("/admin/api/session").await)["setup_pending"],

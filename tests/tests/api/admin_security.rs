@@ -121,11 +121,8 @@ async fn ipv6_addresses_of_one_64_share_their_counts() {
 
 #[tokio::test]
 async fn a_login_that_finds_no_free_password_check_gets_429_and_is_not_counted() {
-    let checks = std::sync::Arc::new(tokio::sync::Semaphore::new(PASSWORD_CHECKS));
-    let app = {
-        let checks = checks.clone();
-        TestApp::start_with(move |app| app.password_checks = checks).await
-    };
+    let app = TestApp::start().await;
+    let checks = app.state.password_checks.clone();
     account(&app, "root", Role::Global, &[]).await;
     let busy = checks
         .clone()
@@ -255,10 +252,9 @@ async fn session_keys(app: &TestApp) -> usize {
 
 #[tokio::test]
 async fn a_visitor_who_has_not_logged_in_gets_no_session() {
-    let app = TestApp::start().await;
+    // A Redis of its own: on a shared one, others' sessions would come and go.
+    let app = TestApp::start_private().await;
     account(&app, "root", Role::Global, &[]).await;
-    // With a Redis shared by parallel tests (REDIS_URL) others' sessions come and go.
-    let private_redis = std::env::var("REDIS_URL").map_or(true, |u| u.is_empty());
     let before = session_keys(&app).await;
     for path in [
         "/admin",
@@ -282,17 +278,13 @@ async fn a_visitor_who_has_not_logged_in_gets_no_session() {
         r.headers.get("set-cookie").is_none(),
         "a failed login stores nothing"
     );
-    if private_redis {
-        assert_eq!(session_keys(&app).await, before, "no session stored");
-    }
+    assert_eq!(session_keys(&app).await, before, "no session stored");
 
     let r = log_in_from(&app, "127.0.0.1", "root", "password123").await;
     assert_eq!(r.status, 200, "a login needs no CSRF token: {}", r.body);
     assert!(r.headers.get("set-cookie").is_some());
     assert_ne!(json(&r)["csrf"], "", "the session's CSRF token");
-    if private_redis {
-        assert_eq!(session_keys(&app).await, before + 1, "the login's session");
-    }
+    assert_eq!(session_keys(&app).await, before + 1, "the login's session");
 }
 
 #[tokio::test]

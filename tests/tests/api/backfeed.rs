@@ -399,7 +399,7 @@ async fn only_declared_shards_are_accepted() {
     let meta = server::keys::Keys::new(&app.namespace).project("p").meta();
     let queues: String = app.store.client().hget(meta, "queues").await.unwrap();
     assert!(queues.contains("todo:backfeed:north"), "{queues}");
-    assert!(server::cli::validate_settings(&server::store::Settings {
+    assert!(server::ops::validate_settings(&server::store::Settings {
         backfeed_shards: vec!["a/b".into()],
         ..app
             .store

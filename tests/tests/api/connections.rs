@@ -115,13 +115,8 @@ async fn live_viewers_are_capped_per_ip_with_503_and_slots_come_back() {
 
 #[tokio::test]
 async fn a_viewer_that_stops_answering_pings_is_dropped() {
-    let mut viewers = None;
-    let app = TestApp::start_with(|app| {
-        app.limits.viewer_ping_s = 1;
-        viewers = Some(app.viewers.clone());
-    })
-    .await;
-    let viewers = viewers.unwrap();
+    let app = TestApp::start_with(|config| config.limits.viewer_ping_s = 1).await;
+    let viewers = app.state.viewers.clone();
     app.project("p", &["a"]).await;
     // One viewer reads (and so answers pings); the other never reads again.
     let (mut alive, _) = tokio_tungstenite::connect_async(format!("ws://{}/p/ws", app.addr))

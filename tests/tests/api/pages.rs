@@ -102,9 +102,12 @@ async fn front_page_lists_active_projects_first_with_banner_and_rate() {
         ("paused", "Back on Monday")
     );
 
-    let html = app.get("/").await.body;
-    let (at_active, at_paused) = (html.find("/b-active/"), html.find("/a-paused/"));
-    assert!(at_active < at_paused, "active first");
+    let html = tests::rendered(&app.get("/").await.body);
+    let at = |slug: &str| {
+        html.find(&format!("href=\"/{slug}/\""))
+            .unwrap_or_else(|| panic!("no link to {slug} in the rendered page"))
+    };
+    assert!(at("b-active") < at("a-paused"), "active first");
     assert!(html.contains("Back on Monday"));
 }
 
@@ -116,6 +119,7 @@ async fn leaderboard_page_renders_every_section() {
     app.done("p1", "alice", &item, 4096).await;
     let r = app.get("/p1/").await;
     assert_eq!(r.status, 200);
+    let html = tests::rendered(&r.body);
     for needle in [
         "Rates",
         "time left",
@@ -127,7 +131,10 @@ async fn leaderboard_page_renders_every_section() {
         "20240101.01",
         "100.0%",
     ] {
-        assert!(r.body.contains(needle), "{needle} missing");
+        assert!(
+            html.contains(needle),
+            "{needle} missing from the rendered page"
+        );
     }
 }
 

@@ -2,9 +2,9 @@
 //! and split on the byte slice. The work is synchronous; the handler runs it on a blocking thread.
 
 use crate::{
-    api::{ApiError, ApiResult},
     limits::{Limits, BACKFEED_RATIO_GRACE},
     store::{bloom_hash, BackfeedRecord, Patterns},
+    web::{ApiError, ApiResult},
 };
 use axum::{body::Bytes, http::StatusCode};
 use std::{

@@ -1,0 +1,150 @@
+//! Accounts of the admin panel: creating one, changing its role, projects or password, and
+//! the password hashes.
+
+use super::{invalid, Actor, OpsError, OpsResult};
+use crate::store::{new_session_gen, now_ms, user_name_problem, valid_slug, Account, Role, Store};
+
+/// Shortest password accepted.
+pub const MIN_PASSWORD: usize = 10;
+
+/// Longest password accepted, in bytes.
+pub const MAX_PASSWORD: usize = 1024;
+
+/// The argon2id PHC string of `password` (checked, and hashed off the async workers).
+pub async fn hash_password(password: String) -> OpsResult<String> {
+    if password.chars().count() < MIN_PASSWORD || password.len() > MAX_PASSWORD {
+        return Err(invalid(format!(
+            "Passwords are {MIN_PASSWORD} to {MAX_PASSWORD} characters."
+        )));
+    }
+    tokio::task::spawn_blocking(move || hash_password_now(&password))
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| invalid("The password could not be hashed."))
+}
+
+/// The argon2id PHC string of `password`, synchronously and unchecked.
+pub fn hash_password_now(password: &str) -> Option<String> {
+    use argon2::{
+        password_hash::{rand_core::OsRng, PasswordHasher, SaltString},
+        Argon2,
+    };
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .ok()
+        .map(|h| h.to_string())
+}
+
+/// A new account (not stored yet): the name trimmed and lowercased and checked, the password
+/// checked and hashed.
+pub async fn new_account(
+    name: &str,
+    password: String,
+    role: Role,
+    projects: Vec<String>,
+) -> OpsResult<Account> {
+    let name = name.trim().to_lowercase();
+    if let Some(problem) = user_name_problem(&name) {
+        return Err(invalid(problem));
+    }
+    Ok(Account {
+        name,
+        hash: hash_password(password).await?,
+        role,
+        projects,
+        t: now_ms(),
+        gen: new_session_gen(),
+    })
+}
+
+/// Checks every project named exists.
+async fn check_projects(store: &Store, projects: &[String]) -> OpsResult<()> {
+    for p in projects {
+        if !valid_slug(p) {
+            return Err(invalid(format!("no project {p:?}")));
+        }
+        super::project(store, p).await?;
+    }
+    Ok(())
+}
+
+/// Creates an account, audited as `user.create`.
+pub async fn create(
+    store: &Store,
+    actor: &Actor,
+    name: &str,
+    password: String,
+    role: Role,
+    projects: Vec<String>,
+) -> OpsResult<Account> {
+    check_projects(store, &projects).await?;
+    let account = new_account(name, password, role, projects).await?;
+    if !store.create_account(&account).await? {
+        return Err(OpsError::Conflict("That name is taken.".into()));
+    }
+    let detail = format!("{} {}", account.name, role.as_str());
+    actor.record(store, "user.create", "", 1, detail).await?;
+    Ok(account)
+}
+
+/// What to change in an account (none: unchanged).
+#[derive(Debug, Default)]
+pub struct AccountChange {
+    /// A new role.
+    pub role: Option<Role>,
+    /// The projects of a project admin.
+    pub projects: Option<Vec<String>>,
+    /// A new password (which ends the account's sessions).
+    pub password: Option<String>,
+}
+
+/// Whether `name` is the only global admin left.
+pub async fn last_global(store: &Store, name: &str) -> OpsResult<bool> {
+    let globals: Vec<String> = store
+        .accounts()
+        .await?
+        .into_iter()
+        .filter(|a| a.role == Role::Global)
+        .map(|a| a.name)
+        .collect();
+    Ok(globals == [name])
+}
+
+/// Changes account `name`, audited as `user.update` with what changed. The last global
+/// admin stays global.
+pub async fn update(
+    store: &Store,
+    actor: &Actor,
+    name: &str,
+    change: AccountChange,
+) -> OpsResult<Account> {
+    let name = name.trim().to_lowercase();
+    let mut account = store
+        .account(&name)
+        .await?
+        .ok_or_else(|| OpsError::NotFound("No such account.".into()))?;
+    let mut changed = Vec::new();
+    if let Some(role) = change.role.filter(|r| *r != account.role) {
+        if account.role == Role::Global && last_global(store, &name).await? {
+            return Err(invalid("The last global admin stays global."));
+        }
+        account.role = role;
+        changed.push(format!("role={}", role.as_str()));
+    }
+    if let Some(projects) = change.projects {
+        check_projects(store, &projects).await?;
+        changed.push(format!("projects={}", projects.join(",")));
+        account.projects = projects;
+    }
+    if let Some(password) = change.password {
+        // Ends the account's sessions: whoever knew the old password is logged out.
+        account.set_password_hash(hash_password(password).await?);
+        changed.push("password".into());
+    }
+    store.save_account(&account).await?;
+    let detail = format!("{name} {}", changed.join(" "));
+    actor.record(store, "user.update", "", 1, detail).await?;
+    Ok(account)
+}

@@ -1,0 +1,194 @@
+//! A project's settings: the checks every saved setting passes (from the panel or the command
+//! line alike), `KEY=VALUE` changes, and saving with an audit entry naming what changed.
+
+use super::{invalid, Actor, OpsResult};
+use crate::store::{valid_part_name, Settings, Store};
+
+/// The most backfeed shards a project may declare.
+const MAX_SHARDS: usize = 64;
+
+/// Settings that passed [`validate_settings`] (the title trimmed): the only ones [`save`]
+/// takes.
+#[derive(Clone, Debug)]
+pub struct Checked(Settings);
+
+impl Checked {
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.0
+    }
+}
+
+/// `settings` with the title trimmed, if they pass every check.
+pub fn check(mut settings: Settings) -> OpsResult<Checked> {
+    settings.title = settings.title.trim().to_string();
+    validate_settings(&settings).map_err(invalid)?;
+    Ok(Checked(settings))
+}
+
+/// Applies `KEY=VALUE` changes to `settings` and checks the result: a string setting takes
+/// the value as it is, a list a comma-separated value (or JSON), anything else JSON.
+pub fn apply_changes(settings: &Settings, changes: &[String]) -> OpsResult<Checked> {
+    let mut value = serde_json::to_value(settings).map_err(|e| invalid(e.to_string()))?;
+    for change in changes {
+        let (key, raw) = change
+            .split_once('=')
+            .ok_or_else(|| invalid(format!("expected KEY=VALUE, got {change:?}")))?;
+        let slot = value
+            .get_mut(key)
+            .ok_or_else(|| invalid(format!("unknown setting {key:?}")))?;
+        *slot = match slot {
+            serde_json::Value::String(_) => serde_json::Value::String(raw.to_string()),
+            serde_json::Value::Array(_) if !raw.trim_start().starts_with('[') => raw
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| serde_json::Value::String(s.to_string()))
+                .collect(),
+            _ => serde_json::from_str(raw).map_err(|e| invalid(format!("{key}: {e}")))?,
+        };
+    }
+    check(serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?)
+}
+
+/// Saves the checked settings of project `slug` (whose settings were `before`), audited as
+/// `settings.save` with the names of the settings that changed.
+pub async fn save(
+    store: &Store,
+    actor: &Actor,
+    slug: &str,
+    before: &Settings,
+    settings: &Checked,
+) -> OpsResult<()> {
+    store.save_settings(slug, &settings.0).await?;
+    let changed = changed_fields(before, &settings.0);
+    actor
+        .record(store, "settings.save", slug, 0, changed)
+        .await?;
+    Ok(())
+}
+
+/// Why a title cannot be saved, if it cannot.
+pub fn title_problem(title: &str) -> Option<String> {
+    (title.is_empty() || title.len() > 200).then(|| "The title is 1 to 200 characters.".into())
+}
+
+/// Why byte domains cannot be saved, if they cannot.
+pub fn domains_problem(domains: &[String]) -> Option<String> {
+    if domains.is_empty() {
+        return Some("domains: at least one byte domain (e.g. data)".into());
+    }
+    domains
+        .iter()
+        .any(|d| d.is_empty() || d.len() > 64 || d.contains([',', '"', '\\']))
+        .then(|| "domains must be 1 to 64 characters, without , \" or \\".into())
+}
+
+/// Why `s` cannot be saved, if it cannot.
+pub fn validate_settings(s: &Settings) -> Result<(), String> {
+    if let Some(problem) = title_problem(&s.title).or_else(|| domains_problem(&s.domains)) {
+        return Err(problem);
+    }
+    if !["active", "paused", "draining", "finished"].contains(&s.state.as_str()) {
+        return Err(format!(
+            "state must be active, paused, draining or finished, not {:?}",
+            s.state
+        ));
+    }
+    if s.rate < 0.0 || s.burst < 0.0 || !s.rate.is_finite() || !s.burst.is_finite() {
+        return Err("rate and burst must be non-negative".into());
+    }
+    if !s.item_pattern.is_empty() {
+        regex::Regex::new(&s.item_pattern).map_err(|e| format!("item_pattern: {e}"))?;
+    }
+    if !s.backfeed_key.is_empty() && !s.backfeed_key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err("backfeed_key must be letters and digits".into());
+    }
+    if s.min_version.len() > 64 {
+        return Err("min_version is at most 64 characters".into());
+    }
+    if s.bloom_capacity == 0 {
+        return Err("bloom_capacity must be at least 1".into());
+    }
+    check_shards(&s.backfeed_shards)?;
+    check_pattern_limits(s)?;
+    check_extra(s)
+}
+
+fn check_shards(shards: &[String]) -> Result<(), String> {
+    if shards.len() > MAX_SHARDS {
+        return Err(format!("at most {MAX_SHARDS} backfeed_shards"));
+    }
+    for (i, shard) in shards.iter().enumerate() {
+        if !valid_part_name(shard) {
+            return Err(format!(
+                "backfeed shard {shard:?} must be [a-z0-9_-]{{1,32}}"
+            ));
+        }
+        if shards[..i].contains(shard) {
+            return Err(format!("backfeed shard {shard:?} is listed twice"));
+        }
+    }
+    Ok(())
+}
+
+fn check_pattern_limits(s: &Settings) -> Result<(), String> {
+    for p in &s.pattern_limits {
+        if !valid_part_name(&p.name) {
+            return Err(format!(
+                "pattern limit name {:?} must be [a-z0-9_-]{{1,32}}",
+                p.name
+            ));
+        }
+        regex::Regex::new(&p.pattern).map_err(|e| format!("pattern limit {}: {e}", p.name))?;
+        if !(p.rate > 0.0 && p.rate.is_finite()) {
+            return Err(format!("pattern limit {}: rate must be positive", p.name));
+        }
+    }
+    let mut names: Vec<&str> = s.pattern_limits.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err("pattern limit names must differ".into());
+    }
+    Ok(())
+}
+
+/// The extra fields a claim carries: named like claim fields, none hiding the claim's own.
+fn check_extra(s: &Settings) -> Result<(), String> {
+    for (k, v) in &s.extra {
+        if k.is_empty()
+            || k.len() > 64
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
+        {
+            return Err(format!(
+                "extra field name {k:?} must be 1 to 64 of a-z, 0-9, '_' and '-'"
+            ));
+        }
+        if ["item_name", "items"].contains(&k.as_str()) {
+            return Err(format!(
+                "extra field {k:?} would hide the claim's own field"
+            ));
+        }
+        if v.len() > 4096 {
+            return Err(format!("extra field {k}: at most 4096 characters"));
+        }
+    }
+    Ok(())
+}
+
+/// The names of the settings that differ.
+fn changed_fields(a: &Settings, b: &Settings) -> String {
+    let (a, b) = (
+        serde_json::to_value(a).unwrap_or_default(),
+        serde_json::to_value(b).unwrap_or_default(),
+    );
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return String::new();
+    };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}

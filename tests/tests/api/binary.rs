@@ -1,0 +1,230 @@
+//! The `tracker` binary as an operator runs it: settings from the environment reach the
+//! server, and the commands that no other test runs.
+
+use std::{process::Stdio, time::Duration};
+use tests::{free_port, tracker_bin, tracker_command, wait_for, Killed, TestApp};
+
+/// `tracker serve` on the Redis and namespace of `app`, with `env`; its base URL, once it
+/// answers.
+async fn serve_with(app: &TestApp, env: &[(&str, &str)]) -> (Killed, String) {
+    let port = free_port();
+    let mut cmd = tracker_command(&tracker_bin(), &app.redis_url, &app.namespace, port);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = Killed(cmd.spawn().expect("start the tracker"));
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for("the tracker to listen", Duration::from_secs(30), || async {
+        let r = app.http.get(format!("{base}/healthz")).send().await.ok()?;
+        (r.status() == 200).then_some(())
+    })
+    .await;
+    (child, base)
+}
+
+/// `tracker ARGS` on the Redis and namespace of `app`, `input` on stdin: (success, stdout).
+fn cli(app: &TestApp, args: &[&str], input: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(tracker_bin())
+        .args(args)
+        .env("REDIS_URL", &app.redis_url)
+        .env("TRACKER_NAMESPACE", &app.namespace)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run tracker");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// A claim on `base` for project `slug` with `X-Forwarded-For: xff`: the status.
+async fn claim_from(app: &TestApp, base: &str, slug: &str, xff: &str) -> u16 {
+    app.http
+        .post(format!("{base}/{slug}/request"))
+        .header("x-forwarded-for", xff)
+        .body(r#"{"downloader":"alice","api_version":"2"}"#)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn trust_proxy_from_the_environment_takes_the_forwarded_address() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c"]).await;
+    let (ok, _) = cli(&app, &["block", "ip", "203.0.113.9", "--project", "p1"], "");
+    assert!(ok, "block");
+    let (_plain, direct) = serve_with(&app, &[]).await;
+    assert_eq!(
+        claim_from(&app, &direct, "p1", "203.0.113.9").await,
+        200,
+        "without the setting the header is not believed"
+    );
+    let (_proxied, behind) = serve_with(&app, &[("TRACKER_TRUST_PROXY", "true")]).await;
+    assert_eq!(
+        claim_from(&app, &behind, "p1", "203.0.113.9").await,
+        403,
+        "the forwarded address is the blocked one"
+    );
+    assert_eq!(claim_from(&app, &behind, "p1", "198.51.100.1").await, 200);
+}
+
+/// Logs in as root/password123 at `base`: the `Set-Cookie` header.
+async fn login_cookie(app: &TestApp, base: &str) -> String {
+    let r = app
+        .http
+        .post(format!("{base}/admin/api/login"))
+        .header("origin", base)
+        .json(&serde_json::json!({"username": "root", "password": "password123"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.headers()["set-cookie"].to_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_session_cookie_is_secure_when_the_environment_says_so() {
+    let app = TestApp::start().await;
+    let (ok, _) = cli(
+        &app,
+        &["admin", "create-user", "root", "--global"],
+        "password123\n",
+    );
+    assert!(ok, "create-user");
+    let (_plain, base) = serve_with(&app, &[]).await;
+    let cookie = login_cookie(&app, &base).await;
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    let (_secure, base) = serve_with(&app, &[("TRACKER_SECURE_COOKIES", "true")]).await;
+    let cookie = login_cookie(&app, &base).await;
+    assert!(cookie.contains("Secure"), "{cookie}");
+    let (_https, base) = serve_with(&app, &[("TRACKER_PUBLIC_URL", "https://t.example")]).await;
+    let cookie = login_cookie(&app, &base).await;
+    assert!(cookie.contains("Secure"), "an https public URL: {cookie}");
+}
+
+#[tokio::test]
+async fn reset_password_sets_a_password_that_logs_in() {
+    let app = TestApp::start().await;
+    assert!(
+        cli(
+            &app,
+            &["admin", "create-user", "root", "--global"],
+            "password123\n"
+        )
+        .0
+    );
+    assert!(
+        cli(
+            &app,
+            &["admin", "reset-password", "root"],
+            "another password\n"
+        )
+        .0
+    );
+    let (_server, base) = serve_with(&app, &[]).await;
+    let login = |password: &'static str| {
+        let (http, base) = (app.http.clone(), base.clone());
+        async move {
+            http.post(format!("{base}/admin/api/login"))
+                .header("origin", &base)
+                .json(&serde_json::json!({"username": "root", "password": password}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(login("password123").await, 401, "the old password");
+    assert_eq!(login("another password").await, 200, "the new one");
+    let (ok, _) = cli(&app, &["admin", "reset-password", "nobody"], "x password\n");
+    assert!(!ok, "an unknown account");
+}
+
+#[tokio::test]
+async fn items_show_tells_where_an_item_is_and_its_transitions() {
+    let app = TestApp::start().await;
+    app.project("p1", &["one", "two"]).await;
+    let show = |item: &str| {
+        let (ok, out) = cli(&app, &["items", "show", "p1", item], "");
+        assert!(ok, "items show {item}");
+        serde_json::from_str::<serde_json::Value>(&out)
+            .unwrap_or_else(|e| panic!("items show prints JSON ({e}): {out}"))
+    };
+    assert_eq!(show("one")["status"], "todo");
+    let item = app.claim("p1", "alice").await;
+    let out = show(&item);
+    assert_eq!(out["status"], "out", "claimed: {out}");
+    assert_eq!(out["downloader"], "alice", "{out}");
+    app.done("p1", "alice", &item, 5).await;
+    let done = show(&item);
+    assert_eq!(done["status"], "done");
+    let history = done["history"].as_array().expect("the transitions");
+    assert!(history.len() >= 2, "claimed, then done: {done}");
+    assert!(
+        history.iter().all(|t| t["d"] == "alice"),
+        "alice's claim and done: {done}"
+    );
+    assert_eq!(show("never-added")["status"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn a_destroyed_project_leaves_no_key() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("gone", &["a", "b", "c"]).await;
+    app.project("kept", &["x"]).await;
+    let item = app.claim("gone", "alice").await;
+    app.done("gone", "alice", &item, 5).await;
+    app.claim("gone", "bob").await;
+    assert!(cli(&app, &["block", "dl", "mallory", "--project", "gone"], "").0);
+    assert!(cli(&app, &["target", "gone", "rsync://h/m/:downloader/"], "").0);
+    let keys = |pattern: String| {
+        let client = app.store.client().clone();
+        async move {
+            let found: (String, Vec<String>) = client
+                .custom(
+                    fred::cmd!("SCAN"),
+                    vec![
+                        "0".to_string(),
+                        "MATCH".into(),
+                        pattern,
+                        "COUNT".into(),
+                        "100000".into(),
+                    ],
+                )
+                .await
+                .unwrap();
+            found.1
+        }
+    };
+    let of = |slug: &str| format!("{}:{{{slug}}}*", app.namespace);
+    assert!(keys(of("gone")).await.len() > 10, "the project had keys");
+    app.store.destroy_project("gone").await.unwrap();
+    assert_eq!(keys(of("gone")).await, Vec::<String>::new(), "no key left");
+    let projects: Vec<String> = app
+        .store
+        .client()
+        .smembers(app.store.keys().projects())
+        .await
+        .unwrap();
+    assert_eq!(projects, ["kept"]);
+    assert!(
+        !keys(of("kept")).await.is_empty(),
+        "the other project is whole"
+    );
+}
