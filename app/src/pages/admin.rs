@@ -29,7 +29,7 @@ use crate::{
     model::admin::{AdminSession, Overview},
 };
 use api::Body;
-use frame::Frame;
+use frame::{Credentials, Frame, Purpose};
 use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -144,35 +144,6 @@ pub fn SetupPage() -> impl IntoView {
     view! {
         <Title text="Set up · Tracker"/>
         <h1>"Create the first admin"</h1>
-        <Loaded reply=session show={move |s: AdminSession| view! { <SetupForm csrf=s.csrf token=token.clone()/> }}/>
-    }
-}
-
-/// The first admin's name and password, sent with the setup `token`.
-#[component]
-fn SetupForm(csrf: String, token: String) -> impl IntoView {
-    let (name, password, error) = (
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-    );
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let (csrf, token) = (csrf.clone(), token.clone());
-        spawn_local(async move {
-            let body = json!({"token": token, "username": name.get_untracked(), "password": password.get_untracked()});
-            match api::send("POST", "/admin/api/setup", &csrf, Body::Json(body)).await {
-                Ok(_) => api::go("/admin"),
-                Err(e) => error.set(e),
-            }
-        });
-    };
-    view! {
-        <form class="card admin-form" on:submit=submit aria-label="Create the first admin">
-            <label>"Name" <input name="username" autocomplete="username" bind:value=name required/></label>
-            <label>"Password" <input type="password" name="password" autocomplete="new-password" minlength="10" bind:value=password required/></label>
-            <button type="submit">"Create account"</button>
-            <p class="error" role="alert">{error}</p>
-        </form>
+        <Loaded reply=session show={move |s: AdminSession| view! { <Credentials csrf=s.csrf purpose=Purpose::SetUp(token.clone())/> }}/>
     }
 }

@@ -48,7 +48,7 @@ where
             }
             .into_any()
         } else {
-            view! { <h1>"Admin"</h1> <Login csrf=s.csrf/> }.into_any()
+            view! { <h1>"Admin"</h1> <Credentials csrf=s.csrf purpose=Purpose::LogIn/> }.into_any()
         }
     };
     view! {
@@ -93,31 +93,56 @@ fn Nav(session: AdminSession, current: &'static str) -> impl IntoView {
     }
 }
 
-/// The login form.
+/// What a name-and-password form is for.
+#[derive(Clone)]
+pub enum Purpose {
+    /// Logging in.
+    LogIn,
+    /// Creating the first admin, with the setup link's token.
+    SetUp(String),
+}
+
+/// A name-and-password form: the login form, or the first admin's (sent with the setup token).
 #[component]
-pub fn Login(csrf: String) -> impl IntoView {
+pub fn Credentials(csrf: String, purpose: Purpose) -> impl IntoView {
     let (name, password, error) = (
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
     );
+    let setting_up = matches!(purpose, Purpose::SetUp(_));
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let csrf = csrf.clone();
+        let (csrf, purpose) = (csrf.clone(), purpose.clone());
         spawn_local(async move {
-            let body =
-                json!({"username": name.get_untracked(), "password": password.get_untracked()});
-            match api::send("POST", "/admin/api/login", &csrf, Body::Json(body)).await {
-                Ok(_) => api::reload(),
+            let (username, password) = (name.get_untracked(), password.get_untracked());
+            let (path, body) = match &purpose {
+                Purpose::LogIn => (
+                    "/admin/api/login",
+                    json!({"username": username, "password": password}),
+                ),
+                Purpose::SetUp(token) => (
+                    "/admin/api/setup",
+                    json!({"token": token, "username": username, "password": password}),
+                ),
+            };
+            match api::send("POST", path, &csrf, Body::Json(body)).await {
+                Ok(()) if setting_up => api::go("/admin"),
+                Ok(()) => api::reload(),
                 Err(e) => error.set(e),
             }
         });
     };
+    let (label, autocomplete, button) = if setting_up {
+        ("Create the first admin", "new-password", "Create account")
+    } else {
+        ("Log in", "current-password", "Log in")
+    };
     view! {
-        <form class="card admin-form" on:submit=submit aria-label="Log in">
+        <form class="card admin-form" on:submit=submit aria-label=label>
             <label>"Name" <input name="username" autocomplete="username" bind:value=name required/></label>
-            <label>"Password" <input type="password" name="password" autocomplete="current-password" bind:value=password required/></label>
-            <button type="submit">"Log in"</button>
+            <label>"Password" <input type="password" name="password" autocomplete=autocomplete minlength=setting_up.then_some("10") bind:value=password required/></label>
+            <button type="submit">{button}</button>
             <p class="error" role="alert">{error}</p>
         </form>
     }
