@@ -3,36 +3,11 @@
 //! blocks, item files (plain, gzip, zstd; bad lines), projects and settings.
 
 use server::store::{AuditEntry, BlockKind};
-use tests::{Reply, TestApp, ADMIN_TOKEN};
-
-/// What a `tracker` run did: whether it exited 0, its stdout and its stderr.
-struct Run {
-    ok: bool,
-    out: String,
-    err: String,
-}
+use tests::{CliRun, Reply, TestApp, ADMIN_TOKEN};
 
 /// Runs `tracker ARGS...` against `app`'s Redis, with `stdin` as standard input.
-fn tracker(app: &TestApp, args: &[&str], stdin: &[u8]) -> Run {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(tests::tracker_bin())
-        .args(args)
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run tracker");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        ok: out.status.success(),
-        out: String::from_utf8_lossy(&out.stdout).into_owned(),
-        err: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn tracker(app: &TestApp, args: &[&str], stdin: &[u8]) -> CliRun {
+    app.cli(args, stdin)
 }
 
 /// Runs `tracker ARGS...` and panics unless it succeeds; its stdout.
