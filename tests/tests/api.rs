@@ -27,6 +27,7 @@ mod api {
     mod protocol;
     mod public;
     mod redis_full;
+    mod refusals;
     mod scripts;
     mod warrior;
 }

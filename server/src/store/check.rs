@@ -1,7 +1,7 @@
 //! `tracker check`: verifies a project's central invariant. Reads whole structures, so it is
 //! meant for quiet moments (and tests), not for a busy project of hundreds of millions of items.
 
-use super::{Store, StoreError, StoreResult};
+use super::{scripts::Refusal, Store, StoreError, StoreResult};
 use crate::keys::{ProjectKeys, QUEUES};
 use fred::prelude::*;
 use std::collections::HashMap;
@@ -63,29 +63,24 @@ impl Store {
                     .filter_map(|key| key.strip_prefix(k.prefix()))
                     .map(Value::from),
             );
-            let reply: Value = self
+            /// What `recount.lua` answers.
+            #[derive(serde::Deserialize)]
+            struct Recounted {
+                before: Option<i64>,
+                now: i64,
+            }
+            let counts = match self
                 .scripts
-                .run(self.pool.next(), &self.scripts.recount, keys.clone(), args)
-                .await?;
-            let counts = match reply {
-                Value::Integer(-1) => return Ok(None),
-                Value::Array(a) if a.len() == 2 => a,
-                other => {
-                    return Err(StoreError::Reply {
-                        script: "recount",
-                        detail: format!("{other:?}"),
-                    })
-                }
-            };
-            let Some(now) = counts[1].as_i64() else {
-                return Err(StoreError::Reply {
-                    script: "recount",
-                    detail: format!("{counts:?}"),
-                });
+                .call::<Recounted>(self.pool.next(), &self.scripts.recount, keys.clone(), args)
+                .await?
+            {
+                Ok(counts) => counts,
+                Err(Refusal::NoProject) => return Ok(None),
+                Err(refusal) => return Err(StoreError::Refused(refusal)),
             };
             let again = self.personal_queues(slug).await?;
             if tries >= 3 || again.iter().all(|q| personal.contains(q)) {
-                return Ok(Some((counts[0].as_i64(), now)));
+                return Ok(Some((counts.before, counts.now)));
             }
             personal = again;
         }
