@@ -2,7 +2,7 @@
 //! meant for quiet moments (and tests), not for a busy project of hundreds of millions of items.
 
 use super::{scripts::Refusal, Store, StoreError, StoreResult};
-use crate::keys::{ProjectKeys, QUEUES};
+use crate::keys::{ProjectKeys, PERSONAL, QUEUES};
 use fred::prelude::*;
 use std::collections::HashMap;
 
@@ -89,7 +89,7 @@ impl Store {
     /// The names of the personal queues (`todo:d:<downloader>`) of a project, as key names.
     pub(super) async fn personal_queues(&self, slug: &str) -> StoreResult<Vec<String>> {
         let k = self.keys.project(slug);
-        let pattern = format!("{}todo:d:*", k.prefix());
+        let pattern = format!("{}{PERSONAL}*", k.prefix());
         let (mut cursor, mut keys) = ("0".to_string(), Vec::new());
         loop {
             let (next, page): (String, Vec<String>) = self

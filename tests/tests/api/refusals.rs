@@ -7,8 +7,8 @@ use fred::prelude::*;
 use server::{
     keys::Keys,
     store::{
-        now_ms, scripts::Scripts, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal,
-        StoreError,
+        now_ms, scripts::Scripts, BackfeedRecord, ClaimOutcome, ClaimRequest, DoneOutcome,
+        DoneReport, Refusal, StoreError,
     },
 };
 use tests::TestApp;
@@ -230,6 +230,11 @@ async fn release_refusals() {
 async fn no_project_and_filter_changed() {
     let app = TestApp::start().await;
     let store = &app.store;
+    let record = BackfeedRecord {
+        hash: 1,
+        part: String::new(),
+        item: "x".into(),
+    };
     // The wrappers answer `None` for a project that does not exist...
     assert_eq!(
         store.claim_batch("nope", &[who("a")], T0).await.unwrap(),
@@ -239,7 +244,7 @@ async fn no_project_and_filter_changed() {
     assert_eq!(store.recount("nope").await.unwrap(), None);
     assert_eq!(
         store
-            .backfeed("nope", "todo:backfeed", true, 100, &[], T0)
+            .backfeed("nope", "todo:backfeed", true, 100, &[record], T0)
             .await
             .unwrap(),
         None
