@@ -276,4 +276,21 @@ fn lua_lists_and_counts_decode_as_cjson_writes_them() {
     // A result that is an array is never read as a refusal, whatever its items are called.
     let r: Reply<Vec<String>> = serde_json::from_str(r#"["blocked"]"#).unwrap();
     assert_eq!(r.into_result().unwrap(), ["blocked"]);
+    // A batch as claim answers it; an empty one as cjson writes it.
+    let raw = r#"[["err","b"],{"wait_ms":5,"err":"rate_limited"}]"#;
+    let replies = serde_json::from_str::<Reply<Batch<Reply<Vec<String>>>>>(raw);
+    let Batch(replies) = replies.unwrap().into_result().unwrap();
+    let replies: Vec<_> = replies.into_iter().map(Reply::into_result).collect();
+    assert_eq!(
+        replies,
+        [
+            Ok(vec!["err".to_string(), "b".to_string()]),
+            Err(Refusal::RateLimited { wait_ms: 5 })
+        ]
+    );
+    let Batch(none) = serde_json::from_str::<Batch<Reply<Vec<String>>>>("{}").unwrap();
+    assert!(none.is_empty());
+    // An object without `err` is a result.
+    let r: Reply<serde_json::Value> = serde_json::from_str(r#"{"counted":1}"#).unwrap();
+    assert_eq!(r.into_result().unwrap()["counted"], 1);
 }
