@@ -46,6 +46,7 @@ pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
+pub use scripts::Refusal;
 pub use settings_version::SettingsVersion;
 pub use snapshot::{set_window_sums, QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
@@ -85,9 +86,10 @@ pub enum StoreError {
     /// The project exists already.
     #[error("project exists")]
     ProjectExists,
-    /// Only the claimant (or an admin) may release an item.
-    #[error("not the claimant")]
-    NotClaimant,
+    /// A script refused the request (see [`Refusal`] for the codes); nothing was changed,
+    /// except where the refusal says otherwise.
+    #[error("refused: {0}")]
+    Refused(Refusal),
 }
 
 impl From<fred::error::Error> for StoreError {

@@ -29,6 +29,7 @@ mod api {
     mod protocol;
     mod public;
     mod redis_full;
+    mod refusals;
     mod scripts;
     mod start;
     mod warrior;
