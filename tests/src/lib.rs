@@ -5,6 +5,8 @@
 
 pub mod cluster;
 
+pub mod panel;
+
 pub mod chaos;
 
 use server::{store::Store, AppState, Config, StartupReport};

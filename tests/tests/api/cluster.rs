@@ -2,9 +2,9 @@
 //! 3 replicas), with a project on every master: warrior calls, backfeed, a live viewer, admin
 //! login and a bulk action, every script, `tracker check`, the hub's per-project channels.
 
-use super::admin::{account, json, Panel};
 use server::store::Role;
 use std::collections::HashSet;
+use tests::panel::{account, json, Panel};
 use tests::{
     cluster::{cli, Cluster},
     TestApp,
