@@ -54,20 +54,8 @@ async fn sessions_end_when_their_password_is_reset_or_their_account_deleted() {
     assert_eq!(again.get("/admin/api/overview").await.status, 200);
 
     // The command line's reset ends sessions too.
-    let mut child = std::process::Command::new(tests::tracker_bin())
-        .args(["admin", "reset-password", "alice"])
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"a third password\n").unwrap();
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let run = app.cli(&["admin", "reset-password", "alice"], b"a third password\n");
+    assert!(run.ok, "{}", run.err);
     assert_eq!(again.get("/admin/api/overview").await.status, 401);
 
     let r = root

@@ -33,16 +33,9 @@ async fn names_the_logs_give_other_actors_cannot_be_taken() {
         "others are fine"
     );
 
-    let out = std::process::Command::new(tests::tracker_bin())
-        .args(["admin", "create-user", "cli", "--global"])
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let run = app.cli(&["admin", "create-user", "cli", "--global"], b"");
+    assert!(!run.ok);
+    let err = run.err;
     assert!(err.contains("reserved"), "{err}");
     assert!(app.store.account("cli").await.unwrap().is_none());
 }
@@ -95,24 +88,12 @@ async fn roles_limit_what_an_account_may_do() {
 
 #[tokio::test]
 async fn the_cli_creates_an_account_with_the_password_from_stdin() {
-    use std::io::Write;
     let app = TestApp::start().await;
-    let mut child = std::process::Command::new(tests::tracker_bin())
-        .args(["admin", "create-user", "Alice", "--global"])
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"a long password\n")
-        .unwrap();
-    assert!(child.wait().unwrap().success());
+    let run = app.cli(
+        &["admin", "create-user", "Alice", "--global"],
+        b"a long password\n",
+    );
+    assert!(run.ok, "{}", run.err);
     let mut p = Panel::open(&app).await;
     assert_eq!(p.login("alice", "a long password").await.status, 200);
     assert_eq!(json(&p.get("/admin/api/session").await)["role"], "global");

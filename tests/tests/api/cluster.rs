@@ -163,14 +163,8 @@ async fn tracker_check_runs_on_a_cluster() {
         let item = app.claim(slug, "alice").await;
         assert_eq!(app.done(slug, "alice", &item, 1).await.status, 200);
         app.claim(slug, "bob").await;
-        let out = std::process::Command::new(tests::tracker_bin())
-            .args(["check", slug])
-            .env("REDIS_URL", &app.redis_url)
-            .env("TRACKER_NAMESPACE", &app.namespace)
-            .output()
-            .expect("run tracker check");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{slug}: {stdout}");
-        assert!(stdout.contains("holds its invariant"), "{stdout}");
+        let run = app.cli(&["check", slug], b"");
+        assert!(run.ok, "{slug}: {}", run.out);
+        assert!(run.out.contains("holds its invariant"), "{}", run.out);
     }
 }
