@@ -1,5 +1,6 @@
 //! The admin panel's server side: accounts and sessions, CSRF, and the JSON API under
-//! `/admin/api` that the panel pages and scripts both use.
+//! `/admin/api` that the panel pages and scripts both use (its routes: [`crate::routes`]; the
+//! use cases it shares with the command line: [`crate::ops`]).
 //!
 //! | module | what it is for |
 //! |---|---|
@@ -29,13 +30,7 @@ pub mod settings;
 pub mod tokens;
 pub mod warrior;
 
-use crate::{ops::OpsError, store::Store, web::ApiError, AppState};
-use axum::{
-    extract::DefaultBodyLimit,
-    middleware,
-    routing::{delete, get, post, put},
-    Router,
-};
+use crate::{ops::OpsError, store::Store, web::ApiError};
 use tower_sessions::{cookie::SameSite, Expiry, SessionManagerLayer};
 use tower_sessions_redis_store::RedisStore;
 
@@ -60,68 +55,6 @@ pub const SESSION_COOKIE: &str = "tracker_admin";
 /// How long an idle session lasts.
 pub const SESSION_IDLE: tower_sessions::cookie::time::Duration =
     tower_sessions::cookie::time::Duration::hours(12);
-
-/// The admin JSON API, with its session and CSRF layers.
-pub fn router(state: &AppState) -> Router<AppState> {
-    // A visitor who has not logged in has no session, so no CSRF token: these need only a
-    // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
-    let visitors = Router::new()
-        .route("/session", get(auth::show_session))
-        .route("/login", post(login::log_in))
-        .route("/setup", post(login::set_up))
-        .layer(middleware::from_fn(csrf::same_origin_guard));
-    let api = Router::new()
-        .route("/logout", post(login::log_out))
-        .route("/overview", get(projects::show_overview))
-        .route("/projects", post(projects::create_project))
-        .route("/blocks", get(people::list_blocks).post(people::add_block))
-        .route("/unblock", post(people::remove_block))
-        .route("/users", get(people::list_users).post(people::create_user))
-        .route(
-            "/users/{name}",
-            put(people::update_user).delete(people::delete_user),
-        )
-        .route("/audit", get(people::list_audit))
-        .route(
-            "/tokens",
-            get(tokens::list_tokens).post(tokens::create_token),
-        )
-        .route("/tokens/{id}", delete(tokens::revoke_token))
-        .route(
-            "/warrior/projects",
-            get(warrior::show_list).put(warrior::save_list),
-        )
-        .route("/warrior/restore", post(warrior::restore_list))
-        .route("/{slug}/log", get(logs::download_log))
-        .route("/{slug}/log/archive", post(archive::archive_log))
-        .route("/{slug}/archives", get(archive::list_archives))
-        .route("/{slug}/archives/{name}", get(archive::download_archive))
-        .route("/{slug}", delete(projects::destroy_project))
-        .route(
-            "/{slug}/settings",
-            get(settings::show_settings).put(settings::save_settings),
-        )
-        .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
-        .route("/{slug}/targets", post(projects::change_target))
-        .route("/{slug}/queues", get(items::show_queues))
-        .route(
-            "/{slug}/items",
-            post(items::add_items).layer(DefaultBodyLimit::disable()),
-        )
-        .route("/{slug}/move", post(items::move_items))
-        .route("/{slug}/clear", post(items::clear_queue))
-        .route("/{slug}/claims", get(claims::list_claims))
-        .route("/{slug}/release", post(claims::release_claims))
-        .route(
-            "/{slug}/failed",
-            get(claims::list_failed).post(claims::resolve_failed),
-        )
-        .layer(middleware::from_fn(csrf::guard))
-        .merge(visitors);
-    Router::new()
-        .nest("/admin/api", api)
-        .layer(session_layer(&state.store, state.secure_cookies))
-}
 
 /// Sessions in Redis: HttpOnly, SameSite=Lax, `Secure` when asked, expiring when idle.
 pub fn session_layer(

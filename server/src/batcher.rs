@@ -28,18 +28,10 @@ pub const ABANDONED: &str = "caller-gone";
 
 /// The most requests one script call serves.
 pub const MAX_BATCH: usize = 128;
-/// Script calls in flight per lane (`TRACKER_BATCH_WORKERS`, default 2): one runs while the next
-/// batch gathers. Fewer workers make bigger batches, which is what Redis's time depends on.
-fn workers() -> usize {
-    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *WORKERS.get_or_init(|| {
-        std::env::var("TRACKER_BATCH_WORKERS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| (1..=16).contains(&n))
-            .unwrap_or(2)
-    })
-}
+/// Script calls in flight per lane unless configured (`TRACKER_BATCH_WORKERS`): one runs while
+/// the next batch gathers. Fewer workers make bigger batches, which is what Redis's time
+/// depends on.
+pub const DEFAULT_WORKERS: usize = 2;
 
 type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
 type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
@@ -48,15 +40,17 @@ type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
 #[derive(Clone)]
 pub struct Batcher {
     store: Store,
+    workers: usize,
     claims: Arc<Lanes<ClaimRequest, ClaimOutcome>>,
     dones: Arc<Lanes<DoneReport, DoneOutcome>>,
 }
 
 impl Batcher {
-    /// Lanes over `store`.
-    pub fn new(store: Store) -> Self {
+    /// Lanes over `store`, each with `workers` script calls in flight (at least 1).
+    pub fn new(store: Store, workers: usize) -> Self {
         Self {
             store,
+            workers: workers.max(1),
             claims: Arc::default(),
             dones: Arc::default(),
         }
@@ -94,7 +88,7 @@ impl Batcher {
                 tracing::debug!(%slug, items = items.len(), "gave back the items of a claim whose caller left");
             }
         };
-        let lane = lane(&self.claims, slug, run, give_back);
+        let lane = lane(&self.claims, slug, self.workers, run, give_back);
         submit(lane, request).await
     }
 
@@ -111,7 +105,7 @@ impl Batcher {
             }
         };
         // A done that ran is kept: the work was done, whoever hung up.
-        let lane = lane(&self.dones, slug, run, |_, _| async {});
+        let lane = lane(&self.dones, slug, self.workers, run, |_, _| async {});
         submit(lane, report).await
     }
 }
@@ -149,6 +143,7 @@ async fn submit<Req, Res>(lane: mpsc::Sender<Job<Req, Res>>, req: Req) -> StoreR
 fn lane<Req, Res, F, Fut, A, AFut>(
     lanes: &Lanes<Req, Res>,
     slug: &str,
+    workers: usize,
     run: F,
     abandoned: A,
 ) -> mpsc::Sender<Job<Req, Res>>
@@ -166,7 +161,7 @@ where
     }
     let (tx, rx) = mpsc::channel::<Job<Req, Res>>(MAX_BATCH * 8);
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    for _ in 0..workers() {
+    for _ in 0..workers {
         let (rx, run, abandoned, slug) =
             (rx.clone(), run.clone(), abandoned.clone(), slug.to_string());
         tokio::spawn(async move {
@@ -232,7 +227,7 @@ mod tests {
                 async {}
             }
         };
-        let tx = lane(&lanes, "s", run, gave_back);
+        let tx = lane(&lanes, "s", DEFAULT_WORKERS, run, gave_back);
         // A caller that has gone before its batch runs.
         let (reply, gone) = oneshot::channel();
         drop(gone);

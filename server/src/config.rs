@@ -82,6 +82,11 @@ pub struct ServeArgs {
     /// Directory of completion log archives (default: `archive` under the data directory).
     #[arg(long, env = "TRACKER_ARCHIVE_DIR")]
     pub archive_dir: Option<PathBuf>,
+    /// Script calls in flight per project for claims, and for dones (1-16): one runs while the
+    /// next batch gathers; fewer make bigger batches (bench/README.md).
+    #[arg(long, env = "TRACKER_BATCH_WORKERS", default_value_t = crate::batcher::DEFAULT_WORKERS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16))]
+    pub batch_workers: usize,
     /// What clients may send and hold (README, "Limits and security").
     #[command(flatten)]
     pub limits: crate::limits::Limits,
@@ -142,6 +147,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Where completion log archives are written (a directory per project).
     pub archive_dir: PathBuf,
+    /// Script calls in flight per project for claims, and for dones.
+    pub batch_workers: usize,
     /// What clients may send and hold.
     pub limits: crate::limits::Limits,
 }
@@ -161,6 +168,7 @@ impl Config {
             secure_cookies: false,
             public_url: None,
             archive_dir: PathBuf::from("data/archive"),
+            batch_workers: crate::batcher::DEFAULT_WORKERS,
             limits: Default::default(),
         }
     }
@@ -178,6 +186,7 @@ impl Config {
             secure_cookies: serve.secure_cookies(),
             public_url: serve.public_url.clone(),
             archive_dir: serve.archive_dir(&redis.data_dir),
+            batch_workers: serve.batch_workers,
             limits: serve.limits.clone(),
         }
     }
@@ -234,6 +243,8 @@ mod tests {
             "tok",
             "--public-url",
             "https://t.example/",
+            "--batch-workers",
+            "3",
         ]);
         let c = Config::from_args("redis://r", &redis, &serve);
         assert_eq!(c.redis_url, "redis://r");
@@ -243,6 +254,10 @@ mod tests {
         assert!(c.secure_cookies, "an https public URL");
         assert_eq!(c.admin_token.as_deref(), Some("tok"));
         assert_eq!(c.archive_dir, PathBuf::from("/d/archive"));
+        assert_eq!(c.batch_workers, 3);
+        for bad in ["0", "17"] {
+            assert!(ServeArgs::try_parse_from(["serve", "--batch-workers", bad]).is_err());
+        }
         let addr = c.listen;
         assert_eq!(
             c.setup_link(addr, "x"),
@@ -254,5 +269,6 @@ mod tests {
             "http://127.0.0.1:8080/admin/setup?token=x"
         );
         assert!(!plain.trust_proxy && !plain.secure_cookies);
+        assert_eq!(plain.batch_workers, crate::batcher::DEFAULT_WORKERS);
     }
 }

@@ -79,8 +79,22 @@
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
 
+/// The main queue.
+pub const TODO: &str = "todo";
+/// Items discovered by workers (`backfeed`), plus its shards `todo:backfeed:<shard>`.
+pub const BACKFEED: &str = "todo:backfeed";
+/// Lower-priority items.
+pub const SECONDARY: &str = "todo:secondary";
+/// Items to retry.
+pub const REDO: &str = "todo:redo";
+/// The prefix of a downloader's personal queue, `todo:d:<downloader>`.
+pub const PERSONAL: &str = "todo:d:";
+
 /// Names of the queues an item can wait in, in claim order.
-pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
+pub const QUEUES: [&str; 4] = [TODO, BACKFEED, SECONDARY, REDO];
+
+mod counter;
+pub use counter::Counter;
 
 /// How many entries the audit log keeps.
 pub const AUDIT_LEN: usize = 100_000;

@@ -152,7 +152,7 @@ impl App {
                 watchers.resync_all();
             }
         });
-        let batcher = batcher::Batcher::new(store.clone());
+        let batcher = batcher::Batcher::new(store.clone(), config.batch_workers);
         Ok(Self {
             store,
             hub,

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderName, HeaderValue};
 use axum::{
     extract::{DefaultBodyLimit, Extension, Path, Request, State},
     response::{IntoResponse, Redirect, Response},
-    routing::{get, post},
+    routing::{delete, get, post, put},
     Router,
 };
 use leptos::prelude::provide_context;
@@ -154,7 +154,7 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(unrouted);
 
-    let admin = crate::admin::router(&state).layer(axum::middleware::from_fn_with_state(
+    let admin = admin_api(&state).layer(axum::middleware::from_fn_with_state(
         state.clone(),
         crate::read_cache::forget_after_change,
     ));
@@ -192,6 +192,72 @@ pub fn router(state: AppState) -> Router {
             ))
         })
         .with_state(state)
+}
+
+/// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
+fn admin_api(state: &AppState) -> Router<AppState> {
+    use crate::admin::{
+        archive, auth, claims, csrf, items, login, logs, people, projects, session_layer, settings,
+        tokens, warrior,
+    };
+    // A visitor who has not logged in has no session, so no CSRF token: these need only a
+    // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
+    let visitors = Router::new()
+        .route("/session", get(auth::show_session))
+        .route("/login", post(login::log_in))
+        .route("/setup", post(login::set_up))
+        .layer(axum::middleware::from_fn(csrf::same_origin_guard));
+    let api = Router::new()
+        .route("/logout", post(login::log_out))
+        .route("/overview", get(projects::show_overview))
+        .route("/projects", post(projects::create_project))
+        .route("/blocks", get(people::list_blocks).post(people::add_block))
+        .route("/unblock", post(people::remove_block))
+        .route("/users", get(people::list_users).post(people::create_user))
+        .route(
+            "/users/{name}",
+            put(people::update_user).delete(people::delete_user),
+        )
+        .route("/audit", get(people::list_audit))
+        .route(
+            "/tokens",
+            get(tokens::list_tokens).post(tokens::create_token),
+        )
+        .route("/tokens/{id}", delete(tokens::revoke_token))
+        .route(
+            "/warrior/projects",
+            get(warrior::show_list).put(warrior::save_list),
+        )
+        .route("/warrior/restore", post(warrior::restore_list))
+        .route("/{slug}/log", get(logs::download_log))
+        .route("/{slug}/log/archive", post(archive::archive_log))
+        .route("/{slug}/archives", get(archive::list_archives))
+        .route("/{slug}/archives/{name}", get(archive::download_archive))
+        .route("/{slug}", delete(projects::destroy_project))
+        .route(
+            "/{slug}/settings",
+            get(settings::show_settings).put(settings::save_settings),
+        )
+        .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
+        .route("/{slug}/targets", post(projects::change_target))
+        .route("/{slug}/queues", get(items::show_queues))
+        .route(
+            "/{slug}/items",
+            post(items::add_items).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/{slug}/move", post(items::move_items))
+        .route("/{slug}/clear", post(items::clear_queue))
+        .route("/{slug}/claims", get(claims::list_claims))
+        .route("/{slug}/release", post(claims::release_claims))
+        .route(
+            "/{slug}/failed",
+            get(claims::list_failed).post(claims::resolve_failed),
+        )
+        .layer(axum::middleware::from_fn(csrf::guard))
+        .merge(visitors);
+    Router::new()
+        .nest("/admin/api", api)
+        .layer(session_layer(&state.store, state.secure_cookies))
 }
 
 /// The headers every answer carries (pages, JSON, files, the warrior API alike): the

@@ -1,5 +1,25 @@
 //! The Redis store: the connection pool, the Lua scripts, and typed operations on projects
 //! and items. Nothing else in the process talks to Redis directly.
+//!
+//! | module | what it is for |
+//! |---|---|
+//! | [`scripts`] | the Lua scripts (`lua/`), their shared helpers, typed replies, NOSCRIPT reload |
+//! | `items` | adding to queues, claiming, reporting done, releasing, where an item is |
+//! | `projects` | creation, settings, the event history |
+//! | `admin_items` | the panel's bulk operations: claims by downloader, release, move, clear, failed |
+//! | `blocks` | blocks (per project and global), the rescue-me limiter, upload targets |
+//! | `bloom` | the backfeed de-duplication filter (a scalable Bloom filter in Redis) |
+//! | `snapshot` | the leaderboard: one atomic read of counts, downloaders, recent completions |
+//! | [`stats`] | charts, versions, per-minute counters, unique contributors |
+//! | `backend` | the pages' data ([`app::backend::Backend`]) read from the above |
+//! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
+//! | `tokens` | per-account API tokens (only their SHA-256 stored) |
+//! | `warrior` | the Warrior HQ project list and pages of the completion log |
+//! | `settings_version` | the settings version every process follows |
+//! | `shuffle` | scoring the queues of projects from before random order |
+//! | `check` | `tracker check`: the invariant, every item in exactly one state |
+//!
+//! Key names come from [`crate::keys`].
 
 mod accounts;
 mod admin_items;
@@ -26,6 +46,7 @@ pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
+pub use scripts::Refusal;
 pub use settings_version::SettingsVersion;
 pub use snapshot::{set_window_sums, QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
@@ -65,9 +86,10 @@ pub enum StoreError {
     /// The project exists already.
     #[error("project exists")]
     ProjectExists,
-    /// Only the claimant (or an admin) may release an item.
-    #[error("not the claimant")]
-    NotClaimant,
+    /// A script refused the request (see [`Refusal`] for the codes); nothing was changed,
+    /// except where the refusal says otherwise.
+    #[error("refused: {0}")]
+    Refused(Refusal),
 }
 
 impl From<fred::error::Error> for StoreError {

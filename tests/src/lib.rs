@@ -5,6 +5,8 @@
 
 pub mod cluster;
 
+pub mod panel;
+
 pub mod chaos;
 
 use server::{store::Store, AppState, Config, StartupReport};
@@ -89,6 +91,17 @@ pub struct TestApp {
     on_cluster: bool,
     dir: PathBuf,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// What a `tracker` CLI run did ([`TestApp::cli`]).
+#[derive(Debug)]
+pub struct CliRun {
+    /// Whether it exited 0.
+    pub ok: bool,
+    /// Its standard output.
+    pub out: String,
+    /// Its standard error.
+    pub err: String,
 }
 
 /// A reply: status and body.
@@ -345,6 +358,34 @@ impl TestApp {
             .expect("a Redis of its own: start the app with TestApp::start_private");
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    /// Runs `tracker ARGS...` (the CLI) against this app's Redis and namespace, with `stdin`
+    /// as its standard input.
+    pub fn cli(&self, args: &[&str], stdin: &[u8]) -> CliRun {
+        use std::io::Write;
+        let mut child = Command::new(tracker_bin())
+            .args(args)
+            .env("REDIS_URL", &self.redis_url)
+            .env("TRACKER_NAMESPACE", &self.namespace)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run tracker");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin)
+            .expect("write stdin");
+        let out = child.wait_with_output().expect("tracker exits");
+        CliRun {
+            ok: out.status.success(),
+            out: String::from_utf8_lossy(&out.stdout).into_owned(),
+            err: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
     }
 
     /// Changes project settings with `f` and saves them.

@@ -1,11 +1,17 @@
 //! Black-box tests of the HTTP API; modules mirror the route table.
 
 mod api {
-    mod admin;
-    mod admin_actions;
-    mod admin_extras;
-    mod admin_more;
-    mod admin_security;
+    mod admin_audit;
+    mod admin_claims;
+    mod admin_items;
+    mod admin_log;
+    mod admin_login;
+    mod admin_projects;
+    mod admin_sessions;
+    mod admin_settings;
+    mod admin_tokens;
+    mod admin_users;
+    mod admin_warrior;
     mod backfeed;
     mod binary;
     mod chaos;
@@ -29,6 +35,7 @@ mod api {
     mod protocol;
     mod public;
     mod redis_full;
+    mod refusals;
     mod scripts;
     mod start;
     mod warrior;

@@ -51,7 +51,7 @@ pub struct AddQuery {
 }
 
 fn default_queue() -> String {
-    "todo".into()
+    crate::keys::TODO.into()
 }
 
 fn is_dry(flag: &Option<String>) -> bool {

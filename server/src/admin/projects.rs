@@ -34,10 +34,7 @@ pub async fn show_overview(
         let settings = store.project(&summary.slug).await?.unwrap_or_default();
         let extras = store.project_extras(&summary.slug).await?;
         let minutes = store.minutes(&summary.slug, now, 10).await?;
-        let items: u64 = minutes
-            .iter()
-            .map(|m| m.counters.get("i").copied().unwrap_or(0))
-            .sum();
+        let items = crate::store::stats::sum(&minutes, crate::keys::Counter::DoneItems);
         projects.push(ProjectRow {
             slug: summary.slug.clone(),
             title: board.title,

@@ -173,7 +173,10 @@ pub async fn rescue_items(
         .filter(|l| l.len() <= limits.item && pattern.is_match(l))
         .map(|l| l.to_string())
         .collect();
-    let added = state.store.add_items(&slug, "todo", &valid).await?;
+    let added = state
+        .store
+        .add_items(&slug, crate::keys::TODO, &valid)
+        .await?;
     let message = format!(
         "{added} new items queued; {} already known; {} did not match this project's items.",
         valid.len() as u64 - added,

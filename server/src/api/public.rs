@@ -2,6 +2,7 @@
 
 use crate::web::{ApiError, ApiResult};
 use crate::{
+    keys::Counter,
     store::{stats, tracker_stats},
     AppState,
 };
@@ -142,29 +143,29 @@ pub async fn get_tracker_stats(
     let records: u64 = layers.iter().map(|l| l.count).sum();
     let (dl, ip) = state.store.unique_contributors(&slug, now).await?;
     let stats = tracker_stats(&minutes, &layers, dl);
-    let sum = |c: &str| stats::sum(&minutes, c);
-    let series = |c: &str| {
+    let sum = |c: Counter| stats::sum(&minutes, c);
+    let series = |c: Counter| {
         minutes
             .iter()
-            .map(|m| json!([m.t, m.counters.get(c).copied().unwrap_or(0)]))
+            .map(|m| json!([m.t, m.get(c)]))
             .collect::<Vec<_>>()
     };
     Ok(Json(json!({
         "window_minutes": window,
-        "requests": sum("rq"),
+        "requests": sum(Counter::Requests),
         "item_request_serve_rate": stats.item_request_serve_rate,
         "reclaim_rate": stats.reclaim_rate,
         "reclaim_serve_rate": stats.reclaim_serve_rate,
         "mean_round_trip_s": stats.mean_round_trip_s,
-        "items_claimed": sum("cl"),
-        "items_done": sum("i"),
-        "bytes_done": sum("b"),
-        "items_failed": sum("f"),
-        "items_per_minute": series("i"),
-        "bytes_per_minute": series("b"),
-        "requests_per_minute": series("rq"),
-        "backfeed_added": sum("bf"),
-        "backfeed_duplicates": sum("bd"),
+        "items_claimed": sum(Counter::Claimed),
+        "items_done": sum(Counter::DoneItems),
+        "bytes_done": sum(Counter::DoneBytes),
+        "items_failed": sum(Counter::Failed),
+        "items_per_minute": series(Counter::DoneItems),
+        "bytes_per_minute": series(Counter::DoneBytes),
+        "requests_per_minute": series(Counter::Requests),
+        "backfeed_added": sum(Counter::Backfed),
+        "backfeed_duplicates": sum(Counter::BackfeedDuplicates),
         "bloom": {
             "layers": stats.bloom_layers,
             "records": records,

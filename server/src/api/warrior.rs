@@ -6,7 +6,7 @@ use crate::web::{
 };
 use crate::{
     limits::Limits,
-    store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, StoreError},
+    store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, StoreError},
     AppState,
 };
 use axum::{
@@ -144,25 +144,30 @@ async fn serve_claim(
     };
     let items = match outcome {
         ClaimOutcome::Items(items) => items,
-        ClaimOutcome::OldVersion => {
+        ClaimOutcome::Refused(Refusal::OldVersion) => {
             let status = StatusCode::from_u16(455).unwrap_or(StatusCode::BAD_REQUEST);
             return Err(ApiError::Client(
                 status,
                 "Your script version is too old; please update.".into(),
             ));
         }
-        ClaimOutcome::BadName => return Err(ApiError::bad_request("Invalid downloader name.")),
-        ClaimOutcome::Blocked => return Err(ApiError::forbidden("Blocked.")),
-        ClaimOutcome::NotActive => {
+        ClaimOutcome::Refused(Refusal::BadName) => {
+            return Err(ApiError::bad_request("Invalid downloader name."))
+        }
+        ClaimOutcome::Refused(Refusal::Blocked) => return Err(ApiError::forbidden("Blocked.")),
+        ClaimOutcome::Refused(Refusal::NotActive) => {
             return Err(ApiError::not_found("The project is not handing out items."))
         }
-        ClaimOutcome::Budget => {
+        ClaimOutcome::Refused(Refusal::Budget) => {
             return Err(ApiError::not_found("You hold your maximum of claims."))
         }
-        ClaimOutcome::RateLimited(ms) => {
-            return Err(ApiError::RateLimited(ms.div_ceil(1000).max(1)))
+        ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) => {
+            return Err(ApiError::RateLimited(wait_ms.div_ceil(1000).max(1)))
         }
-        ClaimOutcome::Empty => return Err(ApiError::not_found("No item available.")),
+        ClaimOutcome::Refused(Refusal::NothingToGive) => {
+            return Err(ApiError::not_found("No item available."))
+        }
+        ClaimOutcome::Refused(other) => return Err(StoreError::Refused(other).into()),
     };
     let name = items.join("\0");
     if !is_v2(&req.api_version) {
@@ -239,20 +244,23 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
     known_project(state, slug).await?;
     match state.batcher.done(slug, report).await? {
         DoneOutcome::Recorded { .. } => Ok(()),
-        DoneOutcome::UnknownItem(item) => Err(ApiError::not_found(format!("Unknown item: {item}"))),
-        DoneOutcome::NeverHandedOut(item) => Err(ApiError::not_found(format!(
-            "Item {item} was never handed out; it stays in its queue."
-        ))),
-        DoneOutcome::Invalid => Err(ApiError::bad_request(
+        DoneOutcome::Refused(Refusal::UnknownItem { item }) => {
+            Err(ApiError::not_found(format!("Unknown item: {item}")))
+        }
+        DoneOutcome::Refused(Refusal::NeverHandedOut { item }) => Err(ApiError::not_found(
+            format!("Item {item} was never handed out; it stays in its queue."),
+        )),
+        DoneOutcome::Refused(Refusal::Invalid) => Err(ApiError::bad_request(
             "bytes must be integers from 0 to 2^50 and items non-empty.",
         )),
-        DoneOutcome::Overflow => Err(ApiError::Client(
+        DoneOutcome::Refused(Refusal::Overflow) => Err(ApiError::Client(
             StatusCode::PAYLOAD_TOO_LARGE,
             "The project's byte total would pass 2^53; nothing recorded.".into(),
         )),
-        DoneOutcome::DomainMismatch => Err(ApiError::forbidden(
+        DoneOutcome::Refused(Refusal::DomainMismatch) => Err(ApiError::forbidden(
             "The byte domains do not match this project's; your IP is blocked for a while.",
         )),
+        DoneOutcome::Refused(other) => Err(StoreError::Refused(other).into()),
     }
 }
 
@@ -323,7 +331,7 @@ pub async fn release_item(
     {
         Ok(true) => Ok("Released OK.\n".into_response()),
         Ok(false) => Err(ApiError::not_found("The item is not claimed.")),
-        Err(StoreError::NotClaimant) => Err(ApiError::forbidden(
+        Err(StoreError::Refused(Refusal::NotClaimant)) => Err(ApiError::forbidden(
             "Only the claimant, from the IP it claimed from, or an admin may release it.",
         )),
         Err(e) => Err(e.into()),

@@ -11,7 +11,9 @@ use std::io::Read;
 /// Whether items may be added to `queue`: one of [`QUEUES`], or a downloader's personal queue
 /// `todo:d:NAME`.
 pub fn check_queue(queue: &str) -> OpsResult<()> {
-    let personal = queue.strip_prefix("todo:d:").is_some_and(valid_downloader);
+    let personal = queue
+        .strip_prefix(crate::keys::PERSONAL)
+        .is_some_and(valid_downloader);
     if QUEUES.contains(&queue) || personal {
         Ok(())
     } else {

@@ -1,6 +1,9 @@
 //! Admin accounts, the one-time setup token, login attempt counters and the audit log.
 
-use super::{Store, StoreResult};
+use super::{
+    scripts::{Accepted, Refusal},
+    Store, StoreError, StoreResult,
+};
 use crate::keys::AUDIT_LEN;
 use fred::prelude::*;
 use fred::types::Expiration;
@@ -193,9 +196,9 @@ impl Store {
         (max_pair, max_net): (u64, u64),
         window_s: u64,
     ) -> StoreResult<Option<u64>> {
-        let wait: u64 = self
+        let reply = self
             .scripts
-            .run(
+            .call::<Accepted>(
                 self.pool.next(),
                 &self.scripts.login_attempt,
                 vec![
@@ -209,7 +212,11 @@ impl Store {
                 ],
             )
             .await?;
-        Ok((wait > 0).then_some(wait))
+        match reply {
+            Ok(Accepted {}) => Ok(None),
+            Err(Refusal::RateLimited { wait_ms }) => Ok(Some(wait_ms.div_ceil(1000).max(1))),
+            Err(refusal) => Err(StoreError::Refused(refusal)),
+        }
     }
 
     /// Takes back a counted login attempt that was no wrong guess: `success` (the name's

@@ -3,7 +3,7 @@
 //! here and the scripts re-check each item, so a dry run and the real run agree on a quiet project.
 
 use super::{shuffle::zscan_page, Store, StoreResult};
-use crate::keys::QUEUES;
+use crate::keys::{QUEUES, TODO};
 use fred::prelude::*;
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -125,7 +125,7 @@ impl Store {
             for c in chunk {
                 args.push(Value::from(c.item.as_str()));
                 args.push(Value::from(c.t as i64));
-                args.push(Value::from(format!("todo{}", patterns.part_of(&c.item))));
+                args.push(Value::from(format!("{TODO}{}", patterns.part_of(&c.item))));
             }
             let n: u64 = self
                 .scripts
@@ -307,7 +307,7 @@ impl Store {
             ];
             for item in chunk {
                 args.push(Value::from(item.as_str()));
-                args.push(Value::from(format!("todo{}", patterns.part_of(item))));
+                args.push(Value::from(format!("{TODO}{}", patterns.part_of(item))));
             }
             let n: u64 = self
                 .scripts

@@ -1,6 +1,9 @@
 //! Blocks (per project and global), the rescue-me limiter, upload targets and upload reports.
 
-use super::{Store, StoreResult};
+use super::{
+    scripts::{Accepted, Refusal},
+    Store, StoreError, StoreResult,
+};
 use fred::prelude::*;
 use std::{
     collections::HashMap,
@@ -58,9 +61,9 @@ impl Store {
         per_minute: u64,
         now_ms: u64,
     ) -> StoreResult<Option<u64>> {
-        let wait_ms: u64 = self
+        let reply = self
             .scripts
-            .run(
+            .call::<Accepted>(
                 self.pool.next(),
                 &self.scripts.rescue_attempt,
                 vec![self.keys.rescue_limiter(net)],
@@ -70,7 +73,11 @@ impl Store {
                 ],
             )
             .await?;
-        Ok((wait_ms > 0).then(|| wait_ms.div_ceil(1000)))
+        match reply {
+            Ok(Accepted {}) => Ok(None),
+            Err(Refusal::RateLimited { wait_ms }) => Ok(Some(wait_ms.div_ceil(1000).max(1))),
+            Err(refusal) => Err(StoreError::Refused(refusal)),
+        }
     }
 
     /// Blocks `value` in project `slug`, or globally when `slug` is `None`.

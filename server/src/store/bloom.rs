@@ -8,7 +8,10 @@
 //! `backfeed.lua` only applies blocks that are unchanged since they were read (see
 //! [`Store::backfeed`]).
 
-use super::{Store, StoreError, StoreResult};
+use super::{
+    scripts::{lua_list, Refusal},
+    Store, StoreError, StoreResult,
+};
 use fred::prelude::*;
 
 mod layers;
@@ -205,31 +208,26 @@ impl Store {
                 args.push(Value::from(rec.part.as_str()));
                 args.push(Value::from(rec.item.as_str()));
             }
-            let reply: Value = self
+            let reply = match self
                 .scripts
-                .run(client, &self.scripts.backfeed, keys.clone(), args)
-                .await?;
-            let reply = match reply {
-                Value::Integer(-1) => return Ok(None),
-                Value::Array(a) => a,
-                other => return Err(unexpected(format!("{other:?}"))),
+                .call::<Backfed>(client, &self.scripts.backfeed, keys.clone(), args)
+                .await?
+            {
+                Ok(reply) => reply,
+                Err(Refusal::NoProject) => return Ok(None),
+                Err(Refusal::FilterChanged) => {
+                    stall(&mut stalls).await?;
+                    continue;
+                }
+                Err(refusal) => return Err(StoreError::Refused(refusal)),
             };
-            let first = reply.first().and_then(Value::as_i64);
-            if first == Some(-2) {
-                stall(&mut stalls).await?;
-                continue;
-            }
-            let (Some(a), Some(d)) = (first, reply.get(1).and_then(Value::as_i64)) else {
-                return Err(unexpected(format!("{reply:?}")));
-            };
-            added += a as u64;
-            dups += d as u64;
+            added += reply.added;
+            dups += reply.duplicates;
             // Records of blocks that changed meanwhile: decided again, ahead of the rest.
             let mut again = Vec::new();
             // What the newest layer now counts more: the new records of the blocks applied.
             let mut counted = decided.records.iter().filter(|r| r.2).count() as u64;
-            for v in &reply[2..] {
-                let sent = v.as_u64().unwrap_or(0) as usize;
+            for &sent in &reply.again {
                 match decided.records.get(sent.wrapping_sub(1)) {
                     Some(&(r, _, fresh)) => {
                         counted -= u64::from(fresh);
@@ -273,6 +271,16 @@ impl Store {
             })
             .collect())
     }
+}
+
+/// What `backfeed.lua` answers when it ran.
+#[derive(serde::Deserialize)]
+struct Backfed {
+    added: u64,
+    duplicates: u64,
+    /// Record numbers (1-based, in the order sent) to decide again.
+    #[serde(deserialize_with = "lua_list")]
+    again: Vec<usize>,
 }
 
 fn unexpected(detail: String) -> StoreError {

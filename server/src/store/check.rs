@@ -1,8 +1,8 @@
 //! `tracker check`: verifies a project's central invariant. Reads whole structures, so it is
 //! meant for quiet moments (and tests), not for a busy project of hundreds of millions of items.
 
-use super::{Store, StoreError, StoreResult};
-use crate::keys::{ProjectKeys, QUEUES};
+use super::{scripts::Refusal, Store, StoreError, StoreResult};
+use crate::keys::{ProjectKeys, PERSONAL, QUEUES};
 use fred::prelude::*;
 use std::collections::HashMap;
 
@@ -63,29 +63,24 @@ impl Store {
                     .filter_map(|key| key.strip_prefix(k.prefix()))
                     .map(Value::from),
             );
-            let reply: Value = self
+            /// What `recount.lua` answers.
+            #[derive(serde::Deserialize)]
+            struct Recounted {
+                before: Option<i64>,
+                now: i64,
+            }
+            let counts = match self
                 .scripts
-                .run(self.pool.next(), &self.scripts.recount, keys.clone(), args)
-                .await?;
-            let counts = match reply {
-                Value::Integer(-1) => return Ok(None),
-                Value::Array(a) if a.len() == 2 => a,
-                other => {
-                    return Err(StoreError::Reply {
-                        script: "recount",
-                        detail: format!("{other:?}"),
-                    })
-                }
-            };
-            let Some(now) = counts[1].as_i64() else {
-                return Err(StoreError::Reply {
-                    script: "recount",
-                    detail: format!("{counts:?}"),
-                });
+                .call::<Recounted>(self.pool.next(), &self.scripts.recount, keys.clone(), args)
+                .await?
+            {
+                Ok(counts) => counts,
+                Err(Refusal::NoProject) => return Ok(None),
+                Err(refusal) => return Err(StoreError::Refused(refusal)),
             };
             let again = self.personal_queues(slug).await?;
             if tries >= 3 || again.iter().all(|q| personal.contains(q)) {
-                return Ok(Some((counts[0].as_i64(), now)));
+                return Ok(Some((counts.before, counts.now)));
             }
             personal = again;
         }
@@ -94,7 +89,7 @@ impl Store {
     /// The names of the personal queues (`todo:d:<downloader>`) of a project, as key names.
     pub(super) async fn personal_queues(&self, slug: &str) -> StoreResult<Vec<String>> {
         let k = self.keys.project(slug);
-        let pattern = format!("{}todo:d:*", k.prefix());
+        let pattern = format!("{}{PERSONAL}*", k.prefix());
         let (mut cursor, mut keys) = ("0".to_string(), Vec::new());
         loop {
             let (next, page): (String, Vec<String>) = self

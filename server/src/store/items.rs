@@ -1,8 +1,12 @@
 //! Items: adding to queues, claiming, reporting done, releasing, and asking where one is.
 
-use super::{Store, StoreError, StoreResult};
-use crate::keys::{HISTORY_LEN, LOG_LEN};
+use super::{
+    scripts::{Accepted, Batch, Refusal, Reply},
+    Store, StoreError, StoreResult,
+};
+use crate::keys::{HISTORY_LEN, LOG_LEN, PERSONAL, TODO};
 use fred::prelude::*;
+use serde::Deserialize;
 
 /// One claim request, as the claim script checks it.
 #[derive(Clone, Debug, Default)]
@@ -28,20 +32,10 @@ pub struct ClaimRequest {
 pub enum ClaimOutcome {
     /// The items claimed (at least one).
     Items(Vec<String>),
-    /// 455: the script version is missing or too old.
-    OldVersion,
-    /// 400: invalid downloader name.
-    BadName,
-    /// 403: blocked.
-    Blocked,
-    /// 404: the project is paused or finished.
-    NotActive,
-    /// 404: the downloader holds its maximum of claims.
-    Budget,
-    /// 429: rate limited; an item may be claimed in this many ms.
-    RateLimited(u64),
-    /// 404: nothing to give.
-    Empty,
+    /// Refused: [`Refusal::OldVersion`], [`Refusal::BadName`], [`Refusal::Blocked`],
+    /// [`Refusal::NotActive`], [`Refusal::Budget`], [`Refusal::RateLimited`] or
+    /// [`Refusal::NothingToGive`].
+    Refused(Refusal),
 }
 
 /// A done call, validated.
@@ -75,16 +69,49 @@ pub enum DoneOutcome {
         /// The event's sequence number.
         seq: u64,
     },
-    /// An item the project does not know; nothing changed.
-    UnknownItem(String),
-    /// An item waiting in a queue that was never handed out; nothing changed.
-    NeverHandedOut(String),
-    /// A field the script refused (bytes out of range, an empty item); nothing changed.
-    Invalid,
-    /// The report would carry the project's byte total past 2^53; nothing changed.
-    Overflow,
-    /// The byte domains differ from the project's: the IP is blocked, the items released.
-    DomainMismatch,
+    /// Refused: [`Refusal::Invalid`], [`Refusal::UnknownItem`], [`Refusal::NeverHandedOut`],
+    /// [`Refusal::Overflow`] (nothing changed) or [`Refusal::DomainMismatch`] (the IP is
+    /// blocked, the items released).
+    Refused(Refusal),
+}
+
+/// A recorded done report, as `done.lua` answers it.
+#[derive(Deserialize)]
+struct Recorded {
+    counted: u64,
+    duplicates: u64,
+    seq: u64,
+}
+
+/// Where an item is, as `item_status.lua` answers it.
+#[derive(Deserialize)]
+struct Whereabouts {
+    state: Place,
+    detail: String,
+    timeline: String,
+}
+
+/// The states `item_status.lua` names.
+#[derive(Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Place {
+    Out,
+    Done,
+    Failed,
+    Queued,
+    Unknown,
+}
+
+impl Place {
+    fn name(&self) -> Option<&'static str> {
+        match self {
+            Place::Out => Some("out"),
+            Place::Done => Some("done"),
+            Place::Failed => Some("failed"),
+            Place::Queued => Some("todo"),
+            Place::Unknown => None,
+        }
+    }
 }
 
 /// Where an item is (`GET /SLUG/items/ITEM.json`).
@@ -154,7 +181,7 @@ impl Store {
         let k = self.keys.project(slug);
         let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats(), k.qseq()];
         let patterns = self.patterns(slug).await?;
-        let personal = queue.starts_with("todo:d:");
+        let personal = queue.starts_with(PERSONAL);
         let mut added = 0;
         for chunk in items.chunks(ADD_BATCH) {
             let mut args = Vec::with_capacity(3 + 2 * chunk.len());
@@ -218,46 +245,28 @@ impl Store {
             args.push(Value::from(if r.name_ok { "1" } else { "0" }));
             args.push(Value::from(if r.globally_blocked { "1" } else { "0" }));
         }
-        let reply: Value = self
+        let replies = match self
             .scripts
-            .run(self.pool.next(), &self.scripts.claim, keys, args)
-            .await?;
-        let flat = match reply {
-            Value::Integer(-1) => return Ok(None),
-            Value::Array(a) => a,
-            other => return Err(reply_err("claim", other)),
+            .call::<Batch<Reply<Vec<String>>>>(self.pool.next(), &self.scripts.claim, keys, args)
+            .await?
+        {
+            Ok(Batch(replies)) => replies,
+            Err(Refusal::NoProject) => return Ok(None),
+            Err(other) => return Err(StoreError::Refused(other)),
         };
-        let mut out = Vec::with_capacity(requests.len());
-        let mut at = 0;
-        while at + 1 < flat.len() {
-            let code = flat[at].as_i64().unwrap_or(0);
-            let extra = flat[at + 1].as_u64().unwrap_or(0);
-            at += 2;
-            out.push(match (code, extra) {
-                (200, n) => {
-                    let items = flat[at..at + n as usize]
-                        .iter()
-                        .filter_map(|v| v.as_string())
-                        .collect();
-                    at += n as usize;
-                    ClaimOutcome::Items(items)
-                }
-                (455, _) => ClaimOutcome::OldVersion,
-                (400, _) => ClaimOutcome::BadName,
-                (403, _) => ClaimOutcome::Blocked,
-                (404, 1) => ClaimOutcome::NotActive,
-                (404, 2) => ClaimOutcome::Budget,
-                (404, _) => ClaimOutcome::Empty,
-                (429, ms) => ClaimOutcome::RateLimited(ms),
-                other => return Err(reply_err("claim", other)),
-            });
-        }
-        if out.len() != requests.len() {
+        if replies.len() != requests.len() {
             return Err(reply_err(
                 "claim",
-                format!("{} answers to {} requests", out.len(), requests.len()),
+                format!("{} answers to {} requests", replies.len(), requests.len()),
             ));
         }
+        let out = replies
+            .into_iter()
+            .map(|r| match r.into_result() {
+                Ok(items) => ClaimOutcome::Items(items),
+                Err(refusal) => ClaimOutcome::Refused(refusal),
+            })
+            .collect();
         Ok(Some(out))
     }
 
@@ -333,45 +342,26 @@ impl Store {
             args.push(Value::from(r.items.len() as i64));
             args.extend(r.items.iter().map(|s| Value::from(s.as_str())));
         }
-        let flat: Vec<Value> = self
+        let Batch(replies) = self
             .scripts
-            .run(self.pool.next(), &self.scripts.done, keys, args)
-            .await?;
-        let mut out = Vec::with_capacity(reports.len());
-        let mut at = 0;
-        while at < flat.len() {
-            match flat[at].as_i64() {
-                Some(200) if at + 3 < flat.len() => {
-                    out.push(DoneOutcome::Recorded {
-                        counted: flat[at + 1].as_u64().unwrap_or(0),
-                        duplicates: flat[at + 2].as_u64().unwrap_or(0),
-                        seq: flat[at + 3].as_u64().unwrap_or(0),
-                    });
-                    at += 4;
-                }
-                Some(404) if at + 1 < flat.len() => {
-                    out.push(DoneOutcome::UnknownItem(
-                        flat[at + 1].as_string().unwrap_or_default(),
-                    ));
-                    at += 2;
-                }
-                Some(405) if at + 1 < flat.len() => {
-                    out.push(DoneOutcome::NeverHandedOut(
-                        flat[at + 1].as_string().unwrap_or_default(),
-                    ));
-                    at += 2;
-                }
-                Some(code @ (400 | 403 | 413)) => {
-                    out.push(match code {
-                        400 => DoneOutcome::Invalid,
-                        403 => DoneOutcome::DomainMismatch,
-                        _ => DoneOutcome::Overflow,
-                    });
-                    at += 2;
-                }
-                _ => return Err(reply_err("done", &flat[at..])),
-            }
-        }
+            .call::<Batch<Reply<Recorded>>>(self.pool.next(), &self.scripts.done, keys, args)
+            .await?
+            .map_err(StoreError::Refused)?;
+        let out: Vec<DoneOutcome> = replies
+            .into_iter()
+            .map(|r| match r.into_result() {
+                Ok(Recorded {
+                    counted,
+                    duplicates,
+                    seq,
+                }) => DoneOutcome::Recorded {
+                    counted,
+                    duplicates,
+                    seq,
+                },
+                Err(refusal) => DoneOutcome::Refused(refusal),
+            })
+            .collect();
         if out.len() != reports.len() {
             return Err(reply_err(
                 "done",
@@ -395,8 +385,8 @@ impl Store {
     }
 
     /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
-    /// `Err(NotClaimant)` when `who` at `ip` is neither its claimant at the IP it claimed from
-    /// nor an admin.
+    /// `Err(Refused(NotClaimant))` when `who` at `ip` is neither its claimant at the IP it
+    /// claimed from nor an admin.
     pub async fn release(
         &self,
         slug: &str,
@@ -412,7 +402,7 @@ impl Store {
             k.claims(),
             k.dl_claims(),
             k.timeline(),
-            k.queue("todo"),
+            k.queue(TODO),
             k.attempts(),
         ];
         let args = vec![
@@ -422,15 +412,14 @@ impl Store {
             Value::from(if admin { "1" } else { "0" }),
             Value::from(ip),
         ];
-        let code: i64 = self
+        match self
             .scripts
-            .run(self.pool.next(), &self.scripts.release, keys, args)
-            .await?;
-        match code {
-            1 => Ok(true),
-            -1 => Ok(false),
-            -2 => Err(StoreError::NotClaimant),
-            other => Err(reply_err("release", other)),
+            .call::<Accepted>(self.pool.next(), &self.scripts.release, keys, args)
+            .await?
+        {
+            Ok(Accepted {}) => Ok(true),
+            Err(Refusal::NotClaimed) => Ok(false),
+            Err(refusal) => Err(StoreError::Refused(refusal)),
         }
     }
 
@@ -446,22 +435,21 @@ impl Store {
             k.timeline(),
         ];
         let args = vec![Value::from(k.prefix()), Value::from(item)];
-        let reply: Vec<String> = self
+        let Whereabouts {
+            state,
+            detail,
+            timeline,
+        } = self
             .scripts
-            .run(self.pool.next(), &self.scripts.item_status, keys, args)
-            .await?;
-        let [state, detail, timeline] =
-            <[String; 3]>::try_from(reply).map_err(|r| reply_err("item_status", r))?;
-        let downloader = (state == "out")
+            .call(self.pool.next(), &self.scripts.item_status, keys, args)
+            .await?
+            .map_err(StoreError::Refused)?;
+        let downloader = (state == Place::Out)
             .then(|| serde_json::from_str::<serde_json::Value>(&detail).ok())
             .flatten()
             .and_then(|c| c["d"].as_str().map(String::from));
-        let state = match state.as_str() {
-            "" => None,
-            _ => Some(state),
-        };
         Ok(ItemStatus {
-            state,
+            state: state.name().map(String::from),
             downloader,
             detail,
             timeline: timeline_json(&timeline),

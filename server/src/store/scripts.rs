@@ -1,17 +1,67 @@
 //! The Lua scripts, embedded at build time and run by SHA with a reload on `NOSCRIPT`.
 //!
 //! Each script is one atomic operation (`lua/<name>.lua`); it is only called through the typed
-//! wrappers in the sibling modules, which go through [`Scripts::run`].
+//! wrappers in the sibling modules, which go through [`Scripts::run`] (a scalar reply) or
+//! [`Scripts::call`] (a JSON reply).
 //!
 //! Each opens with a shebang line (Redis 7) declaring how it treats a full Redis (used memory
 //! past `maxmemory`): `#!lua` scripts write, and Redis refuses them before they start, so a
 //! script is never stopped halfway (without the line, Redis would refuse only the first
 //! command that adds data, and only if nothing was written before it); `flags=no-writes`
 //! scripts only read and run anyway; `flags=allow-oom` runs anyway too, for a script that only
-//! shrinks data.
+//! shrinks data. Every script checks everything before its first write.
+//!
+//! # What runs
+//!
+//! A script runs as its shebang line, then [`prelude`] (the names Lua shares with Rust,
+//! generated from [`crate::keys`]: the queue names `Q.todo`, `Q.backfeed`, `Q.secondary`,
+//! `Q.redo`, the personal queue prefix `Q.personal`, `DEFAULT_QUEUES`, and the per-minute
+//! counter codes `ST.<name>` of [`crate::keys::Counter`]), then [`LIB`] (`lua/_lib.lua`, the
+//! shared helpers), then the rest of its file. The header lines before the file's second line
+//! are [`header_lines`]; Redis's error line numbers (`user_script:N`) are those of the composed
+//! source, and [`Scripts::run`] adds the file's own line (`claim.lua:N`) to such an error.
+//! Each script's header lists the prelude names and helpers it uses (`Uses:`), checked by a test.
+//!
+//! # Replies
+//!
+//! A script that only counts answers an integer (`add_items`, `clear_queue`, `move_items`,
+//! `release_items`, `resolve_failed`, `shuffle`, `login_undo`). Every other script answers one
+//! JSON text (`cjson.encode` of a table) decoded with serde: its result, or a refusal
+//! `{"err": code, ...}`, decoded as [`Refusal`]. Lua's cjson writes an empty table as `{}`, so
+//! lists that may be empty are read with [`lua_list`]; numbers that may pass 10^14 (bytes),
+//! which cjson would print in exponent form, travel as the decimal strings Redis gave
+//! ([`lua_count`]).
+//!
+//! ```text
+//! claim          {"err":"no_project"} | [per request: ["item", ...] | refusal]
+//!                  refusals: old_version, bad_name, blocked, not_active, budget,
+//!                            rate_limited {wait_ms}, nothing_to_give
+//! done           [per report: {"counted":n,"duplicates":n,"seq":n} | refusal]
+//!                  refusals: invalid, unknown_item {item}, never_handed_out {item},
+//!                            overflow, domain_mismatch
+//! release        {} | refusal: not_claimed, not_claimant
+//! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
+//!                  | refusal: no_project, filter_changed
+//! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"..."}
+//! snapshot       {"title","seq","todo","out","done_items","done_bytes","failed","state","banner",
+//!                 "downloader_count","domain_bytes":{domain: bytes},
+//!                 "downloaders":[{"name","items","bytes","seen","version"}],
+//!                 "recent":["event JSON", ...],"queues":[{"part","size"}]} | refusal: no_project
+//! recount        {"before":n (absent when not kept),"now":n} | refusal: no_project
+//! login_attempt  {} | refusal: rate_limited {wait_ms}
+//! rescue_attempt {} | refusal: rate_limited {wait_ms}
+//! ```
+
+mod reply;
+#[cfg(test)]
+mod tests;
+
+pub use reply::{lua_count, lua_list, Accepted, Batch, Refusal, Reply};
 
 use super::{StoreError, StoreResult};
+use crate::keys::{Counter, BACKFEED, PERSONAL, QUEUES, REDO, SECONDARY, TODO};
 use fred::{prelude::*, types::scripts::Script};
+use serde::de::DeserializeOwned;
 
 /// One embedded script and the number of keys its header declares.
 pub struct LuaScript {
@@ -24,22 +74,60 @@ pub struct LuaScript {
     script: Script,
 }
 
-/// Helpers prepended to every script (`lua/_lib.lua`).
+/// Helpers prepended to every script (`lua/_lib.lua`), after [`prelude`].
 pub const LIB: &str = include_str!("lua/_lib.lua");
 
+/// The names Lua shares with Rust, as Lua source generated from [`crate::keys`]; prepended to
+/// every script before [`LIB`].
+pub fn prelude() -> String {
+    let counters: Vec<String> = Counter::ALL
+        .iter()
+        .map(|c| format!("{} = '{}'", c.lua_name(), c.code()))
+        .collect();
+    format!(
+        "-- _prelude: names shared with Rust, generated from keys.rs (store::scripts::prelude).\n\
+         local Q = {{ todo = '{TODO}', backfeed = '{BACKFEED}', secondary = '{SECONDARY}', \
+         redo = '{REDO}', personal = '{PERSONAL}' }}\n\
+         local DEFAULT_QUEUES = '{}'\n\
+         local ST = {{ {} }}\n",
+        QUEUES.join(","),
+        counters.join(", ")
+    )
+}
+
+/// [`prelude`] and [`LIB`], as they are inserted into every script; whole lines.
+fn header() -> String {
+    let mut header = format!("{}{LIB}", prelude());
+    if !header.ends_with('\n') {
+        header.push('\n');
+    }
+    header
+}
+
+/// How many lines [`prelude`] and [`LIB`] take: line `N` of a script file (the shebang being
+/// line 1) is line `header_lines() + N` of what Redis runs.
+pub fn header_lines() -> usize {
+    header().lines().count()
+}
+
 macro_rules! lua {
-    ($name:literal, $keys:expr) => {
-        LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys)
+    ($header:expr, $name:literal, $keys:expr) => {
+        LuaScript::new(
+            $header,
+            $name,
+            include_str!(concat!("lua/", $name, ".lua")),
+            $keys,
+        )
     };
 }
 
 impl LuaScript {
-    fn new(name: &'static str, source: &'static str, num_keys: usize) -> Self {
+    fn new(header: &str, name: &'static str, source: &'static str, num_keys: usize) -> Self {
         Self {
             name,
             source,
             num_keys,
-            script: Script::from_lua(with_lib(source)),
+            script: Script::from_lua(compose(header, source)),
         }
     }
 
@@ -49,14 +137,27 @@ impl LuaScript {
     }
 }
 
-/// `source` with [`LIB`] inserted after its shebang line, which Redis reads only as the very
-/// first line. A line of the file lands where it would after `LIB` and the whole file, so the
-/// line numbers of Redis's errors are the same either way.
-fn with_lib(source: &str) -> String {
+/// `source` with `header` (whole lines) inserted after its shebang line, which Redis reads
+/// only as the very first line. A line of the file lands where it would after `header` and the
+/// whole file, so Redis's error line numbers are the file's plus [`header_lines`] either way.
+fn compose(header: &str, source: &str) -> String {
     match source.split_once('\n') {
-        Some((shebang, body)) if shebang.starts_with("#!") => format!("{shebang}\n{LIB}\n{body}"),
-        _ => format!("{LIB}\n{source}"),
+        Some((shebang, body)) if shebang.starts_with("#!") => format!("{shebang}\n{header}{body}"),
+        _ => format!("{header}{source}"),
     }
+}
+
+/// `detail` (a Redis error about script `name`) with the file line of its first
+/// `user_script:N` added, e.g. `... (claim.lua:12)`.
+fn locate(name: &str, header_lines: usize, detail: &str) -> Option<String> {
+    let at = detail.find("user_script:")? + "user_script:".len();
+    let digits: String = detail[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let line: usize = digits.parse().ok()?;
+    let file_line = line.checked_sub(header_lines)?;
+    Some(format!("{detail} ({name}.lua:{file_line})"))
 }
 
 /// Every script of the store.
@@ -93,6 +194,7 @@ pub struct Scripts {
     pub login_undo: LuaScript,
     /// `rescue_attempt.lua`
     pub rescue_attempt: LuaScript,
+    header_lines: usize,
 }
 
 impl Default for Scripts {
@@ -104,23 +206,25 @@ impl Default for Scripts {
 impl Scripts {
     /// Loads the embedded sources.
     pub fn new() -> Self {
+        let h = &header();
         Self {
-            add_items: lua!("add_items", 6),
-            backfeed: lua!("backfeed", 7),
-            claim: lua!("claim", 11),
-            done: lua!("done", 20),
-            item_status: lua!("item_status", 6),
-            release: lua!("release", 6),
-            snapshot: lua!("snapshot", 11),
-            release_items: lua!("release_items", 5),
-            move_items: lua!("move_items", 2),
-            shuffle: lua!("shuffle", 2),
-            clear_queue: lua!("clear_queue", 2),
-            resolve_failed: lua!("resolve_failed", 4),
-            recount: lua!("recount", 5),
-            login_attempt: lua!("login_attempt", 2),
-            login_undo: lua!("login_undo", 2),
-            rescue_attempt: lua!("rescue_attempt", 1),
+            add_items: lua!(h, "add_items", 6),
+            backfeed: lua!(h, "backfeed", 7),
+            claim: lua!(h, "claim", 11),
+            done: lua!(h, "done", 20),
+            item_status: lua!(h, "item_status", 6),
+            release: lua!(h, "release", 6),
+            snapshot: lua!(h, "snapshot", 11),
+            release_items: lua!(h, "release_items", 5),
+            move_items: lua!(h, "move_items", 2),
+            shuffle: lua!(h, "shuffle", 2),
+            clear_queue: lua!(h, "clear_queue", 2),
+            resolve_failed: lua!(h, "resolve_failed", 4),
+            recount: lua!(h, "recount", 5),
+            login_attempt: lua!(h, "login_attempt", 2),
+            login_undo: lua!(h, "login_undo", 2),
+            rescue_attempt: lua!(h, "rescue_attempt", 1),
+            header_lines: h.lines().count(),
         }
     }
 
@@ -146,7 +250,8 @@ impl Scripts {
         ]
     }
 
-    /// Runs `script` with `keys` and `args` by SHA, loading it first if Redis lost it.
+    /// Runs `script` with `keys` and `args` by SHA, loading it first if Redis lost it; for the
+    /// scripts that answer a scalar.
     pub async fn run<R: FromValue>(
         &self,
         client: &Client,
@@ -170,10 +275,34 @@ impl Scripts {
                 ),
             });
         }
-        Ok(script
+        script
             .script
             .evalsha_with_reload(client, keys, args)
-            .await?)
+            .await
+            .map_err(
+                |e| match locate(script.name, self.header_lines, e.details()) {
+                    Some(detail) => fred::error::Error::new(e.kind().clone(), detail).into(),
+                    None => e.into(),
+                },
+            )
+    }
+
+    /// [`Scripts::run`] for the scripts that answer JSON: their result `T`, or their refusal.
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        client: &Client,
+        script: &LuaScript,
+        keys: Vec<String>,
+        args: Vec<Value>,
+    ) -> StoreResult<Result<T, Refusal>> {
+        let raw: String = self.run(client, script, keys, args).await?;
+        match serde_json::from_str::<Reply<T>>(&raw) {
+            Ok(reply) => Ok(reply.into_result()),
+            Err(e) => Err(StoreError::Reply {
+                script: script.name,
+                detail: format!("{e}: {}", raw.chars().take(300).collect::<String>()),
+            }),
+        }
     }
 }
 
@@ -194,77 +323,5 @@ pub fn one_slot(keys: &[String]) -> Result<(), String> {
             fred::util::redis_keyslot(other.as_bytes())
         )),
         None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_of_two_slots_are_refused() {
-        let k = |s: &str| s.to_string();
-        assert!(one_slot(&[]).is_ok());
-        assert!(one_slot(&[k("t:{p}:meta"), k("t:{p}:out"), k("t:{p}:todo:d:x")]).is_ok());
-        let err = one_slot(&[k("t:{p}:meta"), k("t:{q}:out")]).unwrap_err();
-        assert!(err.contains("t:{q}:out"), "{err}");
-        assert!(one_slot(&[
-            k("t:admin:fail:ip:1.2.3.4"),
-            k("t:admin:fail:pair:1.2.3.4|x")
-        ])
-        .is_err());
-    }
-
-    /// The number of `KEYS[i]` lines in a script's header.
-    fn header_keys(source: &str) -> usize {
-        let header = source.split("]]").next().unwrap_or_default();
-        header
-            .lines()
-            .filter(|l| l.trim_start().starts_with("KEYS["))
-            .count()
-    }
-
-    #[test]
-    fn the_library_defines_rcall_for_every_script() {
-        assert!(LIB.contains("local rcall = redis.call"));
-    }
-
-    #[test]
-    fn every_script_declares_how_it_treats_a_full_redis() {
-        let scripts = Scripts::new();
-        for s in scripts.all() {
-            let allowed = ["#!lua", "#!lua flags=no-writes", "#!lua flags=allow-oom"];
-            assert!(
-                s.shebang().is_some_and(|l| allowed.contains(&l)),
-                "script {} opens with one of {allowed:?}",
-                s.name
-            );
-            let composed = with_lib(s.source);
-            assert!(composed.starts_with(&format!("{}\n", s.shebang().unwrap_or_default())));
-            assert_eq!(composed.matches("#!lua").count(), 1, "script {}", s.name);
-            // Redis's error line numbers stay what they were with the library first.
-            let lib_first = format!("{LIB}\n{}", s.source);
-            assert_eq!(composed.lines().count(), lib_first.lines().count());
-        }
-        // The leaderboard and item lookups keep answering when Redis is full.
-        for s in [&scripts.snapshot, &scripts.item_status] {
-            assert_eq!(
-                s.shebang(),
-                Some("#!lua flags=no-writes"),
-                "script {}",
-                s.name
-            );
-        }
-    }
-
-    #[test]
-    fn every_header_declares_the_keys_its_wrapper_passes() {
-        for s in Scripts::new().all() {
-            assert_eq!(header_keys(s.source), s.num_keys, "script {}", s.name);
-            let body = s.source.split_once('\n').map_or("", |(_, b)| b);
-            let names_itself = body.starts_with(&format!("--[[\n  {}: ", s.name));
-            assert!(names_itself, "script {} opens with its purpose", s.name);
-            assert!(s.source.contains("Output:"), "script {}", s.name);
-        }
     }
 }

@@ -2,13 +2,18 @@
 //! completions; for the pages, completed with per-minute counts, per-downloader window sums and
 //! the tracker's statistics.
 
-use super::{stats::tracker_stats, Store, StoreError, StoreResult};
-use crate::keys::HISTORY_LEN;
+use super::{
+    scripts::{lua_count, lua_list, Refusal},
+    stats::tracker_stats,
+    Store, StoreError, StoreResult,
+};
+use crate::keys::{Counter, HISTORY_LEN};
 use app::model::{
     Counts, DoneEvent, DownloaderRow, Leaderboard, MinuteCount, ProjectSummary, Rate, TrackerStats,
     RECENT_LEN, TOP_DOWNLOADERS,
 };
 use fred::prelude::*;
+use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
 /// The size of every queue part, by name (`personal` for all personal queues together).
@@ -220,11 +225,15 @@ impl Store {
             Value::from(downloaders),
             Value::from(recent.min(HISTORY_LEN) as i64),
         ];
-        let reply: Value = self
+        match self
             .scripts
-            .run(self.pool.next(), &self.scripts.snapshot, keys, args)
-            .await?;
-        parse_snapshot(slug, reply)
+            .call::<Snapshot>(self.pool.next(), &self.scripts.snapshot, keys, args)
+            .await?
+        {
+            Ok(snapshot) => Ok(Some(snapshot.into_board(slug))),
+            Err(Refusal::NoProject) => Ok(None),
+            Err(refusal) => Err(StoreError::Refused(refusal)),
+        }
     }
 }
 
@@ -244,92 +253,104 @@ fn counts_of(minutes: &[super::stats::Minute]) -> Vec<MinuteCount> {
     minutes
         .iter()
         .filter_map(|m| {
-            let get = |c: &str| m.counters.get(c).copied().unwrap_or(0);
-            let (i, b) = (get("i"), get("b"));
+            let (i, b) = (m.get(Counter::DoneItems), m.get(Counter::DoneBytes));
             (i > 0 || b > 0).then_some(MinuteCount(m.t / 60, i, b))
         })
         .collect()
 }
 
-fn bad(detail: impl Into<String>) -> StoreError {
-    StoreError::Reply {
-        script: "snapshot",
-        detail: detail.into(),
+/// A project's snapshot, as `snapshot.lua` answers it.
+#[derive(Deserialize)]
+struct Snapshot {
+    title: String,
+    #[serde(deserialize_with = "lua_count")]
+    seq: u64,
+    todo: u64,
+    out: u64,
+    #[serde(deserialize_with = "lua_count")]
+    done_items: u64,
+    #[serde(deserialize_with = "lua_count")]
+    done_bytes: u64,
+    failed: u64,
+    state: String,
+    banner: String,
+    downloader_count: u64,
+    domain_bytes: BTreeMap<String, Count>,
+    #[serde(deserialize_with = "lua_list")]
+    downloaders: Vec<Row>,
+    #[serde(deserialize_with = "lua_list")]
+    recent: Vec<String>,
+    #[serde(deserialize_with = "lua_list")]
+    queues: Vec<QueueSize>,
+}
+
+/// A number Redis keeps as text (see [`lua_count`]).
+#[derive(Deserialize)]
+struct Count(#[serde(deserialize_with = "lua_count")] u64);
+
+/// One downloader of a snapshot.
+#[derive(Deserialize)]
+struct Row {
+    name: String,
+    #[serde(deserialize_with = "lua_count")]
+    items: u64,
+    #[serde(deserialize_with = "lua_count")]
+    bytes: u64,
+    #[serde(deserialize_with = "lua_count")]
+    seen: u64,
+    version: String,
+}
+
+/// The size of one queue part.
+#[derive(Deserialize)]
+struct QueueSize {
+    part: String,
+    size: u64,
+}
+
+impl Snapshot {
+    fn into_board(self, slug: &str) -> (Leaderboard, QueueSizes) {
+        let board = Leaderboard {
+            slug: slug.to_string(),
+            title: self.title,
+            seq: self.seq,
+            counts: Counts {
+                todo: self.todo,
+                out: self.out,
+                done: self.done_items,
+                failed: self.failed,
+            },
+            total_bytes: self.done_bytes,
+            domain_bytes: self
+                .domain_bytes
+                .into_iter()
+                .map(|(domain, Count(n))| (domain, n))
+                .collect(),
+            downloaders: self
+                .downloaders
+                .into_iter()
+                .map(|r| DownloaderRow {
+                    name: r.name,
+                    items: r.items,
+                    bytes: r.bytes,
+                    last_seen: r.seen,
+                    version: r.version,
+                    ..DownloaderRow::default()
+                })
+                .collect(),
+            recent: self
+                .recent
+                .iter()
+                .filter_map(|e| serde_json::from_str::<DoneEvent>(e).ok())
+                .collect(),
+            state: self.state,
+            banner: self.banner,
+            downloader_count: self.downloader_count,
+            ..Leaderboard::default()
+        };
+        let queues = self.queues.into_iter().map(|q| (q.part, q.size)).collect();
+        (board, queues)
     }
-}
-
-fn num(v: &Value) -> u64 {
-    match v {
-        Value::Integer(i) => (*i).max(0) as u64,
-        Value::Double(d) => d.max(0.0) as u64,
-        other => other
-            .as_str()
-            .and_then(|s| s.parse::<f64>().ok())
-            .map(|f| f.max(0.0) as u64)
-            .unwrap_or(0),
-    }
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn parse_snapshot(slug: &str, reply: Value) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
-    let parts = match reply {
-        Value::Integer(-1) => return Ok(None),
-        Value::Array(parts) if parts.len() == 14 => parts,
-        other => return Err(bad(format!("{other:?}"))),
-    };
-    let list = |v: &Value| match v {
-        Value::Array(a) => Ok(a.clone()),
-        other => Err(bad(format!("expected array, got {other:?}"))),
-    };
-    let domain_bytes: BTreeMap<String, u64> = list(&parts[6])?
-        .chunks(2)
-        .filter(|c| c.len() == 2)
-        .map(|c| (text(&c[0]), num(&c[1])))
-        .collect();
-    let downloaders = list(&parts[7])?
-        .chunks(5)
-        .filter(|c| c.len() == 5)
-        .map(|c| DownloaderRow {
-            name: text(&c[0]),
-            items: num(&c[1]),
-            bytes: num(&c[2]),
-            last_seen: num(&c[3]),
-            version: text(&c[4]),
-            ..DownloaderRow::default()
-        })
-        .collect();
-    let recent = list(&parts[8])?
-        .iter()
-        .filter_map(|v| serde_json::from_str::<DoneEvent>(v.as_str()?.as_ref()).ok())
-        .collect();
-    let queues = list(&parts[10])?
-        .chunks(2)
-        .filter(|c| c.len() == 2)
-        .map(|c| (text(&c[0]), num(&c[1])))
-        .collect();
-    let board = Leaderboard {
-        slug: slug.to_string(),
-        title: text(&parts[0]),
-        seq: num(&parts[1]),
-        counts: Counts {
-            todo: num(&parts[2]),
-            out: num(&parts[3]),
-            done: num(&parts[4]),
-            failed: num(&parts[9]),
-        },
-        total_bytes: num(&parts[5]),
-        domain_bytes,
-        downloaders,
-        recent,
-        state: text(&parts[11]),
-        banner: text(&parts[12]),
-        downloader_count: num(&parts[13]),
-        ..Leaderboard::default()
-    };
-    Ok(Some((board, queues)))
 }
 
 /// One aggregate bucket of the rate windows.

@@ -2,6 +2,7 @@
 //! counters, unique contributors.
 
 use super::{BloomLayer, Store, StoreResult};
+use crate::keys::Counter;
 use app::model::TrackerStats;
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -25,16 +26,20 @@ pub struct Charts {
 pub struct Minute {
     /// Epoch seconds of the minute.
     pub t: u64,
-    /// Counter -> value: rq, ok, cl, rc, rs, f, i, b, rt, rn, bf, bd.
+    /// Counter code ([`Counter::code`]) -> value.
     pub counters: BTreeMap<String, u64>,
 }
 
+impl Minute {
+    /// The value of counter `c` in this minute (0 when not counted).
+    pub fn get(&self, c: Counter) -> u64 {
+        self.counters.get(c.code()).copied().unwrap_or(0)
+    }
+}
+
 /// The sum of counter `c` over `minutes`.
-pub fn sum(minutes: &[Minute], c: &str) -> u64 {
-    minutes
-        .iter()
-        .map(|m| m.counters.get(c).copied().unwrap_or(0))
-        .sum()
+pub fn sum(minutes: &[Minute], c: Counter) -> u64 {
+    minutes.iter().map(|m| m.get(c)).sum()
 }
 
 /// `a / b`, or `None` when `b` is zero.
@@ -44,19 +49,19 @@ pub fn ratio(a: u64, b: u64) -> Option<f64> {
 
 /// The tracker statistics of `minutes` (the same figures as `/SLUG/tracker-stats.json`).
 pub fn tracker_stats(minutes: &[Minute], layers: &[BloomLayer], unique_dl: u64) -> TrackerStats {
-    let s = |c: &str| sum(minutes, c);
+    let s = |c: Counter| sum(minutes, c);
     let (count, capacity) = layers
         .iter()
         .fold((0, 0), |(n, c), l| (n + l.count, c + l.capacity));
     let n = minutes.len().max(1) as f64;
     TrackerStats {
         window_minutes: minutes.len() as u64,
-        item_request_serve_rate: ratio(s("ok"), s("rq")),
-        reclaim_rate: ratio(s("rc"), s("cl")),
-        reclaim_serve_rate: ratio(s("rs"), s("ok")),
-        mean_round_trip_s: ratio(s("rt"), s("rn") * 1000),
-        backfeed_per_minute: s("bf") as f64 / n,
-        backfeed_duplicates_per_minute: s("bd") as f64 / n,
+        item_request_serve_rate: ratio(s(Counter::Served), s(Counter::Requests)),
+        reclaim_rate: ratio(s(Counter::Reclaimed), s(Counter::Claimed)),
+        reclaim_serve_rate: ratio(s(Counter::ServedReclaimed), s(Counter::Served)),
+        mean_round_trip_s: ratio(s(Counter::RoundTripMs), s(Counter::RoundTrips) * 1000),
+        backfeed_per_minute: s(Counter::Backfed) as f64 / n,
+        backfeed_duplicates_per_minute: s(Counter::BackfeedDuplicates) as f64 / n,
         bloom_fill: ratio(count, capacity).unwrap_or(0.0),
         bloom_layers: layers.len() as u64,
         unique_downloaders_30d: unique_dl,

@@ -1,7 +1,7 @@
 //! The `tracker` binary as an operator runs it: settings from the environment reach the
 //! server, and the commands that no other test runs.
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 use tests::{free_port, tracker_bin, tracker_command, wait_for, Killed, TestApp};
 
 /// `tracker serve` on the Redis and namespace of `app`, with `env`; its base URL, once it
@@ -24,27 +24,8 @@ async fn serve_with(app: &TestApp, env: &[(&str, &str)]) -> (Killed, String) {
 
 /// `tracker ARGS` on the Redis and namespace of `app`, `input` on stdin: (success, stdout).
 fn cli(app: &TestApp, args: &[&str], input: &str) -> (bool, String) {
-    use std::io::Write;
-    let mut child = std::process::Command::new(tracker_bin())
-        .args(args)
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run tracker");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let run = app.cli(args, input.as_bytes());
+    (run.ok, run.out)
 }
 
 /// A claim on `base` for project `slug` with `X-Forwarded-For: xff`: the status.

@@ -10,17 +10,8 @@ use tests::TestApp;
 
 /// `tracker check ARGS...` against `app`'s Redis: whether it exited 0, and what it printed.
 fn cli(app: &TestApp, args: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(tests::tracker_bin())
-        .arg("check")
-        .args(args)
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .output()
-        .expect("run tracker check");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let run = app.cli(&[&["check"], args].concat(), b"");
+    (run.ok, run.out)
 }
 
 /// The count of items project `slug` knows (stats `known`), if it is kept.

@@ -2,9 +2,9 @@
 //! 3 replicas), with a project on every master: warrior calls, backfeed, a live viewer, admin
 //! login and a bulk action, every script, `tracker check`, the hub's per-project channels.
 
-use super::admin::{account, json, Panel};
 use server::store::Role;
 use std::collections::HashSet;
+use tests::panel::{account, json, Panel};
 use tests::{
     cluster::{cli, Cluster},
     TestApp,
@@ -163,14 +163,8 @@ async fn tracker_check_runs_on_a_cluster() {
         let item = app.claim(slug, "alice").await;
         assert_eq!(app.done(slug, "alice", &item, 1).await.status, 200);
         app.claim(slug, "bob").await;
-        let out = std::process::Command::new(tests::tracker_bin())
-            .args(["check", slug])
-            .env("REDIS_URL", &app.redis_url)
-            .env("TRACKER_NAMESPACE", &app.namespace)
-            .output()
-            .expect("run tracker check");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{slug}: {stdout}");
-        assert!(stdout.contains("holds its invariant"), "{stdout}");
+        let run = app.cli(&["check", slug], b"");
+        assert!(run.ok, "{slug}: {}", run.out);
+        assert!(run.out.contains("holds its invariant"), "{}", run.out);
     }
 }

@@ -2,7 +2,7 @@
 //! limits, pattern limits.
 
 use fred::prelude::*;
-use server::store::{ClaimOutcome, ClaimRequest, PatternLimit};
+use server::store::{ClaimOutcome, ClaimRequest, PatternLimit, Refusal};
 use tests::TestApp;
 
 const T0: u64 = 1_700_000_000_000;
@@ -20,7 +20,7 @@ fn who(name: &str, n: usize) -> ClaimRequest {
 async fn claim(app: &TestApp, slug: &str, name: &str, n: usize, now: u64) -> Vec<String> {
     match app.store.claim(slug, &who(name, n), now).await.unwrap() {
         ClaimOutcome::Items(items) => items,
-        ClaimOutcome::Empty => vec![],
+        ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -400,7 +400,7 @@ async fn rate_limit_is_smooth_with_burst() {
         "the burst"
     );
     assert!(
-        matches!(app.store.claim("p", &who("alice", 1), T0).await.unwrap(), ClaimOutcome::RateLimited(ms) if ms > 0 && ms <= 100)
+        matches!(app.store.claim("p", &who("alice", 1), T0).await.unwrap(), ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) if wait_ms > 0 && wait_ms <= 100)
     );
     assert_eq!(
         claim(&app, "p", "alice", 100, T0 + 100).await.len(),

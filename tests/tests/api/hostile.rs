@@ -1,7 +1,7 @@
 //! Hostile warrior input: every poisoned or oversized call is a clear 4xx that changes nothing,
 //! and each test ends with the invariant `tracker check` verifies.
 
-use server::store::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
+use server::store::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal};
 use tests::TestApp;
 
 /// The project's `stats.json`.
@@ -254,8 +254,8 @@ async fn one_poisoned_report_in_a_batch_is_refused_alone() {
         outcomes[0],
         DoneOutcome::Recorded { counted: 1, .. }
     ));
-    assert_eq!(outcomes[1], DoneOutcome::Invalid);
-    assert_eq!(outcomes[2], DoneOutcome::Invalid);
+    assert_eq!(outcomes[1], DoneOutcome::Refused(Refusal::Invalid));
+    assert_eq!(outcomes[2], DoneOutcome::Refused(Refusal::Invalid));
     assert!(matches!(
         outcomes[3],
         DoneOutcome::Recorded { counted: 1, .. }

@@ -421,18 +421,9 @@ async fn cli_blocks_and_sets_upload_targets() {
     let app = TestApp::start().await;
     app.project("p", &["a"]).await;
     let cli = |args: &[&str]| {
-        let out = std::process::Command::new(tests::tracker_bin())
-            .args(args)
-            .env("REDIS_URL", &app.redis_url)
-            .env("TRACKER_NAMESPACE", &app.namespace)
-            .output()
-            .expect("run tracker");
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
+        let run = app.cli(args, b"");
+        assert!(run.ok, "{args:?}: {}", run.err);
+        run.out
     };
     cli(&[
         "block",

@@ -71,20 +71,11 @@ async fn start_up_scores_the_queues_of_projects_from_before_random_order() {
 async fn no_setup_link_once_an_account_exists() {
     let app = TestApp::start().await;
     assert!(app.setup_link.is_some());
-    let status = std::process::Command::new(tests::tracker_bin())
-        .args(["admin", "create-user", "root", "--global"])
-        .env("REDIS_URL", &app.redis_url)
-        .env("TRACKER_NAMESPACE", &app.namespace)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(b"password123\n")?;
-            c.wait()
-        })
-        .unwrap();
-    assert!(status.success());
+    let run = app.cli(
+        &["admin", "create-user", "root", "--global"],
+        b"password123\n",
+    );
+    assert!(run.ok, "{}", run.err);
     let mut config = Config::new(&app.redis_url, &app.namespace);
     config.listen = "127.0.0.1:0".parse().unwrap();
     let second = server::start(config).await.expect("start");

@@ -1,9 +1,8 @@
--- _lib: helpers prepended to every script (not a script itself).
+-- _lib: helpers prepended to every script (not a script itself), after the generated prelude
+-- (store::scripts::prelude: the queue names Q, DEFAULT_QUEUES, the counter codes ST).
 -- Key names derived here all start with the project prefix (ARGV-supplied `t:{SLUG}:`),
--- so they live in the project's cluster slot.
+-- so they live in the project's cluster slot. A script's header lists the ones it uses.
 local rcall = redis.call
-
-local DEFAULT_QUEUES = 'todo,todo:backfeed,todo:secondary,todo:redo'
 
 -- The queue groups in claim order: { {'todo', 'todo#img'}, {'todo:backfeed'}, ... }.
 -- Within a group, parts share the group's turn; a part `Q#name` is rate limited by `name`.
@@ -25,7 +24,7 @@ local function find_in_queues(prefix, groups, item, downloader)
     end
   end
   if downloader and downloader ~= '' then
-    local personal = 'todo:d:' .. downloader
+    local personal = Q.personal .. downloader
     if rcall('ZSCORE', prefix .. personal, item) then return personal end
   end
   return nil
@@ -68,7 +67,7 @@ end
 -- Per-minute counters, buffered during a script and written once by flush_stats.
 local pending_stats = {}
 
--- Adds 1 (or `by`) to the per-minute counter `field` (written by flush_stats).
+-- Adds 1 (or `by`) to the per-minute counter `field`, a code of ST (written by flush_stats).
 local function stat(prefix, now, field, by)
   pending_stats[field] = (pending_stats[field] or 0) + (by or 1)
 end

@@ -22,12 +22,13 @@
 
   Output: number of items added (or that would be).
   Events: none.
+  Uses: Q, queue_groups, find_in_queues, queue_scorer, count_known.
 ]]
 local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, queue, counting = ARGV[1], ARGV[2], ARGV[3] == 'count'
 local m = rcall('HMGET', meta, 'queues', 'fifo')
 local groups, fifo = queue_groups(m[1]), m[2] == '1'
-local personal = string.sub(queue, 1, 7) == 'todo:d:'
+local personal = string.sub(queue, 1, #Q.personal) == Q.personal
 
 local npairs = (#ARGV - 3) / 2
 local score   -- the scorer (_lib queue_scorer), made at the first item added

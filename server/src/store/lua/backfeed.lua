@@ -36,22 +36,22 @@
   then     quadruples per record: block (1..B, or 0 for none), 1 if new to the filter
            (0: a repeat within this call), part suffix ('' or '#pattern'), item
 
-  Output: {added, duplicates, record numbers (1-based, in the order sent) to decide again...};
-          {-2} when the filter's layers changed (a layer may have been added): read it again;
-          -1 when the project does not exist.
+  Output: JSON. {"added":n,"duplicates":n,"again":[record numbers (1-based, in the order
+  sent) to decide again]}; {"err":"filter_changed"} when the filter's layers changed (a layer
+  may have been added): read it again; {"err":"no_project"} when the project does not exist.
   Events: none.
+  Uses: Q, DEFAULT_QUEUES, ST, queue_groups, queue_scorer, count_known, stat, flush_stats, bulk,
+  bulk_read.
 ]]
 local meta, out, done, failed, bloom, qseq, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now, prefix, queue, skip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
 
 local m = rcall('HMGET', meta, 'title', 'queues', 'fifo')
-if not m[1] then return -1 end
+if not m[1] then return cjson.encode({ err = 'no_project' }) end
 local order = m[2] or DEFAULT_QUEUES
--- A new shard joins the backfeed group of the claim order.
-if not string.find(' ' .. string.gsub(order, ',', ' ') .. ' ', ' ' .. queue .. ' ', 1, true) then
-  order = string.gsub(order, 'todo:backfeed', 'todo:backfeed ' .. queue, 1)
-  rcall('HSET', meta, 'queues', order)
-end
+-- A new shard joins the backfeed group of the claim order (written with the filter's changes).
+local new_shard = not string.find(' ' .. string.gsub(order, ',', ' ') .. ' ', ' ' .. queue .. ' ', 1, true)
+if new_shard then order = string.gsub(order, Q.backfeed, Q.backfeed .. ' ' .. queue, 1) end
 local groups = queue_groups(order)
 
 local params = {}
@@ -63,10 +63,12 @@ local first_record = 9 + 3 * nblocks
 local dups = tonumber(ARGV[7])
 
 -- 1. The filter: the blocks still as read are written, and their new records are candidates.
+-- A filter that changed since the tracker read it is refused before anything is written; a
+-- full newest layer gets a new one, the only write of such a call, and is read again.
 local block_ok = {}
 if not skip then
   local nlayers = tonumber(rcall('HGET', bloom, 'layers')) or 0
-  if nlayers ~= tonumber(ARGV[6]) then return { -2 } end
+  if nlayers ~= tonumber(ARGV[6]) then return cjson.encode({ err = 'filter_changed' }) end
   local i = nlayers - 1
   local f = nlayers > 0 and rcall('HMGET', bloom, 'n:' .. i, 'cap:' .. i) or {}
   local n, cap = tonumber(f[1]) or 0, tonumber(f[2]) or 0
@@ -84,7 +86,7 @@ if not skip then
     local p = params[math.min(nlayers + 1, #params)]
     rcall('HSET', bloom, 'layers', nlayers + 1, 'n:' .. nlayers, 0, 'cap:' .. nlayers, p.cap,
       'blocks:' .. nlayers, p.blocks, 'k:' .. nlayers, p.k)
-    return { -2 }
+    return cjson.encode({ err = 'filter_changed' })
   end
   local writes = {}
   for b = 1, nblocks do
@@ -96,6 +98,8 @@ if not skip then
   bulk('HSET', prefix .. 'filter:' .. i, writes)
   if fresh > 0 then rcall('HINCRBY', bloom, 'n:' .. i, fresh) end
 end
+
+if new_shard then rcall('HSET', meta, 'queues', order) end
 
 -- Records of changed blocks go back; repeats within the call are duplicates; the rest are
 -- candidates (`candidates` holds their ARGV positions).
@@ -174,9 +178,7 @@ for part, items in pairs(adds) do
   bulk('ZADD', prefix .. part, args)
 end
 count_known(stats, added)
-stat(prefix, now, 'bf', added)
-stat(prefix, now, 'bd', dups)
+stat(prefix, now, ST.backfed, added)
+stat(prefix, now, ST.backfeed_dups, dups)
 flush_stats(prefix, now)
-local reply = { added, dups }
-for _, r in ipairs(again) do reply[#reply + 1] = r end
-return reply
+return cjson.encode({ added = added, duplicates = dups, again = again })

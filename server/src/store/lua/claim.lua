@@ -10,8 +10,8 @@
   were scored so (meta `shuffled` unset) draw at random from the part instead.
   Items claimed more than `max_attempts` times move to `failed` instead of being handed out.
 
-  Checks per request, in PROTOCOL.md's order: version (455), name (400), blocked (403),
-  state / per-downloader budget (404), rate limit (429), nothing to give (404).
+  Checks per request, in PROTOCOL.md's order: version, name, blocked, state, per-downloader
+  budget, rate limit, nothing to give (the refusals below).
   The batch is served in three phases so that Redis sees a few variadic calls per batch, not
   several calls per item: checks (one HMGET per table for all requests, the rate limiter kept
   in a local), then items popped for all requests at once and handed out in request order,
@@ -43,11 +43,18 @@
   ARGV[4 + 7(r-1) ..]  per request: downloader, ip, user agent, version ('' = none),
                        N (>= 1), name_ok (1/0), globally_blocked (1/0)
 
-  Output: -1 when there is no such project; else per request, flattened:
-    code, count, items...   code 200 (count items follow), 455, 400, 403,
-                            404 (count 1 = not active, 2 = budget, 3 = nothing to give),
-                            429 (count = ms until an item may be claimed)
+  Output: JSON. {"err":"no_project"} when there is no such project; else an array with, per
+  request in order, the items claimed (an array, never empty) or a refusal:
+    {"err":"old_version"}  the version is missing or below min_version
+    {"err":"bad_name"}     name_ok is 0
+    {"err":"blocked"}      globally blocked (unless ignored), or blocked in the project
+    {"err":"not_active"}   the project is neither active nor draining
+    {"err":"budget"}       the downloader holds dl_max_claims items
+    {"err":"rate_limited","wait_ms":n}  ms until an item may be claimed
+    {"err":"nothing_to_give"}
   Events: none.
+  Uses: Q, ST, queue_groups, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
+  decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds.
 ]]
 local meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -56,7 +63,7 @@ local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local s = rcall('HMGET', meta, 'title', 'state', 'min_version', 'rate', 'burst', 'claims_limit',
   'dl_max_claims', 'reclaim_ttl', 'max_attempts', 'fifo', 'ignore_global_blocks', 'queues', 'shuffled')
-if not s[1] then return -1 end
+if not s[1] then return cjson.encode({ err = 'no_project' }) end
 local state, min_version = s[2] or 'active', s[3] or ''
 local rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
 local claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
@@ -91,27 +98,27 @@ local tat = tat0
 
 local active = {}   -- requests that passed the checks, in order
 for r, q in ipairs(reqs) do
-  stat(prefix, now, 'rq')
+  stat(prefix, now, ST.requests)
   if min_version ~= '' and (q.v == '' or version_lt(q.v, min_version)) then
-    q.code, q.extra = 455, 0
+    q.refusal = { err = 'old_version' }
   elseif not q.name_ok then
-    q.code, q.extra = 400, 0
+    q.refusal = { err = 'bad_name' }
   elseif (q.global_block and not ignore_global) or block_holds(ip_blocks[r], now)
     or block_holds(dl_blocks[r], now) then
-    q.code, q.extra = 403, 0
+    q.refusal = { err = 'blocked' }
   elseif not serving then
-    q.code, q.extra = 404, 1
+    q.refusal = { err = 'not_active' }
   else
     local want = q.want
     if dl_max > 0 then want = math.min(want, dl_max - held[q.d]) end
     if want <= 0 then
-      q.code, q.extra = 404, 2
+      q.refusal = { err = 'budget' }
     else
       if rate > 0 then
         local tolerance = interval * math.max(burst, 1)
         local m = math.floor((now + tolerance - tat) / interval + 1e-9)
         if m <= 0 then
-          q.code, q.extra = 429, math.ceil(tat + interval - tolerance - now)
+          q.refusal = { err = 'rate_limited', wait_ms = math.ceil(tat + interval - tolerance - now) }
           want = 0
         else
           want = math.min(m, want)
@@ -160,7 +167,7 @@ local function screen(items, known)
     if max_attempts > 0 and n > max_attempts then
       rcall('HSET', failed, item, cjson.encode({ reason = 'claimed ' .. (n - 1) .. ' times', t = now }))
       timeline(tl, item, now, 'failed', '', '')
-      stat(prefix, now, 'f')
+      stat(prefix, now, ST.failed)
     else
       new_attempts[item] = n
       ok[#ok + 1] = item
@@ -217,7 +224,7 @@ local function reclaim(want, ttl)
   end
   local ok = screen(taken, known)
   distribute(ok, 'reclaimed')
-  if #ok > 0 then stat(prefix, now, 'rc', #ok) end
+  if #ok > 0 then stat(prefix, now, ST.reclaimed, #ok) end
 end
 
 -- Pops up to `want` items from queue part `key`.
@@ -274,7 +281,7 @@ if #active > 0 then
   if (tonumber(rcall('HGET', stats, 'pq')) or 0) > 0 then
     for i, q in ipairs(active) do
       cursor = i
-      local mine = pop(prefix .. 'todo:d:' .. q.d, q.need)
+      local mine = pop(prefix .. Q.personal .. q.d, q.need)
       if #mine > 0 then
         rcall('HINCRBY', stats, 'pq', -#mine)
         distribute(screen(mine), 'claimed')
@@ -311,21 +318,17 @@ if rate > 0 and used > 0 then
 end
 
 local result = {}
-for _, q in ipairs(reqs) do
-  if q.code then
-    result[#result + 1] = q.code
-    result[#result + 1] = q.extra
+for r, q in ipairs(reqs) do
+  if q.refusal then
+    result[r] = q.refusal
   elseif #q.got == 0 then
-    result[#result + 1] = 404
-    result[#result + 1] = 3
+    result[r] = { err = 'nothing_to_give' }
   else
-    stat(prefix, now, 'ok')
-    stat(prefix, now, 'cl', #q.got)
-    if q.reclaimed then stat(prefix, now, 'rs') end
-    result[#result + 1] = 200
-    result[#result + 1] = #q.got
-    for _, item in ipairs(q.got) do result[#result + 1] = item end
+    stat(prefix, now, ST.served)
+    stat(prefix, now, ST.claimed, #q.got)
+    if q.reclaimed then stat(prefix, now, ST.served_reclaimed) end
+    result[r] = q.got
   end
 end
 flush_stats(prefix, now)
-return result
+return cjson.encode(result)

@@ -13,6 +13,7 @@
 
   Output: number of items dropped (or that would be).
   Events: none.
+  Uses: queue_groups, count_known.
 ]]
 local meta, stats = KEYS[1], KEYS[2]
 local prefix, queue, dry = ARGV[1], ARGV[2], ARGV[3] == '1'

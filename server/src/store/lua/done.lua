@@ -1,9 +1,9 @@
 #!lua
 --[[
   done: records R done reports of one project in one atomic step. Per report: every item must
-  be known (claimed, queued, failed or done), else nothing of that report changes (404). If
-  the reported byte domains differ from the project's, the reporter's IP is blocked until
-  now + auto_block_ttl and the report's claimed items go back to `todo` (403). Otherwise the
+  be known (claimed, queued, failed or done), else nothing of that report changes. If the
+  reported byte domains differ from the project's, the reporter's IP is blocked until
+  now + auto_block_ttl and the report's claimed items go back to `todo`. Otherwise the
   items move to `done`, each counted once, and one event per report is recorded.
   Where each item is comes from a few variadic reads for the whole batch (ZMSCORE, SMISMEMBER,
   HMGET); the reports are then decided in order against that local state, and every write is
@@ -42,21 +42,24 @@
 
   Every check of a report comes before its first write, so a report is applied whole or not at
   all, and a refused report leaves the others of its batch alone. A report whose fields do not
-  parse (bytes not an integer from 0 to 2^50, an empty item or downloader) is refused (400); so is
-  one that would carry the project's byte total to 2^53, where counters stop being exact (413).
+  parse (bytes not an integer from 0 to 2^50, an empty item or downloader) is refused; so is
+  one that would carry the project's byte total to 2^53, where counters stop being exact.
   Only handed-out work can be completed: an item waiting in a queue is accepted only if it was
   claimed before (it has a claim count in `attempts`, or a claim in its timeline).
 
-  Output: per report, flattened: 200, counted, duplicates, seq (0 when nothing counted)
-                                 404, item (unknown item; nothing changed)
-                                 405, item (never handed out; nothing changed)
-                                 400, 0 (fields do not parse; nothing changed)
-                                 413, 0 (the byte total would pass 2^53; nothing changed)
-                                 403, 0 (byte domains differ; ip blocked, items released)
+  Output: JSON, an array with per report in order:
+    {"counted":n,"duplicates":n,"seq":n}  recorded (seq of its event, 0 when nothing counted)
+    {"err":"invalid"}                     fields do not parse; nothing changed
+    {"err":"unknown_item","item":s}       an unknown item; nothing changed
+    {"err":"never_handed_out","item":s}   an item never handed out; nothing changed
+    {"err":"overflow"}                    the byte total would pass 2^53; nothing changed
+    {"err":"domain_mismatch"}             byte domains differ; ip blocked, items released
   Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
   downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
   one message on KEYS[16], joined by ',' (parse as `[` .. `]`), with SPUBLISH: on a cluster it
   reaches only the subscribers of the project's shard, not every node as PUBLISH would.
+  Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  timeline_line, timeline_many, decode_claim, claim_line, leave_claim.
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -258,17 +261,13 @@ for _, rep in ipairs(reps) do
   end
 
   if rep.bad then
-    result[#result + 1] = 400
-    result[#result + 1] = 0
+    result[#result + 1] = { err = 'invalid' }
   elseif unknown then
-    result[#result + 1] = 404
-    result[#result + 1] = unknown
+    result[#result + 1] = { err = 'unknown_item', item = unknown }
   elseif never then
-    result[#result + 1] = 405
-    result[#result + 1] = never
+    result[#result + 1] = { err = 'never_handed_out', item = never }
   elseif not mismatch and done_bytes + rep.total >= COUNTER_MAX then
-    result[#result + 1] = 413
-    result[#result + 1] = 0
+    result[#result + 1] = { err = 'overflow' }
   elseif mismatch then
     rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
       t = now, expires = now + block_ttl }))
@@ -278,14 +277,13 @@ for _, rep in ipairs(reps) do
         if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
         rcall('ZREM', out, item)
         rcall('HDEL', claims, item)
-        rcall('ZADD', prefix .. 'todo', 0, item)
-        state[item] = 'todo'
+        rcall('ZADD', prefix .. Q.todo, 0, item)
+        state[item] = Q.todo
         out_now, todo_now = out_now - 1, todo_now + 1
         leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, version))
       end
     end
-    result[#result + 1] = 403
-    result[#result + 1] = 0
+    result[#result + 1] = { err = 'domain_mismatch' }
   else
     local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
     local done_line = timeline_line(now, 'done', who, version)
@@ -311,7 +309,7 @@ for _, rep in ipairs(reps) do
           w_queue[w] = w_queue[w] or {}
           table.insert(w_queue[w], item)
           todo_now = todo_now - 1
-          if string.sub(w, 1, 7) == 'todo:d:' then pq_delta = pq_delta - 1 end
+          if string.sub(w, 1, #Q.personal) == Q.personal then pq_delta = pq_delta - 1 end
         end
         state[item] = 'done'
         w_done[#w_done + 1] = item
@@ -337,11 +335,11 @@ for _, rep in ipairs(reps) do
       dl_add_items[who] = (dl_add_items[who] or 0) + #fresh
       dl_add_bytes[who] = (dl_add_bytes[who] or 0) + total
       dl_ver[who] = version
-      stat(prefix, now, 'i', #fresh)
-      stat(prefix, now, 'b', total)
+      stat(prefix, now, ST.done_items, #fresh)
+      stat(prefix, now, ST.done_bytes, total)
       if rtt > 0 then
-        stat(prefix, now, 'rt', rtt)
-        stat(prefix, now, 'rn', #fresh)
+        stat(prefix, now, ST.round_trip_ms, rtt)
+        stat(prefix, now, ST.round_trips, #fresh)
       end
       seen_dl[who] = true
       if rep.ip ~= '' then seen_ip[rep.ip] = true end
@@ -360,10 +358,7 @@ for _, rep in ipairs(reps) do
         .. string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo_now, out_now, done_items,
           failed_now)
     end
-    result[#result + 1] = 200
-    result[#result + 1] = #fresh
-    result[#result + 1] = dups
-    result[#result + 1] = ev_seq
+    result[#result + 1] = { counted = #fresh, duplicates = dups, seq = ev_seq }
   end
 end
 
@@ -453,4 +448,4 @@ end
 uniques('dl', seen_dl)
 uniques('ip', seen_ip)
 flush_stats(prefix, now)
-return result
+return cjson.encode(result)

@@ -13,10 +13,12 @@
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2]  item
 
-  Output: {state, detail, timeline JSON}; state is 'out' (detail: claim record JSON), 'done',
-  'failed' (detail: reason JSON), 'todo' (detail: the queue part), or '' when unknown;
-  the timeline as stored, with a current claim's own line after it.
+  Output: JSON {"state":s,"detail":s,"timeline":s}; state is "out" (detail: the claim record
+  JSON), "done", "failed" (detail: the reason JSON), "queued" (detail: the queue part), or
+  "unknown"; the timeline as stored (lines "time event who version"), with a current claim's
+  own line after it.
   Events: none.
+  Uses: queue_groups, find_in_queues, timeline_append, decode_claim, claim_line.
 ]]
 local meta, out, claims, done, failed, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, item = ARGV[1], ARGV[2]
@@ -26,11 +28,12 @@ if rcall('ZSCORE', out, item) then
   -- A claim's own line is in its record until the item leaves the claim.
   local raw = rcall('HGET', claims, item) or '{}'
   local line = claim_line(decode_claim(raw))
-  return { 'out', raw, line and timeline_append(stored, line) or history }
+  return cjson.encode({ state = 'out', detail = raw, timeline = line and timeline_append(stored, line) or history })
 end
-if rcall('SISMEMBER', done, item) == 1 then return { 'done', '', history } end
+local function reply(state, detail) return cjson.encode({ state = state, detail = detail, timeline = history }) end
+if rcall('SISMEMBER', done, item) == 1 then return reply('done', '') end
 local reason = rcall('HGET', failed, item)
-if reason then return { 'failed', reason, history } end
+if reason then return reply('failed', reason) end
 local part = find_in_queues(prefix, queue_groups(rcall('HGET', meta, 'queues')), item, nil)
-if part then return { 'todo', part, history } end
-return { '', '', history }
+if part then return reply('queued', part) end
+return reply('unknown', '')

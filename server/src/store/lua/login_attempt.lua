@@ -12,9 +12,11 @@
   ARGV[2]  most attempts of a network in a window
   ARGV[3]  the window (seconds)
 
-  Output: 0 when counted (go on and check the password); else the seconds until the counter
-  that is full lapses (at least 1), nothing counted.
+  Output: JSON. {} when counted (go on and check the password); else
+  {"err":"rate_limited","wait_ms":n}, n the whole seconds (at least 1) until the counter that
+  is full lapses, in ms; nothing counted.
   Events: none.
+  Uses: none.
 ]]
 local pair, net = KEYS[1], KEYS[2]
 local max_pair, max_net, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -27,11 +29,11 @@ for _, limit in ipairs({ { pair, max_pair }, { net, max_net } }) do
       rcall('EXPIRE', limit[1], window)
       ttl = window
     end
-    return math.max(ttl, 1)
+    return cjson.encode({ err = 'rate_limited', wait_ms = math.max(ttl, 1) * 1000 })
   end
 end
 for _, key in ipairs({ pair, net }) do
   rcall('INCR', key)
   if rcall('TTL', key) < 0 then rcall('EXPIRE', key, window) end
 end
-return 0
+return '{}'

@@ -13,6 +13,7 @@
 
   Output: the network's count left.
   Events: none.
+  Uses: none.
 ]]
 local pair, net = KEYS[1], KEYS[2]
 local success = ARGV[1] == '1'

@@ -13,6 +13,7 @@
 
   Output: number of items moved.
   Events: none.
+  Uses: queue_scorer.
 ]]
 local qseq, meta = KEYS[1], KEYS[2]
 local prefix = ARGV[1]

@@ -16,19 +16,21 @@
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2 ..]  personal queues, as key suffixes (`todo:d:alice`)
 
-  Output: {count before ('' when not kept), count now}; -1 when the project does not exist.
+  Output: JSON {"before":n (absent when the count was not kept),"now":n};
+  {"err":"no_project"} when the project does not exist.
   Events: none.
+  Uses: queue_groups.
 ]]
 local meta, out, done, failed, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix = ARGV[1]
 
 local m = rcall('HMGET', meta, 'title', 'queues')
-if not m[1] then return -1 end
+if not m[1] then return cjson.encode({ err = 'no_project' }) end
 local n = rcall('ZCARD', out) + rcall('SCARD', done) + rcall('HLEN', failed)
 for _, parts in ipairs(queue_groups(m[2])) do
   for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
 end
 for i = 2, #ARGV do n = n + rcall('ZCARD', prefix .. ARGV[i]) end
-local before = rcall('HGET', stats, 'known') or ''
+local before = tonumber(rcall('HGET', stats, 'known'))
 rcall('HSET', stats, 'known', n)
-return { before, n }
+return cjson.encode({ before = before, now = n })

@@ -16,19 +16,22 @@
   ARGV[4]  1 when the caller is an admin, else 0
   ARGV[5]  the caller's IP (a claimant must call from the IP it claimed from)
 
-  Output: 1 released; -1 the item is not claimed; -2 the caller is not the claimant (or calls
-          from another IP).
+  Output: JSON. {} released; {"err":"not_claimed"} the item is not claimed;
+  {"err":"not_claimant"} the caller is not the claimant (or calls from another IP).
   Events: none.
+  Uses: decode_claim, timeline_line, leave_claim.
 ]]
 local out, claims, dl_claims, tl, todo, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, item, who, admin, ip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]
 
-if not rcall('ZSCORE', out, item) then return -1 end
+if not rcall('ZSCORE', out, item) then return cjson.encode({ err = 'not_claimed' }) end
 local claim = decode_claim(rcall('HGET', claims, item))
-if not admin and (claim.d ~= who or (claim.ip and claim.ip ~= ip)) then return -2 end
+if not admin and (claim.d ~= who or (claim.ip and claim.ip ~= ip)) then
+  return cjson.encode({ err = 'not_claimant' })
+end
 if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
 rcall('ZREM', out, item)
 rcall('HDEL', claims, item)
 rcall('ZADD', todo, 0, item)
 leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, ''))
-return 1
+return '{}'

@@ -17,6 +17,7 @@
 
   Output: number of items released.
   Events: none.
+  Uses: decode_claim, timeline_line, leave_claim.
 ]]
 local out, claims, dl_claims, tl, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, now, who = ARGV[1], tonumber(ARGV[2]), ARGV[3]

@@ -10,8 +10,10 @@
   ARGV[1]  now (ms)
   ARGV[2]  posts a minute, and at once (at least 1)
 
-  Output: 0 when counted (go on); else the ms until a post may go (at least 1), nothing counted.
+  Output: JSON. {} when counted (go on); else {"err":"rate_limited","wait_ms":n}, the ms until a
+  post may go (at least 1); nothing counted.
   Events: none.
+  Uses: none.
 ]]
 local limiter = KEYS[1]
 local now, per_minute = tonumber(ARGV[1]), math.max(tonumber(ARGV[2]), 1)
@@ -21,6 +23,6 @@ local tat = math.max(tonumber(rcall('GET', limiter)) or now, now)
 local next_tat = tat + interval
 -- `per_minute` posts at once take the whole minute of tolerance.
 local ahead = next_tat - now - 60000
-if ahead > 0 then return math.max(math.ceil(ahead), 1) end
+if ahead > 0 then return cjson.encode({ err = 'rate_limited', wait_ms = math.max(math.ceil(ahead), 1) }) end
 rcall('SET', limiter, string.format('%d', math.ceil(next_tat)), 'PX', math.max(math.ceil(next_tat - now), 1))
-return 0
+return '{}'

@@ -17,6 +17,7 @@
 
   Output: number of items requeued or dropped.
   Events: none.
+  Uses: count_known, timeline.
 ]]
 local failed, attempts, tl, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, now, who, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]

@@ -15,6 +15,7 @@
 
   Output: number of items scored (0 in FIFO projects, whose scores are already their order).
   Events: none.
+  Uses: queue_scorer.
 ]]
 local qseq, meta = KEYS[1], KEYS[2]
 local key = ARGV[1]

@@ -19,11 +19,16 @@
   ARGV[2]  how many downloaders to return (most items first; -1 for all, 0 for none)
   ARGV[3]  how many recent events to return
 
-  Output: {title, seq, todo, out, done_items, done_bytes, {domain, bytes, ...},
-           {downloader, items, bytes, last seen, version, ...}, {event JSON, ...}, failed,
-           {queue part, size, ...}, state, banner, downloaders in all}
-    -1  no such project
+  Output: JSON, {"err":"no_project"} when there is no such project, else
+    {"title":s, "seq":n, "todo":n, "out":n, "done_items":n, "done_bytes":n, "failed":n,
+     "state":s, "banner":s, "downloader_count":n (downloaders in all),
+     "domain_bytes":{domain: bytes}, "downloaders":[{"name","items","bytes","seen","version"}],
+     "recent":[event JSON text, newest first], "queues":[{"part","size"}] (in claim order,
+     "personal" first: all personal queues)}
+  Numbers Redis keeps as text (seq, done_*, bytes, scores) stay the decimal strings Redis gave:
+  cjson would print those past 10^14 in exponent form.
   Events: none.
+  Uses: queue_groups, bulk_read.
 ]]
 local meta, stats, out, dl_items, dl_bytes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local domain_bytes, seq_key, history, failed = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -31,17 +36,16 @@ local dl_seen, dl_version = KEYS[10], KEYS[11]
 local prefix, ndl, nrecent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
 local m = rcall('HMGET', meta, 'title', 'queues', 'state', 'banner')
-if not m[1] then return -1 end
+if not m[1] then return cjson.encode({ err = 'no_project' }) end
 
 local st = rcall('HMGET', stats, 'done_items', 'done_bytes', 'pq')
 local todo = tonumber(st[3]) or 0
-local sizes = { 'personal', todo }
+local sizes = { { part = 'personal', size = todo } }
 for _, parts in ipairs(queue_groups(m[2])) do
   for _, part in ipairs(parts) do
     local n = rcall('ZCARD', prefix .. part)
     todo = todo + n
-    sizes[#sizes + 1] = part
-    sizes[#sizes + 1] = n
+    sizes[#sizes + 1] = { part = part, size = n }
   end
 end
 
@@ -54,15 +58,16 @@ if #top > 0 then
   local seen = bulk_read('HMGET', dl_seen, names)
   local version = bulk_read('HMGET', dl_version, names)
   for i, name in ipairs(names) do
-    rows[#rows + 1] = name
-    rows[#rows + 1] = top[2 * i]
-    rows[#rows + 1] = bytes[i] or '0'
-    rows[#rows + 1] = seen[i] or '0'
-    rows[#rows + 1] = version[i] or ''
+    rows[#rows + 1] = { name = name, items = top[2 * i], bytes = bytes[i] or '0', seen = seen[i] or '0',
+      version = version[i] or '' }
   end
 end
 
 local recent = nrecent > 0 and rcall('LRANGE', history, 0, nrecent - 1) or {}
-return { m[1], rcall('GET', seq_key) or '0', todo, rcall('ZCARD', out), st[1] or '0', st[2] or '0',
-  rcall('HGETALL', domain_bytes), rows, recent, rcall('HLEN', failed), sizes, m[3] or 'active', m[4] or '',
-  rcall('ZCARD', dl_items) }
+local domains = {}
+local flat = rcall('HGETALL', domain_bytes)
+for i = 1, #flat, 2 do domains[flat[i]] = flat[i + 1] end
+return cjson.encode({ title = m[1], seq = rcall('GET', seq_key) or '0', todo = todo, out = rcall('ZCARD', out),
+  done_items = st[1] or '0', done_bytes = st[2] or '0', failed = rcall('HLEN', failed), state = m[3] or 'active',
+  banner = m[4] or '', downloader_count = rcall('ZCARD', dl_items), domain_bytes = domains, downloaders = rows,
+  recent = recent, queues = sizes })

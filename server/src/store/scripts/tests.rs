@@ -1,0 +1,296 @@
+//! The scripts' sources: headers, shebangs, shared names, refusal codes (no Redis needed; the
+//! integration tests run every script and every refusal against a real one).
+
+use super::*;
+use regex::Regex;
+use std::collections::BTreeSet;
+
+#[test]
+fn keys_of_two_slots_are_refused() {
+    let k = |s: &str| s.to_string();
+    assert!(one_slot(&[]).is_ok());
+    assert!(one_slot(&[k("t:{p}:meta"), k("t:{p}:out"), k("t:{p}:todo:d:x")]).is_ok());
+    let err = one_slot(&[k("t:{p}:meta"), k("t:{q}:out")]).unwrap_err();
+    assert!(err.contains("t:{q}:out"), "{err}");
+    assert!(one_slot(&[
+        k("t:admin:fail:ip:1.2.3.4"),
+        k("t:admin:fail:pair:1.2.3.4|x")
+    ])
+    .is_err());
+}
+
+/// A script's header comment (between `--[[` and `]]`).
+fn header_of(source: &str) -> &str {
+    source.split("]]").next().unwrap_or_default()
+}
+
+/// A script's code after its header, without comments.
+fn code_of(source: &str) -> String {
+    let body = source.split_once("]]").map_or("", |(_, b)| b);
+    body.lines()
+        .map(|l| l.split("--").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// [`code_of`] without its string literals: the names it calls.
+fn names_of(source: &str) -> String {
+    let strings = Regex::new(r"'[^'\n]*'").unwrap();
+    strings.replace_all(&code_of(source), "''").into_owned()
+}
+
+/// The number of `KEYS[i]` lines in a script's header.
+fn header_keys(source: &str) -> usize {
+    header_of(source)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("KEYS["))
+        .count()
+}
+
+#[test]
+fn the_library_defines_rcall_for_every_script() {
+    assert!(LIB.contains("local rcall = redis.call"));
+}
+
+#[test]
+fn the_prelude_spells_the_names_of_keys_rs() {
+    let p = prelude();
+    for q in QUEUES {
+        assert!(p.contains(&format!("'{q}'")), "{p}");
+    }
+    assert!(p.contains(&format!("local DEFAULT_QUEUES = '{}'", QUEUES.join(","))));
+    assert!(p.contains(&format!("personal = '{PERSONAL}'")));
+    for c in Counter::ALL {
+        assert!(
+            p.contains(&format!("{} = '{}'", c.lua_name(), c.code())),
+            "{p}"
+        );
+    }
+    let codes: BTreeSet<_> = Counter::ALL.iter().map(|c| c.code()).collect();
+    assert_eq!(
+        codes.len(),
+        Counter::ALL.len(),
+        "counter codes are distinct"
+    );
+    // No script spells a queue name or counter code itself.
+    let spelled = Regex::new(r"'(todo[^']*|rq|ok|cl|rc|rs|f|i|b|rt|rn|bf|bd)'").unwrap();
+    for s in Scripts::new().all() {
+        let code = code_of(s.source);
+        assert!(
+            !spelled.is_match(&code),
+            "script {} spells {:?}; use Q / ST",
+            s.name,
+            spelled.find(&code).map(|m| m.as_str())
+        );
+    }
+    assert!(
+        !spelled.is_match(&code_of(&format!("]]\n{LIB}"))),
+        "_lib.lua"
+    );
+}
+
+#[test]
+fn every_script_declares_how_it_treats_a_full_redis() {
+    let scripts = Scripts::new();
+    let header = header();
+    for s in scripts.all() {
+        let allowed = ["#!lua", "#!lua flags=no-writes", "#!lua flags=allow-oom"];
+        assert!(
+            s.shebang().is_some_and(|l| allowed.contains(&l)),
+            "script {} opens with one of {allowed:?}",
+            s.name
+        );
+        let composed = compose(&header, s.source);
+        assert!(composed.starts_with(&format!("{}\n", s.shebang().unwrap_or_default())));
+        assert_eq!(composed.matches("#!lua").count(), 1, "script {}", s.name);
+        // Line N of the file is line header_lines() + N of what Redis runs.
+        let composed: Vec<&str> = composed.lines().collect();
+        for (i, line) in s.source.lines().enumerate().skip(1) {
+            assert_eq!(composed[header_lines() + i], line, "script {}", s.name);
+        }
+    }
+    // The leaderboard and item lookups keep answering when Redis is full.
+    for s in [&scripts.snapshot, &scripts.item_status] {
+        assert_eq!(
+            s.shebang(),
+            Some("#!lua flags=no-writes"),
+            "script {}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn redis_errors_name_the_file_line() {
+    let at = header_lines() + 12;
+    let detail = format!("ERR user_script:{at}: attempt to compare nil with number script: abc");
+    assert_eq!(
+        locate("claim", header_lines(), &detail).as_deref(),
+        Some(format!("{detail} (claim.lua:12)").as_str())
+    );
+    assert_eq!(
+        locate("claim", header_lines(), "OOM command not allowed"),
+        None
+    );
+}
+
+#[test]
+fn every_header_declares_the_keys_its_wrapper_passes() {
+    for s in Scripts::new().all() {
+        assert_eq!(header_keys(s.source), s.num_keys, "script {}", s.name);
+        let body = s.source.split_once('\n').map_or("", |(_, b)| b);
+        let names_itself = body.starts_with(&format!("--[[\n  {}: ", s.name));
+        assert!(names_itself, "script {} opens with its purpose", s.name);
+        assert!(s.source.contains("Output:"), "script {}", s.name);
+    }
+}
+
+/// The names a script may take from the prelude and `_lib.lua`.
+fn shared_names() -> BTreeSet<String> {
+    let defined = Regex::new(r"(?m)^local (?:function )?([A-Za-z_]\w*)").unwrap();
+    let mut names: BTreeSet<String> = defined
+        .captures_iter(&header())
+        .map(|c| c[1].to_string())
+        .collect();
+    // Every script uses rcall; the library's own state is not for scripts.
+    for own in ["rcall", "DAY_MS", "clock", "pending_stats"] {
+        names.remove(own);
+    }
+    names
+}
+
+/// Whether `code` refers to `name`: the word, not a table field (`x.name`, `{ name = 1 }`).
+fn uses(code: &str, name: &str) -> bool {
+    let Ok(word) = Regex::new(&format!(r"\b{name}\b")) else {
+        return false;
+    };
+    let used = word.find_iter(code).any(|m| {
+        let field = code[..m.start()].ends_with('.');
+        let after = code[m.end()..].trim_start();
+        let key = after.starts_with('=') && !after.starts_with("==");
+        !field && !key
+    });
+    used
+}
+
+#[test]
+fn every_header_lists_the_shared_names_it_uses() {
+    let shared = shared_names();
+    assert!(
+        shared.contains("Q") && shared.contains("queue_groups"),
+        "{shared:?}"
+    );
+    for s in Scripts::new().all() {
+        let header = header_of(s.source);
+        let listed: BTreeSet<String> = header
+            .split_once("Uses:")
+            .map(|(_, rest)| rest.split("\n\n").next().unwrap_or_default())
+            .unwrap_or_else(|| panic!("script {} has a `Uses:` paragraph", s.name))
+            .split(|c: char| c == ',' || c == '.' || c.is_whitespace())
+            .filter(|w| !w.is_empty() && *w != "none")
+            .map(String::from)
+            .collect();
+        let code = names_of(s.source);
+        let used: BTreeSet<String> = shared
+            .iter()
+            .filter(|name| uses(&code, name))
+            .cloned()
+            .collect();
+        assert_eq!(
+            listed, used,
+            "script {}: `Uses:` lists what it uses",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn every_refusal_a_script_returns_is_a_variant() {
+    let variants = [
+        Refusal::NoProject,
+        Refusal::OldVersion,
+        Refusal::BadName,
+        Refusal::Blocked,
+        Refusal::NotActive,
+        Refusal::Budget,
+        Refusal::RateLimited { wait_ms: 1 },
+        Refusal::NothingToGive,
+        Refusal::Invalid,
+        Refusal::UnknownItem { item: "x".into() },
+        Refusal::NeverHandedOut { item: "x".into() },
+        Refusal::Overflow,
+        Refusal::DomainMismatch,
+        Refusal::NotClaimed,
+        Refusal::NotClaimant,
+        Refusal::FilterChanged,
+    ];
+    let known: BTreeSet<&str> = variants.iter().map(Refusal::code).collect();
+    let returned = Regex::new(r"err = '(\w+)'").unwrap();
+    let mut seen = BTreeSet::new();
+    for s in Scripts::new().all() {
+        for c in returned.captures_iter(s.source) {
+            assert!(
+                known.contains(&c[1]),
+                "script {} returns unknown {}",
+                s.name,
+                &c[1]
+            );
+            seen.insert(c[1].to_string());
+        }
+    }
+    for code in &known {
+        assert!(seen.contains(*code), "no script returns {code}");
+    }
+    // Each code decodes to its variant.
+    for v in variants {
+        let json = match &v {
+            Refusal::RateLimited { wait_ms } => {
+                format!(r#"{{"err":"rate_limited","wait_ms":{wait_ms}}}"#)
+            }
+            Refusal::UnknownItem { item } | Refusal::NeverHandedOut { item } => {
+                format!(r#"{{"item":"{item}","err":"{}"}}"#, v.code())
+            }
+            other => format!(r#"{{"err":"{}"}}"#, other.code()),
+        };
+        let got = serde_json::from_str::<Reply<serde_json::Value>>(&json).unwrap();
+        assert_eq!(got.into_result().unwrap_err(), v, "{json}");
+    }
+}
+
+#[test]
+fn lua_lists_and_counts_decode_as_cjson_writes_them() {
+    #[derive(serde::Deserialize)]
+    struct T {
+        #[serde(deserialize_with = "lua_list")]
+        list: Vec<u64>,
+        #[serde(deserialize_with = "lua_count")]
+        n: u64,
+    }
+    let t: T = serde_json::from_str(r#"{"list":{},"n":"1234567890123456789"}"#).unwrap();
+    assert!(t.list.is_empty());
+    assert_eq!(t.n, 1_234_567_890_123_456_789);
+    let t: T = serde_json::from_str(r#"{"list":[1,2],"n":3}"#).unwrap();
+    assert_eq!((t.list, t.n), (vec![1, 2], 3));
+    let t: T = serde_json::from_str(r#"{"list":[],"n":"1.5e3"}"#).unwrap();
+    assert_eq!(t.n, 1500);
+    // A result that is an array is never read as a refusal, whatever its items are called.
+    let r: Reply<Vec<String>> = serde_json::from_str(r#"["blocked"]"#).unwrap();
+    assert_eq!(r.into_result().unwrap(), ["blocked"]);
+    // A batch as claim answers it; an empty one as cjson writes it.
+    let raw = r#"[["err","b"],{"wait_ms":5,"err":"rate_limited"}]"#;
+    let replies = serde_json::from_str::<Reply<Batch<Reply<Vec<String>>>>>(raw);
+    let Batch(replies) = replies.unwrap().into_result().unwrap();
+    let replies: Vec<_> = replies.into_iter().map(Reply::into_result).collect();
+    assert_eq!(
+        replies,
+        [
+            Ok(vec!["err".to_string(), "b".to_string()]),
+            Err(Refusal::RateLimited { wait_ms: 5 })
+        ]
+    );
+    let Batch(none) = serde_json::from_str::<Batch<Reply<Vec<String>>>>("{}").unwrap();
+    assert!(none.is_empty());
+    // An object without `err` is a result.
+    let r: Reply<serde_json::Value> = serde_json::from_str(r#"{"counted":1}"#).unwrap();
+    assert_eq!(r.into_result().unwrap()["counted"], 1);
+}

@@ -1,0 +1,139 @@
+//! `/admin/api/tokens`: per-account API tokens acting with their owner's role until revoked or the
+//! account is deleted.
+
+use server::store::Role;
+use tests::panel::{account, json, last_audit, Panel};
+use tests::{Reply, TestApp};
+
+/// `POST path` with `Authorization: Bearer secret` and a plain body, no cookie, no CSRF.
+async fn with_token(app: &TestApp, secret: &str, path: &str, body: &str) -> Reply {
+    app.send(
+        app.http
+            .post(app.url(path))
+            .header("authorization", format!("Bearer {secret}"))
+            .header("content-type", "application/json")
+            .body(body.to_string()),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    app.project("p2", &[]).await;
+    account(&app, "pat", Role::Project, &["p1"]).await;
+    account(&app, "ro", Role::ReadOnly, &[]).await;
+    let mut p = Panel::logged_in(&app, "pat").await;
+
+    let r = p
+        .post("/admin/api/tokens", serde_json::json!({"name": "  "}))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = p
+        .post("/admin/api/tokens", serde_json::json!({"name": "ingest"}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let created = json(&r);
+    let (secret, id) = (
+        created["secret"].as_str().unwrap().to_string(),
+        created["id"].as_str().unwrap().to_string(),
+    );
+    let listed = json(&p.get("/admin/api/tokens").await);
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert!(
+        !listed.to_string().contains(&secret),
+        "the secret is shown once"
+    );
+    let stored = format!("{:?}", app.store.tokens("pat").await.unwrap());
+    assert!(!stored.contains(&secret), "only its hash is stored");
+
+    let r = with_token(&app, &secret, "/admin/api/p1/items?queue=todo", "a\nb\n").await;
+    assert_eq!(r.status, 200, "no session, no CSRF: {}", r.body);
+    assert_eq!(json(&r)["count"], 2);
+    assert_eq!(app.counts("p1").await.todo, 2);
+    let r = with_token(&app, &secret, "/admin/api/p2/items?queue=todo", "a\n").await;
+    assert_eq!(r.status, 403, "the owner's role: {}", r.body);
+    assert_eq!(app.counts("p2").await.todo, 0);
+    let audit = last_audit(&mut p, "items").await;
+    assert_eq!(audit["who"], "pat");
+    assert!(audit["detail"].as_str().unwrap().contains(&id), "{audit}");
+    let r = with_token(&app, &secret, "/admin/api/tokens", r#"{"name":"x"}"#).await;
+    assert_eq!(r.status, 403, "a token cannot mint tokens: {}", r.body);
+
+    let r = with_token(&app, "trk_wrong", "/admin/api/p1/items", "c\n").await;
+    assert_eq!(r.status, 401);
+    let r = p
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/admin/api/tokens/{id}"),
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let r = with_token(&app, &secret, "/admin/api/p1/items", "c\n").await;
+    assert_eq!(r.status, 401, "revoked: {}", r.body);
+    assert_eq!(app.counts("p1").await.todo, 2);
+    assert_eq!(
+        last_audit(&mut p, "token.revoke").await["detail"],
+        id.as_str()
+    );
+
+    // Read-only accounts make no tokens; a token of an account made read-only later only reads.
+    let mut ro = Panel::logged_in(&app, "ro").await;
+    let r = ro
+        .post("/admin/api/tokens", serde_json::json!({"name": "look"}))
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = p
+        .post("/admin/api/tokens", serde_json::json!({"name": "later"}))
+        .await;
+    let secret = json(&r)["secret"].as_str().unwrap().to_string();
+    account_role(&app, "pat", Role::ReadOnly).await;
+    let r = with_token(&app, &secret, "/admin/api/p1/items", "z\n").await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = app
+        .send(
+            app.http
+                .get(app.url("/admin/api/p1/queues"))
+                .header("authorization", format!("Bearer {secret}")),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(app.counts("p1").await.todo, 2);
+}
+
+/// Gives account `name` role `role`.
+async fn account_role(app: &TestApp, name: &str, role: Role) {
+    let mut a = app.store.account(name).await.unwrap().unwrap();
+    a.role = role;
+    app.store.save_account(&a).await.unwrap();
+}
+
+#[tokio::test]
+async fn deleting_an_account_revokes_its_tokens() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "bob", Role::Global, &[]).await;
+    let mut bob = Panel::logged_in(&app, "bob").await;
+    let r = bob
+        .post("/admin/api/tokens", serde_json::json!({"name": "t"}))
+        .await;
+    let secret = json(&r)["secret"].as_str().unwrap().to_string();
+    let mut root = Panel::logged_in(&app, "root").await;
+    let r = root
+        .send(
+            reqwest::Method::DELETE,
+            "/admin/api/users/bob",
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(
+        with_token(&app, &secret, "/admin/api/p1/items", "a\n")
+            .await
+            .status,
+        401
+    );
+}

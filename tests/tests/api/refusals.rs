@@ -1,0 +1,355 @@
+//! Every refusal code a script returns, made by a real script on a real Redis and decoded as
+//! its [`Refusal`] variant: through the store's wrappers where they pass it on, and by calling
+//! the script itself where a wrapper answers for it (`no_project` as `None`, `not_claimed` as
+//! `false`, `filter_changed` by reading the filter again).
+
+use fred::prelude::*;
+use server::{
+    keys::Keys,
+    store::{
+        now_ms, scripts::Scripts, BackfeedRecord, ClaimOutcome, ClaimRequest, DoneOutcome,
+        DoneReport, Refusal, StoreError,
+    },
+};
+use tests::TestApp;
+
+const T0: u64 = 1_700_000_000_000;
+
+fn who(name: &str) -> ClaimRequest {
+    ClaimRequest {
+        downloader: name.into(),
+        version: "1".into(),
+        n: 1,
+        name_ok: true,
+        ..Default::default()
+    }
+}
+
+fn report(name: &str, item: &str, domain: &str, bytes: u64) -> DoneReport {
+    DoneReport {
+        downloader: name.into(),
+        bytes: vec![(domain.into(), bytes)],
+        items: vec![item.into()],
+        ..Default::default()
+    }
+}
+
+/// The refusal of one claim request by `request`.
+async fn claim_refusal(app: &TestApp, request: &ClaimRequest, now: u64) -> Refusal {
+    match app.store.claim("p", request, now).await.unwrap() {
+        ClaimOutcome::Refused(r) => r,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// The refusal of one done report.
+async fn done_refusal(app: &TestApp, report: &DoneReport) -> Refusal {
+    match app.store.done("p", report, T0).await.unwrap() {
+        DoneOutcome::Refused(r) => r,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Claims one item for `name`.
+async fn claim_one(app: &TestApp, name: &str) -> String {
+    match app.store.claim("p", &who(name), T0).await.unwrap() {
+        ClaimOutcome::Items(items) => items[0].clone(),
+        other => panic!("claim: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn claim_refusals() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c"]).await;
+
+    app.settings("p", |s| s.min_version = "2".into()).await;
+    assert_eq!(
+        claim_refusal(&app, &who("alice"), T0).await,
+        Refusal::OldVersion
+    );
+    app.settings("p", |s| s.min_version = String::new()).await;
+
+    let bad = ClaimRequest {
+        name_ok: false,
+        ..who("alice")
+    };
+    assert_eq!(claim_refusal(&app, &bad, T0).await, Refusal::BadName);
+
+    let blocked = ClaimRequest {
+        globally_blocked: true,
+        ..who("alice")
+    };
+    assert_eq!(claim_refusal(&app, &blocked, T0).await, Refusal::Blocked);
+
+    app.settings("p", |s| s.state = "paused".into()).await;
+    assert_eq!(
+        claim_refusal(&app, &who("alice"), T0).await,
+        Refusal::NotActive
+    );
+    app.settings("p", |s| s.state = "active".into()).await;
+
+    app.settings("p", |s| s.dl_max_claims = 1).await;
+    claim_one(&app, "alice").await;
+    assert_eq!(
+        claim_refusal(&app, &who("alice"), T0).await,
+        Refusal::Budget
+    );
+    app.settings("p", |s| s.dl_max_claims = 0).await;
+
+    app.settings("p", |s| {
+        s.rate = 1.0;
+        s.burst = 1.0;
+    })
+    .await;
+    claim_one(&app, "bob").await;
+    let Refusal::RateLimited { wait_ms } = claim_refusal(&app, &who("bob"), T0).await else {
+        panic!("rate limited")
+    };
+    assert!(wait_ms > 0 && wait_ms <= 1000, "{wait_ms}");
+    app.settings("p", |s| s.rate = 0.0).await;
+
+    claim_one(&app, "carol").await;
+    assert_eq!(
+        claim_refusal(&app, &who("carol"), T0).await,
+        Refusal::NothingToGive
+    );
+    // One batch answers each request with its own outcome.
+    let batch = [bad, who("dave")];
+    let outcomes = app
+        .store
+        .claim_batch("p", &batch, T0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcomes,
+        [
+            ClaimOutcome::Refused(Refusal::BadName),
+            ClaimOutcome::Refused(Refusal::NothingToGive)
+        ]
+    );
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn done_refusals() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c"]).await;
+
+    assert_eq!(
+        done_refusal(&app, &report("alice", "", "data", 1)).await,
+        Refusal::Invalid
+    );
+    assert_eq!(
+        done_refusal(&app, &report("alice", "nope", "data", 1)).await,
+        Refusal::UnknownItem {
+            item: "nope".into()
+        }
+    );
+    assert_eq!(
+        done_refusal(&app, &report("alice", "a", "data", 1)).await,
+        Refusal::NeverHandedOut { item: "a".into() }
+    );
+
+    let item = claim_one(&app, "alice").await;
+    let stats = Keys::new(&app.namespace).project("p").stats();
+    let _: () = app
+        .store
+        .client()
+        .hset(&stats, ("done_bytes", (1u64 << 53) - 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        done_refusal(&app, &report("alice", &item, "data", 1)).await,
+        Refusal::Overflow
+    );
+    let _: () = app
+        .store
+        .client()
+        .hset(&stats, ("done_bytes", 0))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        done_refusal(&app, &report("alice", &item, "elsewhere", 1)).await,
+        Refusal::DomainMismatch
+    );
+    // The mismatch released the item and blocked the (empty) IP.
+    assert_eq!(app.counts("p").await.out, 0);
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn release_refusals() {
+    let app = TestApp::start().await;
+    app.project("p", &["a"]).await;
+    assert!(!app
+        .store
+        .release("p", "a", "alice", "", false, now_ms())
+        .await
+        .unwrap());
+    let item = claim_one(&app, "alice").await;
+    let err = app
+        .store
+        .release("p", &item, "bob", "", false, now_ms())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Refused(Refusal::NotClaimant)),
+        "{err:?}"
+    );
+
+    // The script itself names the item that is not claimed.
+    let k = Keys::new(&app.namespace).project("p");
+    let keys = vec![
+        k.out(),
+        k.claims(),
+        k.dl_claims(),
+        k.timeline(),
+        k.queue("todo"),
+        k.attempts(),
+    ];
+    let args = vec![
+        Value::from(now_ms() as i64),
+        Value::from("zzz"),
+        Value::from("alice"),
+        Value::from("0"),
+        Value::from(""),
+    ];
+    let scripts = Scripts::new();
+    let reply = scripts
+        .call::<serde_json::Value>(app.store.client(), &scripts.release, keys, args)
+        .await
+        .unwrap();
+    assert_eq!(reply.unwrap_err(), Refusal::NotClaimed);
+    app.assert_invariant("p").await;
+}
+
+#[tokio::test]
+async fn no_project_and_filter_changed() {
+    let app = TestApp::start().await;
+    let store = &app.store;
+    let record = BackfeedRecord {
+        hash: 1,
+        part: String::new(),
+        item: "x".into(),
+    };
+    // The wrappers answer `None` for a project that does not exist...
+    assert_eq!(
+        store.claim_batch("nope", &[who("a")], T0).await.unwrap(),
+        None
+    );
+    assert!(store.snapshot("nope", 0, 0).await.unwrap().is_none());
+    assert_eq!(store.recount("nope").await.unwrap(), None);
+    assert_eq!(
+        store
+            .backfeed("nope", "todo:backfeed", true, 100, &[record], T0)
+            .await
+            .unwrap(),
+        None
+    );
+    // ... which the script says with `no_project`.
+    let k = Keys::new(&app.namespace).project("nope");
+    let scripts = Scripts::new();
+    let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats()];
+    let reply = scripts
+        .call::<serde_json::Value>(
+            store.client(),
+            &scripts.recount,
+            keys,
+            vec![Value::from(k.prefix())],
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.unwrap_err(), Refusal::NoProject);
+
+    // A tracker that read another number of filter layers than there are is told to read again.
+    app.project("p", &[]).await;
+    let k = Keys::new(&app.namespace).project("p");
+    let keys = vec![
+        k.meta(),
+        k.out(),
+        k.done(),
+        k.failed(),
+        k.bloom(),
+        k.qseq(),
+        k.stats(),
+    ];
+    let args: Vec<Value> = vec![
+        Value::from(T0 as i64),
+        Value::from(k.prefix()),
+        Value::from("todo:backfeed"),
+        Value::from("0"),
+        Value::from("1000 64 7"),
+        Value::from(5),
+        Value::from(0),
+        Value::from(0),
+    ];
+    let reply = scripts
+        .call::<serde_json::Value>(store.client(), &scripts.backfeed, keys, args)
+        .await
+        .unwrap();
+    assert_eq!(reply.unwrap_err(), Refusal::FilterChanged);
+}
+
+#[tokio::test]
+async fn rate_limited_logins_and_rescues() {
+    let app = TestApp::start().await;
+    let store = &app.store;
+    assert_eq!(
+        store
+            .login_attempt("root", "192.0.2.1", (1, 10), 60)
+            .await
+            .unwrap(),
+        None
+    );
+    let wait = store
+        .login_attempt("root", "192.0.2.1", (1, 10), 60)
+        .await
+        .unwrap();
+    assert!(wait.is_some_and(|s| (1..=60).contains(&s)), "{wait:?}");
+    // The script's refusal, in whole seconds as ms.
+    let scripts = Scripts::new();
+    let keys = Keys::new(&app.namespace);
+    let reply = scripts
+        .call::<serde_json::Value>(
+            store.client(),
+            &scripts.login_attempt,
+            vec![
+                keys.admin_login_pair("root", "192.0.2.1"),
+                keys.admin_login_net("192.0.2.1"),
+            ],
+            vec![Value::from(1), Value::from(10), Value::from(60)],
+        )
+        .await
+        .unwrap();
+    let Err(Refusal::RateLimited { wait_ms }) = reply else {
+        panic!("{reply:?}")
+    };
+    assert!(
+        wait_ms % 1000 == 0 && (1000..=60_000).contains(&wait_ms),
+        "{wait_ms}"
+    );
+
+    let now = now_ms();
+    assert_eq!(
+        store.rescue_attempt("192.0.2.2", 1, now).await.unwrap(),
+        None
+    );
+    let wait = store.rescue_attempt("192.0.2.2", 1, now).await.unwrap();
+    assert!(wait.is_some_and(|s| (1..=60).contains(&s)), "{wait:?}");
+    let reply = scripts
+        .call::<serde_json::Value>(
+            store.client(),
+            &scripts.rescue_attempt,
+            vec![keys.rescue_limiter("192.0.2.2")],
+            vec![Value::from(now as i64), Value::from(1)],
+        )
+        .await
+        .unwrap();
+    let Err(Refusal::RateLimited { wait_ms }) = reply else {
+        panic!("{reply:?}")
+    };
+    assert!((1..=60_000).contains(&wait_ms), "{wait_ms}");
+}
