@@ -12,11 +12,13 @@
 //! | [`pages`] | `/board/...`: the pages' own data |
 //! | [`live`] | `/SLUG/ws`: the live websocket |
 //! | [`feed`] | `/SLUG/live`: server-sent events |
+//! | [`hq`] | `/api/register.json`, `/api/update.json`, `/api/stats.json`: Warrior HQ's fleet |
 
 pub mod backfeed;
 pub mod downloaders;
 pub mod extras;
 pub mod feed;
+pub mod hq;
 pub mod live;
 pub mod pages;
 pub mod public;

@@ -75,6 +75,9 @@
 //! ns:settings                  channel the new settings version, on each bump       (global)
 //! ns:warrior:projects          string  the Warrior HQ project list (projects.json) (global)
 //! ns:warrior:projects:versions list    earlier project lists, newest first, last 20 (global)
+//! ns:hq:seq                    string  last warrior id handed out by /api/register.json (global)
+//! ns:hq:warriors               hash    warrior id -> JSON instance record            (global)
+//! ns:hq:seen                   zset    warrior id -> last update (ms); forgotten after 15 min
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
@@ -199,6 +202,21 @@ impl Keys {
     /// Earlier versions of the Warrior HQ project list.
     pub fn warrior_projects_versions(&self) -> String {
         format!("{}:warrior:projects:versions", self.ns)
+    }
+
+    /// The last warrior id handed out (Warrior HQ).
+    pub fn hq_seq(&self) -> String {
+        format!("{}:hq:seq", self.ns)
+    }
+
+    /// Warrior instances: id -> JSON record (Warrior HQ).
+    pub fn hq_warriors(&self) -> String {
+        format!("{}:hq:warriors", self.ns)
+    }
+
+    /// Warrior instances by the time of their last update (ms).
+    pub fn hq_seen(&self) -> String {
+        format!("{}:hq:seen", self.ns)
     }
 
     /// The keys of one project.

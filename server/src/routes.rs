@@ -1,7 +1,7 @@
 //! The route table, grouped by who calls it.
 
 use crate::{
-    api::{backfeed, downloaders, extras, feed, live, pages, public, warrior},
+    api::{backfeed, downloaders, extras, feed, hq, live, pages, public, warrior},
     AppState,
 };
 use app::{admin_shell, shell, AdminApp};
@@ -73,8 +73,14 @@ pub fn router(state: AppState) -> Router {
             crate::redis_watch::refuse_calls_while_down,
         ));
 
+    // Warrior HQ: a warrior's calls are small, and limited per address like the public reads.
+    let hq = Router::new()
+        .route("/api/register.json", post(hq::register_warrior))
+        .route("/api/update.json", post(hq::update_warrior))
+        .layer(small);
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))
+        .route("/api/stats.json", get(hq::get_fleet_stats))
         .route(
             "/projects.json",
             get(crate::admin::warrior::get_projects_json),
@@ -172,6 +178,7 @@ pub fn router(state: AppState) -> Router {
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
+        .merge(hq.layer(limit_reads.clone()).layer(timeout))
         .merge(
             public_json
                 .layer(axum::middleware::from_fn_with_state(

@@ -15,6 +15,7 @@
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
+//! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
@@ -27,6 +28,7 @@ mod backend;
 mod blocks;
 mod bloom;
 mod check;
+mod fleet;
 mod items;
 mod projects;
 pub mod scripts;
@@ -44,6 +46,7 @@ pub use accounts::{
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
+pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
 pub use scripts::Refusal;

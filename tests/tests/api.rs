@@ -28,6 +28,7 @@ mod api {
     mod fuzz;
     mod headers;
     mod hostile;
+    mod hq;
     mod live;
     mod live_frames;
     mod pages;

@@ -200,16 +200,21 @@ pub struct Jsonp {
     pub callback: Option<String>,
 }
 
+/// The Warrior HQ list as served (`/projects.json`, `/api/update.json`): the saved one, or an
+/// empty list.
+pub async fn project_list(store: &crate::store::Store) -> crate::store::StoreResult<String> {
+    Ok(store
+        .warrior_projects()
+        .await?
+        .unwrap_or_else(|| EMPTY_LIST.to_string()))
+}
+
 /// `GET /projects.json[?callback=cb]`: the Warrior HQ list, CORS `*`, JSON or JSONP.
 pub async fn get_projects_json(
     State(state): State<AppState>,
     Query(q): Query<Jsonp>,
 ) -> ApiResult<Response> {
-    let body = state
-        .store
-        .warrior_projects()
-        .await?
-        .unwrap_or_else(|| EMPTY_LIST.to_string());
+    let body = project_list(&state.store).await?;
     let (body, kind) = match q.callback.filter(|c| !c.is_empty()) {
         Some(cb) => {
             let ok = cb.len() <= 64

@@ -1,0 +1,232 @@
+//! Warrior HQ for the Warrior VM and its Docker image (PROTOCOL.md, "Warrior HQ"): a warrior
+//! registers once (`POST /api/register.json`), then reports what it runs every few minutes
+//! (`POST /api/update.json`) and gets the project list back; `GET /api/stats.json` counts the
+//! fleet. Instances are forgotten 15 minutes after their last update ([`crate::store::FLEET_TTL_MS`]).
+
+use super::warrior::parse;
+use crate::{
+    store::{now_ms, valid_slug, FleetRefusal, WarriorRecord},
+    web::{client_ip, ApiError, ApiResult},
+    AppState,
+};
+use axum::{
+    body::Bytes,
+    extract::{ConnectInfo, State},
+    http::{header, HeaderMap, HeaderValue},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use std::{collections::BTreeMap, net::SocketAddr};
+
+/// The body of both calls: `{"warrior": {...}}`.
+#[derive(Deserialize)]
+struct Envelope<T> {
+    warrior: T,
+}
+
+/// What `/api/update.json` reads of a warrior (other fields are ignored).
+#[derive(Deserialize)]
+struct Update {
+    warrior_id: serde_json::Value,
+    #[serde(default)]
+    downloader: Option<String>,
+    #[serde(default)]
+    selected_project: Option<String>,
+    #[serde(default)]
+    lat_lng: Option<serde_json::Value>,
+    #[serde(default)]
+    version: Option<serde_json::Value>,
+}
+
+/// The longest version string kept.
+const MAX_VERSION: usize = 64;
+
+/// `POST /api/register.json` `{"warrior": {"version": "..."}}` → `{"warrior_id": "N"}`.
+pub async fn register_warrior(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<Json<serde_json::Value>> {
+    let _: Envelope<serde_json::Value> = parse(&body)?;
+    let id = state.store.register_warrior().await?;
+    Ok(Json(serde_json::json!({ "warrior_id": id.to_string() })))
+}
+
+/// `POST /api/update.json` `{"warrior": {"warrior_id", "downloader", "selected_project",
+/// "lat_lng", ...}}`: records the instance and answers the project list (`/projects.json`).
+pub async fn update_warrior(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let Envelope { warrior } = parse::<Envelope<Update>>(&body)?;
+    let now = now_ms();
+    let record = WarriorRecord {
+        id: warrior_id(&warrior.warrior_id)?,
+        downloader: downloader(warrior.downloader, state.limits.downloader)?,
+        selected_project: selected_project(warrior.selected_project)?,
+        lat_lng: warrior.lat_lng.as_ref().map(lat_lng).transpose()?.flatten(),
+        version: match warrior.version {
+            Some(serde_json::Value::String(v)) if v.len() <= MAX_VERSION => v,
+            Some(serde_json::Value::String(_)) => {
+                return Err(ApiError::bad_request(format!(
+                    "version is at most {MAX_VERSION} bytes."
+                )))
+            }
+            _ => String::new(),
+        },
+        ip: client_ip(peer, &headers, state.trust_proxy),
+        seen: now,
+    };
+    match state.store.update_warrior(&record, now).await? {
+        Ok(()) => {}
+        Err(FleetRefusal::UnknownId) => {
+            return Err(ApiError::not_found(
+                "Unknown warrior_id: register again (POST /api/register.json).",
+            ))
+        }
+        Err(FleetRefusal::Full) => {
+            return Err(ApiError::Unavailable(
+                60,
+                "Warrior HQ is tracking as many warriors as it can; retry later.".into(),
+            ))
+        }
+    }
+    let list = crate::admin::warrior::project_list(&state.store).await?;
+    let mut resp = list.into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(resp)
+}
+
+/// `warrior_id`: the number `/api/register.json` gave, as a string (as it was given) or a
+/// number.
+fn warrior_id(v: &serde_json::Value) -> ApiResult<u64> {
+    let parsed = match v {
+        serde_json::Value::String(s) if s.len() <= 20 => s.parse().ok(),
+        serde_json::Value::Number(n) => n.as_u64(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| ApiError::bad_request("warrior_id is the id /api/register.json gave."))
+}
+
+/// The downloader name: at most `max` bytes, no control characters (empty: not set yet).
+fn downloader(name: Option<String>, max: usize) -> ApiResult<String> {
+    let name = name.unwrap_or_default();
+    if name.len() > max || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(format!(
+            "downloader is at most {max} bytes, without control characters."
+        )));
+    }
+    Ok(name)
+}
+
+/// The selected project: a project's slug, `auto`, or empty.
+fn selected_project(slug: Option<String>) -> ApiResult<String> {
+    let slug = slug.unwrap_or_default();
+    if slug.is_empty() || slug == "auto" || valid_slug(&slug) {
+        Ok(slug)
+    } else {
+        Err(ApiError::bad_request(
+            "selected_project is a project's name, \"auto\" or empty.",
+        ))
+    }
+}
+
+/// `lat_lng`: `[latitude, longitude]` as numbers or numeric strings, in range; `null` or an
+/// empty list for none.
+fn lat_lng(v: &serde_json::Value) -> ApiResult<Option<(f64, f64)>> {
+    let number = |v: &serde_json::Value| match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) if s.len() <= 32 => s.trim().parse().ok(),
+        _ => None,
+    };
+    match v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Array(a) if a.is_empty() => Ok(None),
+        serde_json::Value::Array(a) if a.len() == 2 => match (number(&a[0]), number(&a[1])) {
+            (Some(lat), Some(lng))
+                if (-90.0..=90.0).contains(&lat) && (-180.0..=180.0).contains(&lng) =>
+            {
+                Ok(Some((lat, lng)))
+            }
+            _ => Err(ApiError::bad_request(
+                "lat_lng is [latitude, longitude] in degrees.",
+            )),
+        },
+        _ => Err(ApiError::bad_request(
+            "lat_lng is [latitude, longitude] in degrees.",
+        )),
+    }
+}
+
+/// `GET /api/stats.json`: the fleet of the last 15 minutes.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct FleetStats {
+    /// Warriors heard from.
+    pub warriors: u64,
+    /// Warriors per selected project (`auto` for those that let HQ choose, `""` for none yet).
+    pub projects: BTreeMap<String, u64>,
+    /// Where they are, rounded to whole degrees: `[latitude, longitude, warriors]`.
+    pub positions: Vec<(i32, i32, u64)>,
+}
+
+/// `GET /api/stats.json`: how many warriors, per selected project and per whole degree.
+pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<FleetStats>> {
+    let fleet = state.store.fleet(now_ms()).await?;
+    let mut stats = FleetStats {
+        warriors: fleet.len() as u64,
+        ..Default::default()
+    };
+    let mut places: BTreeMap<(i32, i32), u64> = BTreeMap::new();
+    for w in &fleet {
+        *stats
+            .projects
+            .entry(w.selected_project.clone())
+            .or_default() += 1;
+        if let Some((lat, lng)) = w.lat_lng {
+            *places
+                .entry((lat.round() as i32, lng.round() as i32))
+                .or_default() += 1;
+        }
+    }
+    stats.positions = places.into_iter().map(|((a, b), n)| (a, b, n)).collect();
+    Ok(Json(stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warrior_fields_are_checked() {
+        assert_eq!(warrior_id(&serde_json::json!("42")).unwrap(), 42);
+        assert_eq!(warrior_id(&serde_json::json!(7)).unwrap(), 7);
+        for bad in [
+            serde_json::json!("x"),
+            serde_json::json!(-1),
+            serde_json::json!(null),
+        ] {
+            assert!(warrior_id(&bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            lat_lng(&serde_json::json!(["51.5", -0.1])).unwrap(),
+            Some((51.5, -0.1))
+        );
+        assert_eq!(lat_lng(&serde_json::json!([])).unwrap(), None);
+        for bad in [
+            serde_json::json!([91, 0]),
+            serde_json::json!([1]),
+            serde_json::json!("x"),
+        ] {
+            assert!(lat_lng(&bad).is_err(), "{bad}");
+        }
+        assert!(selected_project(Some("auto".into())).is_ok());
+        assert!(selected_project(Some("Bad Slug".into())).is_err());
+        assert!(downloader(Some("a\nb".into()), 64).is_err());
+        assert!(downloader(Some("x".repeat(65)), 64).is_err());
+    }
+}
