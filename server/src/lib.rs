@@ -84,18 +84,11 @@ pub struct App {
     pub batcher: batcher::Batcher,
     /// Whether Redis answers now.
     pub redis: redis_watch::RedisWatch,
-    /// Take the client IP from `X-Forwarded-For` (behind a trusted proxy).
-    pub trust_proxy: bool,
-    /// The API token of scripts acting as admin (`Authorization: Bearer ...`).
-    pub admin_token: Option<String>,
-    /// Mark the admin session cookie `Secure` (served over HTTPS).
-    pub secure_cookies: bool,
+    /// The settings it was built from ([`start`]): client addresses, the admin token, cookies,
+    /// the archive directory, and what clients may send and hold.
+    pub config: Config,
     /// Recent reads of every downloader, for `downloaders.json`.
     pub downloaders: api::downloaders::DownloaderCache,
-    /// Where completion log archives are written (a directory per project).
-    pub archive_dir: std::path::PathBuf,
-    /// What clients may send and hold.
-    pub limits: limits::Limits,
     /// Slots for rendering public pages: all cores but one, so a flood of page views leaves a
     /// core to the warriors (a page waits for a slot, or gets 503).
     pub page_renders: Arc<tokio::sync::Semaphore>,
@@ -159,12 +152,8 @@ impl App {
             leptos,
             batcher,
             redis,
-            trust_proxy: config.trust_proxy,
-            admin_token: config.admin_token.clone(),
-            secure_cookies: config.secure_cookies,
+            config: config.clone(),
             downloaders: Default::default(),
-            archive_dir: config.archive_dir.clone(),
-            limits: config.limits.clone(),
             viewers: Default::default(),
             read_cache,
             read_throttle: Default::default(),

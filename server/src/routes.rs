@@ -26,7 +26,7 @@ const PAGE_DATA_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 /// The whole app: what `main` serves and what tests start.
 pub fn router(state: AppState) -> Router {
     // Bodies are capped near what the largest legal call needs (`crate::limits`).
-    let limits = &state.limits;
+    let limits = &state.config.limits;
     let small = DefaultBodyLimit::max(limits.claim_body);
     let warriors = Router::new()
         .route("/{slug}/request", post(warrior::claim_items).layer(small))
@@ -169,7 +169,7 @@ pub fn router(state: AppState) -> Router {
     // is answered within the request timeout: 408 for a client that sends its body too slowly.
     let timeout = TimeoutLayer::with_status_code(
         axum::http::StatusCode::REQUEST_TIMEOUT,
-        state.limits.request_timeout(),
+        state.config.limits.request_timeout(),
     );
     let app = Router::new()
         .merge(warriors.layer(timeout))
@@ -264,7 +264,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .merge(visitors);
     Router::new()
         .nest("/admin/api", api)
-        .layer(session_layer(&state.store, state.secure_cookies))
+        .layer(session_layer(&state.store, state.config.secure_cookies))
 }
 
 /// The headers every answer carries (pages, JSON, files, the warrior API alike): the

@@ -165,7 +165,7 @@ async fn serve(
     };
     let state: AppState = state.into();
     let closing = state.closing.clone();
-    let limits = state.limits.clone();
+    let limits = state.config.limits.clone();
     let app = crate::router(state);
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections()));
     let mut http = auto::Builder::new(TokioExecutor::new());

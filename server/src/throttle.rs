@@ -50,8 +50,8 @@ impl Throttle {
 /// Middleware of the public pages and JSON: 429 with `Retry-After` for an address past its
 /// allowance ([`crate::limits::Limits::public_reads`]).
 pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let ip = crate::web::request_ip(req.extensions(), req.headers(), state.trust_proxy);
-    let limits = &state.limits;
+    let ip = crate::web::request_ip(req.extensions(), req.headers(), state.config.trust_proxy);
+    let limits = &state.config.limits;
     match state.read_throttle.check(
         &ip,
         limits.public_reads,

@@ -145,7 +145,7 @@ pub async fn within_deadline<T>(
     state: &AppState,
     work: impl std::future::Future<Output = ApiResult<T>>,
 ) -> ApiResult<T> {
-    let deadline = state.limits.redis_deadline();
+    let deadline = state.config.limits.redis_deadline();
     tokio::time::timeout(deadline, work)
         .await
         .unwrap_or_else(|_| {

@@ -47,7 +47,7 @@ fn write_failed(e: std::io::Error) -> ApiError {
 }
 
 fn project_dir(state: &AppState, slug: &str) -> PathBuf {
-    state.archive_dir.join(slug)
+    state.config.archive_dir.join(slug)
 }
 
 /// `POST /admin/api/SLUG/log/archive`: writes the log entries up to `to` to a gzip NDJSON file

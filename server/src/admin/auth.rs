@@ -93,7 +93,7 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        if is_admin(&parts.headers, state.admin_token.as_deref()) {
+        if is_admin(&parts.headers, state.config.admin_token.as_deref()) {
             return Ok(Caller {
                 name: TOKEN_CALLER.into(),
                 role: Role::Global,

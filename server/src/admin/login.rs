@@ -58,7 +58,7 @@ pub async fn log_in(
     if !valid_user_name(&name) {
         return Err(wrong());
     }
-    let ip = client_ip(peer, &headers, state.trust_proxy);
+    let ip = client_ip(peer, &headers, state.config.trust_proxy);
     let net = network(&ip);
     let store = &state.store;
     let limits = (MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET);

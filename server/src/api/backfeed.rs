@@ -116,7 +116,7 @@ pub async fn add_backfeed(
             .get(header::CONTENT_ENCODING)
             .and_then(|v| v.to_str().ok()),
     )?;
-    let limits = &state.limits;
+    let limits = &state.config.limits;
     let (caps, format) = (
         Caps::from(limits),
         Format {

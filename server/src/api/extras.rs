@@ -135,9 +135,10 @@ pub async fn rescue_items(
     headers: HeaderMap,
     req: Request,
 ) -> ApiResult<Response> {
-    let limits = &state.limits;
+    let limits = &state.config.limits;
     if limits.rescue_per_minute > 0 {
-        let net = crate::admin::login::network(&client_ip(peer, &headers, state.trust_proxy));
+        let net =
+            crate::admin::login::network(&client_ip(peer, &headers, state.config.trust_proxy));
         if let Some(wait) = state
             .store
             .rescue_attempt(&net, limits.rescue_per_minute, now_ms())

@@ -65,8 +65,8 @@ pub async fn stream_live_events(
     };
     crate::web::known_project(&state, &slug).await?;
     let slot = state.viewers.admit(
-        &crate::web::client_ip(peer, &headers, state.trust_proxy),
-        &state.limits,
+        &crate::web::client_ip(peer, &headers, state.config.trust_proxy),
+        &state.config.limits,
     )?;
     // Subscribe before reading the history; events in both are sent once, by sequence number.
     state.hub.ensure_subscribed(&state.store, &slug).await?;

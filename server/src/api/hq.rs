@@ -64,7 +64,7 @@ pub async fn update_warrior(
     let now = now_ms();
     let record = WarriorRecord {
         id: warrior_id(&warrior.warrior_id)?,
-        downloader: downloader(warrior.downloader, state.limits.downloader)?,
+        downloader: downloader(warrior.downloader, state.config.limits.downloader)?,
         selected_project: selected_project(warrior.selected_project)?,
         lat_lng: warrior.lat_lng.as_ref().map(lat_lng).transpose()?.flatten(),
         version: match warrior.version {
@@ -76,7 +76,7 @@ pub async fn update_warrior(
             }
             _ => String::new(),
         },
-        ip: client_ip(peer, &headers, state.trust_proxy),
+        ip: client_ip(peer, &headers, state.config.trust_proxy),
         seen: now,
     };
     match state.store.update_warrior(&record, now).await? {

@@ -35,8 +35,8 @@ pub async fn watch_project(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     crate::web::known_project(&state, &slug).await?;
-    let ip = crate::web::client_ip(peer, &headers, state.trust_proxy);
-    let slot = state.viewers.admit(&ip, &state.limits)?;
+    let ip = crate::web::client_ip(peer, &headers, state.config.trust_proxy);
+    let slot = state.viewers.admit(&ip, &state.config.limits)?;
     Ok(ws.on_upgrade(move |socket| async move {
         stream_events(socket, state, slug, resume.since).await;
         drop(slot);
@@ -140,7 +140,7 @@ async fn stream_events(mut socket: Socket, state: AppState, slug: String, since:
     if !sent_in_time(&mut socket, &first).await {
         return;
     }
-    let every = state.limits.viewer_ping();
+    let every = state.config.limits.viewer_ping();
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {

@@ -105,8 +105,11 @@ impl axum::extract::FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         Ok(Caller {
-            ip: request_ip(&parts.extensions, &parts.headers, state.trust_proxy),
-            user_agent: state.limits.cut_user_agent(&user_agent(&parts.headers)),
+            ip: request_ip(&parts.extensions, &parts.headers, state.config.trust_proxy),
+            user_agent: state
+                .config
+                .limits
+                .cut_user_agent(&user_agent(&parts.headers)),
         })
     }
 }
@@ -118,7 +121,7 @@ async fn serve_claim(
     req: RequestBody,
     n: usize,
 ) -> ApiResult<Response> {
-    let limits = &state.limits;
+    let limits = &state.config.limits;
     let version = req.version.unwrap_or_default();
     limits
         .check_downloader(&req.downloader)
@@ -203,7 +206,7 @@ pub async fn claim_multi(
     caller: Caller,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let max = state.limits.multi;
+    let max = state.config.limits.multi;
     let n = multi
         .strip_prefix("multi=")
         .and_then(|n| n.parse::<usize>().ok())
@@ -273,7 +276,7 @@ pub async fn report_done(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    let report = done_report(&state.limits, &req, &caller)?;
+    let report = done_report(&state.config.limits, &req, &caller)?;
     within_deadline(&state, record_done(&state, &slug, report)).await?;
     Ok("OK\n".into_response())
 }
@@ -287,7 +290,7 @@ pub async fn report_done_and_claim(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    let report = done_report(&state.limits, &req, &caller)?;
+    let report = done_report(&state.config.limits, &req, &caller)?;
     within_deadline(&state, record_done(&state, &slug, report)).await?;
     let next = RequestBody {
         downloader: req.downloader,
@@ -306,14 +309,14 @@ pub async fn release_item(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: ReleaseBody = parse(&body)?;
-    if req.item.is_empty() || req.item.len() > state.limits.item {
+    if req.item.is_empty() || req.item.len() > state.config.limits.item {
         return Err(ApiError::bad_request(format!(
             "item must be 1 to {} bytes.",
-            state.limits.item
+            state.config.limits.item
         )));
     }
     known_project(&state, &slug).await?;
-    let admin = is_admin(&headers, state.admin_token.as_deref());
+    let admin = is_admin(&headers, state.config.admin_token.as_deref());
     if !admin && !valid_downloader(&req.downloader) {
         return Err(ApiError::bad_request("Invalid downloader name."));
     }
@@ -363,7 +366,7 @@ pub async fn get_item(
         body["downloader"] = d.into();
     }
     if query.history.as_deref().is_some_and(|h| h != "0") {
-        if !is_admin(&headers, state.admin_token.as_deref()) {
+        if !is_admin(&headers, state.config.admin_token.as_deref()) {
             return Err(ApiError::forbidden("The item history is for admins."));
         }
         body["history"] = serde_json::from_str(&status.timeline).unwrap_or_default();

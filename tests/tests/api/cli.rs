@@ -3,16 +3,11 @@
 //! blocks, item files (plain, gzip, zstd; bad lines), projects and settings.
 
 use server::store::{AuditEntry, BlockKind};
-use tests::{CliRun, Reply, TestApp, ADMIN_TOKEN};
-
-/// Runs `tracker ARGS...` against `app`'s Redis, with `stdin` as standard input.
-fn tracker(app: &TestApp, args: &[&str], stdin: &[u8]) -> CliRun {
-    app.cli(args, stdin)
-}
+use tests::{Reply, TestApp, ADMIN_TOKEN};
 
 /// Runs `tracker ARGS...` and panics unless it succeeds; its stdout.
 fn ok(app: &TestApp, args: &[&str]) -> String {
-    let run = tracker(app, args, b"");
+    let run = app.cli(args, b"");
     assert!(run.ok, "{args:?}: {}", run.err);
     run.out
 }
@@ -89,17 +84,12 @@ async fn every_cli_change_is_audited_under_cli() {
     let items = TempFile::new("items", b"a\nb\nc\n");
     ok(&app, &["items", "add", "demo", items.path()]);
     ok(&app, &["check", "demo", "--recount"]);
-    let made = tracker(
-        &app,
+    let made = app.cli(
         &["admin", "create-user", "carol", "--global"],
         b"a long password\n",
     );
     assert!(made.ok, "{}", made.err);
-    let reset = tracker(
-        &app,
-        &["admin", "reset-password", "carol"],
-        b"another password\n",
-    );
+    let reset = app.cli(&["admin", "reset-password", "carol"], b"another password\n");
     assert!(reset.ok, "{}", reset.err);
 
     let log = audit(&app).await;
@@ -155,7 +145,7 @@ async fn the_cli_validates_blocks_like_the_panel() {
     for (kind, value, project) in bad {
         let mut args = vec!["block", kind, value];
         args.extend(project.iter().flat_map(|p| ["--project", p]));
-        let run = tracker(&app, &args, b"");
+        let run = app.cli(&args, b"");
         assert!(!run.ok, "the CLI refuses {args:?}");
         let body = serde_json::json!({"kind": kind, "value": value, "project": project});
         let r = panel(&app, "/admin/api/blocks", body.to_string()).await;
@@ -191,7 +181,7 @@ async fn the_cli_validates_blocks_like_the_panel() {
     let names = app.store.blocks(None, BlockKind::Downloader).await.unwrap();
     assert_eq!(ips["2001:db8::1"].reason.len(), 500);
     assert_eq!(names["mallory"].reason.len(), 500);
-    let run = tracker(&app, &["unblock", "dl", "nobody"], b"");
+    let run = app.cli(&["unblock", "dl", "nobody"], b"");
     assert!(
         !run.ok && run.err.contains("nobody is not blocked"),
         "{}",
@@ -240,7 +230,7 @@ async fn the_cli_reads_gzip_and_zstd_item_files_like_the_panel() {
         "the last zstd line, whole"
     );
     // From standard input too.
-    let run = tracker(&app, &["items", "add", "cli", "-"], &gzip(b"more\n"));
+    let run = app.cli(&["items", "add", "cli", "-"], &gzip(b"more\n"));
     assert!(
         run.ok && run.out.contains("1 new items"),
         "{} {}",
@@ -259,7 +249,7 @@ async fn both_doors_refuse_the_same_bad_input() {
     let bad_lines: [&[u8]; 3] = [b"a\nb\0c\n", long.as_bytes(), b"a\n\xff\n"];
     for body in bad_lines {
         let file = TempFile::new("bad", body);
-        let run = tracker(&app, &["items", "add", "cli", file.path()], b"");
+        let run = app.cli(&["items", "add", "cli", file.path()], b"");
         let r = panel(&app, "/admin/api/panel/items", body.to_vec()).await;
         assert_eq!(r.status, 400, "{}", r.body);
         assert!(!run.ok, "the CLI refuses a bad line: {}", run.out);
@@ -276,8 +266,7 @@ async fn both_doors_refuse_the_same_bad_input() {
     }
     assert_eq!(app.counts("cli").await.todo, 0, "nothing of a refused file");
     assert_eq!(app.counts("panel").await.todo, 0);
-    let run = tracker(
-        &app,
+    let run = app.cli(
         &["items", "add", "cli", "--queue", "todo:nope", "-"],
         b"a\n",
     );
@@ -306,8 +295,7 @@ async fn both_doors_refuse_the_same_bad_input() {
         ("fine", "t", "a\"b"),
         ("fine", &"t".repeat(201) as &str, "data"),
     ] {
-        let run = tracker(
-            &app,
+        let run = app.cli(
             &[
                 "project",
                 "create",
@@ -331,7 +319,7 @@ async fn both_doors_refuse_the_same_bad_input() {
         );
     }
     assert!(app.store.project("fine").await.unwrap().is_none());
-    let run = tracker(&app, &["project", "create", "cli"], b"");
+    let run = app.cli(&["project", "create", "cli"], b"");
     assert!(
         !run.ok && run.err.contains("That project exists."),
         "{}",
@@ -349,7 +337,7 @@ async fn both_doors_refuse_the_same_bad_input() {
         "title= ",
     ];
     for change in changes {
-        let run = tracker(&app, &["project", "set", "cli", change], b"");
+        let run = app.cli(&["project", "set", "cli", change], b"");
         assert!(!run.ok, "the CLI refuses {change}: {}", run.out);
     }
     let before = app.store.project("cli").await.unwrap().unwrap();
