@@ -3,8 +3,8 @@
 //!
 //! An id is a number handed out by [`Store::register_warrior`]; an update must name one that
 //! was. Records live in one hash, their last update in a sorted set; the stale ones are removed
-//! whenever the fleet is written or read, so memory follows the live fleet, at most
-//! [`MAX_WARRIORS`] instances.
+//! whenever the fleet is read, and before a new instance is refused for a full fleet, so memory
+//! stays within [`MAX_WARRIORS`] instances.
 
 use super::{Store, StoreResult};
 use fred::prelude::*;
@@ -56,31 +56,37 @@ impl Store {
     }
 
     /// Records `record` (its id, what it runs, when), unless its id was never handed out or
-    /// the fleet is full; forgets instances silent for [`FLEET_TTL_MS`].
+    /// the fleet is full: two pipelined round trips. Silent instances are forgotten here only
+    /// when the fleet is full (and by every [`Store::fleet`] read), which keeps the update cheap
+    /// and the memory within [`MAX_WARRIORS`] records.
     pub async fn update_warrior(
         &self,
         record: &WarriorRecord,
         now_ms: u64,
     ) -> StoreResult<Result<(), FleetRefusal>> {
         let client = self.pool.next();
-        let issued: Option<u64> = client.get(self.keys.hq_seq()).await?;
+        let id = record.id.to_string();
+        let pipe = client.pipeline();
+        let _: () = pipe.get(self.keys.hq_seq()).await?;
+        let _: () = pipe.zscore(self.keys.hq_seen(), &id).await?;
+        let _: () = pipe.zcard(self.keys.hq_seen()).await?;
+        let (issued, known, count): (Option<u64>, Option<f64>, u64) = pipe.all().await?;
         if record.id == 0 || record.id > issued.unwrap_or(0) {
             return Ok(Err(FleetRefusal::UnknownId));
         }
-        self.forget_silent_warriors(now_ms).await?;
-        let id = record.id.to_string();
-        let known: Option<f64> = client.zscore(self.keys.hq_seen(), &id).await?;
-        if known.is_none() {
+        if known.is_none() && count >= MAX_WARRIORS {
+            self.forget_silent_warriors(now_ms).await?;
             let count: u64 = client.zcard(self.keys.hq_seen()).await?;
             if count >= MAX_WARRIORS {
                 return Ok(Err(FleetRefusal::Full));
             }
         }
         let json = serde_json::to_string(record).unwrap_or_default();
-        let _: () = client
+        let pipe = client.pipeline();
+        let _: () = pipe
             .hset(self.keys.hq_warriors(), (id.as_str(), json))
             .await?;
-        let _: () = client
+        let _: () = pipe
             .zadd(
                 self.keys.hq_seen(),
                 None,
@@ -90,6 +96,7 @@ impl Store {
                 (now_ms as f64, id.as_str()),
             )
             .await?;
+        let _: Vec<Value> = pipe.all().await?;
         Ok(Ok(()))
     }
 
