@@ -152,7 +152,17 @@ impl EmbeddedRedis {
     ) -> Result<Self, LaunchError> {
         let dir = private_dir(data_dir)?;
         let socket = dir.join("redis.sock");
-        if ping(&socket) {
+        let log = dir.join("redis.log");
+        // Something listens on the socket: a server already running, perhaps too busy to answer
+        // at once. Wait for it; starting a second one on the same files would split the data.
+        if UnixStream::connect(&socket).is_ok() {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while !ping(&socket) {
+                if Instant::now() > deadline {
+                    return Err(LaunchError::NotReady(log));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             tracing::info!(socket = %socket.display(), "using the private redis-server already running");
             let redis = Self {
                 socket,
@@ -163,7 +173,6 @@ impl EmbeddedRedis {
         }
         let maxmemory = maxmemory.unwrap_or_else(default_maxmemory);
         let fsync = fsync.unwrap_or(Fsync::DEFAULT);
-        let log = dir.join("redis.log");
         let launch = Launch {
             dir: dir.clone(),
             socket: socket.clone(),

@@ -42,13 +42,19 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
         );
         return Ok(());
     }
+    // The server's stop signals are caught from now on, before its private Redis starts: a
+    // SIGTERM at any instant of the start-up still stops that Redis.
+    let stop = matches!(args.command, None | Some(Command::Serve(_)))
+        .then(stop_signals)
+        .transpose()?;
     let (url, embedded) = cli::redis(&args.redis).await?;
     let command = args
         .command
         .unwrap_or_else(|| Command::Serve(Box::new(ServeArgs::parse_from(["serve"]))));
     let result = match command {
         Command::Serve(serve) => {
-            run_server(server::Config::from_args(url, &args.redis, &serve)).await
+            let stop = stop.expect("caught for serve");
+            run_server(server::Config::from_args(url, &args.redis, &serve), stop).await
         }
         admin => match Store::connect(&url, &args.redis.namespace, 2).await {
             Ok(store) => {
@@ -65,23 +71,35 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
     result
 }
 
-async fn run_server(config: server::Config) -> Result<(), Box<dyn std::error::Error>> {
-    let running = server::start(config).await?;
+async fn run_server(
+    config: server::Config,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut stop = Box::pin(stop);
+    let running = tokio::select! {
+        running = server::start(config) => running?,
+        () = &mut stop => return Ok(()),
+    };
     if let Some(link) = &running.setup_link {
         // On stdout, so an installer (and the browser tests) can read it.
         println!("No admin account exists yet. Create the first one at: {link}");
     }
-    running.serve(shutdown_signal()).await?;
+    running.serve(stop).await?;
     tracing::info!("tracker stopped");
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// SIGTERM or SIGINT (Ctrl-C), caught from the moment this is called: a signal that comes
+/// before the returned future is awaited is not lost.
+fn stop_signals() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutting down");
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        tracing::info!("shutting down");
+    })
 }
