@@ -16,12 +16,14 @@
 //! | [`archive`] | archiving the completion log to gzip NDJSON files, listed and downloadable |
 //! | [`tokens`] | per-account API tokens for scripts |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
+//! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
 
 pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
 pub mod items;
+pub mod listing;
 pub mod login;
 pub mod logs;
 pub mod people;

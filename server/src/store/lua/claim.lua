@@ -48,7 +48,8 @@
     {"err":"old_version"}  the version is missing or below min_version
     {"err":"bad_name"}     name_ok is 0
     {"err":"blocked"}      globally blocked (unless ignored), or blocked in the project
-    {"err":"not_active"}   the project is neither active nor draining
+    {"err":"not_active"}   the project is paused or aborted (state is neither active nor
+                           draining, which older versions set by hand)
     {"err":"budget"}       the downloader holds dl_max_claims items
     {"err":"rate_limited","wait_ms":n}  ms until an item may be claimed
     {"err":"nothing_to_give"}
