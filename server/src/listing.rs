@@ -88,8 +88,10 @@ impl Generated {
 
     /// The document with `auto_project`.
     pub fn document(mut self, auto: Option<String>) -> Value {
-        self.doc
-            .insert("auto_project".into(), auto.map_or(Value::Null, Value::String));
+        self.doc.insert(
+            "auto_project".into(),
+            auto.map_or(Value::Null, Value::String),
+        );
         Value::Object(self.doc)
     }
 }
@@ -201,7 +203,11 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
 }
 
 /// Records `chosen` as `auto_project`, with an audit entry when that is a change.
-pub async fn record_auto(store: &Store, generated: &Generated, chosen: Option<&str>) -> StoreResult<()> {
+pub async fn record_auto(
+    store: &Store,
+    generated: &Generated,
+    chosen: Option<&str>,
+) -> StoreResult<()> {
     if let Some(old) = store.record_auto(chosen).await? {
         let why = match (&old, &generated.pin) {
             (_, Some(pin)) if Some(pin.as_str()) == chosen => "pinned".to_string(),
@@ -223,7 +229,13 @@ pub async fn record_auto(store: &Store, generated: &Generated, chosen: Option<&s
             token: None,
         };
         actor
-            .record(store, "auto_project.change", chosen.unwrap_or(""), 1, detail)
+            .record(
+                store,
+                "auto_project.change",
+                chosen.unwrap_or(""),
+                1,
+                detail,
+            )
             .await?;
     }
     Ok(())

@@ -61,7 +61,11 @@ mod tests {
         assert_eq!(derive("active", 0, 0, 0), "active", "a new, empty project");
         assert_eq!(derive("paused", 0, 0, 9), "paused");
         assert_eq!(derive("aborted", 5, 0, 0), "aborted");
-        assert_eq!(derive("draining", 0, 1, 0), "draining", "the old hand-set state");
+        assert_eq!(
+            derive("draining", 0, 1, 0),
+            "draining",
+            "the old hand-set state"
+        );
         assert_eq!(derive("finished", 5, 0, 0), "aborted");
         assert_eq!(settable("draining"), "active");
         assert_eq!(settable("finished"), "aborted");

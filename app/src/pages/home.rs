@@ -11,7 +11,12 @@ use leptos_meta::Title;
 /// Projects that hand out work (active, draining) first, then by title.
 fn order(list: &mut [ProjectSummary]) {
     // Each title lowercased once, not at every comparison.
-    list.sort_by_cached_key(|p| (!matches!(p.state.as_str(), "active" | "draining"), lower(&p.title)));
+    list.sort_by_cached_key(|p| {
+        (
+            !matches!(p.state.as_str(), "active" | "draining"),
+            lower(&p.title),
+        )
+    });
 }
 
 /// Items per hour over the last day as an SVG polyline.

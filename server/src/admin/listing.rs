@@ -77,7 +77,11 @@ pub async fn show_listing(
     listing_of(&state, &headers, &slug).await.map(Json)
 }
 
-async fn listing_of(state: &AppState, headers: &HeaderMap, slug: &str) -> ApiResult<ProjectListing> {
+async fn listing_of(
+    state: &AppState,
+    headers: &HeaderMap,
+    slug: &str,
+) -> ApiResult<ProjectListing> {
     let generated = listing::generate(&state.store, &base_url(&state.config, headers)).await?;
     let project = generated.projects.iter().find(|p| p.slug == slug);
     Ok(ProjectListing {
@@ -107,7 +111,9 @@ pub async fn save_listing(
     } else {
         "not listed".into()
     };
-    caller.record(&state, "listing.save", &slug, 1, detail).await?;
+    caller
+        .record(&state, "listing.save", &slug, 1, detail)
+        .await?;
     listing_of(&state, &headers, &slug).await.map(Json)
 }
 
@@ -143,7 +149,10 @@ pub async fn pin_auto(
     Json(req): Json<Pin>,
 ) -> ApiResult<Json<AutoProject>> {
     caller.must_be_global()?;
-    let pin = req.pin.map(|p| p.trim().to_string()).filter(|p| !p.is_empty());
+    let pin = req
+        .pin
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty());
     if let Some(p) = &pin {
         if !valid_slug(p) {
             return Err(ApiError::bad_request("pin is a project's slug."));
@@ -151,9 +160,17 @@ pub async fn pin_auto(
         known_project(&state, p).await?;
     }
     state.store.set_auto_pin(pin.as_deref()).await?;
-    let detail = pin.as_deref().map_or("unpinned".into(), |p| format!("pinned to {p}"));
+    let detail = pin
+        .as_deref()
+        .map_or("unpinned".into(), |p| format!("pinned to {p}"));
     caller
-        .record(&state, "auto_project.pin", pin.as_deref().unwrap_or(""), 1, detail)
+        .record(
+            &state,
+            "auto_project.pin",
+            pin.as_deref().unwrap_or(""),
+            1,
+            detail,
+        )
         .await?;
     auto_of(&state, &headers).await.map(Json)
 }

@@ -72,7 +72,14 @@ pub fn valid_user_name(name: &str) -> bool {
 /// `auto_project`), and `setup`, `system`, `admin` kept for such uses. No account
 /// may take one, so no entry can be mistaken for another's.
 pub const RESERVED_USER_NAMES: [&str; 8] = [
-    "cli", "api-token", "auto", "-", "setup", "system", "admin", "tracker",
+    "cli",
+    "api-token",
+    "auto",
+    "-",
+    "setup",
+    "system",
+    "admin",
+    "tracker",
 ];
 
 /// Why `name` (lowercase) cannot name a new account, if it cannot.

@@ -85,7 +85,11 @@ impl Store {
     pub async fn set_auto_pin(&self, slug: Option<&str>) -> StoreResult<()> {
         let client = self.pool.next();
         match slug {
-            Some(s) => client.set::<(), _, _>(self.keys.hq_pin(), s, None, None, false).await?,
+            Some(s) => {
+                client
+                    .set::<(), _, _>(self.keys.hq_pin(), s, None, None, false)
+                    .await?
+            }
             None => client.del::<(), _>(self.keys.hq_pin()).await?,
         }
         self.settings_changed().await?;

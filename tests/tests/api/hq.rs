@@ -73,7 +73,10 @@ async fn a_warrior_registers_updates_and_gets_the_project_list() {
     // `auto_project` is the tracker's choice: none has work here.
     let mut expected = list.clone();
     expected["auto_project"] = serde_json::Value::Null;
-    assert_eq!(answer, expected, "the update is answered with the project list");
+    assert_eq!(
+        answer, expected,
+        "the update is answered with the project list"
+    );
     let (status, _) = post(
         &app,
         "/api/update.json",

@@ -2,9 +2,9 @@
 //! `projects.json` and `auto_project`, with the bodies seesaw-kit's Warrior sends.
 
 use server::store::Role;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tests::panel::{account, json, last_audit, Panel};
-use tests::{wait_for, TestApp};
+use tests::TestApp;
 
 /// `POST path` with a JSON body: status and parsed answer.
 async fn post(app: &TestApp, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
@@ -56,7 +56,11 @@ async fn list(p: &mut Panel<'_>, slug: &str, priority: i64) {
     let mut s = json(&p.get(&format!("/admin/api/{slug}/settings")).await);
     s["priority"] = priority.into();
     let r = p
-        .send(reqwest::Method::PUT, &format!("/admin/api/{slug}/settings"), s)
+        .send(
+            reqwest::Method::PUT,
+            &format!("/admin/api/{slug}/settings"),
+            s,
+        )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
@@ -127,8 +131,14 @@ async fn auto_project_moves_on_when_a_project_runs_dry_and_when_it_is_paused() {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(json(&r)["chosen"], "second");
-    assert_eq!(last_audit(&mut p, "auto_project.pin").await["detail"], "pinned to second");
-    assert_eq!(json(&app.get("/projects.json").await)["auto_project"], "second");
+    assert_eq!(
+        last_audit(&mut p, "auto_project.pin").await["detail"],
+        "pinned to second"
+    );
+    assert_eq!(
+        json(&app.get("/projects.json").await)["auto_project"],
+        "second"
+    );
     let r = p
         .send(
             reqwest::Method::PUT,
@@ -148,6 +158,25 @@ async fn auto_project_moves_on_when_a_project_runs_dry_and_when_it_is_paused() {
     assert_eq!(candidates, ["first", "second"]);
 }
 
+/// The listing at `path` once its newest recorded change is to `state` (within 15 s: the
+/// changes are noticed every 5 s).
+async fn recorded(
+    p: &mut Panel<'_>,
+    path: &str,
+    state: &str,
+    states: impl Fn(&serde_json::Value) -> Vec<String>,
+) -> serde_json::Value {
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let v = json(&p.get(path).await);
+        if states(&v).first().map(String::as_str) == Some(state) {
+            return v;
+        }
+        assert!(Instant::now() < end, "{state} not recorded: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn derived_state_changes_are_recorded_with_their_time_and_shown() {
     let app = TestApp::start().await;
@@ -164,25 +193,15 @@ async fn derived_state_changes_are_recorded_with_their_time_and_shown() {
             .map(|t| t["state"].as_str().unwrap().to_string())
             .collect()
     };
-    let v = wait_for("draining recorded", Duration::from_secs(15), || {
-        let p = &mut p;
-        async move {
-            let v = json(&p.get(path).await);
-            (states(&v).first().map(String::as_str) == Some("draining")).then_some(v)
-        }
-    })
-    .await;
+    let v = recorded(&mut p, path, "draining", states).await;
     assert_eq!(v["state"], "draining");
-    assert_eq!(v["entry"], serde_json::Value::Null, "not listed without a repository");
+    assert_eq!(
+        v["entry"],
+        serde_json::Value::Null,
+        "not listed without a repository"
+    );
     app.done("p", "alice", &item, 1).await;
-    let v = wait_for("finished recorded", Duration::from_secs(15), || {
-        let p = &mut p;
-        async move {
-            let v = json(&p.get(path).await);
-            (states(&v).first().map(String::as_str) == Some("finished")).then_some(v)
-        }
-    })
-    .await;
+    let v = recorded(&mut p, path, "finished", states).await;
     let t = &v["transitions"][0];
     assert_eq!(t["from"], "draining");
     assert!(t["t"].as_u64().unwrap() > 1_700_000_000_000, "a time in ms");
@@ -211,11 +230,26 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
     for (body, reason) in [
         (serde_json::json!({"repository": ""}), "repository"),
         (serde_json::json!({"repository": "not a url"}), "URL"),
-        (serde_json::json!({"repository": format!("https://x/{}", "a".repeat(2000))}), "1024"),
-        (serde_json::json!({"repository": "https://x/r", "deadline": "soon"}), "deadline"),
-        (serde_json::json!({"repository": "https://x/r", "lat_lng": [91, 0]}), "lat_lng"),
-        (serde_json::json!({"repository": "https://x/r", "host": "a b"}), "host"),
-        (serde_json::json!({"repository": "https://x/r", "marker_html": "x".repeat(5000)}), "4096"),
+        (
+            serde_json::json!({"repository": format!("https://x/{}", "a".repeat(2000))}),
+            "1024",
+        ),
+        (
+            serde_json::json!({"repository": "https://x/r", "deadline": "soon"}),
+            "deadline",
+        ),
+        (
+            serde_json::json!({"repository": "https://x/r", "lat_lng": [91, 0]}),
+            "lat_lng",
+        ),
+        (
+            serde_json::json!({"repository": "https://x/r", "host": "a b"}),
+            "host",
+        ),
+        (
+            serde_json::json!({"repository": "https://x/r", "marker_html": "x".repeat(5000)}),
+            "4096",
+        ),
     ] {
         let r = p.send(reqwest::Method::PUT, path, body.clone()).await;
         assert_eq!(r.status, 400, "{body}: {}", r.body);
@@ -224,13 +258,19 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
     let v = json(&p.get(path).await);
     assert_eq!(v["listing"]["repository"], "", "nothing saved");
     let r = p
-        .send(reqwest::Method::PUT, "/admin/api/nope/listing", serde_json::json!({}))
+        .send(
+            reqwest::Method::PUT,
+            "/admin/api/nope/listing",
+            serde_json::json!({}),
+        )
         .await;
     assert_eq!(r.status, 404);
     // Draining and finished are derived, never set.
     let mut s = json(&p.get("/admin/api/p/settings").await);
     s["settings"]["state"] = "finished".into();
-    let r = p.send(reqwest::Method::PUT, "/admin/api/p/settings", s).await;
+    let r = p
+        .send(reqwest::Method::PUT, "/admin/api/p/settings", s)
+        .await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body.contains("follow from the counts"), "{}", r.body);
     // A read-only account reads but neither lists nor pins.
@@ -238,11 +278,19 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
     let mut ro = Panel::logged_in(&app, "viewer").await;
     assert_eq!(ro.get(path).await.status, 200);
     let r = ro
-        .send(reqwest::Method::PUT, path, serde_json::json!({"repository": "https://x/r"}))
+        .send(
+            reqwest::Method::PUT,
+            path,
+            serde_json::json!({"repository": "https://x/r"}),
+        )
         .await;
     assert_eq!(r.status, 403);
     let r = ro
-        .send(reqwest::Method::PUT, "/admin/api/warrior/auto", serde_json::json!({"pin": "p"}))
+        .send(
+            reqwest::Method::PUT,
+            "/admin/api/warrior/auto",
+            serde_json::json!({"pin": "p"}),
+        )
         .await;
     assert_eq!(r.status, 403);
 }
