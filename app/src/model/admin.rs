@@ -5,17 +5,21 @@
 //! |---|---|
 //! | here | the session and roles, bulk-action counts, the overview, accounts, audit, blocks, tokens |
 //! | [`project`] (re-exported) | one project: queues, settings, claims, failed items, log archives |
+//! | [`item`] (re-exported) | one item: where it is, its decay score, its timeline |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
 
+mod item;
 mod project;
 mod warrior;
 
 #[cfg(test)]
 mod tests;
 
+pub use item::{ItemInfo, TimelineEntry};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
-    PatternLimit, ProjectSettings, Queues, Settings, UploadTargets,
+    PatternLimit, ProjectSettings, Queues, Settings, UploadTargets, DEFAULT_DECAY_THRESHOLD,
+    SUGGESTED_DECAY_FACTOR,
 };
 pub use warrior::{
     RestoredList, SavedList, WarriorEntry, WarriorList, WarriorPreview, WarriorVersion,
