@@ -230,7 +230,7 @@ end
 -- queue part, behind fresher work.
 local DAY = 86400000
 local parts_in_order = {}
-for _, parts in ipairs(groups) do
+for _, parts in ipairs(decaying and groups or {}) do
   for _, part in ipairs(parts) do parts_in_order[part] = true end
 end
 local function requeue(items, olds)
