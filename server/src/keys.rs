@@ -23,7 +23,7 @@
 //! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
 //! ns:{SLUG}:qseq               string  last FIFO queue score given (ms clock, see _lib.lua)
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
-//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r}
+//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r, q}
 //! ns:{SLUG}:attempts           hash    item -> times claimed, while not claimed (until done)
 //! ns:{SLUG}:done               set     completed items
 //! ns:{SLUG}:failed             hash    item -> JSON {reason, t}

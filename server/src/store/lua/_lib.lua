@@ -170,7 +170,7 @@ local function timeline_many(key, items, lines)
   bulk('HSET', key, fields)
 end
 
--- The decoded claim record `raw` {d, ip, t, ua, v, n, r}: a table, empty when missing or unreadable.
+-- The decoded claim record `raw` {d, ip, t, ua, v, n, r, q}: a table, empty when missing or unreadable.
 local function decode_claim(raw)
   local ok, claim = pcall(cjson.decode, raw or '')
   return (ok and type(claim) == 'table') and claim or {}
