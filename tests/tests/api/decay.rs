@@ -1,6 +1,6 @@
 //! Score decay (`decay_factor`, `decay_threshold`): reclaims decay an item until it fails, a
 //! decayed item waits behind fresher work, decay off keeps `max_attempts`, the settings'
-//! checks, and the score on the item's timeline in the panel and the item JSON.
+//! checks, and the score on the item's timeline in the panel, the item JSON and the CLI.
 
 use server::store::{now_ms, ClaimOutcome, ClaimRequest, Refusal, Role};
 use std::time::Duration;
@@ -376,6 +376,15 @@ async fn the_panel_shows_an_items_score_and_its_timeline() {
             ("claimed", "bob", None)
         ]
     );
+    // The command line shows the same.
+    let run = app.cli(&["items", "show", "p", "x"], b"");
+    assert!(run.ok, "{}", run.err);
+    let shown: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(
+        (shown["score"].as_f64(), shown["reclaims"].as_u64()),
+        (Some(0.8), Some(1))
+    );
+    assert_eq!(shown["history"][1]["e"], "decayed");
     let unknown: app::model::admin::ItemInfo =
         serde_json::from_str(&panel.get("/admin/api/p/item?name=nope").await.body).unwrap();
     assert_eq!((unknown.state, unknown.score), (None, None));
