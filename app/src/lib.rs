@@ -97,8 +97,12 @@ pub fn App() -> impl IntoView {
         data::PageData { error: Some(e), .. } => view! { <p class="error">{e}</p> }.into_any(),
         data::PageData {
             projects: Some(projects),
+            contributors,
             ..
-        } => view! { <pages::HomePage projects/> }.into_any(),
+        } => {
+            let contributors = contributors.unwrap_or_default();
+            view! { <pages::HomePage projects contributors/> }.into_any()
+        }
         data::PageData {
             board: Some((board, charts)),
             ..

@@ -3,12 +3,14 @@
 
 pub mod admin;
 mod charts;
+mod contributors;
 mod downloaders;
 pub mod lifecycle;
 mod live;
 mod rates;
 
 pub use charts::{downsample, increases, push_point, since, ChartData, Series};
+pub use contributors::{month_name, month_of, months_back, Contributors, MonthCount, MONTHS_SHOWN};
 pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
 pub use live::LiveMessage;
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
@@ -186,6 +188,9 @@ pub struct Leaderboard {
     /// The tracker's statistics.
     #[serde(default)]
     pub tracker: TrackerStats,
+    /// Unique contributors of this project per month, this month first.
+    #[serde(default)]
+    pub months: Vec<MonthCount>,
 }
 
 /// How many recent completions the leaderboard shows.
@@ -289,6 +294,7 @@ impl Leaderboard {
             }
             fresh.minutes = old.minutes;
             fresh.tracker = old.tracker;
+            fresh.months = old.months;
             fresh.window = old.window;
             fresh.now = old.now;
             if fresh.queues.is_empty() {
@@ -341,6 +347,9 @@ pub struct ProjectSummary {
     /// Items done per hour over the last 24 hours, oldest first.
     #[serde(default)]
     pub hourly: Vec<u64>,
+    /// Distinct downloaders with completions in the last 30 days.
+    #[serde(default)]
+    pub contributors_30d: u64,
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! | [`csrf`] | the CSRF and Origin guard of every state-changing request |
 //! | [`projects`] | overview, upload targets, backfeed key, creating and destroying projects |
 //! | [`settings`] | a project's settings, description and admins |
-//! | [`items`] | queues, adding items (streamed), moving, clearing |
+//! | [`items`] | queues, adding items (streamed), moving, clearing; one item with its decay score and timeline |
 //! | [`claims`] | claims by downloader, release by filter, failed items |
 //! | [`people`] | accounts, block lists, the audit log |
 //! | [`logs`] | the completion log as streamed NDJSON |

@@ -23,10 +23,12 @@
 //! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
 //! ns:{SLUG}:qseq               string  last FIFO queue score given (ms clock, see _lib.lua)
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
-//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r}
+//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r, q}
 //! ns:{SLUG}:attempts           hash    item -> times claimed, while not claimed (until done)
 //! ns:{SLUG}:done               set     completed items
 //! ns:{SLUG}:failed             hash    item -> JSON {reason, t}
+//! ns:{SLUG}:decay              hash    item -> "score reclaims": decay score (below 1) and the
+//!                                      reclaims that made it, of items waiting or claimed
 //! ns:{SLUG}:timeline           hash    item -> last transitions (a claim's own: in its record)
 //! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues),
 //!                                      known (items the project knows: added minus dropped;
@@ -42,6 +44,7 @@
 //!                                      (since the epoch), 25 hours: the rate windows
 //! ns:{SLUG}:dwh:<hour>         hash    the same per hour, 26 hours
 //! ns:{SLUG}:u:dl:<day> / u:ip  hll     unique downloaders / IPs per day, 31 days
+//! ns:{SLUG}:u:month:<YYYY-MM>  hll     unique downloaders per calendar month (UTC), 400 days
 //! ns:{SLUG}:chart              list    "minute items bytes", cumulative, one per minute
 //! ns:{SLUG}:dlc:<dl>           list    "minute bytes", cumulative, per downloader, up to the
 //!                                      minute before its last report (see `dlc_last`)
@@ -84,6 +87,9 @@
 //! ns:hq:seen                   zset    warrior id -> last update (ms); forgotten after 15 min
 //! ns:hq:auto                   string  auto_project as last recorded ("" for none) (global)
 //! ns:hq:pin                    string  the project an admin pinned as auto_project (global)
+//! ns:u:month:<YYYY-MM>         hll     unique downloaders of all projects per month (UTC),
+//!                                      400 days; written by each process every few seconds
+//!                                      (`store::contributors`), never by a script   (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
@@ -235,6 +241,11 @@ impl Keys {
         format!("{}:hq:pin", self.ns)
     }
 
+    /// Unique downloaders of all projects in calendar month `month` (`YYYY-MM`).
+    pub fn monthly_contributors(&self, month: &str) -> String {
+        format!("{}:u:month:{month}", self.ns)
+    }
+
     /// The keys of one project.
     pub fn project(&self, slug: &str) -> ProjectKeys {
         ProjectKeys {
@@ -290,6 +301,10 @@ impl ProjectKeys {
     pub fn attempts(&self) -> String {
         self.key("attempts")
     }
+    /// Decay scores (below 1) and reclaim counts per item.
+    pub fn decay(&self) -> String {
+        self.key("decay")
+    }
     /// Items held per downloader.
     pub fn dl_claims(&self) -> String {
         self.key("dl:claims")
@@ -337,6 +352,10 @@ impl ProjectKeys {
     /// Unique `kind` (`dl` or `ip`) of day `day`.
     pub fn uniques(&self, kind: &str, day: u64) -> String {
         self.key(&format!("u:{kind}:{day}"))
+    }
+    /// Unique downloaders of calendar month `month` (`YYYY-MM`).
+    pub fn monthly_contributors(&self, month: &str) -> String {
+        self.key(&format!("u:month:{month}"))
     }
     /// The queue sequence counter.
     pub fn qseq(&self) -> String {

@@ -127,6 +127,8 @@ impl App {
         // Settings changed by any process reach this one at once (or within a second).
         let closing = tokio_util::sync::CancellationToken::new();
         store.follow_settings(closing.clone()).await?;
+        // This month's contributors across all projects, written every few seconds.
+        store::contributors::spawn_flusher(store.clone(), closing.clone());
         let read_cache = read_cache::ReadCache::default();
         let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
         let (projects, watched) = (store.clone(), hub.clone());

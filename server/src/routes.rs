@@ -256,6 +256,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
         .route("/{slug}/targets", post(projects::change_target))
         .route("/{slug}/queues", get(items::show_queues))
+        .route("/{slug}/item", get(items::show_item))
         .route(
             "/{slug}/items",
             post(items::add_items).layer(DefaultBodyLimit::disable()),

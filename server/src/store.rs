@@ -11,6 +11,7 @@
 //! | `bloom` | the backfeed de-duplication filter (a scalable Bloom filter in Redis) |
 //! | `snapshot` | the leaderboard: one atomic read of counts, downloaders, recent completions |
 //! | [`stats`] | charts, versions, per-minute counters, unique contributors |
+//! | [`contributors`] | unique contributors per month, per project and across all projects |
 //! | `backend` | the pages' data ([`app::backend::Backend`]) read from the above |
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
@@ -29,6 +30,7 @@ mod backend;
 mod blocks;
 mod bloom;
 mod check;
+pub mod contributors;
 mod fleet;
 mod items;
 mod listing;
@@ -163,6 +165,8 @@ pub struct Store {
     settings_cache: std::sync::Arc<projects::SettingsCache>,
     global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
     settings_version: std::sync::Arc<SettingsVersion>,
+    /// Contributors noted for the global monthly count, until the next flush.
+    pending_contributors: std::sync::Arc<contributors::Pending>,
 }
 
 impl Store {
@@ -210,6 +214,7 @@ impl Store {
             settings_cache: Default::default(),
             global_blocks: Default::default(),
             settings_version: Default::default(),
+            pending_contributors: Default::default(),
         })
     }
 

@@ -20,7 +20,9 @@ mod api {
     mod cluster;
     mod cluster_failover;
     mod connections;
+    mod contributors;
     mod crash;
+    mod decay;
     mod downloaders;
     mod engine;
     mod faults;

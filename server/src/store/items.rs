@@ -5,6 +5,7 @@ use super::{
     Store, StoreError, StoreResult,
 };
 use crate::keys::{HISTORY_LEN, LOG_LEN, PERSONAL, TODO};
+use app::model::admin::TimelineEntry;
 use fred::prelude::*;
 use serde::Deserialize;
 
@@ -89,6 +90,7 @@ struct Whereabouts {
     state: Place,
     detail: String,
     timeline: String,
+    decay: String,
 }
 
 /// The states `item_status.lua` names.
@@ -115,7 +117,7 @@ impl Place {
 }
 
 /// Where an item is (`GET /SLUG/items/ITEM.json`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ItemStatus {
     /// `todo`, `out`, `done`, `failed`, or `None` when unknown.
     pub state: Option<String>,
@@ -123,24 +125,28 @@ pub struct ItemStatus {
     pub downloader: Option<String>,
     /// The queue part, claim record or failure reason (JSON or name).
     pub detail: String,
-    /// The last transitions, JSON array of `{t, e, d, v}`.
+    /// The last transitions, JSON array of `{t, e, d, v}` ([`TimelineEntry`]; `decayed` lines
+    /// add the `score`).
     pub timeline: String,
+    /// The decay score, when below 1.
+    pub score: Option<f64>,
+    /// How many reclaims decayed it.
+    pub reclaims: u64,
 }
 
 /// The stored timeline (lines `time event who version`, `-` for none) as a JSON array of
-/// `{"t": ms, "e": event, "d": who, "v": version}`.
+/// [`TimelineEntry`]: `{"t": ms, "e": event, "d": who, "v": version}`, with `"score"` on
+/// `decayed` lines.
 fn timeline_json(stored: &str) -> String {
-    let entries: Vec<serde_json::Value> = stored
-        .lines()
-        .filter_map(|line| {
-            let mut f = line.splitn(4, ' ');
-            let t: u64 = f.next()?.parse().ok()?;
-            let field = |s: Option<&str>| s.filter(|s| *s != "-").unwrap_or_default().to_string();
-            let (e, d, v) = (field(f.next()), field(f.next()), field(f.next()));
-            Some(serde_json::json!({ "t": t, "e": e, "d": d, "v": v }))
-        })
-        .collect();
-    serde_json::Value::Array(entries).to_string()
+    serde_json::to_string(&TimelineEntry::parse_all(stored)).unwrap_or_else(|_| "[]".into())
+}
+
+/// The score and reclaims of a stored decay entry `score reclaims` (`None` for none).
+fn decay_of(raw: &str) -> (Option<f64>, u64) {
+    let mut f = raw.split(' ');
+    let score = f.next().and_then(|s| s.parse::<f64>().ok());
+    let reclaims = f.next().and_then(|r| r.parse().ok()).unwrap_or(0);
+    (score, reclaims)
 }
 
 /// How many items one `add_items` call carries.
@@ -231,6 +237,7 @@ impl Store {
             k.ratelimit(),
             k.timeline(),
             k.stats(),
+            k.decay(),
         ];
         let mut args = Vec::with_capacity(3 + 7 * requests.len());
         args.push(Value::from(now_ms as i64));
@@ -295,6 +302,7 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<Vec<DoneOutcome>> {
         let k = self.keys.project(slug);
+        let month = app::model::month_name(now_ms);
         let keys = vec![
             k.meta(),
             k.out(),
@@ -316,6 +324,8 @@ impl Store {
             k.blocked("ip"),
             k.log(),
             k.chart(),
+            k.decay(),
+            k.monthly_contributors(&month),
         ];
         let mut args = vec![
             Value::from(now_ms as i64),
@@ -323,6 +333,7 @@ impl Store {
             Value::from(HISTORY_LEN as i64),
             Value::from(LOG_LEN as i64),
             Value::from(reports.len() as i64),
+            Value::from(month.as_str()),
         ];
         for r in reports {
             args.push(Value::from(r.downloader.as_str()));
@@ -368,6 +379,14 @@ impl Store {
                 format!("{} answers to {} reports", out.len(), reports.len()),
             ));
         }
+        // The global monthly count is written outside the script (another cluster slot).
+        self.pending_contributors.note(
+            &month,
+            reports.iter().zip(&out).filter_map(|(r, o)| {
+                matches!(o, DoneOutcome::Recorded { counted, .. } if *counted > 0)
+                    .then_some(r.downloader.as_str())
+            }),
+        );
         Ok(out)
     }
 
@@ -433,12 +452,14 @@ impl Store {
             k.done(),
             k.failed(),
             k.timeline(),
+            k.decay(),
         ];
         let args = vec![Value::from(k.prefix()), Value::from(item)];
         let Whereabouts {
             state,
             detail,
             timeline,
+            decay,
         } = self
             .scripts
             .call(self.pool.next(), &self.scripts.item_status, keys, args)
@@ -453,6 +474,8 @@ impl Store {
             downloader,
             detail,
             timeline: timeline_json(&timeline),
+            score: decay_of(&decay).0,
+            reclaims: decay_of(&decay).1,
         })
     }
 }

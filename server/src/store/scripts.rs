@@ -42,7 +42,8 @@
 //! release        {} | refusal: not_claimed, not_claimant
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
-//! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"..."}
+//! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"...",
+//!                 "decay":"score reclaims" | ""}
 //! snapshot       {"title","seq","todo","out","done_items","done_bytes","failed","state","banner",
 //!                 "downloader_count","domain_bytes":{domain: bytes},
 //!                 "downloaders":[{"name","items","bytes","seen","version"}],
@@ -210,15 +211,15 @@ impl Scripts {
         Self {
             add_items: lua!(h, "add_items", 6),
             backfeed: lua!(h, "backfeed", 7),
-            claim: lua!(h, "claim", 11),
-            done: lua!(h, "done", 20),
-            item_status: lua!(h, "item_status", 6),
+            claim: lua!(h, "claim", 12),
+            done: lua!(h, "done", 22),
+            item_status: lua!(h, "item_status", 7),
             release: lua!(h, "release", 6),
             snapshot: lua!(h, "snapshot", 11),
             release_items: lua!(h, "release_items", 5),
             move_items: lua!(h, "move_items", 2),
             shuffle: lua!(h, "shuffle", 2),
-            clear_queue: lua!(h, "clear_queue", 2),
+            clear_queue: lua!(h, "clear_queue", 3),
             resolve_failed: lua!(h, "resolve_failed", 4),
             recount: lua!(h, "recount", 5),
             login_attempt: lua!(h, "login_attempt", 2),

@@ -39,6 +39,7 @@ impl Store {
                 continue;
             };
             let minutes = self.minute_counts(&slug, now_ms).await?;
+            let (contributors_30d, _) = self.unique_contributors(&slug, now_ms).await?;
             let now_min = now_ms / 60_000;
             let mut hourly = vec![0; 24];
             for c in &minutes {
@@ -55,6 +56,7 @@ impl Store {
                 banner: b.banner,
                 items_per_s: Rate::over(&minutes, now_ms, 5).items_per_s,
                 hourly,
+                contributors_30d,
             });
         }
         Ok(out)
@@ -80,6 +82,7 @@ impl Store {
             .await?;
         let sums = self.downloader_window(slug, now_ms, window).await?;
         set_window_sums(&mut board.downloaders, &sums);
+        board.months = self.project_months(slug, now_ms).await?;
         board.queues = queues;
         board.window = window;
         board.now = now_ms;

@@ -191,6 +191,13 @@ pub fn TrackerFigures(board: RwSignal<Leaderboard>) -> AnyView {
                 })}</dd>
                 <dt>"Contributors, 30 days"</dt>
                 <dd>{t(|s| thousands(s.unique_downloaders_30d))}</dd>
+                <dt>"Contributors by month"</dt>
+                <dd>{move || board.with(|b| {
+                    let shown: Vec<String> = b.months.iter().take(3)
+                        .map(|m| format!("{} {}", m.month, thousands(m.contributors)))
+                        .collect();
+                    if shown.is_empty() { "—".to_string() } else { shown.join(" · ") }
+                })}</dd>
             </dl>
         </section>
     }
