@@ -1,14 +1,16 @@
-//! Types shared by the server and the browser: leaderboard snapshots and live events, and the
-//! admin API's replies ([`admin`]).
+//! Types shared by the server and the browser: leaderboard snapshots and live events, the
+//! fleet's public counts, and the admin API's replies ([`admin`]).
 
 pub mod admin;
 mod charts;
 mod downloaders;
+mod fleet;
 mod live;
 mod rates;
 
 pub use charts::{downsample, increases, push_point, since, ChartData, Series};
 pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
+pub use fleet::FleetStats;
 pub use live::LiveMessage;
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
 
@@ -138,6 +140,9 @@ pub struct TrackerStats {
     pub bloom_layers: u64,
     /// Distinct downloaders with completions in the last 30 days.
     pub unique_downloaders_30d: u64,
+    /// Downloaders calling the project's warrior API now (heard from within the fleet silence).
+    #[serde(default)]
+    pub warriors: u64,
 }
 
 /// Everything the leaderboard page shows, consistent as of event `seq`.
@@ -338,6 +343,9 @@ pub struct ProjectSummary {
     /// Items done per hour over the last 24 hours, oldest first.
     #[serde(default)]
     pub hourly: Vec<u64>,
+    /// Downloaders calling its warrior API now (see [`TrackerStats::warriors`]).
+    #[serde(default)]
+    pub warriors: u64,
 }
 
 #[cfg(test)]

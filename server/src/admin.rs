@@ -16,11 +16,13 @@
 //! | [`archive`] | archiving the completion log to gzip NDJSON files, listed and downloadable |
 //! | [`tokens`] | per-account API tokens for scripts |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
+//! | [`fleet`] | the fleet: API downloaders and Warrior HQ instances, with addresses and totals |
 
 pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
+pub mod fleet;
 pub mod items;
 pub mod login;
 pub mod logs;

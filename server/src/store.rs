@@ -16,6 +16,7 @@
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
 //! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
+//! | `api_fleet` | the downloaders seen on the warrior API: flushed by each process, read for the Fleet page and the pages' counts |
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
@@ -24,6 +25,7 @@
 
 mod accounts;
 mod admin_items;
+mod api_fleet;
 mod backend;
 mod blocks;
 mod bloom;
@@ -44,6 +46,9 @@ pub use accounts::{
     RESERVED_USER_NAMES,
 };
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
+pub use api_fleet::{
+    seesaw_version, FleetFlush, SeenClient, DEFAULT_FLEET_SILENCE_MS, MAX_FLEET_CLIENTS,
+};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
@@ -161,6 +166,8 @@ pub struct Store {
     settings_cache: std::sync::Arc<projects::SettingsCache>,
     global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
     settings_version: std::sync::Arc<SettingsVersion>,
+    /// How long an API downloader may be silent before it is forgotten (ms).
+    fleet_silence_ms: u64,
 }
 
 impl Store {
@@ -208,6 +215,7 @@ impl Store {
             settings_cache: Default::default(),
             global_blocks: Default::default(),
             settings_version: Default::default(),
+            fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
         })
     }
 

@@ -6,13 +6,19 @@
 //! | here | the session and roles, bulk-action counts, the overview, accounts, audit, blocks, tokens |
 //! | [`project`] (re-exported) | one project: queues, settings, claims, failed items, log archives |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
+//! | [`fleet`] (re-exported) | the fleet: API downloaders and Warrior HQ instances, with totals |
 
+mod fleet;
 mod project;
 mod warrior;
 
 #[cfg(test)]
 mod tests;
 
+pub use fleet::{
+    fleet_matches, version_order, FleetClient, FleetProjectTotal, FleetSort, FleetVersionTotal,
+    FleetView, FleetWarrior,
+};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
     PatternLimit, ProjectSettings, Queues, Settings, UploadTargets,
