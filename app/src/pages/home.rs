@@ -1,9 +1,11 @@
-//! `/`: every project with its state, progress, current rate, a day's sparkline and banner;
-//! active projects first.
+//! `/`: every project with its state, progress, current rate, warriors at work, a day's
+//! sparkline and banner, active projects first; above them the world map of warriors ([`map`]).
+
+mod map;
 
 use crate::{
     format::{fixed, lower, rate, thousands},
-    model::ProjectSummary,
+    model::{FleetStats, ProjectSummary},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -60,14 +62,22 @@ fn card(p: ProjectSummary) -> impl IntoView {
                 </span>
                 <span class="muted">{format!("{} items/s", rate(p.items_per_s))}</span>
             </div>
+            <div class="project-figures">
+                <span class="warriors" title="Downloaders calling the tracker for this project now">
+                    {match p.warriors {
+                        1 => "1 warrior at work".to_string(),
+                        n => format!("{} warriors at work", thousands(n)),
+                    }}
+                </span>
+            </div>
             <Sparkline hourly=p.hourly/>
         </li>
     }
 }
 
-/// The front page, listing `projects`.
+/// The front page: the map of `fleet`, and `projects`.
 #[component]
-pub fn HomePage(mut projects: Vec<ProjectSummary>) -> impl IntoView {
+pub fn HomePage(mut projects: Vec<ProjectSummary>, fleet: FleetStats) -> impl IntoView {
     let list = if projects.is_empty() {
         view! { <p class="muted">"No projects yet."</p> }.into_any()
     } else {
@@ -81,6 +91,7 @@ pub fn HomePage(mut projects: Vec<ProjectSummary>) -> impl IntoView {
     };
     view! {
         <Title text="Projects · Tracker"/>
+        <map::WarriorMap fleet/>
         <h1>"Projects"</h1>
         {list}
     }
