@@ -25,6 +25,7 @@ mod api {
     mod engine;
     mod faults;
     mod feed;
+    mod fleet;
     mod fuzz;
     mod headers;
     mod hostile;
