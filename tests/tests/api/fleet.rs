@@ -373,3 +373,16 @@ async fn the_home_page_draws_the_warriors_on_a_world_map() {
         "{html}"
     );
 }
+
+#[tokio::test]
+async fn the_fleet_is_written_and_read_on_a_cluster() {
+    let app = TestApp::start_cluster().await;
+    app.project("p1", &["a", "b"]).await;
+    app.claim("p1", "alice").await;
+    let f = fleet_until(&app, "alice on the cluster", |f| {
+        row(f, "p1", "alice").is_some()
+    })
+    .await;
+    assert_eq!(row(&f, "p1", "alice").unwrap().in_flight, 1);
+    assert!(tests::rendered(&app.get("/").await.body).contains("1 warrior at work"));
+}

@@ -254,3 +254,77 @@ impl FleetWarrior {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(id: &str, downloader: &str, seesaw: &str, in_flight: u64, seen: u64) -> FleetClient {
+        FleetClient {
+            id: id.into(),
+            downloader: downloader.into(),
+            seesaw: seesaw.into(),
+            in_flight,
+            seen,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn orders_have_their_natural_direction_and_reverse() {
+        let mut rows = vec![
+            client("p:1", "bob", "0.9.1", 1, 10),
+            client("p:2", "alice", "0.10.3", 5, 30),
+            client("p:3", "carol", "", 5, 20),
+        ];
+        let ids = |rows: &[FleetClient]| rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+        FleetSort::Seen.sort_clients(&mut rows, false);
+        assert_eq!(ids(&rows), ["p:2", "p:3", "p:1"], "newest first");
+        FleetSort::Downloader.sort_clients(&mut rows, false);
+        assert_eq!(ids(&rows), ["p:2", "p:1", "p:3"], "A to Z");
+        FleetSort::Version.sort_clients(&mut rows, false);
+        assert_eq!(ids(&rows), ["p:2", "p:1", "p:3"], "0.10.3 over 0.9.1");
+        FleetSort::InFlight.sort_clients(&mut rows, false);
+        assert_eq!(ids(&rows), ["p:2", "p:3", "p:1"], "most first, ties by id");
+        FleetSort::InFlight.sort_clients(&mut rows, true);
+        assert_eq!(ids(&rows), ["p:1", "p:3", "p:2"]);
+        for o in FleetSort::ALL {
+            assert_eq!(FleetSort::parse(o.as_str()), Some(o));
+        }
+        assert_eq!(FleetSort::parse("fastest"), None);
+    }
+
+    #[test]
+    fn searches_ignore_case_and_the_view_reads_back_as_sent() {
+        let c = FleetClient {
+            ip: "192.0.2.7".into(),
+            user_agent: "ArchiveTeam Warrior/0.10.3".into(),
+            ..client("p:1", "Alice", "0.10.3", 0, 0)
+        };
+        assert!(c.matches("alice") && c.matches("192.0.2") && c.matches("warrior/0.10"));
+        assert!(!c.matches("bob"));
+        let view = FleetView {
+            now: 5,
+            silence_s: 900,
+            downloaders: vec![c],
+            downloaders_matched: 1,
+            warriors: vec![FleetWarrior {
+                id: 3,
+                lat_lng: Some((51.5, -0.1)),
+                ..Default::default()
+            }],
+            warriors_matched: 1,
+            projects: vec![FleetProjectTotal {
+                project: "p".into(),
+                downloaders: 1,
+                warriors: 2,
+                ..Default::default()
+            }],
+            versions: vec![],
+        };
+        let json = serde_json::to_string(&view).unwrap();
+        assert_eq!(serde_json::from_str::<FleetView>(&json).unwrap(), view);
+        assert_eq!((view.downloaders_total(), view.warriors_total()), (1, 2));
+        assert!(json.contains(r#""lat_lng":[51.5,-0.1]"#), "{json}");
+    }
+}
