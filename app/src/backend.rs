@@ -1,6 +1,8 @@
 //! The seam between the pages and the process: what the pages may ask of the backend.
 
-use crate::model::{ChartData, Contributors, Leaderboard, ProjectSummary, TrackerStats};
+use crate::model::{
+    ChartData, Contributors, FleetStats, Leaderboard, ProjectSummary, TrackerStats,
+};
 
 /// Operations the pages need; implemented by the server on its Redis store.
 #[async_trait::async_trait]
@@ -23,4 +25,6 @@ pub trait Backend: Send + Sync + 'static {
     async fn tracker_figures(&self, slug: &str) -> Result<TrackerStats, String>;
     /// The project's charts, or `None` when there is no such project.
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String>;
+    /// The Warrior HQ fleet: warriors per selected project and per whole degree of position.
+    async fn fleet_stats(&self) -> Result<FleetStats, String>;
 }

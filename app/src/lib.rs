@@ -98,10 +98,12 @@ pub fn App() -> impl IntoView {
         data::PageData {
             projects: Some(projects),
             contributors,
+            fleet,
             ..
         } => {
             let contributors = contributors.unwrap_or_default();
-            view! { <pages::HomePage projects contributors/> }.into_any()
+            view! { <pages::HomePage projects contributors fleet=fleet.unwrap_or_default()/> }
+                .into_any()
         }
         data::PageData {
             board: Some((board, charts)),
@@ -136,6 +138,7 @@ pub fn AdminApp() -> impl IntoView {
                     <Route path=path!("/admin/users") view=admin::UsersPage/>
                     <Route path=path!("/admin/blocks") view=admin::BlocksPage/>
                     <Route path=path!("/admin/warrior") view=admin::WarriorPage/>
+                    <Route path=path!("/admin/fleet") view=admin::FleetPage/>
                     <Route path=path!("/admin/tokens") view=admin::TokensPage/>
                     <Route path=path!("/admin/p/:slug") view=admin::ProjectAdminPage/>
                 </Routes>

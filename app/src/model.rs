@@ -1,10 +1,11 @@
-//! Types shared by the server and the browser: leaderboard snapshots and live events, and the
-//! admin API's replies ([`admin`]).
+//! Types shared by the server and the browser: leaderboard snapshots and live events, the
+//! fleet's public counts, and the admin API's replies ([`admin`]).
 
 pub mod admin;
 mod charts;
 mod contributors;
 mod downloaders;
+mod fleet;
 pub mod lifecycle;
 mod live;
 mod rates;
@@ -12,6 +13,7 @@ mod rates;
 pub use charts::{downsample, increases, push_point, since, ChartData, Series};
 pub use contributors::{month_name, month_of, months_back, Contributors, MonthCount, MONTHS_SHOWN};
 pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
+pub use fleet::FleetStats;
 pub use live::LiveMessage;
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
 
@@ -141,6 +143,9 @@ pub struct TrackerStats {
     pub bloom_layers: u64,
     /// Distinct downloaders with completions in the last 30 days.
     pub unique_downloaders_30d: u64,
+    /// Downloaders calling the project's warrior API now (heard from within the fleet silence).
+    #[serde(default)]
+    pub warriors: u64,
 }
 
 /// Everything the leaderboard page shows, consistent as of event `seq`.
@@ -350,6 +355,9 @@ pub struct ProjectSummary {
     /// Distinct downloaders with completions in the last 30 days.
     #[serde(default)]
     pub contributors_30d: u64,
+    /// Downloaders calling its warrior API now (see [`TrackerStats::warriors`]).
+    #[serde(default)]
+    pub warriors: u64,
 }
 
 #[cfg(test)]

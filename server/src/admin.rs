@@ -17,11 +17,13 @@
 //! | [`tokens`] | per-account API tokens for scripts |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
 //! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
+//! | [`fleet`] | the fleet: API downloaders and Warrior HQ instances, with addresses and totals |
 
 pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
+pub mod fleet;
 pub mod items;
 pub mod listing;
 pub mod login;

@@ -90,6 +90,14 @@
 //! ns:u:month:<YYYY-MM>         hll     unique downloaders of all projects per month (UTC),
 //!                                      400 days; written by each process every few seconds
 //!                                      (`store::contributors`), never by a script   (global)
+//! ns:fleet:{api}:clients       hash    API downloader id (`SLUG:HEX`) -> JSON record: project,
+//!                                      downloader, ip, user agent, seesaw and script version
+//!                                      (global; `{api}`: every fleet key in one slot)
+//! ns:fleet:{api}:seen          zset    API downloader id -> last call (ms); forgotten after
+//!                                      the fleet silence, at most MAX_FLEET_CLIENTS (global)
+//! ns:fleet:{api}:p:<SLUG>      zset    the same, of one project's downloaders   (global)
+//! ns:fleet:{api}:n:<10 s>      hash    API downloader id -> items done in that 10-second
+//!                                      window, expiring after 2 minutes: the items/s (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
@@ -244,6 +252,32 @@ impl Keys {
     /// Unique downloaders of all projects in calendar month `month` (`YYYY-MM`).
     pub fn monthly_contributors(&self, month: &str) -> String {
         format!("{}:u:month:{month}", self.ns)
+    }
+
+    /// The prefix of the API fleet's keys, `ns:fleet:{api}:` (one cluster slot, for the flush
+    /// script; never a project's prefix, which starts `ns:{`).
+    pub fn fleet_prefix(&self) -> String {
+        format!("{}:fleet:{{api}}:", self.ns)
+    }
+
+    /// API downloaders: id -> JSON record.
+    pub fn fleet_clients(&self) -> String {
+        format!("{}clients", self.fleet_prefix())
+    }
+
+    /// API downloaders by the time of their last call (ms).
+    pub fn fleet_seen(&self) -> String {
+        format!("{}seen", self.fleet_prefix())
+    }
+
+    /// One project's API downloaders by the time of their last call (ms).
+    pub fn fleet_project(&self, slug: &str) -> String {
+        format!("{}p:{slug}", self.fleet_prefix())
+    }
+
+    /// Items done per API downloader in the 10-second window `window` (ms / 10,000).
+    pub fn fleet_done(&self, window: u64) -> String {
+        format!("{}n:{window}", self.fleet_prefix())
     }
 
     /// The keys of one project.
@@ -451,6 +485,22 @@ mod tests {
                 fred::util::redis_keyslot(all.as_bytes()),
                 "{pair} {all}"
             );
+        }
+    }
+
+    #[test]
+    fn the_fleet_keys_share_a_slot_and_no_project_prefix() {
+        let keys = Keys::new("t");
+        let all = [
+            keys.fleet_clients(),
+            keys.fleet_seen(),
+            keys.fleet_project("fleet"),
+            keys.fleet_done(17),
+        ];
+        let slot = fred::util::redis_keyslot(all[0].as_bytes());
+        for k in &all {
+            assert_eq!(fred::util::redis_keyslot(k.as_bytes()), slot, "{k}");
+            assert!(!k.starts_with(keys.project("fleet").prefix()), "{k}");
         }
     }
 

@@ -204,8 +204,8 @@ pub fn router(state: AppState) -> Router {
 /// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
 fn admin_api(state: &AppState) -> Router<AppState> {
     use crate::admin::{
-        archive, auth, claims, csrf, items, listing, login, logs, people, projects, session_layer,
-        settings, tokens, warrior,
+        archive, auth, claims, csrf, fleet, items, listing, login, logs, people, projects,
+        session_layer, settings, tokens, warrior,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
     // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
@@ -240,6 +240,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
             "/warrior/auto",
             get(listing::show_auto).put(listing::pin_auto),
         )
+        .route("/fleet", get(fleet::show_fleet))
         .route("/{slug}/log", get(logs::download_log))
         .route("/{slug}/log/archive", post(archive::archive_log))
         .route("/{slug}/archives", get(archive::list_archives))

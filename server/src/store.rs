@@ -18,6 +18,7 @@
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
 //! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
 //! | `listing` | projects' Warrior listings, recorded lifecycle changes, `auto_project` and its pin |
+//! | `api_fleet` | the downloaders seen on the warrior API: flushed by each process, read for the Fleet page and the pages' counts |
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
@@ -26,6 +27,7 @@
 
 mod accounts;
 mod admin_items;
+mod api_fleet;
 mod backend;
 mod blocks;
 mod bloom;
@@ -48,6 +50,9 @@ pub use accounts::{
     RESERVED_USER_NAMES,
 };
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
+pub use api_fleet::{
+    seesaw_version, FleetFlush, SeenClient, DEFAULT_FLEET_SILENCE_MS, MAX_FLEET_CLIENTS,
+};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
@@ -167,6 +172,8 @@ pub struct Store {
     settings_version: std::sync::Arc<SettingsVersion>,
     /// Contributors noted for the global monthly count, until the next flush.
     pending_contributors: std::sync::Arc<contributors::Pending>,
+    /// How long an API downloader may be silent before it is forgotten (ms).
+    fleet_silence_ms: u64,
 }
 
 impl Store {
@@ -215,6 +222,7 @@ impl Store {
             global_blocks: Default::default(),
             settings_version: Default::default(),
             pending_contributors: Default::default(),
+            fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
         })
     }
 

@@ -27,6 +27,7 @@ mod api {
     mod engine;
     mod faults;
     mod feed;
+    mod fleet;
     mod fuzz;
     mod headers;
     mod hostile;

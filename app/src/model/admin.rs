@@ -8,7 +8,9 @@
 //! | [`item`] (re-exported) | one item: where it is, its decay score, its timeline |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
 //! | [`listing`] (re-exported) | a project's Warrior listing and lifecycle, `auto_project` |
+//! | [`fleet`] (re-exported) | the fleet: API downloaders and Warrior HQ instances, with totals |
 
+mod fleet;
 mod item;
 mod listing;
 mod project;
@@ -17,6 +19,10 @@ mod warrior;
 #[cfg(test)]
 mod tests;
 
+pub use fleet::{
+    fleet_matches, version_order, FleetClient, FleetProjectTotal, FleetSort, FleetVersionTotal,
+    FleetView, FleetWarrior,
+};
 pub use item::{ItemInfo, TimelineEntry};
 pub use listing::{AutoCandidate, AutoProject, Listing, ProjectListing};
 pub use project::{

@@ -7,6 +7,7 @@ mod audit;
 mod blocks;
 mod bulk;
 mod claims;
+mod fleet;
 mod frame;
 mod item;
 mod listing;
@@ -21,6 +22,7 @@ mod warrior;
 
 pub use audit::AuditPage;
 pub use blocks::BlocksPage;
+pub use fleet::FleetPage;
 pub use project::ProjectAdminPage;
 pub use tokens::TokensPage;
 pub use users::UsersPage;

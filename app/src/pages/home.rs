@@ -1,10 +1,13 @@
-//! `/`: every project with its state, progress, current rate, contributors of the last 30
-//! days, a day's sparkline and banner, active projects first; and the unique contributors of
-//! all projects together, this month and the months before.
+//! `/`: every project with its state, progress, current rate, warriors at work, contributors of
+//! the last 30 days, a day's sparkline and banner, active projects first; above them the world
+//! map of warriors ([`map`]), below them the unique contributors of all projects together, this
+//! month and the months before.
+
+mod map;
 
 use crate::{
     format::{fixed, lower, rate, thousands},
-    model::{Contributors, ProjectSummary},
+    model::{Contributors, FleetStats, ProjectSummary},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -65,8 +68,16 @@ fn card(p: ProjectSummary) -> impl IntoView {
                 </span>
                 <span class="muted">{format!("{} items/s", rate(p.items_per_s))}</span>
             </div>
-            <div class="project-figures muted">
-                {format!("{} contributors, last 30 days", thousands(p.contributors_30d))}
+            <div class="project-figures">
+                <span class="warriors" title="Downloaders calling the tracker for this project now">
+                    {match p.warriors {
+                        1 => "1 warrior at work".to_string(),
+                        n => format!("{} warriors at work", thousands(n)),
+                    }}
+                </span>
+                <span class="muted">
+                    {format!("{} contributors, last 30 days", thousands(p.contributors_30d))}
+                </span>
             </div>
             <Sparkline hourly=p.hourly/>
         </li>
@@ -105,9 +116,13 @@ fn contributors_card(c: Contributors) -> impl IntoView {
     }
 }
 
-/// The front page, listing `projects`, with the monthly `contributors` of them all.
+/// The front page: the map of `fleet`, `projects`, and the monthly `contributors` of them all.
 #[component]
-pub fn HomePage(mut projects: Vec<ProjectSummary>, contributors: Contributors) -> impl IntoView {
+pub fn HomePage(
+    mut projects: Vec<ProjectSummary>,
+    contributors: Contributors,
+    fleet: FleetStats,
+) -> impl IntoView {
     let list = if projects.is_empty() {
         view! { <p class="muted">"No projects yet."</p> }.into_any()
     } else {
@@ -121,6 +136,7 @@ pub fn HomePage(mut projects: Vec<ProjectSummary>, contributors: Contributors) -
     };
     view! {
         <Title text="Projects · Tracker"/>
+        <map::WarriorMap fleet/>
         <h1>"Projects"</h1>
         {list}
         {contributors_card(contributors)}

@@ -4,7 +4,7 @@
 use super::{now_ms, valid_slug, Store, StoreError, PAGE_DOWNLOADERS};
 use app::{
     backend::Backend,
-    model::{ChartData, Contributors, Leaderboard, ProjectSummary},
+    model::{ChartData, Contributors, FleetStats, Leaderboard, ProjectSummary},
 };
 
 /// How many downloaders the page's cumulative-bytes chart offers.
@@ -69,6 +69,12 @@ impl Backend for Store {
         Store::tracker_figures(self, slug, now_ms())
             .await
             .map_err(|e| read_failed(e, "tracker statistics", slug))
+    }
+
+    async fn fleet_stats(&self) -> Result<FleetStats, String> {
+        Store::fleet_stats(self, now_ms())
+            .await
+            .map_err(|e| read_failed(e, "fleet", ""))
     }
 
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String> {

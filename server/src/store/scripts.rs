@@ -51,6 +51,7 @@
 //! recount        {"before":n (absent when not kept),"now":n} | refusal: no_project
 //! login_attempt  {} | refusal: rate_limited {wait_ms}
 //! rescue_attempt {} | refusal: rate_limited {wait_ms}
+//! fleet_flush    {"stored":n,"dropped":n,"forgotten":n}
 //! ```
 
 mod reply;
@@ -195,6 +196,8 @@ pub struct Scripts {
     pub login_undo: LuaScript,
     /// `rescue_attempt.lua`
     pub rescue_attempt: LuaScript,
+    /// `fleet_flush.lua`
+    pub fleet_flush: LuaScript,
     header_lines: usize,
 }
 
@@ -225,12 +228,13 @@ impl Scripts {
             login_attempt: lua!(h, "login_attempt", 2),
             login_undo: lua!(h, "login_undo", 2),
             rescue_attempt: lua!(h, "rescue_attempt", 1),
+            fleet_flush: lua!(h, "fleet_flush", 2),
             header_lines: h.lines().count(),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 16] {
+    pub fn all(&self) -> [&LuaScript; 17] {
         [
             &self.add_items,
             &self.backfeed,
@@ -248,6 +252,7 @@ impl Scripts {
             &self.login_attempt,
             &self.login_undo,
             &self.rescue_attempt,
+            &self.fleet_flush,
         ]
     }
 

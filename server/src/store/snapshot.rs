@@ -48,7 +48,9 @@ impl Store {
                     hourly[slot] += c.1;
                 }
             }
+            let warriors = self.warriors_at_work(&slug, now_ms).await?;
             out.push(ProjectSummary {
+                warriors,
                 slug,
                 title: b.title,
                 counts: b.counts,
@@ -111,7 +113,9 @@ impl Store {
     ) -> StoreResult<TrackerStats> {
         let layers = self.bloom_layers(slug).await?;
         let (unique_dl, _) = self.unique_contributors(slug, now_ms).await?;
-        Ok(tracker_stats(last_hour, &layers, unique_dl))
+        let mut stats = tracker_stats(last_hour, &layers, unique_dl);
+        stats.warriors = self.warriors_at_work(slug, now_ms).await?;
+        Ok(stats)
     }
 
     /// Items and bytes per downloader over the `minutes` minutes up to `now_ms` (the current

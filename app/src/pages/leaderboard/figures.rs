@@ -66,6 +66,12 @@ pub fn Counts(board: RwSignal<Leaderboard>) -> AnyView {
                 hint=per_domain
             />
             <Figure id="label-per-item" label="MiB per item" value=per_item/>
+            <Figure
+                id="label-warriors"
+                label="warriors now"
+                value=Signal::derive(move || thousands(board.with(|b| b.tracker.warriors)))
+                hint="Downloaders calling the tracker for this project now"
+            />
         </section>
     }
     .into_any()
