@@ -133,6 +133,7 @@ pub fn AdminApp() -> impl IntoView {
                     <Route path=path!("/admin/blocks") view=admin::BlocksPage/>
                     <Route path=path!("/admin/warrior") view=admin::WarriorPage/>
                     <Route path=path!("/admin/tokens") view=admin::TokensPage/>
+                    <Route path=path!("/admin/pipelines") view=admin::PipelinesPage/>
                     <Route path=path!("/admin/p/:slug") view=admin::ProjectAdminPage/>
                 </Routes>
             </main>

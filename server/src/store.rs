@@ -14,6 +14,7 @@
 //! | `backend` | the pages' data ([`app::backend::Backend`]) read from the above |
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
+//! | `pipelines` | pipeline tokens (only their SHA-256 stored), and which projects serve which |
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
 //! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
 //! | `settings_version` | the settings version every process follows |
@@ -30,6 +31,7 @@ mod bloom;
 mod check;
 mod fleet;
 mod items;
+mod pipelines;
 mod projects;
 pub mod scripts;
 mod settings_version;
@@ -48,6 +50,10 @@ pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
+pub use pipelines::{
+    may_serve, tags_problem, valid_pipeline_name, CreatedPipeline, Pipeline, MAX_PIPELINES,
+    MAX_TAGS, PIPELINE_TTL,
+};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
 pub use scripts::Refusal;
 pub use settings_version::SettingsVersion;
@@ -160,6 +166,7 @@ pub struct Store {
     scripts: std::sync::Arc<Scripts>,
     settings_cache: std::sync::Arc<projects::SettingsCache>,
     global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
+    pipeline_cache: std::sync::Arc<pipelines::PipelineCache>,
     settings_version: std::sync::Arc<SettingsVersion>,
 }
 
@@ -207,6 +214,7 @@ impl Store {
             scripts: std::sync::Arc::new(Scripts::new()),
             settings_cache: Default::default(),
             global_blocks: Default::default(),
+            pipeline_cache: Default::default(),
             settings_version: Default::default(),
         })
     }

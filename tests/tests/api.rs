@@ -32,6 +32,7 @@ mod api {
     mod live;
     mod live_frames;
     mod pages;
+    mod pipelines;
     mod processes;
     mod protocol;
     mod public;

@@ -6,13 +6,16 @@
 //! | here | the session and roles, bulk-action counts, the overview, accounts, audit, blocks, tokens |
 //! | [`project`] (re-exported) | one project: queues, settings, claims, failed items, log archives |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
+//! | [`pipeline`] (re-exported) | pipeline tokens: as listed, and as created with their secret |
 
+mod pipeline;
 mod project;
 mod warrior;
 
 #[cfg(test)]
 mod tests;
 
+pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
     PatternLimit, ProjectSettings, Queues, Settings, UploadTargets,

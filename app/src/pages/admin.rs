@@ -10,6 +10,7 @@ mod claims;
 mod frame;
 mod loaded;
 mod logs;
+mod pipelines;
 mod project;
 mod settings;
 mod targets;
@@ -19,6 +20,7 @@ mod warrior;
 
 pub use audit::AuditPage;
 pub use blocks::BlocksPage;
+pub use pipelines::PipelinesPage;
 pub use project::ProjectAdminPage;
 pub use tokens::TokensPage;
 pub use users::UsersPage;

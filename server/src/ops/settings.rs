@@ -110,6 +110,9 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
         return Err("bloom_capacity must be at least 1".into());
     }
     check_shards(&s.backfeed_shards)?;
+    if let Some(problem) = crate::store::tags_problem(&s.tags) {
+        return Err(problem);
+    }
     check_pattern_limits(s)?;
     check_extra(s)
 }

@@ -25,6 +25,8 @@ pub struct ClaimRequest {
     pub name_ok: bool,
     /// Whether the IP or name is on the global block list.
     pub globally_blocked: bool,
+    /// The pipeline whose token came with the claim, if one did.
+    pub pipeline: Option<std::sync::Arc<super::Pipeline>>,
 }
 
 /// What a claim request got.
@@ -33,8 +35,8 @@ pub enum ClaimOutcome {
     /// The items claimed (at least one).
     Items(Vec<String>),
     /// Refused: [`Refusal::OldVersion`], [`Refusal::BadName`], [`Refusal::Blocked`],
-    /// [`Refusal::NotActive`], [`Refusal::Budget`], [`Refusal::RateLimited`] or
-    /// [`Refusal::NothingToGive`].
+    /// [`Refusal::TokenRequired`], [`Refusal::NotForPipeline`], [`Refusal::NotActive`],
+    /// [`Refusal::Budget`], [`Refusal::RateLimited`] or [`Refusal::NothingToGive`].
     Refused(Refusal),
 }
 
@@ -55,6 +57,8 @@ pub struct DoneReport {
     pub bytes: Vec<(String, u64)>,
     /// The items (one, or a subset of a claimed batch).
     pub items: Vec<String>,
+    /// The name of the pipeline whose token came with the report (empty: none).
+    pub pipeline: String,
 }
 
 /// What a done report did.
@@ -70,8 +74,8 @@ pub enum DoneOutcome {
         seq: u64,
     },
     /// Refused: [`Refusal::Invalid`], [`Refusal::UnknownItem`], [`Refusal::NeverHandedOut`],
-    /// [`Refusal::Overflow`] (nothing changed) or [`Refusal::DomainMismatch`] (the IP is
-    /// blocked, the items released).
+    /// [`Refusal::OtherPipeline`], [`Refusal::Overflow`] (nothing changed) or
+    /// [`Refusal::DomainMismatch`] (the IP is blocked, the items released).
     Refused(Refusal),
 }
 
@@ -232,7 +236,7 @@ impl Store {
             k.timeline(),
             k.stats(),
         ];
-        let mut args = Vec::with_capacity(3 + 7 * requests.len());
+        let mut args = Vec::with_capacity(3 + 10 * requests.len());
         args.push(Value::from(now_ms as i64));
         args.push(Value::from(k.prefix()));
         args.push(Value::from(requests.len() as i64));
@@ -244,6 +248,14 @@ impl Store {
             args.push(Value::from(r.n.max(1) as i64));
             args.push(Value::from(if r.name_ok { "1" } else { "0" }));
             args.push(Value::from(if r.globally_blocked { "1" } else { "0" }));
+            let p = r.pipeline.as_deref();
+            args.push(Value::from(p.map_or("", |p| p.name.as_str())));
+            args.push(Value::from(p.map(|p| p.tags.join(",")).unwrap_or_default()));
+            args.push(Value::from(if p.is_some_and(|p| p.match_only) {
+                "1"
+            } else {
+                "0"
+            }));
         }
         let replies = match self
             .scripts
@@ -334,6 +346,7 @@ impl Store {
             } else {
                 r.id.as_str()
             }));
+            args.push(Value::from(r.pipeline.as_str()));
             args.push(Value::from(r.bytes.len() as i64));
             for (domain, bytes) in &r.bytes {
                 args.push(Value::from(domain.as_str()));
@@ -384,9 +397,8 @@ impl Store {
         v.pop().ok_or_else(|| reply_err("done", "no answer"))
     }
 
-    /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
-    /// `Err(Refused(NotClaimant))` when `who` at `ip` is neither its claimant at the IP it
-    /// claimed from nor an admin.
+    /// Gives a claimed item back to `todo` for a caller without a pipeline (see
+    /// [`Store::release_as`]).
     pub async fn release(
         &self,
         slug: &str,
@@ -394,6 +406,25 @@ impl Store {
         who: &str,
         ip: &str,
         admin: bool,
+        now_ms: u64,
+    ) -> StoreResult<bool> {
+        self.release_as(slug, item, who, ip, admin, "", now_ms)
+            .await
+    }
+
+    /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
+    /// `Err(Refused(NotClaimant))` when `who` at `ip` is neither its claimant at the IP it
+    /// claimed from nor an admin, `Err(Refused(OtherPipeline))` when a pipeline claimed it and
+    /// `pipeline` (empty: none) is not that one (admins excepted).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn release_as(
+        &self,
+        slug: &str,
+        item: &str,
+        who: &str,
+        ip: &str,
+        admin: bool,
+        pipeline: &str,
         now_ms: u64,
     ) -> StoreResult<bool> {
         let k = self.keys.project(slug);
@@ -411,6 +442,7 @@ impl Store {
             Value::from(who),
             Value::from(if admin { "1" } else { "0" }),
             Value::from(ip),
+            Value::from(pipeline),
         ];
         match self
             .scripts

@@ -59,7 +59,7 @@ macro_rules! field {
 }
 
 /// The plain fields of the form.
-const FIELDS: [Field; 14] = [
+const FIELDS: [Field; 15] = [
     field!(title, "Title", Text),
     field!(banner, "Banner (a message on the pages)", Text),
     field!(domains, "Byte domains (comma-separated)", List),
@@ -84,6 +84,11 @@ const FIELDS: [Field; 14] = [
     field!(
         backfeed_shards,
         "Backfeed shards a call may name (comma-separated)",
+        List
+    ),
+    field!(
+        tags,
+        "Pipeline tags: serve only pipelines carrying one (comma-separated; empty: any)",
         List
     ),
 ];
@@ -162,6 +167,7 @@ pub fn SettingsEditor(
         RwSignal::new(String::new()),
     );
     let (fifo, ignore_blocks) = (RwSignal::new(false), RwSignal::new(false));
+    let require_token = RwSignal::new(false);
     let limits: RwSignal<Vec<Row>> = RwSignal::new(vec![]);
     let extra: RwSignal<Vec<Row>> = RwSignal::new(vec![]);
     let next_id = StoredValue::new(1000u32);
@@ -173,6 +179,7 @@ pub fn SettingsEditor(
         state.set(s.state.clone());
         fifo.set(s.fifo);
         ignore_blocks.set(s.ignore_global_blocks);
+        require_token.set(s.require_token);
         description.set(v.description.clone());
         priority.set(v.priority.unwrap_or(0).to_string());
         admins.set(v.admins.as_deref().unwrap_or_default().join(", "));
@@ -214,6 +221,7 @@ pub fn SettingsEditor(
         s.state = state.get_untracked();
         s.fifo = fifo.get_untracked();
         s.ignore_global_blocks = ignore_blocks.get_untracked();
+        s.require_token = require_token.get_untracked();
         s.pattern_limits = Vec::new();
         for r in limits.get_untracked() {
             let [name, pattern, rate, burst] = r.cells.map(|c| c.get_untracked());
@@ -298,6 +306,7 @@ pub fn SettingsEditor(
                 <label>"Priority (higher first on the overview)" <input bind:value=priority readonly=ro/></label>
                 <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
                 <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
+                <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>
             </div>
             <label>"Description (HTML, sanitised when saved)" <textarea rows="4" bind:value=description readonly=ro></textarea></label>
             <label>"Project admins (project-admin accounts, comma-separated)" <input bind:value=admins readonly=ro || !global/></label>
