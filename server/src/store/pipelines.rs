@@ -31,7 +31,10 @@ pub const PIPELINE_TTL: Duration = Duration::from_secs(5);
 const CACHE_CAP: usize = 10_000;
 
 /// Secrets looked up by this process: the SHA-256 of a secret -> when, and what it named.
-pub type PipelineCache = Mutex<HashMap<String, (Instant, Option<Arc<Pipeline>>)>>;
+pub type PipelineCache = Mutex<Lookups>;
+
+/// What [`PipelineCache`] guards.
+pub type Lookups = HashMap<String, (Instant, Option<Arc<Pipeline>>)>;
 
 /// What `ns:pipelines` holds per name.
 #[derive(Serialize, Deserialize)]
@@ -79,7 +82,9 @@ pub fn may_serve(
         return !project_require_token;
     };
     let shares = p.tags.iter().any(|t| project_tags.contains(t));
-    (project_tags.is_empty() || shares) && (!p.match_only || shares)
+    // Sharing a tag always serves; without one, only where the project names no tags and the
+    // pipeline is not match-only.
+    shares || (project_tags.is_empty() && !p.match_only)
 }
 
 impl Store {
@@ -162,9 +167,7 @@ impl Store {
         Ok(found)
     }
 
-    fn pipeline_cache(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Option<Arc<Pipeline>>)>> {
+    fn pipeline_cache(&self) -> std::sync::MutexGuard<'_, Lookups> {
         self.pipeline_cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
