@@ -4,6 +4,7 @@
 pub mod admin;
 mod charts;
 mod downloaders;
+pub mod lifecycle;
 mod live;
 mod rates;
 
@@ -163,7 +164,8 @@ pub struct Leaderboard {
     pub downloader_count: u64,
     /// Most recent completions, newest first.
     pub recent: Vec<DoneEvent>,
-    /// `active`, `paused`, `draining` or `finished`.
+    /// The lifecycle state ([`lifecycle::derive`]): `active`, `draining`, `finished`, `paused` or
+    /// `aborted`.
     #[serde(default)]
     pub state: String,
     /// The project's banner message (may be empty).
@@ -326,7 +328,8 @@ pub struct ProjectSummary {
     pub title: String,
     /// Item counts.
     pub counts: Counts,
-    /// `active`, `paused`, `draining` or `finished`.
+    /// The lifecycle state ([`lifecycle::derive`]): `active`, `draining`, `finished`, `paused` or
+    /// `aborted`.
     #[serde(default)]
     pub state: String,
     /// The project's banner message (may be empty).

@@ -17,12 +17,14 @@
 //! | [`tokens`] | per-account API tokens for scripts |
 //! | [`pipelines`] | pipeline tokens for warrior clients (global admins) |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
+//! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
 
 pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
 pub mod items;
+pub mod listing;
 pub mod login;
 pub mod logs;
 pub mod people;

@@ -56,6 +56,10 @@
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
 //! ns:{SLUG}:events             channel completion events (sharded pub/sub: SPUBLISH, SSUBSCRIBE)
 //! ns:{SLUG}:admin              hash    panel-only fields: description (sanitised HTML), priority
+//!                                      (niceness), listing (JSON: the Warrior listing)
+//! ns:{SLUG}:status             string  the lifecycle state last recorded
+//! ns:{SLUG}:lifecycle          list    recorded state changes (JSON {state, from, t}), newest
+//!                                      first, capped
 //! ns:admin:users               set     lowercase names of admin accounts             (global)
 //! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t, gen
 //!                                      (session generation, new with each password)   (global)
@@ -82,6 +86,8 @@
 //! ns:hq:seq                    string  last warrior id handed out by /api/register.json (global)
 //! ns:hq:warriors               hash    warrior id -> JSON instance record            (global)
 //! ns:hq:seen                   zset    warrior id -> last update (ms); forgotten after 15 min
+//! ns:hq:auto                   string  auto_project as last recorded ("" for none) (global)
+//! ns:hq:pin                    string  the project an admin pinned as auto_project (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
@@ -231,6 +237,16 @@ impl Keys {
     /// Warrior instances by the time of their last update (ms).
     pub fn hq_seen(&self) -> String {
         format!("{}:hq:seen", self.ns)
+    }
+
+    /// The project `auto_project` names now ("" for none), as last recorded (Warrior HQ).
+    pub fn hq_auto(&self) -> String {
+        format!("{}:hq:auto", self.ns)
+    }
+
+    /// The project an admin pinned as `auto_project` (Warrior HQ).
+    pub fn hq_pin(&self) -> String {
+        format!("{}:hq:pin", self.ns)
     }
 
     /// The keys of one project.
@@ -392,9 +408,17 @@ impl ProjectKeys {
     pub fn events(&self) -> String {
         self.key("events")
     }
-    /// Panel-only project fields (description, priority).
+    /// Panel-only project fields (description, priority, listing).
     pub fn admin(&self) -> String {
         self.key("admin")
+    }
+    /// The lifecycle state last recorded.
+    pub fn status(&self) -> String {
+        self.key("status")
+    }
+    /// Recorded lifecycle changes, newest first.
+    pub fn lifecycle(&self) -> String {
+        self.key("lifecycle")
     }
 }
 

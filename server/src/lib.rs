@@ -22,6 +22,7 @@
 //! | [`embedded_redis`] | the private `redis-server` started when `REDIS_URL` is unset |
 //! | [`precompress`] | the bundles' brotli and gzip copies served from `/pkg` |
 //! | [`ops`] | the use cases the panel and the command line share, each audited |
+//! | [`listing`] | the generated Warrior HQ list, `auto_project`, recorded lifecycle changes |
 
 pub mod admin;
 pub mod api;
@@ -32,6 +33,7 @@ pub mod embedded_redis;
 pub mod hub;
 pub mod keys;
 pub mod limits;
+pub mod listing;
 pub mod ops;
 pub mod precompress;
 pub mod read_cache;
@@ -145,6 +147,11 @@ impl App {
                 watchers.resync_all();
             }
         });
+        listing::start_refreshing(
+            store.clone(),
+            closing.clone(),
+            web::base_url(config, &Default::default()),
+        );
         let batcher = batcher::Batcher::new(store.clone(), config.batch_workers);
         Ok(Self {
             store,

@@ -211,7 +211,7 @@ pub fn router(state: AppState) -> Router {
 /// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
 fn admin_api(state: &AppState) -> Router<AppState> {
     use crate::admin::{
-        archive, auth, claims, csrf, items, login, logs, people, pipelines, projects,
+        archive, auth, claims, csrf, items, listing, login, logs, people, pipelines, projects,
         session_layer, settings, tokens, warrior,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
@@ -248,6 +248,10 @@ fn admin_api(state: &AppState) -> Router<AppState> {
             get(warrior::show_list).put(warrior::save_list),
         )
         .route("/warrior/restore", post(warrior::restore_list))
+        .route(
+            "/warrior/auto",
+            get(listing::show_auto).put(listing::pin_auto),
+        )
         .route("/{slug}/log", get(logs::download_log))
         .route("/{slug}/log/archive", post(archive::archive_log))
         .route("/{slug}/archives", get(archive::list_archives))
@@ -256,6 +260,10 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route(
             "/{slug}/settings",
             get(settings::show_settings).put(settings::save_settings),
+        )
+        .route(
+            "/{slug}/listing",
+            get(listing::show_listing).put(listing::save_listing),
         )
         .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
         .route("/{slug}/targets", post(projects::change_target))

@@ -17,6 +17,7 @@
 //! | `pipelines` | pipeline tokens (only their SHA-256 stored), and which projects serve which |
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
 //! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
+//! | `listing` | projects' Warrior listings, recorded lifecycle changes, `auto_project` and its pin |
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
@@ -31,6 +32,7 @@ mod bloom;
 mod check;
 mod fleet;
 mod items;
+mod listing;
 mod pipelines;
 mod projects;
 pub mod scripts;

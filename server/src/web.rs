@@ -224,3 +224,24 @@ pub fn is_admin(headers: &HeaderMap, token: Option<&str>) -> bool {
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+/// The address this tracker is reached at, for links it hands out: `--public-url`, else the
+/// request's `Host` when it is a plain host name (with a port), else the listening address.
+pub fn base_url(config: &crate::config::Config, headers: &HeaderMap) -> String {
+    if let Some(url) = &config.public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 255
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        });
+    match host {
+        Some(h) => format!("http://{h}"),
+        None => format!("http://{}", config.listen),
+    }
+}

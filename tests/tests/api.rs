@@ -29,6 +29,7 @@ mod api {
     mod headers;
     mod hostile;
     mod hq;
+    mod lifecycle;
     mod live;
     mod live_frames;
     mod pages;

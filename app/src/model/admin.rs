@@ -6,8 +6,10 @@
 //! | here | the session and roles, bulk-action counts, the overview, accounts, audit, blocks, tokens |
 //! | [`project`] (re-exported) | one project: queues, settings, claims, failed items, log archives |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
+//! | [`listing`] (re-exported) | a project's Warrior listing and lifecycle, `auto_project` |
 //! | [`pipeline`] (re-exported) | pipeline tokens: as listed, and as created with their secret |
 
+mod listing;
 mod pipeline;
 mod project;
 mod warrior;
@@ -15,6 +17,7 @@ mod warrior;
 #[cfg(test)]
 mod tests;
 
+pub use listing::{AutoCandidate, AutoProject, Listing, ProjectListing};
 pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
@@ -133,9 +136,9 @@ pub struct ProjectRow {
     pub slug: String,
     /// Title.
     pub title: String,
-    /// `active`, `paused`, `draining` or `finished`.
+    /// The lifecycle state ([`crate::model::lifecycle::derive`]).
     pub state: String,
-    /// Higher first on the overview.
+    /// Niceness: lower runs first (the overview's order and `auto_project`'s choice).
     pub priority: i64,
     /// Items waiting, per queue part.
     pub queues: BTreeMap<String, u64>,

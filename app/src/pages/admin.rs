@@ -8,6 +8,7 @@ mod blocks;
 mod bulk;
 mod claims;
 mod frame;
+mod listing;
 mod loaded;
 mod logs;
 mod pipelines;

@@ -8,10 +8,15 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-/// Active projects first, then by title.
+/// Projects that hand out work (active, draining) first, then by title.
 fn order(list: &mut [ProjectSummary]) {
     // Each title lowercased once, not at every comparison.
-    list.sort_by_cached_key(|p| (p.state != "active", lower(&p.title)));
+    list.sort_by_cached_key(|p| {
+        (
+            !matches!(p.state.as_str(), "active" | "draining"),
+            lower(&p.title),
+        )
+    });
 }
 
 /// Items per hour over the last day as an SVG polyline.
@@ -45,12 +50,11 @@ fn card(p: ProjectSummary) -> impl IntoView {
     } else {
         100.0 * p.counts.done as f64 / total as f64
     };
-    let active = p.state == "active";
     view! {
         <li class="card project">
             <div class="project-head">
                 <a href=format!("/{}/", p.slug)>{p.title}</a>
-                <span class="badge" class:active=active>{p.state}</span>
+                <span class=format!("badge state-{}", p.state) aria-label="State">{p.state.clone()}</span>
             </div>
             {(!p.banner.is_empty()).then(|| view! { <p class="banner">{p.banner}</p> })}
             <progress max="100" value=fixed(pct, 1)></progress>

@@ -15,8 +15,18 @@ use leptos_meta::Title;
 pub fn LeaderboardPage(initial: Leaderboard, charts: ChartData) -> AnyView {
     let title = initial.title.clone();
     let banner = initial.banner.clone();
-    let state = initial.state.clone();
     let board = RwSignal::new(initial);
+    // The operator's states as the server gave them; the derived ones follow the live counts.
+    let state = move || {
+        board.with(|b| match b.state.as_str() {
+            "paused" | "aborted" => b.state.clone(),
+            _ => {
+                let c = &b.counts;
+                crate::model::lifecycle::derive("active", c.todo, c.out, c.done + c.failed)
+                    .to_string()
+            }
+        })
+    };
     let charts = RwSignal::new(charts);
     // `None` until the browser's websocket first opens (or fails).
     let online = RwSignal::new(None::<bool>);
@@ -27,7 +37,7 @@ pub fn LeaderboardPage(initial: Leaderboard, charts: ChartData) -> AnyView {
         <Title text=format!("{title} · Tracker")/>
         <div class="board-head">
             <h1>{title}</h1>
-            <span class="badge">{state}</span>
+            <span class=move || format!("badge state-{}", state()) aria-label="State">{state}</span>
             <span
                 class="status"
                 class:offline=move || online.get() == Some(false)

@@ -31,14 +31,13 @@ pub async fn show_overview(
         let Some((board, queues)) = store.snapshot(&summary.slug, 0, 0).await? else {
             continue;
         };
-        let settings = store.project(&summary.slug).await?.unwrap_or_default();
         let extras = store.project_extras(&summary.slug).await?;
         let minutes = store.minutes(&summary.slug, now, 10).await?;
         let items = crate::store::stats::sum(&minutes, crate::keys::Counter::DoneItems);
         projects.push(ProjectRow {
             slug: summary.slug.clone(),
             title: board.title,
-            state: settings.state.clone(),
+            state: board.state,
             priority: extras
                 .get("priority")
                 .and_then(|p| p.parse().ok())
@@ -50,7 +49,8 @@ pub async fn show_overview(
             items_per_minute: items as f64 / 10.0,
         });
     }
-    projects.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.slug.cmp(&b.slug)));
+    // Niceness: lower first.
+    projects.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.slug.cmp(&b.slug)));
     Ok(Json(Overview {
         projects,
         redis_memory: store.redis_memory().await?,

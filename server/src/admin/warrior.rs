@@ -10,15 +10,14 @@ use crate::{
 use app::model::admin::{RestoredList, SavedList, WarriorList, WarriorVersion};
 use axum::{
     extract::{Query, State},
-    http::{header, HeaderValue},
+    http::{header, HeaderMap, HeaderValue},
     response::{IntoResponse, Response},
     Json,
 };
 use serde::Deserialize;
 use serde_json::Value;
 
-/// What `/projects.json` serves before anything was saved.
-const EMPTY_LIST: &str = r#"{"warrior":{"seesaw_version":"0.10.3"},"projects":[]}"#;
+use crate::listing::EMPTY_LIST;
 
 /// The document with its HTML fields sanitised, or why it cannot be served to Warriors.
 pub fn validate_list(raw: &str) -> Result<Value, String> {
@@ -84,7 +83,7 @@ fn sanitise_field(obj: &mut serde_json::Map<String, Value>, field: &str) -> Resu
 }
 
 /// `%Y-%m-%dT%H:%M:%SZ` with plausible numbers.
-fn valid_deadline(s: &str) -> bool {
+pub fn valid_deadline(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |r: std::ops::Range<usize>| -> Option<u32> {
         s.get(r.clone())?
@@ -200,21 +199,15 @@ pub struct Jsonp {
     pub callback: Option<String>,
 }
 
-/// The Warrior HQ list as served (`/projects.json`, `/api/update.json`): the saved one, or an
-/// empty list.
-pub async fn project_list(store: &crate::store::Store) -> crate::store::StoreResult<String> {
-    Ok(store
-        .warrior_projects()
-        .await?
-        .unwrap_or_else(|| EMPTY_LIST.to_string()))
-}
-
-/// `GET /projects.json[?callback=cb]`: the Warrior HQ list, CORS `*`, JSON or JSONP.
+/// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::listing`]), CORS `*`, JSON
+/// or JSONP.
 pub async fn get_projects_json(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Query(q): Query<Jsonp>,
 ) -> ApiResult<Response> {
-    let body = project_list(&state.store).await?;
+    let base = crate::web::base_url(&state.config, &headers);
+    let body = crate::listing::body(&state.store, &base).await?;
     let (body, kind) = match q.callback.filter(|c| !c.is_empty()) {
         Some(cb) => {
             let ok = cb.len() <= 64

@@ -93,7 +93,8 @@ pub async fn update_warrior(
             ))
         }
     }
-    let list = crate::admin::warrior::project_list(&state.store).await?;
+    let base = crate::web::base_url(&state.config, &headers);
+    let list = crate::listing::body(&state.store, &base).await?;
     let mut resp = list.into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -88,9 +88,14 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
     if let Some(problem) = title_problem(&s.title).or_else(|| domains_problem(&s.domains)) {
         return Err(problem);
     }
-    if !["active", "paused", "draining", "finished"].contains(&s.state.as_str()) {
+    if !app::model::lifecycle::SETTABLE.contains(&s.state.as_str()) {
+        let derived = if ["draining", "finished"].contains(&s.state.as_str()) {
+            " (draining and finished follow from the counts by themselves)"
+        } else {
+            ""
+        };
         return Err(format!(
-            "state must be active, paused, draining or finished, not {:?}",
+            "state must be active, paused or aborted, not {:?}{derived}",
             s.state
         ));
     }

@@ -68,10 +68,19 @@ pub fn valid_user_name(name: &str) -> bool {
 
 /// Names the audit log, the block lists and item timelines give to actors that are no account:
 /// `cli` (the command line), `api-token` (`TRACKER_ADMIN_TOKEN`), `auto` (automatic blocks),
-/// `-` (nobody, in timelines), and `setup`, `system`, `admin` kept for such uses. No account
+/// `-` (nobody, in timelines), `tracker` (what the tracker does by itself, such as choosing
+/// `auto_project`), and `setup`, `system`, `admin` kept for such uses. No account
 /// may take one, so no entry can be mistaken for another's.
-pub const RESERVED_USER_NAMES: [&str; 7] =
-    ["cli", "api-token", "auto", "-", "setup", "system", "admin"];
+pub const RESERVED_USER_NAMES: [&str; 8] = [
+    "cli",
+    "api-token",
+    "auto",
+    "-",
+    "setup",
+    "system",
+    "admin",
+    "tracker",
+];
 
 /// Why `name` (lowercase) cannot name a new account, if it cannot.
 pub fn user_name_problem(name: &str) -> Option<String> {

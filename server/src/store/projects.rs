@@ -263,7 +263,9 @@ impl Store {
         let settings = Settings {
             title: title.clone(),
             banner: text("banner"),
-            state: meta.get("state").cloned().unwrap_or(defaults.state),
+            state: meta.get("state").map_or(defaults.state, |s| {
+                app::model::lifecycle::settable(s).to_string()
+            }),
             domains: text("domains")
                 .split(',')
                 .filter(|s| !s.is_empty())

@@ -343,7 +343,13 @@ impl Snapshot {
                 .iter()
                 .filter_map(|e| serde_json::from_str::<DoneEvent>(e).ok())
                 .collect(),
-            state: self.state,
+            state: app::model::lifecycle::derive(
+                &self.state,
+                self.todo,
+                self.out,
+                self.done_items.saturating_add(self.failed),
+            )
+            .to_string(),
             banner: self.banner,
             downloader_count: self.downloader_count,
             ..Leaderboard::default()

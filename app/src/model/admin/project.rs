@@ -38,7 +38,8 @@ pub struct Settings {
     /// A message shown on the pages (empty: none).
     #[serde(default)]
     pub banner: String,
-    /// `active`, `paused`, `draining` (serves, takes no new items) or `finished`.
+    /// What the operator set: `active`, `paused` or `aborted` (`draining` and `finished` are
+    /// derived, see [`crate::model::lifecycle`]).
     pub state: String,
     /// Byte domains a done must report.
     pub domains: Vec<String>,

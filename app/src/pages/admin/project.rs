@@ -76,6 +76,7 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
         <super::claims::Claims slug=slug.clone() bulk may_change/>
         <super::claims::Failed slug=slug.clone() bulk may_change/>
         <super::settings::SettingsEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
+        <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change/>
         <super::targets::Targets slug=slug.clone() bulk may_change/>
         <super::logs::Logs slug=slug.clone() bulk may_change/>
         {global.then(|| view! { <super::targets::Destroy slug=slug.clone() bulk/> })}

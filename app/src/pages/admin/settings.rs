@@ -300,10 +300,10 @@ pub fn SettingsEditor(
                 }).collect_view()}
                 <label>"State"
                     <select prop:value=move || state.get() on:change=move |ev| state.set(event_target_value(&ev)) disabled=ro>
-                        {["active", "paused", "draining", "finished"].map(|s| view! { <option value=s>{s}</option> }).into_iter().collect_view()}
+                        {crate::model::lifecycle::SETTABLE.map(|s| view! { <option value=s>{s}</option> }).into_iter().collect_view()}
                     </select>
                 </label>
-                <label>"Priority (higher first on the overview)" <input bind:value=priority readonly=ro/></label>
+                <label>"Priority (niceness: lower runs first, for auto_project and the overview)" <input bind:value=priority readonly=ro/></label>
                 <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
                 <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
                 <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>

@@ -77,6 +77,8 @@ fn Warrior(session: AdminSession) -> impl IntoView {
         <p class="muted">"Served to Warriors as " <a href="/projects.json" rel="external">"/projects.json"</a>
             ". Required: warrior.seesaw_version, and for each project a name and a repository; deadlines look like 2013-04-30T23:59:59Z; HTML fields are sanitised."</p>
         <ConfirmBox bulk/>
+        <super::listing::AutoPin csrf=bulk.csrf global/>
+        <p class="muted">"The projects of this tracker are listed from their settings (Warrior listing, on each project's page); what is saved here gives the list-level fields and entries for projects on other trackers."</p>
         <div class="grid2">
             <section class="card" aria-label="Edit the list">
                 <label>"projects.json" <textarea rows="24" bind:value=text readonly=!global spellcheck="false"></textarea></label>

@@ -55,7 +55,8 @@
     {"err":"not_for_pipeline"}  the project's tags and the pipeline's do not match (a project
                            with tags serves pipelines carrying one; a match-only pipeline is
                            served by projects naming one of its tags)
-    {"err":"not_active"}   the project is neither active nor draining
+    {"err":"not_active"}   the project is paused or aborted (state is neither active nor
+                           draining, which older versions set by hand)
     {"err":"budget"}       the downloader holds dl_max_claims items
     {"err":"rate_limited","wait_ms":n}  ms until an item may be claimed
     {"err":"nothing_to_give"}

@@ -1,0 +1,90 @@
+//! How a project is offered to Warriors (its entry in the generated `projects.json`), its
+//! lifecycle as recorded, and the choice of `auto_project`.
+
+use crate::model::lifecycle::Transition;
+use serde::{Deserialize, Serialize};
+
+/// A project's Warrior listing: the fields of its `projects.json` entry that are not settings
+/// already (name, title, description and state are). `GET`/`PUT /admin/api/SLUG/listing`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Listing {
+    /// Offered to Warriors at all (a project also needs a repository to be listed).
+    #[serde(default = "yes")]
+    pub listed: bool,
+    /// The pipeline's git repository (required by the Warrior), at most 1024 bytes.
+    #[serde(default)]
+    pub repository: String,
+    /// A logo URL, at most 1024 bytes.
+    #[serde(default)]
+    pub logo: String,
+    /// `%Y-%m-%dT%H:%M:%SZ`, or empty.
+    #[serde(default)]
+    pub deadline: String,
+    /// The site's host name shown by the Warrior, or empty.
+    #[serde(default)]
+    pub host: String,
+    /// HTML of the project's marker on the Warrior's map (sanitised when saved).
+    #[serde(default)]
+    pub marker_html: String,
+    /// The marker's position, `[lat, lng]`.
+    #[serde(default)]
+    pub lat_lng: Option<[f64; 2]>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Listing {
+    fn default() -> Self {
+        Listing {
+            listed: true,
+            repository: String::new(),
+            logo: String::new(),
+            deadline: String::new(),
+            host: String::new(),
+            marker_html: String::new(),
+            lat_lng: None,
+        }
+    }
+}
+
+/// `GET /admin/api/SLUG/listing` (and the answer of a `PUT`): the listing, the project's state
+/// now, its recorded state changes (newest first), and its `projects.json` entry as served
+/// (`null` when it is not listed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProjectListing {
+    /// The listing.
+    pub listing: Listing,
+    /// The lifecycle state now.
+    pub state: String,
+    /// Recorded state changes, newest first.
+    pub transitions: Vec<Transition>,
+    /// The entry Warriors get, or `null`.
+    pub entry: serde_json::Value,
+}
+
+/// One project `auto_project` may go to, in the order of the choice.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoCandidate {
+    /// Slug.
+    pub slug: String,
+    /// Niceness (lower first).
+    pub priority: i64,
+    /// Lifecycle state.
+    pub state: String,
+    /// Items waiting.
+    pub todo: u64,
+}
+
+/// `GET /admin/api/warrior/auto` (and the answer of a `PUT`): the project "auto" Warriors run
+/// now, the pin if an admin set one, and the listed projects in the order of the choice.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoProject {
+    /// What `projects.json` names as `auto_project` (for Warriors without a pipeline token).
+    pub chosen: Option<String>,
+    /// The project an admin pinned, if any.
+    pub pinned: Option<String>,
+    /// Listed projects, best first: active ones with work by niceness, then the others.
+    pub candidates: Vec<AutoCandidate>,
+}

@@ -1,0 +1,72 @@
+// Project lifecycle in a real browser: the state badge follows the counts live on the
+// leaderboard, and the panel lists a project for Warriors, shows its recorded state changes
+// and pins auto_project.
+import { test, expect, type Tracker } from './fixtures';
+import type { Page } from '@playwright/test';
+
+const PASSWORD = 'correct horse battery';
+
+async function asRoot(page: Page, tracker: Tracker) {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  await page.goto(`${tracker.base}/admin`);
+  await page.getByLabel('Name').fill('root');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await expect(page.getByText('Logged in as root')).toBeVisible();
+}
+
+test('the state badge turns draining then finished live as the last items complete', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'life', '--title', 'Life']);
+  tracker.cli(['items', 'add', 'life', '-'], 'a\nb\n');
+  await page.goto(`${tracker.base}/life/`);
+  await expect(page.getByRole('status')).toHaveText('live');
+  const badge = page.locator('.board-head').getByLabel('State');
+  await expect(badge).toHaveText('active');
+  const a = await tracker.claim('life', 'alice');
+  const b = await tracker.claim('life', 'alice');
+  await tracker.done('life', 'alice', a, 10);
+  await expect(badge).toHaveText('draining');
+  await expect(badge).toHaveClass(/state-draining/);
+  await tracker.done('life', 'alice', b, 10);
+  await expect(badge).toHaveText('finished');
+  await page.goto(`${tracker.base}/`);
+  const card = page.getByRole('list', { name: 'Projects' }).getByRole('listitem').filter({ hasText: 'Life' });
+  await expect(card.getByLabel('State')).toHaveText('finished');
+});
+
+test('a project is listed for Warriors, its state changes shown, and auto_project pinned', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'one', '--title', 'One']);
+  tracker.cli(['project', 'create', 'two', '--title', 'Two']);
+  tracker.cli(['items', 'add', 'one', '-'], 'x\n');
+  tracker.cli(['items', 'add', 'two', '-'], 'y\n');
+  await asRoot(page, tracker);
+  for (const slug of ['one', 'two']) {
+    await page.goto(`${tracker.base}/admin/p/${slug}`);
+    const form = page.getByRole('form', { name: 'Warrior listing' });
+    await form.getByLabel('Repository (git URL)').fill(`https://example.org/${slug}-grab`);
+    await form.getByLabel('Position (latitude, longitude)').fill('52.5, 13.4');
+    await form.getByRole('button', { name: 'Save listing' }).click();
+    await expect(form.getByRole('status', { name: 'Listing status' })).toHaveText('Saved.');
+    const entry = page.getByLabel('Warrior entry');
+    await expect(entry).toContainText(`"repository": "https://example.org/${slug}-grab"`);
+    await expect(page.getByLabel('State now')).toHaveText('active');
+  }
+  // A bad position is refused in the page, a bad deadline by the server.
+  const form = page.getByRole('form', { name: 'Warrior listing' });
+  await form.getByLabel('Deadline (2013-04-30T23:59:59Z)').fill('tomorrow');
+  await form.getByRole('button', { name: 'Save listing' }).click();
+  await expect(form.getByRole('status', { name: 'Listing status' })).toContainText('deadline');
+  // The state changes are recorded within seconds.
+  await expect(page.getByRole('table', { name: 'State changes' })).toContainText('active', { timeout: 20_000 });
+
+  await page.getByRole('link', { name: 'Warrior list' }).click();
+  const auto = page.getByRole('region', { name: 'Auto project' });
+  await expect(auto.getByLabel('Auto project now')).toHaveText('one');
+  await expect(auto.getByRole('table', { name: 'Auto project candidates' }).getByRole('row')).toHaveCount(3);
+  await auto.getByRole('button', { name: 'Pin two' }).click();
+  await expect(auto.getByRole('status', { name: 'Auto project status' })).toHaveText('Pinned to two.');
+  await expect(auto.getByLabel('Auto project now')).toHaveText('two');
+  expect((await (await fetch(`${tracker.base}/projects.json`)).json()).auto_project).toBe('two');
+  await auto.getByRole('button', { name: 'Unpin: let the tracker choose' }).click();
+  await expect(auto.getByLabel('Auto project now')).toHaveText('one');
+});

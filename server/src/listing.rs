@@ -1,0 +1,278 @@
+//! The Warrior HQ project list as served (`GET /projects.json`, `POST /api/update.json`):
+//! generated from the projects, each with its settings and Warrior listing, plus the list-level
+//! fields saved in the panel (`warrior.seesaw_version`, `broadcast_message`,
+//! `tracker_banner_html`, and entries for projects on other trackers). `auto_project` is chosen
+//! here: the pinned project while it serves, else the listed active project with work to hand
+//! out and the lowest niceness (`priority`, then slug).
+//!
+//! [`refresh`] runs every few seconds in every process: it records each project's lifecycle
+//! changes ([`crate::store::Store::record_state`]) and each change of `auto_project`, with an
+//! audit entry by `tracker`. Several processes record each change once (`SET ... GET`).
+
+use crate::{
+    ops::Actor,
+    store::{now_ms, Store, StoreResult},
+};
+use app::model::admin::{AutoCandidate, AutoProject, Listing};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+
+/// How often [`refresh`] runs.
+pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What `projects.json` serves before anything was saved.
+pub const EMPTY_LIST: &str = r#"{"warrior":{"seesaw_version":"0.10.3"},"projects":[]}"#;
+
+/// The audit name of what the tracker does by itself.
+pub const TRACKER_ACTOR: &str = "tracker";
+
+/// One project of the tracker as the list sees it.
+#[derive(Clone, Debug)]
+pub struct Project {
+    /// Slug.
+    pub slug: String,
+    /// Niceness (lower first).
+    pub priority: i64,
+    /// Lifecycle state.
+    pub state: String,
+    /// Items waiting.
+    pub todo: u64,
+    /// Its `projects.json` entry, when it is listed.
+    pub entry: Option<Value>,
+}
+
+/// The list before `auto_project` is chosen.
+pub struct Generated {
+    /// The document without `auto_project`.
+    pub doc: Map<String, Value>,
+    /// Every project, best first for `auto_project`.
+    pub projects: Vec<Project>,
+    /// The pinned project.
+    pub pin: Option<String>,
+}
+
+impl Generated {
+    /// The project "auto" Warriors get, among those `may_serve` allows.
+    pub fn choose(&self, may_serve: impl Fn(&str) -> bool) -> Option<String> {
+        let serving = |p: &&Project| matches!(p.state.as_str(), "active" | "draining");
+        if let Some(pin) = &self.pin {
+            let pinned = self.projects.iter().find(|p| &p.slug == pin);
+            if pinned.filter(serving).is_some_and(|p| may_serve(&p.slug)) {
+                return Some(pin.clone());
+            }
+        }
+        self.projects
+            .iter()
+            .find(|p| p.entry.is_some() && p.state == "active" && p.todo > 0 && may_serve(&p.slug))
+            .map(|p| p.slug.clone())
+    }
+
+    /// The listed projects in the order of the choice (for the panel).
+    pub fn auto_project(&self, chosen: Option<String>) -> AutoProject {
+        AutoProject {
+            chosen,
+            pinned: self.pin.clone(),
+            candidates: self
+                .projects
+                .iter()
+                .filter(|p| p.entry.is_some())
+                .map(|p| AutoCandidate {
+                    slug: p.slug.clone(),
+                    priority: p.priority,
+                    state: p.state.clone(),
+                    todo: p.todo,
+                })
+                .collect(),
+        }
+    }
+
+    /// The document with `auto_project`.
+    pub fn document(mut self, auto: Option<String>) -> Value {
+        self.doc.insert(
+            "auto_project".into(),
+            auto.map_or(Value::Null, Value::String),
+        );
+        Value::Object(self.doc)
+    }
+}
+
+/// A project's `projects.json` entry, or `None` when it is not listed (switched off, or no
+/// repository).
+pub fn entry(
+    slug: &str,
+    title: &str,
+    description: &str,
+    state: &str,
+    priority: i64,
+    listing: &Listing,
+    base: &str,
+) -> Option<Value> {
+    if !listing.listed || listing.repository.is_empty() {
+        return None;
+    }
+    let mut e = Map::new();
+    e.insert("name".into(), slug.into());
+    e.insert("title".into(), title.into());
+    e.insert("description".into(), description.into());
+    e.insert("repository".into(), listing.repository.as_str().into());
+    for (field, value) in [
+        ("logo", &listing.logo),
+        ("marker_html", &listing.marker_html),
+        ("deadline", &listing.deadline),
+        ("host", &listing.host),
+    ] {
+        if !value.is_empty() {
+            e.insert(field.into(), value.as_str().into());
+        }
+    }
+    e.insert("leaderboard".into(), format!("{base}/{slug}/").into());
+    if let Some(ll) = listing.lat_lng {
+        e.insert("lat_lng".into(), json!(ll));
+    }
+    e.insert("state".into(), state.into());
+    e.insert("priority".into(), priority.into());
+    Some(Value::Object(e))
+}
+
+/// Reads every project and the saved list-level fields; `base` is the tracker's address for the
+/// leaderboard links.
+pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
+    let saved = store.warrior_projects().await?;
+    let saved: Value = saved
+        .as_deref()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_else(|| serde_json::from_str(EMPTY_LIST).unwrap_or_default());
+    let mut doc = match saved {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    doc.remove("auto_project");
+    let external = match doc.remove("projects") {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    let mut slugs = store.project_slugs().await?;
+    slugs.sort();
+    let mut projects = Vec::with_capacity(slugs.len());
+    for slug in &slugs {
+        let Some((board, _)) = store.snapshot(slug, 0, 0).await? else {
+            continue;
+        };
+        let extras = store.project_extras(slug).await?;
+        let priority = extras
+            .get("priority")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let listing: Listing = extras
+            .get("listing")
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_default();
+        let description = extras.get("description").map_or("", String::as_str);
+        let entry = entry(
+            slug,
+            &board.title,
+            description,
+            &board.state,
+            priority,
+            &listing,
+            base,
+        );
+        projects.push(Project {
+            slug: slug.clone(),
+            priority,
+            state: board.state,
+            todo: board.counts.todo,
+            entry,
+        });
+    }
+    projects.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.slug.cmp(&b.slug)));
+    let ours: HashSet<&str> = slugs.iter().map(String::as_str).collect();
+    let mut list: Vec<Value> = projects.iter().filter_map(|p| p.entry.clone()).collect();
+    // Entries saved by hand for projects of other trackers follow ours.
+    list.extend(
+        external
+            .into_iter()
+            .filter(|e| !e["name"].as_str().is_some_and(|n| ours.contains(n))),
+    );
+    doc.insert("projects".into(), Value::Array(list));
+    Ok(Generated {
+        doc,
+        projects,
+        pin: store.auto_pin().await?,
+    })
+}
+
+/// Records `chosen` as `auto_project`, with an audit entry when that is a change.
+pub async fn record_auto(
+    store: &Store,
+    generated: &Generated,
+    chosen: Option<&str>,
+) -> StoreResult<()> {
+    if let Some(old) = store.record_auto(chosen).await? {
+        let why = match (&old, &generated.pin) {
+            (_, Some(pin)) if Some(pin.as_str()) == chosen => "pinned".to_string(),
+            (Some(o), _) => match generated.projects.iter().find(|p| &p.slug == o) {
+                Some(p) if p.entry.is_none() => format!("{o} is no longer listed"),
+                Some(p) if p.state != "active" => format!("{o} is {}", p.state),
+                Some(_) => format!("{} comes first", chosen.unwrap_or("none")),
+                None => format!("{o} is gone"),
+            },
+            (None, _) => "work to hand out".to_string(),
+        };
+        let detail = format!(
+            "{} → {}: {why}",
+            old.as_deref().unwrap_or("none"),
+            chosen.unwrap_or("none")
+        );
+        let actor = Actor {
+            name: TRACKER_ACTOR.into(),
+            token: None,
+        };
+        actor
+            .record(
+                store,
+                "auto_project.change",
+                chosen.unwrap_or(""),
+                1,
+                detail,
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+/// The list as a Warrior without a pipeline token gets it, `auto_project` recorded.
+pub async fn body(store: &Store, base: &str) -> StoreResult<String> {
+    let generated = generate(store, base).await?;
+    let chosen = generated.choose(|_| true);
+    record_auto(store, &generated, chosen.as_deref()).await?;
+    Ok(generated.document(chosen).to_string())
+}
+
+/// Records every project's lifecycle changes and `auto_project`'s.
+pub async fn refresh(store: &Store, base: &str) -> StoreResult<()> {
+    let generated = generate(store, base).await?;
+    let now = now_ms();
+    for p in &generated.projects {
+        store.record_state(&p.slug, &p.state, now).await?;
+    }
+    let chosen = generated.choose(|_| true);
+    record_auto(store, &generated, chosen.as_deref()).await
+}
+
+/// Runs [`refresh`] every [`REFRESH`] until `closing`; `base` as for [`generate`].
+pub fn start_refreshing(store: Store, closing: tokio_util::sync::CancellationToken, base: String) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(REFRESH);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = closing.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = refresh(&store, &base).await {
+                tracing::debug!(error = %e, "recording project states; retried in 5 s");
+            }
+        }
+    });
+}
