@@ -1,12 +1,16 @@
 //! The seam between the pages and the process: what the pages may ask of the backend.
 
-use crate::model::{ChartData, Leaderboard, ProjectSummary, TrackerStats};
+use crate::model::{
+    ChartData, Contributors, FleetStats, Leaderboard, ProjectSummary, TrackerStats,
+};
 
 /// Operations the pages need; implemented by the server on its Redis store.
 #[async_trait::async_trait]
 pub trait Backend: Send + Sync + 'static {
     /// All projects, for the front page.
     async fn projects(&self) -> Result<Vec<ProjectSummary>, String>;
+    /// Unique contributors of all projects together, this month and the months before.
+    async fn contributors(&self) -> Result<Contributors, String>;
     /// One project's leaderboard page data with downloader sums over the last `window`
     /// minutes (kept within 1 to 1440), or `None` when there is no such project.
     async fn leaderboard(&self, slug: &str, window: u64) -> Result<Option<Leaderboard>, String>;
@@ -21,4 +25,6 @@ pub trait Backend: Send + Sync + 'static {
     async fn tracker_figures(&self, slug: &str) -> Result<TrackerStats, String>;
     /// The project's charts, or `None` when there is no such project.
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String>;
+    /// The Warrior HQ fleet: warriors per selected project and per whole degree of position.
+    async fn fleet_stats(&self) -> Result<FleetStats, String>;
 }

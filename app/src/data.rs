@@ -14,7 +14,7 @@
 //! The tracker statistics come over the live socket (the server reads them once for all
 //! viewers); `/board/SLUG/figures.json` stays for tools.
 
-use crate::model::{ChartData, Leaderboard, ProjectSummary};
+use crate::model::{ChartData, Contributors, FleetStats, Leaderboard, ProjectSummary};
 use serde::{Deserialize, Serialize};
 
 /// The id of the `<script type="application/json">` holding the page's [`PageData`].
@@ -25,6 +25,12 @@ pub const PAGE_DATA_ID: &str = "page-data";
 pub struct PageData {
     /// `/`: every project's summary.
     pub projects: Option<Vec<ProjectSummary>>,
+    /// `/`: unique contributors of all projects per month.
+    #[serde(default)]
+    pub contributors: Option<Contributors>,
+    /// `/`: the Warrior HQ fleet, for the world map.
+    #[serde(default)]
+    pub fleet: Option<FleetStats>,
     /// `/SLUG/`: the leaderboard with downloader sums over the page's first rate window, and
     /// its charts; `None` when there is no such project (the page answers 404).
     pub board: Option<(Leaderboard, ChartData)>,
@@ -72,9 +78,17 @@ mod server_side {
     pub async fn load_page(backend: &dyn Backend, path: &str) -> PageData {
         let mut data = PageData::default();
         match public_page(path) {
-            PublicPage::Home => match backend.projects().await {
-                Ok(list) => data.projects = Some(list),
-                Err(e) => data.error = Some(e),
+            PublicPage::Home => match futures::join!(
+                backend.projects(),
+                backend.contributors(),
+                backend.fleet_stats()
+            ) {
+                (Ok(list), Ok(months), Ok(fleet)) => {
+                    data.projects = Some(list);
+                    data.contributors = Some(months);
+                    data.fleet = Some(fleet);
+                }
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => data.error = Some(e),
             },
             PublicPage::Board(slug) => {
                 let (board, charts) = futures::join!(

@@ -97,8 +97,14 @@ pub fn App() -> impl IntoView {
         data::PageData { error: Some(e), .. } => view! { <p class="error">{e}</p> }.into_any(),
         data::PageData {
             projects: Some(projects),
+            contributors,
+            fleet,
             ..
-        } => view! { <pages::HomePage projects/> }.into_any(),
+        } => {
+            let contributors = contributors.unwrap_or_default();
+            view! { <pages::HomePage projects contributors fleet=fleet.unwrap_or_default()/> }
+                .into_any()
+        }
         data::PageData {
             board: Some((board, charts)),
             ..
@@ -132,6 +138,7 @@ pub fn AdminApp() -> impl IntoView {
                     <Route path=path!("/admin/users") view=admin::UsersPage/>
                     <Route path=path!("/admin/blocks") view=admin::BlocksPage/>
                     <Route path=path!("/admin/warrior") view=admin::WarriorPage/>
+                    <Route path=path!("/admin/fleet") view=admin::FleetPage/>
                     <Route path=path!("/admin/tokens") view=admin::TokensPage/>
                     <Route path=path!("/admin/pipelines") view=admin::PipelinesPage/>
                     <Route path=path!("/admin/p/:slug") view=admin::ProjectAdminPage/>

@@ -1,15 +1,19 @@
-//! Types shared by the server and the browser: leaderboard snapshots and live events, and the
-//! admin API's replies ([`admin`]).
+//! Types shared by the server and the browser: leaderboard snapshots and live events, the
+//! fleet's public counts, and the admin API's replies ([`admin`]).
 
 pub mod admin;
 mod charts;
+mod contributors;
 mod downloaders;
+mod fleet;
 pub mod lifecycle;
 mod live;
 mod rates;
 
 pub use charts::{downsample, increases, push_point, since, ChartData, Series};
+pub use contributors::{month_name, month_of, months_back, Contributors, MonthCount, MONTHS_SHOWN};
 pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
+pub use fleet::FleetStats;
 pub use live::LiveMessage;
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
 
@@ -139,6 +143,9 @@ pub struct TrackerStats {
     pub bloom_layers: u64,
     /// Distinct downloaders with completions in the last 30 days.
     pub unique_downloaders_30d: u64,
+    /// Downloaders calling the project's warrior API now (heard from within the fleet silence).
+    #[serde(default)]
+    pub warriors: u64,
 }
 
 /// Everything the leaderboard page shows, consistent as of event `seq`.
@@ -186,6 +193,9 @@ pub struct Leaderboard {
     /// The tracker's statistics.
     #[serde(default)]
     pub tracker: TrackerStats,
+    /// Unique contributors of this project per month, this month first.
+    #[serde(default)]
+    pub months: Vec<MonthCount>,
 }
 
 /// How many recent completions the leaderboard shows.
@@ -289,6 +299,7 @@ impl Leaderboard {
             }
             fresh.minutes = old.minutes;
             fresh.tracker = old.tracker;
+            fresh.months = old.months;
             fresh.window = old.window;
             fresh.now = old.now;
             if fresh.queues.is_empty() {
@@ -341,6 +352,12 @@ pub struct ProjectSummary {
     /// Items done per hour over the last 24 hours, oldest first.
     #[serde(default)]
     pub hourly: Vec<u64>,
+    /// Distinct downloaders with completions in the last 30 days.
+    #[serde(default)]
+    pub contributors_30d: u64,
+    /// Downloaders calling its warrior API now (see [`TrackerStats::warriors`]).
+    #[serde(default)]
+    pub warriors: u64,
 }
 
 #[cfg(test)]

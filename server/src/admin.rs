@@ -9,7 +9,7 @@
 //! | [`csrf`] | the CSRF and Origin guard of every state-changing request |
 //! | [`projects`] | overview, upload targets, backfeed key, creating and destroying projects |
 //! | [`settings`] | a project's settings, description and admins |
-//! | [`items`] | queues, adding items (streamed), moving, clearing |
+//! | [`items`] | queues, adding items (streamed), moving, clearing; one item with its decay score and timeline |
 //! | [`claims`] | claims by downloader, release by filter, failed items |
 //! | [`people`] | accounts, block lists, the audit log |
 //! | [`logs`] | the completion log as streamed NDJSON |
@@ -18,11 +18,13 @@
 //! | [`pipelines`] | pipeline tokens for warrior clients (global admins) |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
 //! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
+//! | [`fleet`] | the fleet: API downloaders and Warrior HQ instances, with addresses and totals |
 
 pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
+pub mod fleet;
 pub mod items;
 pub mod listing;
 pub mod login;

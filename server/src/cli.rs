@@ -213,6 +213,8 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 "status": status.state,
                 "downloader": status.downloader,
                 "detail": status.detail,
+                "score": status.score,
+                "reclaims": status.reclaims,
                 "history": serde_json::from_str::<serde_json::Value>(&status.timeline).unwrap_or_default(),
             });
             println!(

@@ -87,6 +87,11 @@ pub struct ServeArgs {
     #[arg(long, env = "TRACKER_BATCH_WORKERS", default_value_t = crate::batcher::DEFAULT_WORKERS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16))]
     pub batch_workers: usize,
+    /// Seconds without a call after which a downloader of the warrior API counts as gone: the
+    /// admin Fleet page drops it and the pages stop counting it among the warriors at work.
+    #[arg(long, env = "TRACKER_FLEET_SILENCE", default_value_t = 900,
+          value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=86_400))]
+    pub fleet_silence: u64,
     /// What clients may send and hold (README, "Limits and security").
     #[command(flatten)]
     pub limits: crate::limits::Limits,
@@ -149,6 +154,8 @@ pub struct Config {
     pub archive_dir: PathBuf,
     /// Script calls in flight per project for claims, and for dones.
     pub batch_workers: usize,
+    /// How long a downloader of the warrior API may be silent before it is forgotten.
+    pub fleet_silence: std::time::Duration,
     /// What clients may send and hold.
     pub limits: crate::limits::Limits,
 }
@@ -169,6 +176,7 @@ impl Config {
             public_url: None,
             archive_dir: PathBuf::from("data/archive"),
             batch_workers: crate::batcher::DEFAULT_WORKERS,
+            fleet_silence: std::time::Duration::from_millis(crate::store::DEFAULT_FLEET_SILENCE_MS),
             limits: Default::default(),
         }
     }
@@ -187,6 +195,7 @@ impl Config {
             public_url: serve.public_url.clone(),
             archive_dir: serve.archive_dir(&redis.data_dir),
             batch_workers: serve.batch_workers,
+            fleet_silence: std::time::Duration::from_secs(serve.fleet_silence),
             limits: serve.limits.clone(),
         }
     }
@@ -245,6 +254,8 @@ mod tests {
             "https://t.example/",
             "--batch-workers",
             "3",
+            "--fleet-silence",
+            "60",
         ]);
         let c = Config::from_args("redis://r", &redis, &serve);
         assert_eq!(c.redis_url, "redis://r");
@@ -255,8 +266,12 @@ mod tests {
         assert_eq!(c.admin_token.as_deref(), Some("tok"));
         assert_eq!(c.archive_dir, PathBuf::from("/d/archive"));
         assert_eq!(c.batch_workers, 3);
+        assert_eq!(c.fleet_silence, std::time::Duration::from_secs(60));
         for bad in ["0", "17"] {
             assert!(ServeArgs::try_parse_from(["serve", "--batch-workers", bad]).is_err());
+        }
+        for bad in ["0", "86401", "1m"] {
+            assert!(ServeArgs::try_parse_from(["serve", "--fleet-silence", bad]).is_err());
         }
         let addr = c.listen;
         assert_eq!(
@@ -270,5 +285,11 @@ mod tests {
         );
         assert!(!plain.trust_proxy && !plain.secure_cookies);
         assert_eq!(plain.batch_workers, crate::batcher::DEFAULT_WORKERS);
+        assert_eq!(
+            plain.fleet_silence,
+            Config::new("redis://r", "ns").fleet_silence,
+            "the default of serve is Config::new's"
+        );
+        assert_eq!(plain.fleet_silence.as_secs(), 15 * 60);
     }
 }

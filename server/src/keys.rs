@@ -23,10 +23,12 @@
 //! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
 //! ns:{SLUG}:qseq               string  last FIFO queue score given (ms clock, see _lib.lua)
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
-//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r, p}
+//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r, q, p}
 //! ns:{SLUG}:attempts           hash    item -> times claimed, while not claimed (until done)
 //! ns:{SLUG}:done               set     completed items
 //! ns:{SLUG}:failed             hash    item -> JSON {reason, t}
+//! ns:{SLUG}:decay              hash    item -> "score reclaims": decay score (below 1) and the
+//!                                      reclaims that made it, of items waiting or claimed
 //! ns:{SLUG}:timeline           hash    item -> last transitions (a claim's own: in its record)
 //! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues),
 //!                                      known (items the project knows: added minus dropped;
@@ -42,6 +44,7 @@
 //!                                      (since the epoch), 25 hours: the rate windows
 //! ns:{SLUG}:dwh:<hour>         hash    the same per hour, 26 hours
 //! ns:{SLUG}:u:dl:<day> / u:ip  hll     unique downloaders / IPs per day, 31 days
+//! ns:{SLUG}:u:month:<YYYY-MM>  hll     unique downloaders per calendar month (UTC), 400 days
 //! ns:{SLUG}:chart              list    "minute items bytes", cumulative, one per minute
 //! ns:{SLUG}:dlc:<dl>           list    "minute bytes", cumulative, per downloader, up to the
 //!                                      minute before its last report (see `dlc_last`)
@@ -88,6 +91,17 @@
 //! ns:hq:seen                   zset    warrior id -> last update (ms); forgotten after 15 min
 //! ns:hq:auto                   string  auto_project as last recorded ("" for none) (global)
 //! ns:hq:pin                    string  the project an admin pinned as auto_project (global)
+//! ns:u:month:<YYYY-MM>         hll     unique downloaders of all projects per month (UTC),
+//!                                      400 days; written by each process every few seconds
+//!                                      (`store::contributors`), never by a script   (global)
+//! ns:fleet:{api}:clients       hash    API downloader id (`SLUG:HEX`) -> JSON record: project,
+//!                                      downloader, ip, user agent, seesaw and script version
+//!                                      (global; `{api}`: every fleet key in one slot)
+//! ns:fleet:{api}:seen          zset    API downloader id -> last call (ms); forgotten after
+//!                                      the fleet silence, at most MAX_FLEET_CLIENTS (global)
+//! ns:fleet:{api}:p:<SLUG>      zset    the same, of one project's downloaders   (global)
+//! ns:fleet:{api}:n:<10 s>      hash    API downloader id -> items done in that 10-second
+//!                                      window, expiring after 2 minutes: the items/s (global)
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
@@ -249,6 +263,37 @@ impl Keys {
         format!("{}:hq:pin", self.ns)
     }
 
+    /// Unique downloaders of all projects in calendar month `month` (`YYYY-MM`).
+    pub fn monthly_contributors(&self, month: &str) -> String {
+        format!("{}:u:month:{month}", self.ns)
+    }
+
+    /// The prefix of the API fleet's keys, `ns:fleet:{api}:` (one cluster slot, for the flush
+    /// script; never a project's prefix, which starts `ns:{`).
+    pub fn fleet_prefix(&self) -> String {
+        format!("{}:fleet:{{api}}:", self.ns)
+    }
+
+    /// API downloaders: id -> JSON record.
+    pub fn fleet_clients(&self) -> String {
+        format!("{}clients", self.fleet_prefix())
+    }
+
+    /// API downloaders by the time of their last call (ms).
+    pub fn fleet_seen(&self) -> String {
+        format!("{}seen", self.fleet_prefix())
+    }
+
+    /// One project's API downloaders by the time of their last call (ms).
+    pub fn fleet_project(&self, slug: &str) -> String {
+        format!("{}p:{slug}", self.fleet_prefix())
+    }
+
+    /// Items done per API downloader in the 10-second window `window` (ms / 10,000).
+    pub fn fleet_done(&self, window: u64) -> String {
+        format!("{}n:{window}", self.fleet_prefix())
+    }
+
     /// The keys of one project.
     pub fn project(&self, slug: &str) -> ProjectKeys {
         ProjectKeys {
@@ -304,6 +349,10 @@ impl ProjectKeys {
     pub fn attempts(&self) -> String {
         self.key("attempts")
     }
+    /// Decay scores (below 1) and reclaim counts per item.
+    pub fn decay(&self) -> String {
+        self.key("decay")
+    }
     /// Items held per downloader.
     pub fn dl_claims(&self) -> String {
         self.key("dl:claims")
@@ -351,6 +400,10 @@ impl ProjectKeys {
     /// Unique `kind` (`dl` or `ip`) of day `day`.
     pub fn uniques(&self, kind: &str, day: u64) -> String {
         self.key(&format!("u:{kind}:{day}"))
+    }
+    /// Unique downloaders of calendar month `month` (`YYYY-MM`).
+    pub fn monthly_contributors(&self, month: &str) -> String {
+        self.key(&format!("u:month:{month}"))
     }
     /// The queue sequence counter.
     pub fn qseq(&self) -> String {
@@ -446,6 +499,22 @@ mod tests {
                 fred::util::redis_keyslot(all.as_bytes()),
                 "{pair} {all}"
             );
+        }
+    }
+
+    #[test]
+    fn the_fleet_keys_share_a_slot_and_no_project_prefix() {
+        let keys = Keys::new("t");
+        let all = [
+            keys.fleet_clients(),
+            keys.fleet_seen(),
+            keys.fleet_project("fleet"),
+            keys.fleet_done(17),
+        ];
+        let slot = fred::util::redis_keyslot(all[0].as_bytes());
+        for k in &all {
+            assert_eq!(fred::util::redis_keyslot(k.as_bytes()), slot, "{k}");
+            assert!(!k.starts_with(keys.project("fleet").prefix()), "{k}");
         }
     }
 

@@ -13,6 +13,7 @@
 //! | [`store`] | the Redis store: Lua scripts and typed operations (and the pages' data) |
 //! | [`keys`] | every Redis key name |
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
+//! | [`fleet`] | the warrior API's callers gathered in the process, flushed every 2 s |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`viewers`] | live viewers admitted under the caps, in all and per IP |
@@ -30,6 +31,7 @@ pub mod batcher;
 pub mod cli;
 pub mod config;
 pub mod embedded_redis;
+pub mod fleet;
 pub mod hub;
 pub mod keys;
 pub mod limits;
@@ -104,6 +106,8 @@ pub struct App {
     pub closing: tokio_util::sync::CancellationToken,
     /// Slots for the admin logins' password checks, [`admin::login::PASSWORD_CHECKS`] at once.
     pub password_checks: Arc<tokio::sync::Semaphore>,
+    /// The warrior API's callers seen since the last flush.
+    pub fleet: Arc<fleet::ApiFleet>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -116,7 +120,8 @@ impl App {
     /// Connects to the Redis of `config` and starts the hub, the settings follower and the
     /// Redis probe.
     pub async fn new(config: &Config) -> Result<Self, store::StoreError> {
-        let store = Store::connect(&config.redis_url, &config.namespace, 8).await?;
+        let mut store = Store::connect(&config.redis_url, &config.namespace, 8).await?;
+        store.set_fleet_silence(config.fleet_silence);
         let hub = hub::Hub::start(&store).await?;
         let leptos = LeptosOptions::builder()
             .output_name("tracker")
@@ -127,6 +132,8 @@ impl App {
         // Settings changed by any process reach this one at once (or within a second).
         let closing = tokio_util::sync::CancellationToken::new();
         store.follow_settings(closing.clone()).await?;
+        // This month's contributors across all projects, written every few seconds.
+        store::contributors::spawn_flusher(store.clone(), closing.clone());
         let read_cache = read_cache::ReadCache::default();
         let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
         let (projects, watched) = (store.clone(), hub.clone());
@@ -153,6 +160,9 @@ impl App {
             web::base_url(config, &Default::default()),
         );
         let batcher = batcher::Batcher::new(store.clone(), config.batch_workers);
+        let fleet = Arc::new(fleet::ApiFleet::default());
+        let up = redis.clone();
+        fleet.start_flushing(store.clone(), move || up.is_up(), closing.clone());
         Ok(Self {
             store,
             hub,
@@ -171,6 +181,7 @@ impl App {
             )),
             closing,
             password_checks: Arc::new(tokio::sync::Semaphore::new(admin::login::PASSWORD_CHECKS)),
+            fleet,
         })
     }
 }

@@ -211,8 +211,8 @@ pub fn router(state: AppState) -> Router {
 /// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
 fn admin_api(state: &AppState) -> Router<AppState> {
     use crate::admin::{
-        archive, auth, claims, csrf, items, listing, login, logs, people, pipelines, projects,
-        session_layer, settings, tokens, warrior,
+        archive, auth, claims, csrf, fleet, items, listing, login, logs, people, pipelines,
+        projects, session_layer, settings, tokens, warrior,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
     // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
@@ -252,6 +252,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
             "/warrior/auto",
             get(listing::show_auto).put(listing::pin_auto),
         )
+        .route("/fleet", get(fleet::show_fleet))
         .route("/{slug}/log", get(logs::download_log))
         .route("/{slug}/log/archive", post(archive::archive_log))
         .route("/{slug}/archives", get(archive::list_archives))
@@ -268,6 +269,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
         .route("/{slug}/targets", post(projects::change_target))
         .route("/{slug}/queues", get(items::show_queues))
+        .route("/{slug}/item", get(items::show_item))
         .route(
             "/{slug}/items",
             post(items::add_items).layer(DefaultBodyLimit::disable()),

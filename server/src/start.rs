@@ -165,6 +165,7 @@ async fn serve(
     };
     let state: AppState = state.into();
     let closing = state.closing.clone();
+    let store = state.store.clone();
     let limits = state.config.limits.clone();
     let app = crate::router(state);
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections()));
@@ -214,6 +215,10 @@ async fn serve(
         .is_err()
     {
         tracing::warn!("requests still under way after {DRAIN:?}; stopping anyway");
+    }
+    // The contributors noted since the last flush, the drained requests' included.
+    if let Err(e) = store.flush_contributors().await {
+        tracing::warn!(error = %e, "writing this month's contributors at exit");
     }
     Ok(())
 }

@@ -4,13 +4,15 @@
 //! | module | what it is for |
 //! |---|---|
 //! | [`scripts`] | the Lua scripts (`lua/`), their shared helpers, typed replies, NOSCRIPT reload |
-//! | `items` | adding to queues, claiming, reporting done, releasing, where an item is |
+//! | `items` | adding to queues, claiming, reporting done, releasing |
+//! | `item_status` | where an item is: state, claim, decay score, timeline |
 //! | `projects` | creation, settings, the event history |
 //! | `admin_items` | the panel's bulk operations: claims by downloader, release, move, clear, failed |
 //! | `blocks` | blocks (per project and global), the rescue-me limiter, upload targets |
 //! | `bloom` | the backfeed de-duplication filter (a scalable Bloom filter in Redis) |
 //! | `snapshot` | the leaderboard: one atomic read of counts, downloaders, recent completions |
 //! | [`stats`] | charts, versions, per-minute counters, unique contributors |
+//! | [`contributors`] | unique contributors per month, per project and across all projects |
 //! | `backend` | the pages' data ([`app::backend::Backend`]) read from the above |
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
@@ -18,6 +20,7 @@
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
 //! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
 //! | `listing` | projects' Warrior listings, recorded lifecycle changes, `auto_project` and its pin |
+//! | `api_fleet` | the downloaders seen on the warrior API: flushed by each process, read for the Fleet page and the pages' counts |
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
@@ -26,11 +29,14 @@
 
 mod accounts;
 mod admin_items;
+mod api_fleet;
 mod backend;
 mod blocks;
 mod bloom;
 mod check;
+pub mod contributors;
 mod fleet;
+mod item_status;
 mod items;
 mod listing;
 mod pipelines;
@@ -48,10 +54,14 @@ pub use accounts::{
     RESERVED_USER_NAMES,
 };
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
+pub use api_fleet::{
+    seesaw_version, FleetFlush, SeenClient, DEFAULT_FLEET_SILENCE_MS, MAX_FLEET_CLIENTS,
+};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
-pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
+pub use item_status::ItemStatus;
+pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
 pub use pipelines::{
     may_serve, tags_problem, valid_pipeline_name, CreatedPipeline, Pipeline, MAX_PIPELINES,
     MAX_TAGS, PIPELINE_TTL,
@@ -170,6 +180,10 @@ pub struct Store {
     global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
     pipeline_cache: std::sync::Arc<pipelines::PipelineCache>,
     settings_version: std::sync::Arc<SettingsVersion>,
+    /// Contributors noted for the global monthly count, until the next flush.
+    pending_contributors: std::sync::Arc<contributors::Pending>,
+    /// How long an API downloader may be silent before it is forgotten (ms).
+    fleet_silence_ms: u64,
 }
 
 impl Store {
@@ -218,6 +232,8 @@ impl Store {
             global_blocks: Default::default(),
             pipeline_cache: Default::default(),
             settings_version: Default::default(),
+            pending_contributors: Default::default(),
+            fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
         })
     }
 

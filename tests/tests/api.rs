@@ -20,11 +20,14 @@ mod api {
     mod cluster;
     mod cluster_failover;
     mod connections;
+    mod contributors;
     mod crash;
+    mod decay;
     mod downloaders;
     mod engine;
     mod faults;
     mod feed;
+    mod fleet;
     mod fuzz;
     mod headers;
     mod hostile;

@@ -5,10 +5,14 @@
 //! |---|---|
 //! | here | the session and roles, bulk-action counts, the overview, accounts, audit, blocks, tokens |
 //! | [`project`] (re-exported) | one project: queues, settings, claims, failed items, log archives |
+//! | [`item`] (re-exported) | one item: where it is, its decay score, its timeline |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
 //! | [`listing`] (re-exported) | a project's Warrior listing and lifecycle, `auto_project` |
+//! | [`fleet`] (re-exported) | the fleet: API downloaders and Warrior HQ instances, with totals |
 //! | [`pipeline`] (re-exported) | pipeline tokens: as listed, and as created with their secret |
 
+mod fleet;
+mod item;
 mod listing;
 mod pipeline;
 mod project;
@@ -17,11 +21,17 @@ mod warrior;
 #[cfg(test)]
 mod tests;
 
+pub use fleet::{
+    fleet_matches, version_order, FleetClient, FleetProjectTotal, FleetSort, FleetVersionTotal,
+    FleetView, FleetWarrior,
+};
+pub use item::{ItemInfo, TimelineEntry};
 pub use listing::{AutoCandidate, AutoProject, Listing, ProjectListing};
 pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
-    PatternLimit, ProjectSettings, Queues, Settings, UploadTargets,
+    PatternLimit, ProjectSettings, Queues, Settings, UploadTargets, DEFAULT_DECAY_THRESHOLD,
+    SUGGESTED_DECAY_FACTOR,
 };
 pub use warrior::{
     RestoredList, SavedList, WarriorEntry, WarriorList, WarriorPreview, WarriorVersion,

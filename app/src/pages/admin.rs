@@ -7,7 +7,9 @@ mod audit;
 mod blocks;
 mod bulk;
 mod claims;
+mod fleet;
 mod frame;
+mod item;
 mod listing;
 mod loaded;
 mod logs;
@@ -21,6 +23,7 @@ mod warrior;
 
 pub use audit::AuditPage;
 pub use blocks::BlocksPage;
+pub use fleet::FleetPage;
 pub use pipelines::PipelinesPage;
 pub use project::ProjectAdminPage;
 pub use tokens::TokensPage;

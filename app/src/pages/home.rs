@@ -1,9 +1,13 @@
-//! `/`: every project with its state, progress, current rate, a day's sparkline and banner;
-//! active projects first.
+//! `/`: every project with its state, progress, current rate, warriors at work, contributors of
+//! the last 30 days, a day's sparkline and banner, active projects first; above them the world
+//! map of warriors ([`map`]), below them the unique contributors of all projects together, this
+//! month and the months before.
+
+mod map;
 
 use crate::{
     format::{fixed, lower, rate, thousands},
-    model::ProjectSummary,
+    model::{Contributors, FleetStats, ProjectSummary},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -64,14 +68,61 @@ fn card(p: ProjectSummary) -> impl IntoView {
                 </span>
                 <span class="muted">{format!("{} items/s", rate(p.items_per_s))}</span>
             </div>
+            <div class="project-figures">
+                <span class="warriors" title="Downloaders calling the tracker for this project now">
+                    {match p.warriors {
+                        1 => "1 warrior at work".to_string(),
+                        n => format!("{} warriors at work", thousands(n)),
+                    }}
+                </span>
+                <span class="muted">
+                    {format!("{} contributors, last 30 days", thousands(p.contributors_30d))}
+                </span>
+            </div>
             <Sparkline hourly=p.hourly/>
         </li>
     }
 }
 
-/// The front page, listing `projects`.
+/// `2024-03` as `Mar 2024` (anything else as it is).
+fn month_label(month: &str) -> String {
+    const NAMES: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    month
+        .split_once('-')
+        .and_then(|(y, m)| Some(format!("{} {y}", NAMES.get(m.parse::<usize>().ok()? - 1)?)))
+        .unwrap_or_else(|| month.to_string())
+}
+
+/// Unique contributors of all projects together: this month, then the months before.
+fn contributors_card(c: Contributors) -> impl IntoView {
+    let now = c.months.first().map_or(0, |m| m.contributors);
+    view! {
+        <section class="card" aria-label="Contributors">
+            <h2>"Contributors, all projects"</h2>
+            <p>
+                <strong>{format!("{} contributors this month", thousands(now))}</strong>
+                <span class="muted">" (each project's card: its last 30 days)"</span>
+            </p>
+            <table class="months">
+                <tbody>
+                    {c.months.into_iter().map(|m| view! {
+                        <tr><th scope="row">{month_label(&m.month)}</th><td>{thousands(m.contributors)}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// The front page: the map of `fleet`, `projects`, and the monthly `contributors` of them all.
 #[component]
-pub fn HomePage(mut projects: Vec<ProjectSummary>) -> impl IntoView {
+pub fn HomePage(
+    mut projects: Vec<ProjectSummary>,
+    contributors: Contributors,
+    fleet: FleetStats,
+) -> impl IntoView {
     let list = if projects.is_empty() {
         view! { <p class="muted">"No projects yet."</p> }.into_any()
     } else {
@@ -85,7 +136,9 @@ pub fn HomePage(mut projects: Vec<ProjectSummary>) -> impl IntoView {
     };
     view! {
         <Title text="Projects · Tracker"/>
+        <map::WarriorMap fleet/>
         <h1>"Projects"</h1>
         {list}
+        {contributors_card(contributors)}
     }
 }

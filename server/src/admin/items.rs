@@ -1,5 +1,6 @@
 //! Queues in the panel: sizes, adding items (a streamed body: plain, gzip or zstd, one item a
-//! line), moving items between queues, clearing a queue. Every bulk action has a dry run.
+//! line), moving items between queues, clearing a queue; one item's whereabouts and timeline.
+//! Every bulk action has a dry run.
 
 use super::auth::Caller;
 use crate::{
@@ -9,7 +10,7 @@ use crate::{
     AppState,
 };
 pub use app::model::admin::Affected;
-use app::model::admin::Queues;
+use app::model::admin::{ItemInfo, Queues, TimelineEntry};
 use axum::{
     body::Body,
     extract::{Path, Query, State},
@@ -36,6 +37,41 @@ pub async fn show_queues(
         claimed: board.counts.out,
         done: board.counts.done,
         failed: board.counts.failed,
+    }))
+}
+
+/// Query of `GET /admin/api/SLUG/item`.
+#[derive(Debug, Deserialize)]
+pub struct ItemQuery {
+    /// The item.
+    pub name: String,
+}
+
+/// `GET /admin/api/SLUG/item?name=ITEM`: where the item is, its decay score and its timeline.
+/// A name that is empty or longer than an item may be is 400.
+pub async fn show_item(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Query(q): Query<ItemQuery>,
+) -> ApiResult<Json<ItemInfo>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    let max = state.config.limits.item;
+    if q.name.is_empty() || q.name.len() > max {
+        return Err(ApiError::bad_request(format!(
+            "An item name is 1 to {max} bytes."
+        )));
+    }
+    let status = state.store.item_status(&slug, &q.name).await?;
+    Ok(Json(ItemInfo {
+        item: q.name,
+        state: status.state,
+        detail: status.detail,
+        downloader: status.downloader,
+        score: status.score,
+        reclaims: status.reclaims,
+        timeline: serde_json::from_str::<Vec<TimelineEntry>>(&status.timeline).unwrap_or_default(),
     }))
 }
 

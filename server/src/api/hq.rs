@@ -9,6 +9,7 @@ use crate::{
     web::{client_ip, ApiError, ApiResult},
     AppState,
 };
+use app::model::FleetStats;
 use axum::{
     body::Bytes,
     extract::{ConnectInfo, State},
@@ -16,8 +17,8 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use serde::{Deserialize, Serialize};
-use std::{collections::BTreeMap, net::SocketAddr};
+use serde::Deserialize;
+use std::net::SocketAddr;
 
 /// The body of both calls: `{"warrior": {...}}`.
 #[derive(Deserialize)]
@@ -164,38 +165,9 @@ fn lat_lng(v: &serde_json::Value) -> ApiResult<Option<(f64, f64)>> {
     }
 }
 
-/// `GET /api/stats.json`: the fleet of the last 15 minutes.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct FleetStats {
-    /// Warriors heard from.
-    pub warriors: u64,
-    /// Warriors per selected project (`auto` for those that let HQ choose, `""` for none yet).
-    pub projects: BTreeMap<String, u64>,
-    /// Where they are, rounded to whole degrees: `[latitude, longitude, warriors]`.
-    pub positions: Vec<(i32, i32, u64)>,
-}
-
 /// `GET /api/stats.json`: how many warriors, per selected project and per whole degree.
 pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<FleetStats>> {
-    let fleet = state.store.fleet(now_ms()).await?;
-    let mut stats = FleetStats {
-        warriors: fleet.len() as u64,
-        ..Default::default()
-    };
-    let mut places: BTreeMap<(i32, i32), u64> = BTreeMap::new();
-    for w in &fleet {
-        *stats
-            .projects
-            .entry(w.selected_project.clone())
-            .or_default() += 1;
-        if let Some((lat, lng)) = w.lat_lng {
-            *places
-                .entry((lat.round() as i32, lng.round() as i32))
-                .or_default() += 1;
-        }
-    }
-    stats.positions = places.into_iter().map(|((a, b), n)| (a, b, n)).collect();
-    Ok(Json(stats))
+    Ok(Json(state.store.fleet_stats(now_ms()).await?))
 }
 
 #[cfg(test)]

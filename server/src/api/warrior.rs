@@ -131,6 +131,16 @@ async fn serve_claim(
         .map_err(ApiError::bad_request)?;
     let settings = known_project(state, slug).await?;
     let name_ok = valid_downloader(&req.downloader);
+    if name_ok {
+        state.fleet.saw(
+            slug,
+            &req.downloader,
+            &caller.ip,
+            &caller.user_agent,
+            &version,
+            0,
+        );
+    }
     let request = ClaimRequest {
         globally_blocked: state
             .store
@@ -268,7 +278,24 @@ fn done_report(
 
 async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiResult<()> {
     known_project(state, slug).await?;
-    match state.batcher.done(slug, report).await? {
+    // Who reported, for the fleet (the report itself, items and all, goes to the batch).
+    let who = [
+        &report.downloader,
+        &report.ip,
+        &report.user_agent,
+        &report.version,
+    ]
+    .map(|s| s.clone());
+    let outcome = state.batcher.done(slug, report).await?;
+    let counted = match outcome {
+        DoneOutcome::Recorded { counted, .. } => counted,
+        DoneOutcome::Refused(_) => 0,
+    };
+    let [downloader, ip, user_agent, version] = &who;
+    state
+        .fleet
+        .saw(slug, downloader, ip, user_agent, version, counted);
+    match outcome {
         DoneOutcome::Recorded { .. } => Ok(()),
         DoneOutcome::Refused(Refusal::UnknownItem { item }) => {
             Err(ApiError::not_found(format!("Unknown item: {item}")))
@@ -350,6 +377,16 @@ pub async fn release_item(
     let admin = is_admin(&headers, state.config.admin_token.as_deref());
     if !admin && !valid_downloader(&req.downloader) {
         return Err(ApiError::bad_request("Invalid downloader name."));
+    }
+    if valid_downloader(&req.downloader) {
+        state.fleet.saw(
+            &slug,
+            &req.downloader,
+            &caller.ip,
+            &caller.user_agent,
+            "",
+            0,
+        );
     }
     match state
         .store

@@ -114,12 +114,30 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
     if s.bloom_capacity == 0 {
         return Err("bloom_capacity must be at least 1".into());
     }
+    check_decay(s.decay_factor, s.decay_threshold)?;
     check_shards(&s.backfeed_shards)?;
     if let Some(problem) = crate::store::tags_problem(&s.tags) {
         return Err(problem);
     }
     check_pattern_limits(s)?;
     check_extra(s)
+}
+
+/// Score decay: a factor of 0 (off) or strictly between 0 and 1, and a threshold strictly
+/// between 0 and 1.
+fn check_decay(factor: f64, threshold: f64) -> Result<(), String> {
+    let inside = |x: f64| x > 0.0 && x < 1.0;
+    if !(factor == 0.0 || inside(factor)) {
+        return Err(format!(
+            "decay_factor must be 0 (off) or between 0 and 1 (e.g. 0.8), not {factor}"
+        ));
+    }
+    if !inside(threshold) {
+        return Err(format!(
+            "decay_threshold must be between 0 and 1 (e.g. 0.005), not {threshold}"
+        ));
+    }
+    Ok(())
 }
 
 fn check_shards(shards: &[String]) -> Result<(), String> {

@@ -228,7 +228,7 @@ impl Store {
             .run(
                 self.pool.next(),
                 &self.scripts.clear_queue,
-                vec![k.meta(), k.stats()],
+                vec![k.meta(), k.stats(), k.decay()],
                 args,
             )
             .await

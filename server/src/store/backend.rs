@@ -4,7 +4,7 @@
 use super::{now_ms, valid_slug, Store, StoreError, PAGE_DOWNLOADERS};
 use app::{
     backend::Backend,
-    model::{ChartData, Leaderboard, ProjectSummary},
+    model::{ChartData, Contributors, FleetStats, Leaderboard, ProjectSummary},
 };
 
 /// How many downloaders the page's cumulative-bytes chart offers.
@@ -25,6 +25,12 @@ impl Backend for Store {
         self.list_projects(now_ms())
             .await
             .map_err(|e| read_failed(e, "projects", ""))
+    }
+
+    async fn contributors(&self) -> Result<Contributors, String> {
+        Store::contributors(self, now_ms())
+            .await
+            .map_err(|e| read_failed(e, "contributors", ""))
     }
 
     async fn leaderboard(&self, slug: &str, window: u64) -> Result<Option<Leaderboard>, String> {
@@ -63,6 +69,12 @@ impl Backend for Store {
         Store::tracker_figures(self, slug, now_ms())
             .await
             .map_err(|e| read_failed(e, "tracker statistics", slug))
+    }
+
+    async fn fleet_stats(&self) -> Result<FleetStats, String> {
+        Store::fleet_stats(self, now_ms())
+            .await
+            .map_err(|e| read_failed(e, "fleet", ""))
     }
 
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String> {

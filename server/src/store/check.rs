@@ -42,6 +42,36 @@ fn count_problem(slug: &str, known: Option<i64>, in_state: usize) -> Option<Stri
     }
 }
 
+/// Decay scores (`item -> "score reclaims"`) that break the rules: kept only below 1, after
+/// at least one reclaim, for items waiting or claimed (`places`: where each item is).
+fn decay_problems(
+    decay: &HashMap<String, String>,
+    places: &HashMap<String, Vec<String>>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (item, raw) in decay {
+        let at = places.get(item).map(Vec::as_slice).unwrap_or_default();
+        if at.is_empty() || at.iter().any(|p| p == "done" || p == "failed") {
+            let state = if at.is_empty() {
+                "in no state".to_string()
+            } else {
+                at.join(", ")
+            };
+            problems.push(format!("item {item:?} has a decay score but is {state}"));
+        }
+        let readable = raw.split_once(' ').is_some_and(|(s, r)| {
+            s.parse::<f64>().is_ok_and(|s| s > 0.0 && s < 1.0)
+                && r.parse::<u64>().is_ok_and(|r| r >= 1)
+        });
+        if !readable {
+            problems.push(format!(
+                "item {item:?} has a decay score {raw:?}, not \"SCORE RECLAIMS\" below 1"
+            ));
+        }
+    }
+    problems
+}
+
 impl Store {
     /// Sets the count of items project `slug` knows to the number in a state now
     /// (`recount.lua`): for a project from before the count was kept, or after a reported loss
@@ -108,7 +138,8 @@ impl Store {
     /// Every violation of the invariant in project `slug` (empty when it holds): every item in
     /// exactly one of the queues, the claimed set, done or failed; as many items in a state as
     /// the project knows (added minus dropped: nothing lost); claim records matching the
-    /// claimed set; counters matching what they count.
+    /// claimed set; decay scores only for items waiting or claimed; counters matching what
+    /// they count.
     pub async fn check(&self, slug: &str) -> StoreResult<Vec<String>> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
@@ -149,6 +180,8 @@ impl Store {
             .filter(|(_, p)| p.len() > 1)
             .map(|(item, p)| format!("item {item:?} is in {} places: {}", p.len(), p.join(", ")))
             .collect();
+        let decay: HashMap<String, String> = client.hgetall(k.decay()).await?;
+        problems.extend(decay_problems(&decay, &places));
 
         let claims: HashMap<String, String> = client.hgetall(k.claims()).await?;
         let mut held: HashMap<String, i64> = HashMap::new();

@@ -7,8 +7,10 @@
 //! stays within [`MAX_WARRIORS`] instances.
 
 use super::{Store, StoreResult};
+use app::model::FleetStats;
 use fred::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How long an instance is remembered after its last update: 15 minutes, as warrior-hq.
 pub const FLEET_TTL_MS: u64 = 15 * 60 * 1000;
@@ -111,6 +113,30 @@ impl Store {
             .collect();
         fleet.sort_by_key(|w| w.id);
         Ok(fleet)
+    }
+
+    /// The instances of the last [`FLEET_TTL_MS`] counted per selected project and per whole
+    /// degree of position (`GET /api/stats.json`, the home page's map).
+    pub async fn fleet_stats(&self, now_ms: u64) -> StoreResult<FleetStats> {
+        let fleet = self.fleet(now_ms).await?;
+        let mut stats = FleetStats {
+            warriors: fleet.len() as u64,
+            ..Default::default()
+        };
+        let mut places: BTreeMap<(i32, i32), u64> = BTreeMap::new();
+        for w in &fleet {
+            *stats
+                .projects
+                .entry(w.selected_project.clone())
+                .or_default() += 1;
+            if let Some((lat, lng)) = w.lat_lng {
+                *places
+                    .entry((lat.round() as i32, lng.round() as i32))
+                    .or_default() += 1;
+            }
+        }
+        stats.positions = places.into_iter().map(|((a, b), n)| (a, b, n)).collect();
+        Ok(stats)
     }
 
     /// Removes the instances whose last update is older than [`FLEET_TTL_MS`]. Two processes

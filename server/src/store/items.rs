@@ -1,4 +1,4 @@
-//! Items: adding to queues, claiming, reporting done, releasing, and asking where one is.
+//! Items: adding to queues, claiming, reporting done, releasing (where one is: `item_status`).
 
 use super::{
     scripts::{Accepted, Batch, Refusal, Reply},
@@ -85,66 +85,6 @@ struct Recorded {
     counted: u64,
     duplicates: u64,
     seq: u64,
-}
-
-/// Where an item is, as `item_status.lua` answers it.
-#[derive(Deserialize)]
-struct Whereabouts {
-    state: Place,
-    detail: String,
-    timeline: String,
-}
-
-/// The states `item_status.lua` names.
-#[derive(Deserialize, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Place {
-    Out,
-    Done,
-    Failed,
-    Queued,
-    Unknown,
-}
-
-impl Place {
-    fn name(&self) -> Option<&'static str> {
-        match self {
-            Place::Out => Some("out"),
-            Place::Done => Some("done"),
-            Place::Failed => Some("failed"),
-            Place::Queued => Some("todo"),
-            Place::Unknown => None,
-        }
-    }
-}
-
-/// Where an item is (`GET /SLUG/items/ITEM.json`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ItemStatus {
-    /// `todo`, `out`, `done`, `failed`, or `None` when unknown.
-    pub state: Option<String>,
-    /// The claimant, when out.
-    pub downloader: Option<String>,
-    /// The queue part, claim record or failure reason (JSON or name).
-    pub detail: String,
-    /// The last transitions, JSON array of `{t, e, d, v}`.
-    pub timeline: String,
-}
-
-/// The stored timeline (lines `time event who version`, `-` for none) as a JSON array of
-/// `{"t": ms, "e": event, "d": who, "v": version}`.
-fn timeline_json(stored: &str) -> String {
-    let entries: Vec<serde_json::Value> = stored
-        .lines()
-        .filter_map(|line| {
-            let mut f = line.splitn(4, ' ');
-            let t: u64 = f.next()?.parse().ok()?;
-            let field = |s: Option<&str>| s.filter(|s| *s != "-").unwrap_or_default().to_string();
-            let (e, d, v) = (field(f.next()), field(f.next()), field(f.next()));
-            Some(serde_json::json!({ "t": t, "e": e, "d": d, "v": v }))
-        })
-        .collect();
-    serde_json::Value::Array(entries).to_string()
 }
 
 /// How many items one `add_items` call carries.
@@ -235,6 +175,7 @@ impl Store {
             k.ratelimit(),
             k.timeline(),
             k.stats(),
+            k.decay(),
         ];
         let mut args = Vec::with_capacity(3 + 10 * requests.len());
         args.push(Value::from(now_ms as i64));
@@ -307,6 +248,7 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<Vec<DoneOutcome>> {
         let k = self.keys.project(slug);
+        let month = app::model::month_name(now_ms);
         let keys = vec![
             k.meta(),
             k.out(),
@@ -328,6 +270,8 @@ impl Store {
             k.blocked("ip"),
             k.log(),
             k.chart(),
+            k.decay(),
+            k.monthly_contributors(&month),
         ];
         let mut args = vec![
             Value::from(now_ms as i64),
@@ -335,6 +279,7 @@ impl Store {
             Value::from(HISTORY_LEN as i64),
             Value::from(LOG_LEN as i64),
             Value::from(reports.len() as i64),
+            Value::from(month.as_str()),
         ];
         for r in reports {
             args.push(Value::from(r.downloader.as_str()));
@@ -381,6 +326,14 @@ impl Store {
                 format!("{} answers to {} reports", out.len(), reports.len()),
             ));
         }
+        // The global monthly count is written outside the script (another cluster slot).
+        self.pending_contributors.note(
+            &month,
+            reports.iter().zip(&out).filter_map(|(r, o)| {
+                matches!(o, DoneOutcome::Recorded { counted, .. } if *counted > 0)
+                    .then_some(r.downloader.as_str())
+            }),
+        );
         Ok(out)
     }
 
@@ -453,38 +406,5 @@ impl Store {
             Err(Refusal::NotClaimed) => Ok(false),
             Err(refusal) => Err(StoreError::Refused(refusal)),
         }
-    }
-
-    /// Where `item` is.
-    pub async fn item_status(&self, slug: &str, item: &str) -> StoreResult<ItemStatus> {
-        let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.claims(),
-            k.done(),
-            k.failed(),
-            k.timeline(),
-        ];
-        let args = vec![Value::from(k.prefix()), Value::from(item)];
-        let Whereabouts {
-            state,
-            detail,
-            timeline,
-        } = self
-            .scripts
-            .call(self.pool.next(), &self.scripts.item_status, keys, args)
-            .await?
-            .map_err(StoreError::Refused)?;
-        let downloader = (state == Place::Out)
-            .then(|| serde_json::from_str::<serde_json::Value>(&detail).ok())
-            .flatten()
-            .and_then(|c| c["d"].as_str().map(String::from));
-        Ok(ItemStatus {
-            state: state.name().map(String::from),
-            downloader,
-            detail,
-            timeline: timeline_json(&timeline),
-        })
     }
 }

@@ -71,7 +71,7 @@ impl Store {
             .filter_map(|r| serde_json::from_str(r).ok())
             .collect();
         // Two processes may push out of order by a moment: newest first by time.
-        out.sort_by_key(|e| std::cmp::Reverse(e.t));
+        out.sort_by_key(|t| std::cmp::Reverse(t.t));
         Ok(out)
     }
 

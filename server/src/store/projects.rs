@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub use app::model::admin::{PatternLimit, Settings};
+pub use app::model::admin::{PatternLimit, Settings, DEFAULT_DECAY_THRESHOLD};
 
 /// What `tracker project create` sets.
 #[derive(Clone, Debug)]
@@ -31,6 +31,7 @@ fn defaults(title: &str) -> Settings {
         domains: vec!["data".into()],
         auto_block_ttl: 86_400,
         bloom_capacity: 1_000_000,
+        decay_threshold: DEFAULT_DECAY_THRESHOLD,
         ..Settings::default()
     }
 }
@@ -180,6 +181,8 @@ impl Store {
             ("dl_max_claims".into(), s.dl_max_claims.to_string()),
             ("reclaim_ttl".into(), s.reclaim_ttl.to_string()),
             ("max_attempts".into(), s.max_attempts.to_string()),
+            ("decay_factor".into(), s.decay_factor.to_string()),
+            ("decay_threshold".into(), s.decay_threshold.to_string()),
             ("fifo".into(), b(s.fifo)),
             ("ignore_global_blocks".into(), b(s.ignore_global_blocks)),
             ("auto_block_ttl".into(), s.auto_block_ttl.to_string()),
@@ -254,11 +257,8 @@ impl Store {
         };
         let text = |k: &str| meta.get(k).cloned().unwrap_or_default();
         let num = |k: &str| meta.get(k).and_then(|v| v.parse::<u64>().ok());
-        let float = |k: &str| {
-            meta.get(k)
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
+        let read_float = |k: &str| meta.get(k).and_then(|v| v.parse::<f64>().ok());
+        let float = |k: &str| read_float(k).unwrap_or(0.0);
         let defaults = defaults(title);
         let settings = Settings {
             title: title.clone(),
@@ -278,6 +278,8 @@ impl Store {
             dl_max_claims: num("dl_max_claims").unwrap_or(0),
             reclaim_ttl: num("reclaim_ttl").unwrap_or(0),
             max_attempts: num("max_attempts").unwrap_or(0),
+            decay_factor: float("decay_factor"),
+            decay_threshold: read_float("decay_threshold").unwrap_or(DEFAULT_DECAY_THRESHOLD),
             fifo: text("fifo") == "1",
             ignore_global_blocks: text("ignore_global_blocks") == "1",
             auto_block_ttl: num("auto_block_ttl").unwrap_or(defaults.auto_block_ttl),

@@ -43,7 +43,8 @@
 //! release        {} | refusal: not_claimed, not_claimant, other_pipeline {item}
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
-//! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"..."}
+//! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"...",
+//!                 "decay":"score reclaims" | ""}
 //! snapshot       {"title","seq","todo","out","done_items","done_bytes","failed","state","banner",
 //!                 "downloader_count","domain_bytes":{domain: bytes},
 //!                 "downloaders":[{"name","items","bytes","seen","version"}],
@@ -51,6 +52,7 @@
 //! recount        {"before":n (absent when not kept),"now":n} | refusal: no_project
 //! login_attempt  {} | refusal: rate_limited {wait_ms}
 //! rescue_attempt {} | refusal: rate_limited {wait_ms}
+//! fleet_flush    {"stored":n,"dropped":n,"forgotten":n}
 //! ```
 
 mod reply;
@@ -195,6 +197,8 @@ pub struct Scripts {
     pub login_undo: LuaScript,
     /// `rescue_attempt.lua`
     pub rescue_attempt: LuaScript,
+    /// `fleet_flush.lua`
+    pub fleet_flush: LuaScript,
     header_lines: usize,
 }
 
@@ -211,26 +215,27 @@ impl Scripts {
         Self {
             add_items: lua!(h, "add_items", 6),
             backfeed: lua!(h, "backfeed", 7),
-            claim: lua!(h, "claim", 11),
-            done: lua!(h, "done", 20),
-            item_status: lua!(h, "item_status", 6),
+            claim: lua!(h, "claim", 12),
+            done: lua!(h, "done", 22),
+            item_status: lua!(h, "item_status", 7),
             release: lua!(h, "release", 6),
             snapshot: lua!(h, "snapshot", 11),
             release_items: lua!(h, "release_items", 5),
             move_items: lua!(h, "move_items", 2),
             shuffle: lua!(h, "shuffle", 2),
-            clear_queue: lua!(h, "clear_queue", 2),
+            clear_queue: lua!(h, "clear_queue", 3),
             resolve_failed: lua!(h, "resolve_failed", 4),
             recount: lua!(h, "recount", 5),
             login_attempt: lua!(h, "login_attempt", 2),
             login_undo: lua!(h, "login_undo", 2),
             rescue_attempt: lua!(h, "rescue_attempt", 1),
+            fleet_flush: lua!(h, "fleet_flush", 2),
             header_lines: h.lines().count(),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 16] {
+    pub fn all(&self) -> [&LuaScript; 17] {
         [
             &self.add_items,
             &self.backfeed,
@@ -248,6 +253,7 @@ impl Scripts {
             &self.login_attempt,
             &self.login_undo,
             &self.rescue_attempt,
+            &self.fleet_flush,
         ]
     }
 

@@ -39,6 +39,7 @@ impl Store {
                 continue;
             };
             let minutes = self.minute_counts(&slug, now_ms).await?;
+            let (contributors_30d, _) = self.unique_contributors(&slug, now_ms).await?;
             let now_min = now_ms / 60_000;
             let mut hourly = vec![0; 24];
             for c in &minutes {
@@ -47,7 +48,9 @@ impl Store {
                     hourly[slot] += c.1;
                 }
             }
+            let warriors = self.warriors_at_work(&slug, now_ms).await?;
             out.push(ProjectSummary {
+                warriors,
                 slug,
                 title: b.title,
                 counts: b.counts,
@@ -55,6 +58,7 @@ impl Store {
                 banner: b.banner,
                 items_per_s: Rate::over(&minutes, now_ms, 5).items_per_s,
                 hourly,
+                contributors_30d,
             });
         }
         Ok(out)
@@ -80,6 +84,7 @@ impl Store {
             .await?;
         let sums = self.downloader_window(slug, now_ms, window).await?;
         set_window_sums(&mut board.downloaders, &sums);
+        board.months = self.project_months(slug, now_ms).await?;
         board.queues = queues;
         board.window = window;
         board.now = now_ms;
@@ -108,7 +113,9 @@ impl Store {
     ) -> StoreResult<TrackerStats> {
         let layers = self.bloom_layers(slug).await?;
         let (unique_dl, _) = self.unique_contributors(slug, now_ms).await?;
-        Ok(tracker_stats(last_hour, &layers, unique_dl))
+        let mut stats = tracker_stats(last_hour, &layers, unique_dl);
+        stats.warriors = self.warriors_at_work(slug, now_ms).await?;
+        Ok(stats)
     }
 
     /// Items and bytes per downloader over the `minutes` minutes up to `now_ms` (the current

@@ -65,6 +65,8 @@ pub fn tracker_stats(minutes: &[Minute], layers: &[BloomLayer], unique_dl: u64) 
         bloom_fill: ratio(count, capacity).unwrap_or(0.0),
         bloom_layers: layers.len() as u64,
         unique_downloaders_30d: unique_dl,
+        // From the fleet, not the counters: the caller's.
+        warriors: 0,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The scenarios that matter, on a Redis Cluster (the test binary's shared one: 3 masters,
-//! 3 replicas), with a project on every master: warrior calls, backfeed, a live viewer, admin
-//! login and a bulk action, every script, `tracker check`, the hub's per-project channels.
+//! 3 replicas), with a project on every master: warrior calls, backfeed, the month's
+//! contributors, a live viewer, admin login and a bulk action, every script, `tracker check`,
+//! the hub's per-project channels.
 
 use server::store::Role;
 use std::collections::HashSet;
@@ -65,6 +66,17 @@ async fn warrior_calls_and_backfeed_on_every_master() {
         );
         app.assert_invariant(slug).await;
     }
+    // The month's contributors of all projects: a global key, in a slot of its own, written by
+    // the process rather than by the projects' scripts.
+    tests::wait_for(
+        "the month's contributors",
+        std::time::Duration::from_secs(15),
+        || async {
+            let c = app.store.contributors(server::store::now_ms()).await.ok()?;
+            (c.months[0].contributors == 2).then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

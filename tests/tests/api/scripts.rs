@@ -117,9 +117,21 @@ pub(super) async fn every_script(app: &TestApp) {
         Some(60),
         "one a minute: the next in a minute"
     );
+    flush().await;
+    let seen = server::store::SeenClient {
+        slug: "p1".into(),
+        downloader: "alice".into(),
+        ip: "192.0.2.1".into(),
+        seen: now,
+        done: 1,
+        ..Default::default()
+    };
+    let flushed = store.flush_fleet(&[seen], now).await.unwrap();
+    assert_eq!((flushed.stored, flushed.dropped), (1, 0));
+    assert_eq!(store.warriors_at_work("p1", now).await.unwrap(), 1);
     assert_eq!(
         store.scripts().all().len(),
-        16,
+        17,
         "every script is exercised above"
     );
 }

@@ -57,6 +57,13 @@ pub struct Settings {
     pub reclaim_ttl: u64,
     /// Claims after which an item fails (0: never).
     pub max_attempts: u64,
+    /// Score decay, an alternative to `max_attempts`: each reclaim multiplies the item's score
+    /// (1 at first) by this factor and moves it back in its queue (0: off; else in (0, 1)).
+    #[serde(default)]
+    pub decay_factor: f64,
+    /// An item whose score falls below this fails instead of waiting again (in (0, 1)).
+    #[serde(default = "default_decay_threshold")]
+    pub decay_threshold: f64,
     /// Serve queues first in, first out instead of at random.
     pub fifo: bool,
     /// Ignore the global block list.
@@ -87,6 +94,16 @@ pub struct Settings {
     /// `require_token` alone.
     #[serde(default)]
     pub tags: Vec<String>,
+}
+
+/// The decay factor the panel suggests when decay is switched on.
+pub const SUGGESTED_DECAY_FACTOR: f64 = 0.8;
+
+/// The decay threshold of a project that sets none.
+pub const DEFAULT_DECAY_THRESHOLD: f64 = 0.005;
+
+fn default_decay_threshold() -> f64 {
+    DEFAULT_DECAY_THRESHOLD
 }
 
 /// Upload targets of a project, each with whether it is active (`[["rsync://…", true]]`):

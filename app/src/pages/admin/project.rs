@@ -1,6 +1,6 @@
 //! `/admin/p/SLUG`: one project's queues, adding items (textarea or a streamed file), moving
-//! and clearing, with the other sections (claims, failed items, settings, targets, logs)
-//! beside them. Every bulk action is previewed (dry run) before it runs.
+//! and clearing, with the other sections (claims, failed items, one item's timeline, settings,
+//! targets, logs) beside them. Every bulk action is previewed (dry run) before it runs.
 
 use super::{
     api,
@@ -75,6 +75,7 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
         {may_change.then(|| view! { <AddItems slug=slug.clone() bulk/> <MoveOrClear slug=slug.clone() bulk/> }.into_any())}
         <super::claims::Claims slug=slug.clone() bulk may_change/>
         <super::claims::Failed slug=slug.clone() bulk may_change/>
+        <super::item::ItemLookup slug=slug.clone()/>
         <super::settings::SettingsEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
         <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change/>
         <super::targets::Targets slug=slug.clone() bulk may_change/>

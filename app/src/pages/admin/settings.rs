@@ -3,7 +3,7 @@
 //! checks them) with its reason shown; the raw JSON stays available under "Advanced".
 
 use super::api::{self, Body};
-use crate::model::admin::{PatternLimit, ProjectSettings, Settings};
+use crate::model::admin::{PatternLimit, ProjectSettings, Settings, SUGGESTED_DECAY_FACTOR};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::Value;
 
@@ -168,6 +168,25 @@ pub fn SettingsEditor(
     );
     let (fifo, ignore_blocks) = (RwSignal::new(false), RwSignal::new(false));
     let require_token = RwSignal::new(false);
+    // Score decay: on when its factor is above 0; switching it on suggests a factor.
+    let (decay_on, decay_factor, decay_threshold) = (
+        RwSignal::new(false),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+    );
+    let switch_decay = move |on: bool| {
+        decay_on.set(on);
+        let factor = decay_factor
+            .get_untracked()
+            .trim()
+            .parse::<f64>()
+            .unwrap_or(0.0);
+        if on && factor <= 0.0 {
+            decay_factor.set(number(SUGGESTED_DECAY_FACTOR));
+        } else if !on {
+            decay_factor.set(number(0.0));
+        }
+    };
     let limits: RwSignal<Vec<Row>> = RwSignal::new(vec![]);
     let extra: RwSignal<Vec<Row>> = RwSignal::new(vec![]);
     let next_id = StoredValue::new(1000u32);
@@ -180,6 +199,9 @@ pub fn SettingsEditor(
         fifo.set(s.fifo);
         ignore_blocks.set(s.ignore_global_blocks);
         require_token.set(s.require_token);
+        decay_on.set(s.decay_factor > 0.0);
+        decay_factor.set(number(s.decay_factor));
+        decay_threshold.set(number(s.decay_threshold));
         description.set(v.description.clone());
         priority.set(v.priority.unwrap_or(0).to_string());
         admins.set(v.admins.as_deref().unwrap_or_default().join(", "));
@@ -222,6 +244,12 @@ pub fn SettingsEditor(
         s.fifo = fifo.get_untracked();
         s.ignore_global_blocks = ignore_blocks.get_untracked();
         s.require_token = require_token.get_untracked();
+        s.decay_factor = if decay_on.get_untracked() {
+            float(&decay_factor.get_untracked(), "Decay factor")?
+        } else {
+            0.0
+        };
+        s.decay_threshold = float(&decay_threshold.get_untracked(), "Decay threshold")?;
         s.pattern_limits = Vec::new();
         for r in limits.get_untracked() {
             let [name, pattern, rate, burst] = r.cells.map(|c| c.get_untracked());
@@ -307,6 +335,9 @@ pub fn SettingsEditor(
                 <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
                 <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
                 <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>
+                <label class="check"><input type="checkbox" prop:checked=move || decay_on.get() on:change=move |ev| switch_decay(event_target_checked(&ev)) disabled=ro/> "Score decay: each reclaim multiplies an item's score by the factor and moves it back in its queue"</label>
+                <label>"Decay factor (0 to 1; 0: off)" <input bind:value=decay_factor readonly=move || ro || !decay_on.get()/></label>
+                <label>"Decay threshold (below it an item fails)" <input bind:value=decay_threshold readonly=ro/></label>
             </div>
             <label>"Description (HTML, sanitised when saved)" <textarea rows="4" bind:value=description readonly=ro></textarea></label>
             <label>"Project admins (project-admin accounts, comma-separated)" <input bind:value=admins readonly=ro || !global/></label>

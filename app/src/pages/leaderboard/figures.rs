@@ -66,6 +66,12 @@ pub fn Counts(board: RwSignal<Leaderboard>) -> AnyView {
                 hint=per_domain
             />
             <Figure id="label-per-item" label="MiB per item" value=per_item/>
+            <Figure
+                id="label-warriors"
+                label="warriors now"
+                value=Signal::derive(move || thousands(board.with(|b| b.tracker.warriors)))
+                hint="Downloaders calling the tracker for this project now"
+            />
         </section>
     }
     .into_any()
@@ -191,6 +197,13 @@ pub fn TrackerFigures(board: RwSignal<Leaderboard>) -> AnyView {
                 })}</dd>
                 <dt>"Contributors, 30 days"</dt>
                 <dd>{t(|s| thousands(s.unique_downloaders_30d))}</dd>
+                <dt>"Contributors by month"</dt>
+                <dd>{move || board.with(|b| {
+                    let shown: Vec<String> = b.months.iter().take(3)
+                        .map(|m| format!("{} {}", m.month, thousands(m.contributors)))
+                        .collect();
+                    if shown.is_empty() { "—".to_string() } else { shown.join(" · ") }
+                })}</dd>
             </dl>
         </section>
     }

@@ -40,13 +40,18 @@ end
 -- first in line in either mode.
 local DAY_MS = 86400000
 local clock, clock_ms = nil, nil
-local function queue_scorer(qseq, n, fifo)
+-- The clock of queue scores: Redis's own time (TIME), in ms, read once per script call.
+local function queue_clock()
   if not clock then
     clock = rcall('TIME')
     clock_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
     -- Redis before 7 seeds Lua's generator the same way for every script call.
     math.randomseed((tonumber(clock[1]) % 2000) * 1000000 + tonumber(clock[2]))
   end
+  return clock_ms
+end
+local function queue_scorer(qseq, n, fifo)
+  queue_clock()
   if fifo then
     local base = math.max(tonumber(rcall('GET', qseq)) or 0, clock_ms)
     rcall('SET', qseq, string.format('%d', base + n))
@@ -165,7 +170,7 @@ local function timeline_many(key, items, lines)
   bulk('HSET', key, fields)
 end
 
--- The decoded claim record `raw` {d, ip, t, ua, v, n, r}: a table, empty when missing or unreadable.
+-- The decoded claim record `raw` {d, ip, t, ua, v, n, r, q}: a table, empty when missing or unreadable.
 local function decode_claim(raw)
   local ok, claim = pcall(cjson.decode, raw or '')
   return (ok and type(claim) == 'table') and claim or {}

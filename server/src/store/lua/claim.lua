@@ -10,6 +10,20 @@
   were scored so (meta `shuffled` unset) draw at random from the part instead.
   Items claimed more than `max_attempts` times move to `failed` instead of being handed out.
 
+  Score decay (meta `decay_factor` above 0), an alternative or a companion to `max_attempts`:
+  an item's score starts at 1 (nothing stored); each reclaim (an expired claim, or the oldest
+  claims when the claims limit is reached) multiplies it by the factor. Below
+  `decay_threshold` the item moves to `failed` (the reason names its score and its reclaims).
+  Otherwise it is not handed straight out: it goes back into the queue part it was claimed
+  from (the record's `q`; `todo` for a personal queue's item, or a part no longer in the claim
+  order) with the queue score now (the queue clock, _lib queue_clock) + one day x
+  (1 - score) / score (capped at ten years), plus
+  one day in shuffled queues: as if queued that much later, so it waits behind fresher work in
+  proportion to its decay (6 h at 0.8, a day at 0.5, 199 days at 0.005), and is still served
+  once nothing fresher waits. Expired claims are taken back before the queues are served (at
+  most as many as the batch wants), so such an item may be served again in the same call if it
+  is the lowest score left. Its timeline gets a line `decayed:SCORE`.
+
   Checks per request, in PROTOCOL.md's order: version, name, blocked, pipeline token (required,
   and tags: store::may_serve decides the same), state, per-downloader budget, rate limit,
   nothing to give (the refusals below).
@@ -22,10 +36,12 @@
                              dl_max_claims, reclaim_ttl, max_attempts, fifo,
                              ignore_global_blocks, queues, pl:<name> ("rate burst"),
                              shuffled (1: random order is in the queues' scores),
-                             require_token (1: claims need a pipeline), tags (comma-joined)
+                             decay_factor, decay_threshold, require_token (1: claims need
+                             a pipeline), tags (comma-joined)
   KEYS[2]  out         zset  claimed items by claim time (ms)
   KEYS[3]  claims      hash  item -> JSON claim record {d, ip, t, ua, v, n (claim count),
-                             r (1 when reclaimed), p (the pipeline, when claimed with one)}
+                             r (1 when reclaimed), q (the queue part it came from, with
+                             decay on), p (the pipeline, when claimed with one)}
   KEYS[4]  attempts    hash  item -> times claimed, for items not claimed now (a claim keeps
                              its count in its record; the count returns here if the item
                              leaves the claim undone)
@@ -37,6 +53,7 @@
   KEYS[10] timeline    hash  item -> transitions, lines "time event who version"; a claim's
                              own line is written when the item leaves it (see _lib claim_line)
   KEYS[11] stats       hash  pq (items in personal queues)
+  KEYS[12] decay       hash  item -> "score reclaims", only for scores below 1
   Derived (same slot): <prefix><queue part>, <prefix>todo:d:<downloader>, <prefix>st:<day>.
 
   ARGV[1]  now (ms)
@@ -62,16 +79,17 @@
     {"err":"nothing_to_give"}
   Events: none.
   Uses: Q, ST, queue_groups, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
-  decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds.
+  timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
+  queue_clock.
 ]]
 local meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local stats = KEYS[11]
+local stats, decay = KEYS[11], KEYS[12]
 local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local s = rcall('HMGET', meta, 'title', 'state', 'min_version', 'rate', 'burst', 'claims_limit',
   'dl_max_claims', 'reclaim_ttl', 'max_attempts', 'fifo', 'ignore_global_blocks', 'queues', 'shuffled',
-  'require_token', 'tags')
+  'decay_factor', 'decay_threshold', 'require_token', 'tags')
 if not s[1] then return cjson.encode({ err = 'no_project' }) end
 local state, min_version = s[2] or 'active', s[3] or ''
 local rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
@@ -81,8 +99,10 @@ local fifo, ignore_global = s[10] == '1', s[11] == '1'
 local groups = queue_groups(s[12])
 local by_score = fifo or s[13] == '1'
 local serving = state == 'active' or state == 'draining'
-local require_token, project_tags, any_tags = s[14] == '1', {}, false
-for t in string.gmatch(s[15] or '', '[^,]+') do project_tags[t], any_tags = true, true end
+local decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or 0.005
+local decaying = decay_factor > 0 and decay_factor < 1
+local require_token, project_tags, any_tags = s[16] == '1', {}, false
+for t in string.gmatch(s[17] or '', '[^,]+') do project_tags[t], any_tags = true, true end
 
 -- Whether the project serves pipeline `q` (store::may_serve).
 local function serves(q)
@@ -170,6 +190,7 @@ local out_n = (#active > 0 and claims_limit > 0) and rcall('ZCARD', out) or 0
 local has_attempts = #active > 0 and rcall('EXISTS', attempts) == 1
 local new_attempts = {}
 local w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
+local origin = {}   -- item -> the queue part it was popped from (decay on only)
 local cursor = 1
 
 -- Items still wanted by the active requests; `capped` by the room under the claims limit.
@@ -192,6 +213,7 @@ local function screen(items, known)
     local n = ((known and known[item]) or tonumber(counts[i]) or 0) + 1
     if max_attempts > 0 and n > max_attempts then
       rcall('HSET', failed, item, cjson.encode({ reason = 'claimed ' .. (n - 1) .. ' times', t = now }))
+      rcall('HDEL', decay, item)
       timeline(tl, item, now, 'failed', '', '')
       stat(prefix, now, ST.failed)
     else
@@ -213,10 +235,13 @@ local function distribute(items, from)
     w_out[#w_out + 1] = item
     w_claims[#w_claims + 1] = item
     local n = new_attempts[item]
+    local part = origin[item]
     local key = from == 'reclaimed' and -n or n
+    if part then key = key .. ' ' .. part end
     local record = q.records[key]
     if not record then
-      record = q.record .. string.format('%d', n) .. (from == 'reclaimed' and ',"r":1}' or '}')
+      record = q.record .. string.format('%d', n) .. (part and (',"q":' .. cjson.encode(part)) or '')
+        .. (from == 'reclaimed' and ',"r":1}' or '}')
       q.records[key] = record
     end
     w_claims[#w_claims + 1] = record
@@ -225,8 +250,48 @@ local function distribute(items, from)
   end
 end
 
+-- Decay (see the header): items taken back from their claims (decoded records `olds`), each
+-- with its score multiplied by the factor, fail below the threshold or wait again in their
+-- queue part, behind fresher work.
+local DAY = 86400000
+local parts_in_order = {}
+for _, parts in ipairs(decaying and groups or {}) do
+  for _, part in ipairs(parts) do parts_in_order[part] = true end
+end
+local function requeue(items, olds)
+  if #items == 0 then return end
+  local raw = bulk_read('HMGET', decay, items)
+  for i, item in ipairs(items) do
+    local old = olds[item]
+    local score, reclaims = 1, 0
+    if raw[i] then
+      local s1, r1 = string.match(raw[i], '^(%S+) (%d+)$')
+      score, reclaims = tonumber(s1) or 1, tonumber(r1) or 0
+    end
+    score, reclaims = score * decay_factor, reclaims + 1
+    local shown = string.format('%.4g', score)
+    local line = timeline_line(now, 'decayed:' .. shown, '', '')
+    if score < decay_threshold then
+      rcall('HDEL', decay, item)
+      rcall('HSET', failed, item, cjson.encode({ t = now, reason = string.format(
+        'score %s after %d reclaims, below the decay threshold %s', shown, reclaims, tostring(decay_threshold)) }))
+      leave_claim(tl, nil, item, old, line .. '\n' .. timeline_line(now, 'failed', '', ''))
+      stat(prefix, now, ST.failed)
+    else
+      rcall('HSET', decay, item, string.format('%.9g %d', score, reclaims))
+      local part = (type(old.q) == 'string' and parts_in_order[old.q]) and old.q or Q.todo
+      local wait = math.min(DAY * (1 - score) / score, 3650 * DAY) + (fifo and 0 or DAY)
+      rcall('ZADD', prefix .. part, string.format('%d', math.floor(queue_clock() + wait)), item)
+      -- Its claim count waits in `attempts` for its next claim.
+      leave_claim(tl, attempts, item, old, line)
+      has_attempts = true
+    end
+  end
+end
+
 -- Takes back up to `want` claimed items: the oldest ones, or (ttl) those claimed longer than
--- ttl x their claim count ago.
+-- ttl x their claim count ago. With decay on they go back to their queues (or fail), else
+-- they are handed out at once.
 local function reclaim(want, ttl)
   local candidates
   if ttl then
@@ -234,7 +299,7 @@ local function reclaim(want, ttl)
   else
     candidates = rcall('ZRANGE', out, 0, want - 1)
   end
-  local taken, known = {}, {}
+  local taken, known, olds = {}, {}, {}
   for _, item in ipairs(candidates) do
     if #taken >= want then break end
     local old = decode_claim(rcall('HGET', claims, item))
@@ -242,27 +307,38 @@ local function reclaim(want, ttl)
       if old.d then w_dl[old.d] = (w_dl[old.d] or 0) - 1 end
       rcall('ZREM', out, item)
       rcall('HDEL', claims, item)
-      leave_claim(tl, nil, item, old, nil)
       out_n = out_n - 1
       taken[#taken + 1] = item
-      known[item] = tonumber(old.n)
+      if decaying then
+        olds[item] = old   -- its lines join the timeline in requeue
+      else
+        leave_claim(tl, nil, item, old, nil)
+        known[item] = tonumber(old.n)
+      end
     end
+  end
+  if decaying then
+    if #taken > 0 then stat(prefix, now, ST.reclaimed, #taken) end
+    return requeue(taken, olds)
   end
   local ok = screen(taken, known)
   distribute(ok, 'reclaimed')
   if #ok > 0 then stat(prefix, now, ST.reclaimed, #ok) end
 end
 
--- Pops up to `want` items from queue part `key`.
-local function pop(key, want)
+-- Pops up to `want` items from queue part `part` (with decay on, noting where each came from).
+local function pop(part, want)
+  local key, items = prefix .. part, {}
   if by_score then
     local flat = rcall('ZPOPMIN', key, want)
-    local items = {}
     for i = 1, #flat, 2 do items[#items + 1] = flat[i] end
-    return items
+  else
+    items = rcall('ZRANDMEMBER', key, want)
+    bulk('ZREM', key, items)
   end
-  local items = rcall('ZRANDMEMBER', key, want)
-  bulk('ZREM', key, items)
+  if decaying then
+    for _, item in ipairs(items) do origin[item] = part end
+  end
   return items
 end
 
@@ -270,7 +346,7 @@ end
 -- sizes, a limited part no more than its limiter allows.
 local function group_pop(parts, want)
   if #parts == 1 and not string.find(parts[1], '#', 1, true) then
-    return pop(prefix .. parts[1], want)
+    return pop(parts[1], want)
   end
   local caps, total = {}, 0
   for i, part in ipairs(parts) do
@@ -290,7 +366,7 @@ local function group_pop(parts, want)
     if #items >= want then break end
     local share = math.min(caps[i], math.ceil(want * caps[i] / total), want - #items)
     if share > 0 then
-      local popped = pop(prefix .. part, share)
+      local popped = pop(part, share)
       for _, item in ipairs(popped) do items[#items + 1] = item end
       local limiter = string.match(part, '#(.+)$')
       if limiter then
@@ -307,7 +383,7 @@ if #active > 0 then
   if (tonumber(rcall('HGET', stats, 'pq')) or 0) > 0 then
     for i, q in ipairs(active) do
       cursor = i
-      local mine = pop(prefix .. Q.personal .. q.d, q.need)
+      local mine = pop(Q.personal .. q.d, q.need)
       if #mine > 0 then
         rcall('HINCRBY', stats, 'pq', -#mine)
         distribute(screen(mine), 'claimed')
@@ -317,6 +393,8 @@ if #active > 0 then
   end
   -- 2. reclaims when the claims limit is reached
   if claims_limit > 0 and out_n >= claims_limit and short(false) > 0 then reclaim(short(false), nil) end
+  -- 2b. with decay on, claims that took too long go back to their queues first, decayed
+  if decaying and reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
   -- 3. the queues, in order; a group is popped again only if it gave all that was asked
   for _, parts in ipairs(groups) do
     local want = short(true)
@@ -328,8 +406,8 @@ if #active > 0 then
     end
     if short(true) == 0 then break end
   end
-  -- 4. reclaims of claims that took too long
-  if reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
+  -- 4. reclaims of claims that took too long (with decay off)
+  if not decaying and reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
 end
 
 -- Phase 3: every claim written at once.

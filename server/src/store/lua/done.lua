@@ -29,6 +29,8 @@
   KEYS[18] blocked:ip    hash    ip -> JSON block entry
   KEYS[19] log           stream  completion log
   KEYS[20] chart         list    "minute items bytes" cumulative, one entry per minute
+  KEYS[21] decay         hash    item -> decay score; a done item's entry goes
+  KEYS[22] u:month       hll     unique downloaders of this calendar month (ARGV[6])
   Derived (same slot): queue parts, todo:d:<downloader>, st:<day>, dlc:<downloader>, dlc_last,
   dw:<minute>, dwh:<hour>, u:dl:<day>, u:ip:<day>.
 
@@ -37,7 +39,8 @@
   ARGV[3]  history length to keep
   ARGV[4]  completion log length to keep
   ARGV[5]  R, the number of reports
-  ARGV[6..] per report: downloader, version, user agent, ip, id (JSON), pipeline ('' = none),
+  ARGV[6]  the calendar month of now (UTC), `YYYY-MM`, which KEYS[22] counts
+  ARGV[7..] per report: downloader, version, user agent, ip, id (JSON), pipeline ('' = none),
             D, D x (domain, bytes), M, M x item
 
   Every check of a report comes before its first write, so a report is applied whole or not at
@@ -68,6 +71,7 @@ local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEY
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local dl_version, dl_seen, domain_bytes, seq_key = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 local history, events, tl, blocked_ip, log, chart = KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20]
+local decay, month_uniques = KEYS[21], KEYS[22]
 local now, prefix = tonumber(ARGV[1]), ARGV[2]
 local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
 local history_len, log_len, nrep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -85,7 +89,7 @@ local minute = math.floor(now / 60000)
 
 -- The reports, and the distinct items they name.
 local reps, all, named = {}, {}, {}
-local a = 6
+local a = 7
 for r = 1, nrep do
   local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
     pipeline = ARGV[a + 5], doms = {}, items = {} }
@@ -392,6 +396,7 @@ if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
 -- Only items that were not claimed have a count here (and claims made before claim records
 -- held the count).
 if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
+if rcall('EXISTS', decay) == 1 then bulk('HDEL', decay, w_done) end
 bulk('SADD', done, w_done)
 timeline_many(tl, tl_items, tl_lines)
 hincr_many(dl_claims, w_dl)
@@ -452,21 +457,21 @@ if #evs > 0 then
   rcall('SPUBLISH', events, table.concat(evs, ','))
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end
--- Once per call: unique contributors.
-local function uniques(kind, set)
+-- Once per call: unique contributors, per day (31 days) and per calendar month (400 days).
+local function uniques(key, set, days)
   local members = {}
   for m in pairs(set) do members[#members + 1] = m end
   if #members > 0 then
-    local key = prefix .. 'u:' .. kind .. ':' .. day
-    -- PFADD answers 1 when it creates the key: the expiry is set then, not at every call.
+    -- PFADD answers 1 when it creates the key: the expiry is set then (NX), not at every call.
     local changed = 0
     for i = 1, #members, 1000 do
       changed = changed + rcall('PFADD', key, unpack(members, i, math.min(i + 999, #members)))
     end
-    if changed > 0 then rcall('EXPIRE', key, 31 * 86400) end
+    if changed > 0 then rcall('EXPIRE', key, days * 86400, 'NX') end
   end
 end
-uniques('dl', seen_dl)
-uniques('ip', seen_ip)
+uniques(prefix .. 'u:dl:' .. day, seen_dl, 31)
+uniques(prefix .. 'u:ip:' .. day, seen_ip, 31)
+uniques(month_uniques, seen_dl, 400)
 flush_stats(prefix, now)
 return cjson.encode(result)
