@@ -140,6 +140,7 @@ pub fn AdminApp() -> impl IntoView {
                     <Route path=path!("/admin/warrior") view=admin::WarriorPage/>
                     <Route path=path!("/admin/fleet") view=admin::FleetPage/>
                     <Route path=path!("/admin/tokens") view=admin::TokensPage/>
+                    <Route path=path!("/admin/pipelines") view=admin::PipelinesPage/>
                     <Route path=path!("/admin/p/:slug") view=admin::ProjectAdminPage/>
                 </Routes>
             </main>

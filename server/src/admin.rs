@@ -15,6 +15,7 @@
 //! | [`logs`] | the completion log as streamed NDJSON |
 //! | [`archive`] | archiving the completion log to gzip NDJSON files, listed and downloadable |
 //! | [`tokens`] | per-account API tokens for scripts |
+//! | [`pipelines`] | pipeline tokens for warrior clients (global admins) |
 //! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
 //! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
 //! | [`fleet`] | the fleet: API downloaders and Warrior HQ instances, with addresses and totals |
@@ -29,6 +30,7 @@ pub mod listing;
 pub mod login;
 pub mod logs;
 pub mod people;
+pub mod pipelines;
 pub mod projects;
 pub mod settings;
 pub mod tokens;

@@ -13,6 +13,7 @@
 //! | [`live`] | `/SLUG/ws`: the live websocket |
 //! | [`feed`] | `/SLUG/live`: server-sent events |
 //! | [`hq`] | `/api/register.json`, `/api/update.json`, `/api/stats.json`: Warrior HQ's fleet |
+//! | [`pipeline`] | `/SLUG/token=SECRET/...` and `Authorization: Bearer`: the calling pipeline |
 
 pub mod backfeed;
 pub mod downloaders;
@@ -21,5 +22,6 @@ pub mod feed;
 pub mod hq;
 pub mod live;
 pub mod pages;
+pub mod pipeline;
 pub mod public;
 pub mod warrior;

@@ -8,7 +8,9 @@ use crate::{
 };
 
 mod admin;
+mod pipeline;
 pub use admin::AdminCommand;
+pub use pipeline::PipelineCommand;
 
 /// `tracker [COMMAND]`
 #[derive(clap::Parser, Debug)]
@@ -86,6 +88,9 @@ pub enum Command {
     /// Manage admin panel accounts.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Manage pipeline tokens (what warrior clients claim with, for projects that ask for one).
+    #[command(subcommand)]
+    Pipeline(PipelineCommand),
     /// Verify a project's invariant; exits non-zero on any violation.
     Check {
         /// Project slug.
@@ -200,6 +205,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             "serve and precompress are not admin commands".into(),
         )),
         Command::Admin(cmd) => admin::run(store, cmd).await,
+        Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
         Command::Project(cmd) => run_project(store, &cli, cmd).await,
         Command::Items(ItemsCommand::Show { slug, item }) => {
             let status = store.item_status(&slug, &item).await?;

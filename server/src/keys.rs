@@ -23,7 +23,7 @@
 //! ns:{SLUG}:todo:d:<dl>        zset    a downloader's personal queue
 //! ns:{SLUG}:qseq               string  last FIFO queue score given (ms clock, see _lib.lua)
 //! ns:{SLUG}:out                zset    claimed items, scored by claim time (ms)
-//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r, q}
+//! ns:{SLUG}:claims             hash    item -> JSON claim record {d, ip, t, ua, v, n, r, q, p}
 //! ns:{SLUG}:attempts           hash    item -> times claimed, while not claimed (until done)
 //! ns:{SLUG}:done               set     completed items
 //! ns:{SLUG}:failed             hash    item -> JSON {reason, t}
@@ -75,6 +75,10 @@
 //! ns:admin:token:<sha256>      hash    API token (by the SHA-256 of its secret): user, id,
 //!                                      name, t                                       (global)
 //! ns:admin:tokens:<name>       hash    an account's tokens: id -> JSON {hash, name, t} (global)
+//! ns:pipelines                hash    pipeline name -> JSON {hash, name, tags, match_only, t}
+//!                                      (hash: the SHA-256 of its secret)              (global)
+//! ns:pipeline:<sha256>         string  the pipeline (JSON {name, tags, match_only, t}) whose
+//!                                      secret has this SHA-256; gone when revoked    (global)
 //! ns:rescue:<net>              string  rescue-me posts of an IPv4 address or IPv6 /64: GCRA
 //!                                      theoretical arrival time (ms), expiring     (global)
 //! ns:settings:version          string  settings version: bumped by every change of settings,
@@ -207,6 +211,16 @@ impl Keys {
     /// The API tokens of account `name`.
     pub fn admin_tokens(&self, name: &str) -> String {
         format!("{}:admin:tokens:{name}", self.ns)
+    }
+
+    /// Every pipeline, by name.
+    pub fn pipelines(&self) -> String {
+        format!("{}:pipelines", self.ns)
+    }
+
+    /// The pipeline whose secret's SHA-256 is `hash`.
+    pub fn pipeline(&self, hash: &str) -> String {
+        format!("{}:pipeline:{hash}", self.ns)
     }
 
     /// The rescue-me limiter of network `net` (an IPv4 address or IPv6 /64).

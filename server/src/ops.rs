@@ -11,11 +11,13 @@
 //! | [`items`] | adding items from a byte stream (plain, gzip or zstd) |
 //! | [`lines`] | the one reader of item lines under [`items`] |
 //! | [`accounts`] | creating accounts, changing them, password hashes |
+//! | [`pipelines`] | issuing, listing and revoking pipeline tokens |
 
 pub mod accounts;
 pub mod blocks;
 pub mod items;
 pub mod lines;
+pub mod pipelines;
 pub mod projects;
 pub mod settings;
 

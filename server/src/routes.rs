@@ -1,7 +1,7 @@
 //! The route table, grouped by who calls it.
 
 use crate::{
-    api::{backfeed, downloaders, extras, feed, hq, live, pages, public, warrior},
+    api::{backfeed, downloaders, extras, feed, hq, live, pages, pipeline, public, warrior},
     AppState,
 };
 use app::{admin_shell, shell, AdminApp};
@@ -190,7 +190,7 @@ pub fn router(state: AppState) -> Router {
                 .layer(CompressionLayer::new())
                 .layer(timeout),
         );
-    SECURITY_HEADERS
+    let app = SECURITY_HEADERS
         .into_iter()
         .fold(app, |app, (name, value)| {
             app.layer(SetResponseHeaderLayer::if_not_present(
@@ -198,14 +198,21 @@ pub fn router(state: AppState) -> Router {
                 HeaderValue::from_static(value),
             ))
         })
-        .with_state(state)
+        .with_state(state);
+    // A pipeline's token inside the tracker URL (`/SLUG/token=SECRET/...`) leaves the path
+    // before routing, so every warrior route takes it (`api::pipeline`).
+    Router::new().fallback_service(
+        tower::ServiceBuilder::new()
+            .map_request(pipeline::take_token_segment)
+            .service(app),
+    )
 }
 
 /// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
 fn admin_api(state: &AppState) -> Router<AppState> {
     use crate::admin::{
-        archive, auth, claims, csrf, fleet, items, listing, login, logs, people, projects,
-        session_layer, settings, tokens, warrior,
+        archive, auth, claims, csrf, fleet, items, listing, login, logs, people, pipelines,
+        projects, session_layer, settings, tokens, warrior,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
     // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
@@ -231,6 +238,11 @@ fn admin_api(state: &AppState) -> Router<AppState> {
             get(tokens::list_tokens).post(tokens::create_token),
         )
         .route("/tokens/{id}", delete(tokens::revoke_token))
+        .route(
+            "/pipelines",
+            get(pipelines::list_pipelines).post(pipelines::create_pipeline),
+        )
+        .route("/pipelines/{name}", delete(pipelines::revoke_pipeline))
         .route(
             "/warrior/projects",
             get(warrior::show_list).put(warrior::save_list),

@@ -4,7 +4,8 @@
 //! | module | what it is for |
 //! |---|---|
 //! | [`scripts`] | the Lua scripts (`lua/`), their shared helpers, typed replies, NOSCRIPT reload |
-//! | `items` | adding to queues, claiming, reporting done, releasing, where an item is |
+//! | `items` | adding to queues, claiming, reporting done, releasing |
+//! | `item_status` | where an item is: state, claim, decay score, timeline |
 //! | `projects` | creation, settings, the event history |
 //! | `admin_items` | the panel's bulk operations: claims by downloader, release, move, clear, failed |
 //! | `blocks` | blocks (per project and global), the rescue-me limiter, upload targets |
@@ -15,6 +16,7 @@
 //! | `backend` | the pages' data ([`app::backend::Backend`]) read from the above |
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
+//! | `pipelines` | pipeline tokens (only their SHA-256 stored), and which projects serve which |
 //! | `warrior` | the Warrior HQ project list and pages of the completion log |
 //! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
 //! | `listing` | projects' Warrior listings, recorded lifecycle changes, `auto_project` and its pin |
@@ -34,8 +36,10 @@ mod bloom;
 mod check;
 pub mod contributors;
 mod fleet;
+mod item_status;
 mod items;
 mod listing;
+mod pipelines;
 mod projects;
 pub mod scripts;
 mod settings_version;
@@ -56,7 +60,12 @@ pub use api_fleet::{
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
-pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ItemStatus};
+pub use item_status::ItemStatus;
+pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
+pub use pipelines::{
+    may_serve, tags_problem, valid_pipeline_name, CreatedPipeline, Pipeline, MAX_PIPELINES,
+    MAX_TAGS, PIPELINE_TTL,
+};
 pub use projects::{valid_part_name, valid_slug, NewProject, PatternLimit, Patterns, Settings};
 pub use scripts::Refusal;
 pub use settings_version::SettingsVersion;
@@ -169,6 +178,7 @@ pub struct Store {
     scripts: std::sync::Arc<Scripts>,
     settings_cache: std::sync::Arc<projects::SettingsCache>,
     global_blocks: std::sync::Arc<blocks::GlobalBlocksCache>,
+    pipeline_cache: std::sync::Arc<pipelines::PipelineCache>,
     settings_version: std::sync::Arc<SettingsVersion>,
     /// Contributors noted for the global monthly count, until the next flush.
     pending_contributors: std::sync::Arc<contributors::Pending>,
@@ -220,6 +230,7 @@ impl Store {
             scripts: std::sync::Arc::new(Scripts::new()),
             settings_cache: Default::default(),
             global_blocks: Default::default(),
+            pipeline_cache: Default::default(),
             settings_version: Default::default(),
             pending_contributors: Default::default(),
             fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,

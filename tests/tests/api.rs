@@ -36,6 +36,7 @@ mod api {
     mod live;
     mod live_frames;
     mod pages;
+    mod pipelines;
     mod processes;
     mod protocol;
     mod public;

@@ -9,10 +9,12 @@
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
 //! | [`listing`] (re-exported) | a project's Warrior listing and lifecycle, `auto_project` |
 //! | [`fleet`] (re-exported) | the fleet: API downloaders and Warrior HQ instances, with totals |
+//! | [`pipeline`] (re-exported) | pipeline tokens: as listed, and as created with their secret |
 
 mod fleet;
 mod item;
 mod listing;
+mod pipeline;
 mod project;
 mod warrior;
 
@@ -25,6 +27,7 @@ pub use fleet::{
 };
 pub use item::{ItemInfo, TimelineEntry};
 pub use listing::{AutoCandidate, AutoProject, Listing, ProjectListing};
+pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
     PatternLimit, ProjectSettings, Queues, Settings, UploadTargets, DEFAULT_DECAY_THRESHOLD,

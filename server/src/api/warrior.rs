@@ -1,6 +1,7 @@
 //! The warrior API (PROTOCOL.md): request, multi-item request, done, done+request, release,
 //! and item status.
 
+use super::pipeline::CallerPipeline;
 use crate::web::{
     is_admin, known_project, request_ip, user_agent, within_deadline, ApiError, ApiResult,
 };
@@ -118,6 +119,7 @@ async fn serve_claim(
     state: &AppState,
     slug: &str,
     caller: &Caller,
+    pipeline: &CallerPipeline,
     req: RequestBody,
     n: usize,
 ) -> ApiResult<Response> {
@@ -150,38 +152,49 @@ async fn serve_claim(
         version,
         n,
         name_ok,
+        pipeline: pipeline.0.clone(),
     };
     let outcome = match state.batcher.claim(slug, request).await {
         Err(StoreError::NoProject) => return Err(ApiError::no_project()),
         other => other?,
     };
-    let items = match outcome {
-        ClaimOutcome::Items(items) => items,
-        ClaimOutcome::Refused(Refusal::OldVersion) => {
-            let status = StatusCode::from_u16(455).unwrap_or(StatusCode::BAD_REQUEST);
-            return Err(ApiError::Client(
-                status,
-                "Your script version is too old; please update.".into(),
-            ));
-        }
-        ClaimOutcome::Refused(Refusal::BadName) => {
-            return Err(ApiError::bad_request("Invalid downloader name."))
-        }
-        ClaimOutcome::Refused(Refusal::Blocked) => return Err(ApiError::forbidden("Blocked.")),
-        ClaimOutcome::Refused(Refusal::NotActive) => {
-            return Err(ApiError::not_found("The project is not handing out items."))
-        }
-        ClaimOutcome::Refused(Refusal::Budget) => {
-            return Err(ApiError::not_found("You hold your maximum of claims."))
-        }
-        ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) => {
-            return Err(ApiError::RateLimited(wait_ms.div_ceil(1000).max(1)))
-        }
-        ClaimOutcome::Refused(Refusal::NothingToGive) => {
-            return Err(ApiError::not_found("No item available."))
-        }
-        ClaimOutcome::Refused(other) => return Err(StoreError::Refused(other).into()),
-    };
+    let items =
+        match outcome {
+            ClaimOutcome::Items(items) => items,
+            ClaimOutcome::Refused(Refusal::OldVersion) => {
+                let status = StatusCode::from_u16(455).unwrap_or(StatusCode::BAD_REQUEST);
+                return Err(ApiError::Client(
+                    status,
+                    "Your script version is too old; please update.".into(),
+                ));
+            }
+            ClaimOutcome::Refused(Refusal::BadName) => {
+                return Err(ApiError::bad_request("Invalid downloader name."))
+            }
+            ClaimOutcome::Refused(Refusal::Blocked) => return Err(ApiError::forbidden("Blocked.")),
+            ClaimOutcome::Refused(Refusal::TokenRequired) => return Err(ApiError::forbidden(
+                "This project hands out items to pipelines only: put your pipeline token in the \
+                 tracker URL (/SLUG/token=SECRET/) or send Authorization: Bearer SECRET.",
+            )),
+            ClaimOutcome::Refused(Refusal::NotForPipeline) => {
+                return Err(ApiError::forbidden(
+                    "This project does not serve your pipeline: their tags do not match.",
+                ))
+            }
+            ClaimOutcome::Refused(Refusal::NotActive) => {
+                return Err(ApiError::not_found("The project is not handing out items."))
+            }
+            ClaimOutcome::Refused(Refusal::Budget) => {
+                return Err(ApiError::not_found("You hold your maximum of claims."))
+            }
+            ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) => {
+                return Err(ApiError::RateLimited(wait_ms.div_ceil(1000).max(1)))
+            }
+            ClaimOutcome::Refused(Refusal::NothingToGive) => {
+                return Err(ApiError::not_found("No item available."))
+            }
+            ClaimOutcome::Refused(other) => return Err(StoreError::Refused(other).into()),
+        };
     let name = items.join("\0");
     if !is_v2(&req.api_version) {
         return Ok(name.into_response());
@@ -197,23 +210,26 @@ async fn serve_claim(
 }
 
 /// `POST /SLUG/request`: claims one item.
-#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
+#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 pub async fn claim_items(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     caller: Caller,
+    pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: RequestBody = parse(&body)?;
-    within_deadline(&state, serve_claim(&state, &slug, &caller, req, 1)).await
+    let claim = serve_claim(&state, &slug, &caller, &pipeline, req, 1);
+    within_deadline(&state, claim).await
 }
 
 /// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
-#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
+#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 pub async fn claim_multi(
     State(state): State<AppState>,
     Path((slug, multi)): Path<(String, String)>,
     caller: Caller,
+    pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
     let max = state.config.limits.multi;
@@ -227,10 +243,16 @@ pub async fn claim_multi(
             ))
         })?;
     let req: RequestBody = parse(&body)?;
-    within_deadline(&state, serve_claim(&state, &slug, &caller, req, n)).await
+    let claim = serve_claim(&state, &slug, &caller, &pipeline, req, n);
+    within_deadline(&state, claim).await
 }
 
-fn done_report(limits: &Limits, req: &DoneBody, caller: &Caller) -> ApiResult<DoneReport> {
+fn done_report(
+    limits: &Limits,
+    req: &DoneBody,
+    caller: &Caller,
+    pipeline: &CallerPipeline,
+) -> ApiResult<DoneReport> {
     let version = req.version.clone().unwrap_or_default();
     let checked = limits
         .check_downloader(&req.downloader)
@@ -250,6 +272,7 @@ fn done_report(limits: &Limits, req: &DoneBody, caller: &Caller) -> ApiResult<Do
         id,
         bytes,
         items,
+        pipeline: pipeline.name().to_string(),
     })
 }
 
@@ -280,6 +303,9 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
         DoneOutcome::Refused(Refusal::NeverHandedOut { item }) => Err(ApiError::not_found(
             format!("Item {item} was never handed out; it stays in its queue."),
         )),
+        DoneOutcome::Refused(Refusal::OtherPipeline { item }) => Err(ApiError::forbidden(format!(
+            "Item {item} is claimed by another pipeline; only it may report it."
+        ))),
         DoneOutcome::Refused(Refusal::Invalid) => Err(ApiError::bad_request(
             "bytes must be integers from 0 to 2^50 and items non-empty.",
         )),
@@ -295,43 +321,48 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
 }
 
 /// `POST /SLUG/done`: records completed items; `OK`.
-#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
+#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 pub async fn report_done(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     caller: Caller,
+    pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    let report = done_report(&state.config.limits, &req, &caller)?;
+    let report = done_report(&state.config.limits, &req, &caller, &pipeline)?;
     within_deadline(&state, record_done(&state, &slug, report)).await?;
     Ok("OK\n".into_response())
 }
 
 /// `POST /SLUG/done+request`: a done, then a request for the same downloader.
-#[tracing::instrument(skip(state, caller, body), fields(ip = %caller.ip))]
+#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 pub async fn report_done_and_claim(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     caller: Caller,
+    pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: DoneBody = parse(&body)?;
-    let report = done_report(&state.config.limits, &req, &caller)?;
+    let report = done_report(&state.config.limits, &req, &caller, &pipeline)?;
     within_deadline(&state, record_done(&state, &slug, report)).await?;
     let next = RequestBody {
         downloader: req.downloader,
         api_version: req.api_version,
         version: req.version,
     };
-    within_deadline(&state, serve_claim(&state, &slug, &caller, next, 1)).await
+    let claim = serve_claim(&state, &slug, &caller, &pipeline, next, 1);
+    within_deadline(&state, claim).await
 }
 
-/// `POST /SLUG/release`: the claimant (or an admin) gives an item back.
+/// `POST /SLUG/release`: the claimant (or an admin) gives an item back; a pipeline's claim,
+/// only that pipeline.
 pub async fn release_item(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     caller: Caller,
+    pipeline: CallerPipeline,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
@@ -359,12 +390,13 @@ pub async fn release_item(
     }
     match state
         .store
-        .release(
+        .release_as(
             &slug,
             &req.item,
             &req.downloader,
             &caller.ip,
             admin,
+            pipeline.name(),
             now_ms(),
         )
         .await
@@ -373,6 +405,9 @@ pub async fn release_item(
         Ok(false) => Err(ApiError::not_found("The item is not claimed.")),
         Err(StoreError::Refused(Refusal::NotClaimant)) => Err(ApiError::forbidden(
             "Only the claimant, from the IP it claimed from, or an admin may release it.",
+        )),
+        Err(StoreError::Refused(Refusal::OtherPipeline { .. })) => Err(ApiError::forbidden(
+            "The item is claimed by another pipeline; only it, or an admin, may release it.",
         )),
         Err(e) => Err(e.into()),
     }

@@ -116,6 +116,9 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
     }
     check_decay(s.decay_factor, s.decay_threshold)?;
     check_shards(&s.backfeed_shards)?;
+    if let Some(problem) = crate::store::tags_problem(&s.tags) {
+        return Err(problem);
+    }
     check_pattern_limits(s)?;
     check_extra(s)
 }

@@ -1,11 +1,10 @@
-//! Items: adding to queues, claiming, reporting done, releasing, and asking where one is.
+//! Items: adding to queues, claiming, reporting done, releasing (where one is: `item_status`).
 
 use super::{
     scripts::{Accepted, Batch, Refusal, Reply},
     Store, StoreError, StoreResult,
 };
 use crate::keys::{HISTORY_LEN, LOG_LEN, PERSONAL, TODO};
-use app::model::admin::TimelineEntry;
 use fred::prelude::*;
 use serde::Deserialize;
 
@@ -26,6 +25,8 @@ pub struct ClaimRequest {
     pub name_ok: bool,
     /// Whether the IP or name is on the global block list.
     pub globally_blocked: bool,
+    /// The pipeline whose token came with the claim, if one did.
+    pub pipeline: Option<std::sync::Arc<super::Pipeline>>,
 }
 
 /// What a claim request got.
@@ -34,8 +35,8 @@ pub enum ClaimOutcome {
     /// The items claimed (at least one).
     Items(Vec<String>),
     /// Refused: [`Refusal::OldVersion`], [`Refusal::BadName`], [`Refusal::Blocked`],
-    /// [`Refusal::NotActive`], [`Refusal::Budget`], [`Refusal::RateLimited`] or
-    /// [`Refusal::NothingToGive`].
+    /// [`Refusal::TokenRequired`], [`Refusal::NotForPipeline`], [`Refusal::NotActive`],
+    /// [`Refusal::Budget`], [`Refusal::RateLimited`] or [`Refusal::NothingToGive`].
     Refused(Refusal),
 }
 
@@ -56,6 +57,8 @@ pub struct DoneReport {
     pub bytes: Vec<(String, u64)>,
     /// The items (one, or a subset of a claimed batch).
     pub items: Vec<String>,
+    /// The name of the pipeline whose token came with the report (empty: none).
+    pub pipeline: String,
 }
 
 /// What a done report did.
@@ -71,8 +74,8 @@ pub enum DoneOutcome {
         seq: u64,
     },
     /// Refused: [`Refusal::Invalid`], [`Refusal::UnknownItem`], [`Refusal::NeverHandedOut`],
-    /// [`Refusal::Overflow`] (nothing changed) or [`Refusal::DomainMismatch`] (the IP is
-    /// blocked, the items released).
+    /// [`Refusal::OtherPipeline`], [`Refusal::Overflow`] (nothing changed) or
+    /// [`Refusal::DomainMismatch`] (the IP is blocked, the items released).
     Refused(Refusal),
 }
 
@@ -82,71 +85,6 @@ struct Recorded {
     counted: u64,
     duplicates: u64,
     seq: u64,
-}
-
-/// Where an item is, as `item_status.lua` answers it.
-#[derive(Deserialize)]
-struct Whereabouts {
-    state: Place,
-    detail: String,
-    timeline: String,
-    decay: String,
-}
-
-/// The states `item_status.lua` names.
-#[derive(Deserialize, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Place {
-    Out,
-    Done,
-    Failed,
-    Queued,
-    Unknown,
-}
-
-impl Place {
-    fn name(&self) -> Option<&'static str> {
-        match self {
-            Place::Out => Some("out"),
-            Place::Done => Some("done"),
-            Place::Failed => Some("failed"),
-            Place::Queued => Some("todo"),
-            Place::Unknown => None,
-        }
-    }
-}
-
-/// Where an item is (`GET /SLUG/items/ITEM.json`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ItemStatus {
-    /// `todo`, `out`, `done`, `failed`, or `None` when unknown.
-    pub state: Option<String>,
-    /// The claimant, when out.
-    pub downloader: Option<String>,
-    /// The queue part, claim record or failure reason (JSON or name).
-    pub detail: String,
-    /// The last transitions, JSON array of `{t, e, d, v}` ([`TimelineEntry`]; `decayed` lines
-    /// add the `score`).
-    pub timeline: String,
-    /// The decay score, when below 1.
-    pub score: Option<f64>,
-    /// How many reclaims decayed it.
-    pub reclaims: u64,
-}
-
-/// The stored timeline (lines `time event who version`, `-` for none) as a JSON array of
-/// [`TimelineEntry`]: `{"t": ms, "e": event, "d": who, "v": version}`, with `"score"` on
-/// `decayed` lines.
-fn timeline_json(stored: &str) -> String {
-    serde_json::to_string(&TimelineEntry::parse_all(stored)).unwrap_or_else(|_| "[]".into())
-}
-
-/// The score and reclaims of a stored decay entry `score reclaims` (`None` for none).
-fn decay_of(raw: &str) -> (Option<f64>, u64) {
-    let mut f = raw.split(' ');
-    let score = f.next().and_then(|s| s.parse::<f64>().ok());
-    let reclaims = f.next().and_then(|r| r.parse().ok()).unwrap_or(0);
-    (score, reclaims)
 }
 
 /// How many items one `add_items` call carries.
@@ -239,7 +177,7 @@ impl Store {
             k.stats(),
             k.decay(),
         ];
-        let mut args = Vec::with_capacity(3 + 7 * requests.len());
+        let mut args = Vec::with_capacity(3 + 10 * requests.len());
         args.push(Value::from(now_ms as i64));
         args.push(Value::from(k.prefix()));
         args.push(Value::from(requests.len() as i64));
@@ -251,6 +189,14 @@ impl Store {
             args.push(Value::from(r.n.max(1) as i64));
             args.push(Value::from(if r.name_ok { "1" } else { "0" }));
             args.push(Value::from(if r.globally_blocked { "1" } else { "0" }));
+            let p = r.pipeline.as_deref();
+            args.push(Value::from(p.map_or("", |p| p.name.as_str())));
+            args.push(Value::from(p.map(|p| p.tags.join(",")).unwrap_or_default()));
+            args.push(Value::from(if p.is_some_and(|p| p.match_only) {
+                "1"
+            } else {
+                "0"
+            }));
         }
         let replies = match self
             .scripts
@@ -345,6 +291,7 @@ impl Store {
             } else {
                 r.id.as_str()
             }));
+            args.push(Value::from(r.pipeline.as_str()));
             args.push(Value::from(r.bytes.len() as i64));
             for (domain, bytes) in &r.bytes {
                 args.push(Value::from(domain.as_str()));
@@ -403,9 +350,8 @@ impl Store {
         v.pop().ok_or_else(|| reply_err("done", "no answer"))
     }
 
-    /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
-    /// `Err(Refused(NotClaimant))` when `who` at `ip` is neither its claimant at the IP it
-    /// claimed from nor an admin.
+    /// Gives a claimed item back to `todo` for a caller without a pipeline (see
+    /// [`Store::release_as`]).
     pub async fn release(
         &self,
         slug: &str,
@@ -413,6 +359,25 @@ impl Store {
         who: &str,
         ip: &str,
         admin: bool,
+        now_ms: u64,
+    ) -> StoreResult<bool> {
+        self.release_as(slug, item, who, ip, admin, "", now_ms)
+            .await
+    }
+
+    /// Gives a claimed item back to `todo`: `Ok(true)` released, `Ok(false)` not claimed,
+    /// `Err(Refused(NotClaimant))` when `who` at `ip` is neither its claimant at the IP it
+    /// claimed from nor an admin, `Err(Refused(OtherPipeline))` when a pipeline claimed it and
+    /// `pipeline` (empty: none) is not that one (admins excepted).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn release_as(
+        &self,
+        slug: &str,
+        item: &str,
+        who: &str,
+        ip: &str,
+        admin: bool,
+        pipeline: &str,
         now_ms: u64,
     ) -> StoreResult<bool> {
         let k = self.keys.project(slug);
@@ -430,6 +395,7 @@ impl Store {
             Value::from(who),
             Value::from(if admin { "1" } else { "0" }),
             Value::from(ip),
+            Value::from(pipeline),
         ];
         match self
             .scripts
@@ -440,42 +406,5 @@ impl Store {
             Err(Refusal::NotClaimed) => Ok(false),
             Err(refusal) => Err(StoreError::Refused(refusal)),
         }
-    }
-
-    /// Where `item` is.
-    pub async fn item_status(&self, slug: &str, item: &str) -> StoreResult<ItemStatus> {
-        let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.claims(),
-            k.done(),
-            k.failed(),
-            k.timeline(),
-            k.decay(),
-        ];
-        let args = vec![Value::from(k.prefix()), Value::from(item)];
-        let Whereabouts {
-            state,
-            detail,
-            timeline,
-            decay,
-        } = self
-            .scripts
-            .call(self.pool.next(), &self.scripts.item_status, keys, args)
-            .await?
-            .map_err(StoreError::Refused)?;
-        let downloader = (state == Place::Out)
-            .then(|| serde_json::from_str::<serde_json::Value>(&detail).ok())
-            .flatten()
-            .and_then(|c| c["d"].as_str().map(String::from));
-        Ok(ItemStatus {
-            state: state.name().map(String::from),
-            downloader,
-            detail,
-            timeline: timeline_json(&timeline),
-            score: decay_of(&decay).0,
-            reclaims: decay_of(&decay).1,
-        })
     }
 }

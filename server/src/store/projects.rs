@@ -79,8 +79,26 @@ pub fn valid_slug(slug: &str) -> bool {
 /// Names a project cannot take: the first path segment of a site route (`/admin/`, `/api/...`,
 /// `/board/...`), or a fixed segment of the admin API that would shadow `/admin/api/SLUG`.
 const RESERVED_SLUGS: &[&str] = &[
-    "admin", "api", "pkg", "now", "healthz", "backfeed", "session", "login", "logout", "setup",
-    "overview", "projects", "blocks", "unblock", "users", "audit", "warrior", "tokens", "board",
+    "admin",
+    "api",
+    "pkg",
+    "now",
+    "healthz",
+    "backfeed",
+    "session",
+    "login",
+    "logout",
+    "setup",
+    "overview",
+    "projects",
+    "blocks",
+    "unblock",
+    "users",
+    "audit",
+    "warrior",
+    "tokens",
+    "board",
+    "pipelines",
 ];
 
 /// Whether `name` may name a pattern limit or shard.
@@ -180,6 +198,8 @@ impl Store {
                 "pattern_limits".into(),
                 serde_json::to_string(&s.pattern_limits).unwrap_or_default(),
             ),
+            ("require_token".into(), b(s.require_token)),
+            ("tags".into(), s.tags.join(",")),
             ("queues".into(), queue_order(s, &shards)),
         ];
         for p in &s.pattern_limits {
@@ -276,6 +296,12 @@ impl Store {
             bloom_capacity: num("bloom_capacity").unwrap_or(defaults.bloom_capacity),
             extra: serde_json::from_str(&text("extra")).unwrap_or_default(),
             pattern_limits: serde_json::from_str(&text("pattern_limits")).unwrap_or_default(),
+            require_token: text("require_token") == "1",
+            tags: text("tags")
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
         };
         let patterns = Patterns(
             settings

@@ -34,12 +34,13 @@
 //!
 //! ```text
 //! claim          {"err":"no_project"} | [per request: ["item", ...] | refusal]
-//!                  refusals: old_version, bad_name, blocked, not_active, budget,
-//!                            rate_limited {wait_ms}, nothing_to_give
+//!                  refusals: old_version, bad_name, blocked, token_required,
+//!                            not_for_pipeline, not_active, budget, rate_limited {wait_ms},
+//!                            nothing_to_give
 //! done           [per report: {"counted":n,"duplicates":n,"seq":n} | refusal]
 //!                  refusals: invalid, unknown_item {item}, never_handed_out {item},
-//!                            overflow, domain_mismatch
-//! release        {} | refusal: not_claimed, not_claimant
+//!                            other_pipeline {item}, overflow, domain_mismatch
+//! release        {} | refusal: not_claimed, not_claimant, other_pipeline {item}
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
 //! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"...",

@@ -1,9 +1,10 @@
 //! The settings version, after ArchiveBot's `settings_age`: every change of what processes
 //! cache or obey (a project's settings, a project made or destroyed, a block, an upload target,
-//! the warrior project list) bumps one counter and publishes the new value. Each process drops
-//! its cached settings when it hears a newer version, and one that missed the message (its
-//! subscription was down) finds the version on its next read: cached settings are used only
-//! after a check of the counter, made at most every [`CHECK_EVERY`] by one caller at a time.
+//! the warrior project list, a pipeline revoked) bumps one counter and publishes the new value.
+//! Each process drops its cached settings (and pipeline lookups) when it hears a newer version,
+//! and one that missed the message (its subscription was down) finds the version on its next
+//! read: cached settings are used only after a check of the counter, made at most every
+//! [`CHECK_EVERY`] by one caller at a time.
 
 use super::{Store, StoreResult};
 use fred::prelude::*;
@@ -118,6 +119,7 @@ impl Store {
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         *self.global_blocks.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.forget_cached_pipelines();
     }
 
     /// Follows published settings versions until `stop` is cancelled (the server stops): a task

@@ -258,6 +258,7 @@ async fn a_batch_done_writes_each_item_its_own_claim_line() {
         id: "null".into(),
         bytes: vec![("data".into(), 30)],
         items: strings(&["a", "b", "c"]),
+        ..Default::default()
     };
     app.store.done("p", &report, T0 + 2).await.unwrap();
     let lines = |item: &'static str| {

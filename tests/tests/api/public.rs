@@ -234,6 +234,7 @@ async fn downloader_charts_keep_a_point_per_active_minute() {
         id: "null".into(),
         bytes: vec![("data".into(), bytes)],
         items: vec![item.into()],
+        ..Default::default()
     };
     // Minutes 1000, 1000, 1002, 1003 (as the tracker's clock gives them), then 1003 again.
     let minute = |m: u64, s: u64| m * 60_000 + s * 1000;

@@ -8,9 +8,10 @@ use server::{
     keys::Keys,
     store::{
         now_ms, scripts::Scripts, BackfeedRecord, ClaimOutcome, ClaimRequest, DoneOutcome,
-        DoneReport, Refusal, StoreError,
+        DoneReport, Pipeline, Refusal, StoreError,
     },
 };
+use std::sync::Arc;
 use tests::TestApp;
 
 const T0: u64 = 1_700_000_000_000;
@@ -223,6 +224,62 @@ async fn release_refusals() {
         .await
         .unwrap();
     assert_eq!(reply.unwrap_err(), Refusal::NotClaimed);
+    app.assert_invariant("p").await;
+}
+
+/// A claim request of `name` made with pipeline `pipeline` carrying `tags`.
+fn with_pipeline(name: &str, pipeline: &str, tags: &[&str]) -> ClaimRequest {
+    ClaimRequest {
+        pipeline: Some(Arc::new(Pipeline {
+            name: pipeline.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            ..Pipeline::default()
+        })),
+        ..who(name)
+    }
+}
+
+#[tokio::test]
+async fn pipeline_refusals() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b"]).await;
+    app.settings("p", |s| s.require_token = true).await;
+    assert_eq!(
+        claim_refusal(&app, &who("alice"), T0).await,
+        Refusal::TokenRequired
+    );
+    app.settings("p", |s| s.tags = vec!["east".into()]).await;
+    let west = with_pipeline("alice", "w", &["west"]);
+    assert_eq!(
+        claim_refusal(&app, &west, T0).await,
+        Refusal::NotForPipeline
+    );
+    let east = with_pipeline("alice", "e", &["east"]);
+    let ClaimOutcome::Items(items) = app.store.claim("p", &east, T0).await.unwrap() else {
+        panic!("the east pipeline is served")
+    };
+    let item = items[0].clone();
+    // Another pipeline, or none, reports or releases it: refused.
+    for pipeline in ["w", ""] {
+        let report = DoneReport {
+            pipeline: pipeline.into(),
+            ..report("alice", &item, "data", 1)
+        };
+        assert_eq!(
+            done_refusal(&app, &report).await,
+            Refusal::OtherPipeline { item: item.clone() }
+        );
+        let err = app
+            .store
+            .release_as("p", &item, "alice", "", false, pipeline, now_ms())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Refused(Refusal::OtherPipeline { .. })),
+            "{err:?}"
+        );
+    }
+    assert_eq!(app.counts("p").await.out, 1);
     app.assert_invariant("p").await;
 }
 

@@ -85,6 +85,15 @@ pub struct Settings {
     pub extra: BTreeMap<String, String>,
     /// Pattern limits.
     pub pattern_limits: Vec<PatternLimit>,
+    /// Claims need a pipeline token (in the URL, `/SLUG/token=SECRET/`, or as a bearer token).
+    #[serde(default)]
+    pub require_token: bool,
+    /// Pipeline tags (up to 16, each `[a-z0-9_-]{1,32}`): when any, a claim with a token is
+    /// served only if its pipeline carries one of them; match-only pipelines are served only by
+    /// projects naming one of their tags. Claims without a token are governed by
+    /// `require_token` alone.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 /// The decay factor the panel suggests when decay is switched on.

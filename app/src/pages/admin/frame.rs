@@ -20,12 +20,13 @@ enum Who {
 }
 
 /// The panel's pages in the navigation: (path, label, who sees it).
-const PAGES: [(&str, &str, Who); 7] = [
+const PAGES: [(&str, &str, Who); 8] = [
     ("/admin", "Projects", Who::Everyone),
     ("/admin/fleet", "Fleet", Who::Everyone),
     ("/admin/blocks", "Blocks", Who::Everyone),
     ("/admin/warrior", "Warrior list", Who::Everyone),
     ("/admin/users", "Accounts", Who::Global),
+    ("/admin/pipelines", "Pipelines", Who::Global),
     ("/admin/audit", "Audit log", Who::Everyone),
     ("/admin/tokens", "API tokens", Who::Actors),
 ];

@@ -59,7 +59,7 @@ macro_rules! field {
 }
 
 /// The plain fields of the form.
-const FIELDS: [Field; 14] = [
+const FIELDS: [Field; 15] = [
     field!(title, "Title", Text),
     field!(banner, "Banner (a message on the pages)", Text),
     field!(domains, "Byte domains (comma-separated)", List),
@@ -84,6 +84,11 @@ const FIELDS: [Field; 14] = [
     field!(
         backfeed_shards,
         "Backfeed shards a call may name (comma-separated)",
+        List
+    ),
+    field!(
+        tags,
+        "Pipeline tags: serve only pipelines carrying one (comma-separated; empty: any)",
         List
     ),
 ];
@@ -162,6 +167,7 @@ pub fn SettingsEditor(
         RwSignal::new(String::new()),
     );
     let (fifo, ignore_blocks) = (RwSignal::new(false), RwSignal::new(false));
+    let require_token = RwSignal::new(false);
     // Score decay: on when its factor is above 0; switching it on suggests a factor.
     let (decay_on, decay_factor, decay_threshold) = (
         RwSignal::new(false),
@@ -192,6 +198,7 @@ pub fn SettingsEditor(
         state.set(s.state.clone());
         fifo.set(s.fifo);
         ignore_blocks.set(s.ignore_global_blocks);
+        require_token.set(s.require_token);
         decay_on.set(s.decay_factor > 0.0);
         decay_factor.set(number(s.decay_factor));
         decay_threshold.set(number(s.decay_threshold));
@@ -236,6 +243,7 @@ pub fn SettingsEditor(
         s.state = state.get_untracked();
         s.fifo = fifo.get_untracked();
         s.ignore_global_blocks = ignore_blocks.get_untracked();
+        s.require_token = require_token.get_untracked();
         s.decay_factor = if decay_on.get_untracked() {
             float(&decay_factor.get_untracked(), "Decay factor")?
         } else {
@@ -326,6 +334,7 @@ pub fn SettingsEditor(
                 <label>"Priority (niceness: lower runs first, for auto_project and the overview)" <input bind:value=priority readonly=ro/></label>
                 <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
                 <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
+                <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>
                 <label class="check"><input type="checkbox" prop:checked=move || decay_on.get() on:change=move |ev| switch_decay(event_target_checked(&ev)) disabled=ro/> "Score decay: each reclaim multiplies an item's score by the factor and moves it back in its queue"</label>
                 <label>"Decay factor (0 to 1; 0: off)" <input bind:value=decay_factor readonly=move || ro || !decay_on.get()/></label>
                 <label>"Decay threshold (below it an item fails)" <input bind:value=decay_threshold readonly=ro/></label>

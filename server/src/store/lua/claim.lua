@@ -24,8 +24,9 @@
   most as many as the batch wants), so such an item may be served again in the same call if it
   is the lowest score left. Its timeline gets a line `decayed:SCORE`.
 
-  Checks per request, in PROTOCOL.md's order: version, name, blocked, state, per-downloader
-  budget, rate limit, nothing to give (the refusals below).
+  Checks per request, in PROTOCOL.md's order: version, name, blocked, pipeline token (required,
+  and tags: store::may_serve decides the same), state, per-downloader budget, rate limit,
+  nothing to give (the refusals below).
   The batch is served in three phases so that Redis sees a few variadic calls per batch, not
   several calls per item: checks (one HMGET per table for all requests, the rate limiter kept
   in a local), then items popped for all requests at once and handed out in request order,
@@ -35,11 +36,12 @@
                              dl_max_claims, reclaim_ttl, max_attempts, fifo,
                              ignore_global_blocks, queues, pl:<name> ("rate burst"),
                              shuffled (1: random order is in the queues' scores),
-                             decay_factor, decay_threshold
+                             decay_factor, decay_threshold, require_token (1: claims need
+                             a pipeline), tags (comma-joined)
   KEYS[2]  out         zset  claimed items by claim time (ms)
   KEYS[3]  claims      hash  item -> JSON claim record {d, ip, t, ua, v, n (claim count),
                              r (1 when reclaimed), q (the queue part it came from, with
-                             decay on)}
+                             decay on), p (the pipeline, when claimed with one)}
   KEYS[4]  attempts    hash  item -> times claimed, for items not claimed now (a claim keeps
                              its count in its record; the count returns here if the item
                              leaves the claim undone)
@@ -57,14 +59,19 @@
   ARGV[1]  now (ms)
   ARGV[2]  key prefix `ns:{SLUG}:`
   ARGV[3]  R, the number of requests
-  ARGV[4 + 7(r-1) ..]  per request: downloader, ip, user agent, version ('' = none),
-                       N (>= 1), name_ok (1/0), globally_blocked (1/0)
+  ARGV[4 + 10(r-1) ..] per request: downloader, ip, user agent, version ('' = none),
+                       N (>= 1), name_ok (1/0), globally_blocked (1/0), pipeline name
+                       ('' = none), pipeline tags (comma-joined), match_only (1/0)
 
   Output: JSON. {"err":"no_project"} when there is no such project; else an array with, per
   request in order, the items claimed (an array, never empty) or a refusal:
     {"err":"old_version"}  the version is missing or below min_version
     {"err":"bad_name"}     name_ok is 0
     {"err":"blocked"}      globally blocked (unless ignored), or blocked in the project
+    {"err":"token_required"}    no pipeline, and the project requires one
+    {"err":"not_for_pipeline"}  the project's tags and the pipeline's do not match (a project
+                           with tags serves pipelines carrying one; a match-only pipeline is
+                           served by projects naming one of its tags)
     {"err":"not_active"}   the project is paused or aborted (state is neither active nor
                            draining, which older versions set by hand)
     {"err":"budget"}       the downloader holds dl_max_claims items
@@ -82,7 +89,7 @@ local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local s = rcall('HMGET', meta, 'title', 'state', 'min_version', 'rate', 'burst', 'claims_limit',
   'dl_max_claims', 'reclaim_ttl', 'max_attempts', 'fifo', 'ignore_global_blocks', 'queues', 'shuffled',
-  'decay_factor', 'decay_threshold')
+  'decay_factor', 'decay_threshold', 'require_token', 'tags')
 if not s[1] then return cjson.encode({ err = 'no_project' }) end
 local state, min_version = s[2] or 'active', s[3] or ''
 local rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
@@ -94,13 +101,25 @@ local by_score = fifo or s[13] == '1'
 local serving = state == 'active' or state == 'draining'
 local decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or 0.005
 local decaying = decay_factor > 0 and decay_factor < 1
+local require_token, project_tags, any_tags = s[16] == '1', {}, false
+for t in string.gmatch(s[17] or '', '[^,]+') do project_tags[t], any_tags = true, true end
+
+-- Whether the project serves pipeline `q` (store::may_serve).
+local function serves(q)
+  local shares = false
+  for t in string.gmatch(q.tags, '[^,]+') do
+    if project_tags[t] then shares = true end
+  end
+  return (not any_tags or shares) and (not q.match_only or shares)
+end
 
 -- Phase 1: the checks of every request, with one read per table for the whole batch.
 local reqs, dls, ips = {}, {}, {}
 for r = 1, nreq do
-  local a = 4 + 7 * (r - 1)
+  local a = 4 + 10 * (r - 1)
   reqs[r] = { d = ARGV[a], ip = ARGV[a + 1], ua = ARGV[a + 2], v = ARGV[a + 3], want = tonumber(ARGV[a + 4]),
-    name_ok = ARGV[a + 5] == '1', global_block = ARGV[a + 6] == '1' }
+    name_ok = ARGV[a + 5] == '1', global_block = ARGV[a + 6] == '1', p = ARGV[a + 7], tags = ARGV[a + 8],
+    match_only = ARGV[a + 9] == '1' }
   dls[r], ips[r] = ARGV[a], ARGV[a + 1]
 end
 local function lookup(key, names)
@@ -128,6 +147,10 @@ for r, q in ipairs(reqs) do
   elseif (q.global_block and not ignore_global) or block_holds(ip_blocks[r], now)
     or block_holds(dl_blocks[r], now) then
     q.refusal = { err = 'blocked' }
+  elseif q.p == '' and require_token then
+    q.refusal = { err = 'token_required' }
+  elseif q.p ~= '' and not serves(q) then
+    q.refusal = { err = 'not_for_pipeline' }
   elseif not serving then
     q.refusal = { err = 'not_active' }
   else
@@ -150,9 +173,10 @@ for r, q in ipairs(reqs) do
       if want > 0 then
         if dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
-        -- The claim record {d, ip, t, ua, v, n} of this request's items, all but `n` built once.
+        -- The claim record {d, ip, t, ua, v, p, n} of this request's items, all but `n` built once.
         q.record = '{"d":' .. cjson.encode(q.d) .. ',"ip":' .. cjson.encode(q.ip) .. ',"t":' .. string.format('%d', now)
-          .. ',"ua":' .. cjson.encode(q.ua) .. ',"v":' .. cjson.encode(q.v) .. ',"n":'
+          .. ',"ua":' .. cjson.encode(q.ua) .. ',"v":' .. cjson.encode(q.v)
+          .. (q.p ~= '' and (',"p":' .. cjson.encode(q.p)) or '') .. ',"n":'
         q.records = {}   -- whole records by claim count (negative: reclaimed), built once each
         active[#active + 1] = q
       end

@@ -40,21 +40,24 @@
   ARGV[4]  completion log length to keep
   ARGV[5]  R, the number of reports
   ARGV[6]  the calendar month of now (UTC), `YYYY-MM`, which KEYS[22] counts
-  ARGV[7..] per report: downloader, version, user agent, ip, id (JSON), D, D x (domain, bytes),
-            M, M x item
+  ARGV[7..] per report: downloader, version, user agent, ip, id (JSON), pipeline ('' = none),
+            D, D x (domain, bytes), M, M x item
 
   Every check of a report comes before its first write, so a report is applied whole or not at
   all, and a refused report leaves the others of its batch alone. A report whose fields do not
   parse (bytes not an integer from 0 to 2^50, an empty item or downloader) is refused; so is
   one that would carry the project's byte total to 2^53, where counters stop being exact.
   Only handed-out work can be completed: an item waiting in a queue is accepted only if it was
-  claimed before (it has a claim count in `attempts`, or a claim in its timeline).
+  claimed before (it has a claim count in `attempts`, or a claim in its timeline). An item
+  claimed now by a pipeline (its record's `p`) is reported only by that pipeline.
 
   Output: JSON, an array with per report in order:
     {"counted":n,"duplicates":n,"seq":n}  recorded (seq of its event, 0 when nothing counted)
     {"err":"invalid"}                     fields do not parse; nothing changed
     {"err":"unknown_item","item":s}       an unknown item; nothing changed
     {"err":"never_handed_out","item":s}   an item never handed out; nothing changed
+    {"err":"other_pipeline","item":s}     an item claimed by another pipeline (or by one, and
+                                          reported without); nothing changed
     {"err":"overflow"}                    the byte total would pass 2^53; nothing changed
     {"err":"domain_mismatch"}             byte domains differ; ip blocked, items released
   Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
@@ -89,18 +92,18 @@ local reps, all, named = {}, {}, {}
 local a = 7
 for r = 1, nrep do
   local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
-    doms = {}, items = {} }
-  local ndom = tonumber(ARGV[a + 5])
+    pipeline = ARGV[a + 5], doms = {}, items = {} }
+  local ndom = tonumber(ARGV[a + 6])
   rep.total = 0
   if rep.who == '' then rep.bad = true end
   for d = 0, ndom - 1 do
-    local name, value = ARGV[a + 6 + 2 * d], ARGV[a + 7 + 2 * d]
+    local name, value = ARGV[a + 7 + 2 * d], ARGV[a + 8 + 2 * d]
     local n = string.match(value, '^%d+$') and #value <= 16 and tonumber(value)
     if not n or n > BYTES_MAX or name == '' then rep.bad = true else rep.total = rep.total + n end
     rep.doms[#rep.doms + 1] = { name, value }
   end
-  local nitems = tonumber(ARGV[a + 6 + 2 * ndom])
-  local at = a + 7 + 2 * ndom
+  local nitems = tonumber(ARGV[a + 7 + 2 * ndom])
+  local at = a + 8 + 2 * ndom
   if nitems < 1 then rep.bad = true end
   for i = at, at + nitems - 1 do
     local item = ARGV[i]
@@ -230,6 +233,15 @@ local function handed_out(item)
   return was_out[item]
 end
 
+-- The pipeline a claim record names (`p`), or nil; decoded once per record, and only for
+-- records that name one (a claim made with a token).
+local pipelines_seen = {}
+local function pipeline_of(raw)
+  if not raw or not string.find(raw, '"p":', 1, true) then return nil end
+  if pipelines_seen[raw] == nil then pipelines_seen[raw] = decode_claim(raw).p or false end
+  return pipelines_seen[raw] or nil
+end
+
 -- Phase 2: each report decided in order; writes collected.
 local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
 local w_dl, dl_add_items, dl_add_bytes, dl_ver, dom_add = {}, {}, {}, {}, {}
@@ -239,7 +251,7 @@ local result = {}
 
 for _, rep in ipairs(reps) do
   local who, version = rep.who, rep.version
-  local unknown, never = nil, nil
+  local unknown, never, foreign = nil, nil, nil
   for _, item in ipairs(rep.bad and {} or rep.items) do
     if not state[item] then
       state[item] = find_in_queues(prefix, groups, item, who)
@@ -252,6 +264,13 @@ for _, rep in ipairs(reps) do
     if queued[item] and state[item] ~= 'done' and not handed_out(item) then
       never = item
       break
+    end
+    if state[item] == 'out' then
+      local p = pipeline_of(claim_of[item])
+      if p and p ~= rep.pipeline then
+        foreign = item
+        break
+      end
     end
   end
 
@@ -270,6 +289,8 @@ for _, rep in ipairs(reps) do
     result[#result + 1] = { err = 'unknown_item', item = unknown }
   elseif never then
     result[#result + 1] = { err = 'never_handed_out', item = never }
+  elseif foreign then
+    result[#result + 1] = { err = 'other_pipeline', item = foreign }
   elseif not mismatch and done_bytes + rep.total >= COUNTER_MAX then
     result[#result + 1] = { err = 'overflow' }
   elseif mismatch then

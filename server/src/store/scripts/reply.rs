@@ -38,6 +38,14 @@ pub enum Refusal {
     /// `nothing_to_give`: no item is available (claim).
     #[error("no item available")]
     NothingToGive,
+    /// `token_required`: the project requires a pipeline token and the claim has none (claim).
+    #[error("the project requires a pipeline token")]
+    TokenRequired,
+    /// `not_for_pipeline`: the project does not serve the claim's pipeline: it has tags and the
+    /// pipeline carries none of them, or the pipeline is match-only and the project names none
+    /// of its tags (claim).
+    #[error("the project does not serve this pipeline")]
+    NotForPipeline,
     /// `invalid`: a field of a done report does not parse (bytes out of range, an empty item
     /// or downloader); nothing changed (done).
     #[error("a field of the report does not parse")]
@@ -69,6 +77,13 @@ pub enum Refusal {
     /// `not_claimant`: the caller is not the claimant, or calls from another IP (release).
     #[error("not the claimant")]
     NotClaimant,
+    /// `other_pipeline`: the item is claimed by a pipeline and the caller is another one, or
+    /// none; nothing changed (done, release).
+    #[error("item {item} belongs to another pipeline")]
+    OtherPipeline {
+        /// The first such item.
+        item: String,
+    },
     /// `filter_changed`: the backfeed filter's layers changed since the tracker read them (a
     /// layer may have been added); read it again (backfeed).
     #[error("the backfeed filter changed")]
@@ -87,6 +102,8 @@ impl Refusal {
             Refusal::Budget => "budget",
             Refusal::RateLimited { .. } => "rate_limited",
             Refusal::NothingToGive => "nothing_to_give",
+            Refusal::TokenRequired => "token_required",
+            Refusal::NotForPipeline => "not_for_pipeline",
             Refusal::Invalid => "invalid",
             Refusal::UnknownItem { .. } => "unknown_item",
             Refusal::NeverHandedOut { .. } => "never_handed_out",
@@ -94,6 +111,7 @@ impl Refusal {
             Refusal::DomainMismatch => "domain_mismatch",
             Refusal::NotClaimed => "not_claimed",
             Refusal::NotClaimant => "not_claimant",
+            Refusal::OtherPipeline { .. } => "other_pipeline",
             Refusal::FilterChanged => "filter_changed",
         }
     }

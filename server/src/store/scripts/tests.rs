@@ -215,6 +215,8 @@ fn every_refusal_a_script_returns_is_a_variant() {
         Refusal::Budget,
         Refusal::RateLimited { wait_ms: 1 },
         Refusal::NothingToGive,
+        Refusal::TokenRequired,
+        Refusal::NotForPipeline,
         Refusal::Invalid,
         Refusal::UnknownItem { item: "x".into() },
         Refusal::NeverHandedOut { item: "x".into() },
@@ -222,6 +224,7 @@ fn every_refusal_a_script_returns_is_a_variant() {
         Refusal::DomainMismatch,
         Refusal::NotClaimed,
         Refusal::NotClaimant,
+        Refusal::OtherPipeline { item: "x".into() },
         Refusal::FilterChanged,
     ];
     let known: BTreeSet<&str> = variants.iter().map(Refusal::code).collect();
@@ -247,7 +250,9 @@ fn every_refusal_a_script_returns_is_a_variant() {
             Refusal::RateLimited { wait_ms } => {
                 format!(r#"{{"err":"rate_limited","wait_ms":{wait_ms}}}"#)
             }
-            Refusal::UnknownItem { item } | Refusal::NeverHandedOut { item } => {
+            Refusal::UnknownItem { item }
+            | Refusal::NeverHandedOut { item }
+            | Refusal::OtherPipeline { item } => {
                 format!(r#"{{"item":"{item}","err":"{}"}}"#, v.code())
             }
             other => format!(r#"{{"err":"{}"}}"#, other.code()),

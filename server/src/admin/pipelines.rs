@@ -1,0 +1,66 @@
+//! Pipeline tokens (global admins): listed, issued (the secret shown once, stored as its
+//! SHA-256) and revoked, through [`crate::ops::pipelines`].
+
+use super::auth::Caller;
+use crate::{
+    ops::pipelines::{self, NewPipeline},
+    store::{CreatedPipeline, Pipeline},
+    web::ApiResult,
+    AppState,
+};
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    Json,
+};
+use serde::Deserialize;
+
+/// `GET /admin/api/pipelines`: every pipeline, by name (never their secrets).
+pub async fn list_pipelines(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<Pipeline>>> {
+    caller.must_be_global()?;
+    Ok(Json(state.store.pipelines().await?))
+}
+
+/// Body of `POST /admin/api/pipelines`.
+#[derive(Debug, Deserialize)]
+pub struct PipelineRequest {
+    /// `[A-Za-z0-9_.-]{1,64}`.
+    pub name: String,
+    /// Up to 16 tags, `[a-z0-9_-]{1,32}` each.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Served only by projects naming one of its tags.
+    #[serde(default)]
+    pub match_only: bool,
+}
+
+/// `POST /admin/api/pipelines`: issues a pipeline token; the answer is the only place its
+/// secret appears.
+pub async fn create_pipeline(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(req): Json<PipelineRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedPipeline>)> {
+    caller.must_be_global()?;
+    let new = NewPipeline {
+        name: req.name,
+        tags: req.tags,
+        match_only: req.match_only,
+    };
+    let created = pipelines::create(&state.store, &caller.actor(), new).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// `DELETE /admin/api/pipelines/NAME`: revokes a pipeline token.
+pub async fn revoke_pipeline(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.must_be_global()?;
+    pipelines::revoke(&state.store, &caller.actor(), &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
