@@ -3,7 +3,9 @@
 //! fields saved in the panel (`warrior.seesaw_version`, `broadcast_message`,
 //! `tracker_banner_html`, and entries for projects on other trackers). `auto_project` is chosen
 //! here: the pinned project while it serves, else the listed active project with work to hand
-//! out and the lowest niceness (`priority`, then slug).
+//! out and the lowest niceness (`priority`, then slug), among the projects that would serve the
+//! Warrior's claims: a Warrior that sends a pipeline token (`Authorization: Bearer`) gets the
+//! choice for that pipeline's tags; without one, projects that require a token are skipped.
 //!
 //! [`refresh`] runs every few seconds in every process: it records each project's lifecycle
 //! changes ([`crate::store::Store::record_state`]) and each change of `auto_project`, with an
@@ -11,7 +13,7 @@
 
 use crate::{
     ops::Actor,
-    store::{now_ms, Store, StoreResult},
+    store::{may_serve, now_ms, Pipeline, Store, StoreResult},
 };
 use app::model::admin::{AutoCandidate, AutoProject, Listing};
 use serde_json::{json, Map, Value};
@@ -37,6 +39,10 @@ pub struct Project {
     pub state: String,
     /// Items waiting.
     pub todo: u64,
+    /// Claims need a pipeline token.
+    pub require_token: bool,
+    /// The pipeline tags it serves (empty: any).
+    pub tags: Vec<String>,
     /// Its `projects.json` entry, when it is listed.
     pub entry: Option<Value>,
 }
@@ -52,18 +58,20 @@ pub struct Generated {
 }
 
 impl Generated {
-    /// The project "auto" Warriors get, among those `may_serve` allows.
-    pub fn choose(&self, may_serve: impl Fn(&str) -> bool) -> Option<String> {
-        let serving = |p: &&Project| matches!(p.state.as_str(), "active" | "draining");
+    /// The project "auto" Warriors of `pipeline` (`None`: without a token) get: only projects
+    /// that would serve its claims ([`crate::store::may_serve`]).
+    pub fn choose(&self, pipeline: Option<&Pipeline>) -> Option<String> {
+        let serves = |p: &Project| may_serve(p.require_token, &p.tags, pipeline);
+        let handing_out = |p: &&Project| matches!(p.state.as_str(), "active" | "draining");
         if let Some(pin) = &self.pin {
             let pinned = self.projects.iter().find(|p| &p.slug == pin);
-            if pinned.filter(serving).is_some_and(|p| may_serve(&p.slug)) {
+            if pinned.filter(handing_out).is_some_and(serves) {
                 return Some(pin.clone());
             }
         }
         self.projects
             .iter()
-            .find(|p| p.entry.is_some() && p.state == "active" && p.todo > 0 && may_serve(&p.slug))
+            .find(|p| p.entry.is_some() && p.state == "active" && p.todo > 0 && serves(p))
             .map(|p| p.slug.clone())
     }
 
@@ -168,6 +176,7 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
             .and_then(|l| serde_json::from_str(l).ok())
             .unwrap_or_default();
         let description = extras.get("description").map_or("", String::as_str);
+        let settings = store.project(slug).await?.unwrap_or_default();
         let entry = entry(
             slug,
             &board.title,
@@ -182,6 +191,8 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
             priority,
             state: board.state,
             todo: board.counts.todo,
+            require_token: settings.require_token,
+            tags: settings.tags.clone(),
             entry,
         });
     }
@@ -241,11 +252,14 @@ pub async fn record_auto(
     Ok(())
 }
 
-/// The list as a Warrior without a pipeline token gets it, `auto_project` recorded.
-pub async fn body(store: &Store, base: &str) -> StoreResult<String> {
+/// The list as a Warrior of `pipeline` gets it (`None`: without a token; that choice is the
+/// one recorded).
+pub async fn body(store: &Store, base: &str, pipeline: Option<&Pipeline>) -> StoreResult<String> {
     let generated = generate(store, base).await?;
-    let chosen = generated.choose(|_| true);
-    record_auto(store, &generated, chosen.as_deref()).await?;
+    let chosen = generated.choose(pipeline);
+    if pipeline.is_none() {
+        record_auto(store, &generated, chosen.as_deref()).await?;
+    }
     Ok(generated.document(chosen).to_string())
 }
 
@@ -256,7 +270,7 @@ pub async fn refresh(store: &Store, base: &str) -> StoreResult<()> {
     for p in &generated.projects {
         store.record_state(&p.slug, &p.state, now).await?;
     }
-    let chosen = generated.choose(|_| true);
+    let chosen = generated.choose(None);
     record_auto(store, &generated, chosen.as_deref()).await
 }
 

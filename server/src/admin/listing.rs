@@ -128,7 +128,7 @@ pub async fn show_auto(
 
 async fn auto_of(state: &AppState, headers: &HeaderMap) -> ApiResult<AutoProject> {
     let generated = listing::generate(&state.store, &base_url(&state.config, headers)).await?;
-    let chosen = generated.choose(|_| true);
+    let chosen = generated.choose(None);
     listing::record_auto(&state.store, &generated, chosen.as_deref()).await?;
     Ok(generated.auto_project(chosen))
 }

@@ -199,15 +199,16 @@ pub struct Jsonp {
     pub callback: Option<String>,
 }
 
-/// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::listing`]), CORS `*`, JSON
-/// or JSONP.
+/// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::listing`]; with a pipeline's
+/// bearer token, `auto_project` chosen for it), CORS `*`, JSON or JSONP.
 pub async fn get_projects_json(
     State(state): State<AppState>,
     headers: HeaderMap,
+    pipeline: crate::api::pipeline::CallerPipeline,
     Query(q): Query<Jsonp>,
 ) -> ApiResult<Response> {
     let base = crate::web::base_url(&state.config, &headers);
-    let body = crate::listing::body(&state.store, &base).await?;
+    let body = crate::listing::body(&state.store, &base, pipeline.0.as_deref()).await?;
     let (body, kind) = match q.callback.filter(|c| !c.is_empty()) {
         Some(cb) => {
             let ok = cb.len() <= 64

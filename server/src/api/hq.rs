@@ -54,11 +54,13 @@ pub async fn register_warrior(
 }
 
 /// `POST /api/update.json` `{"warrior": {"warrior_id", "downloader", "selected_project",
-/// "lat_lng", ...}}`: records the instance and answers the project list (`/projects.json`).
+/// "lat_lng", ...}}`: records the instance and answers the project list (`/projects.json`; with a
+/// pipeline's bearer token, `auto_project` chosen for that pipeline).
 pub async fn update_warrior(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
+    pipeline: super::pipeline::CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
     let Envelope { warrior } = parse::<Envelope<Update>>(&body)?;
@@ -95,7 +97,7 @@ pub async fn update_warrior(
         }
     }
     let base = crate::web::base_url(&state.config, &headers);
-    let list = crate::listing::body(&state.store, &base).await?;
+    let list = crate::listing::body(&state.store, &base, pipeline.0.as_deref()).await?;
     let mut resp = list.into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

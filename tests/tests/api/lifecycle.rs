@@ -41,6 +41,39 @@ async fn warrior_update(app: &TestApp, id: Option<&str>) -> (String, serde_json:
     (id, answer)
 }
 
+/// Waits (10 s at most) until the update of warrior `id`, sent with `bearer` if any, names
+/// `expected` as `auto_project` (settings reach the server within a second); that answer.
+async fn auto_becomes(
+    app: &TestApp,
+    id: &str,
+    bearer: Option<&str>,
+    expected: serde_json::Value,
+) -> serde_json::Value {
+    let body = serde_json::json!({"warrior": {"warrior_id": id, "downloader": "alice",
+        "selected_project": "auto", "version": "4.1-20240906.01"}});
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut req = app
+            .http
+            .post(app.url("/api/update.json"))
+            .body(body.to_string());
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        let r = app.send(req).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let answer: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        if answer["auto_project"] == expected {
+            return answer;
+        }
+        assert!(
+            Instant::now() < end,
+            "auto_project never became {expected}: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Lists `slug` for Warriors with a repository, at niceness `priority`.
 async fn list(p: &mut Panel<'_>, slug: &str, priority: i64) {
     let r = p
@@ -98,8 +131,7 @@ async fn auto_project_moves_on_when_a_project_runs_dry_and_when_it_is_paused() {
     // The first project runs dry: both items claimed, none left to hand out.
     let a = app.claim("first", "alice").await;
     let b = app.claim("first", "alice").await;
-    let (_, answer) = warrior_update(&app, Some(&id)).await;
-    assert_eq!(answer["auto_project"], "second", "{answer}");
+    let answer = auto_becomes(&app, &id, None, "second".into()).await;
     assert_eq!(answer["projects"][0]["state"], "draining");
     let change = last_audit(&mut p, "auto_project.change").await;
     assert_eq!(change["who"], "tracker");
@@ -107,8 +139,7 @@ async fn auto_project_moves_on_when_a_project_runs_dry_and_when_it_is_paused() {
 
     // Paused, the second gives way too: nothing has work, and "auto" gets no project.
     app.settings("second", |s| s.state = "paused".into()).await;
-    let (_, answer) = warrior_update(&app, Some(&id)).await;
-    assert_eq!(answer["auto_project"], serde_json::Value::Null, "{answer}");
+    let answer = auto_becomes(&app, &id, None, serde_json::Value::Null).await;
     assert_eq!(answer["projects"][1]["state"], "paused");
 
     // Finished once its claims are done; work queued again makes it active again.
@@ -117,11 +148,11 @@ async fn auto_project_moves_on_when_a_project_runs_dry_and_when_it_is_paused() {
     let public = json(&app.get("/projects.json").await);
     assert_eq!(public["projects"][0]["state"], "finished");
     app.cli(&["items", "add", "first", "-"], b"f3\n");
-    let public = json(&app.get("/projects.json").await);
-    assert_eq!(public["auto_project"], "first");
+    auto_becomes(&app, &id, None, "first".into()).await;
 
     // An admin pins the paused project's neighbour; the pin holds while it serves.
     app.settings("second", |s| s.state = "active".into()).await;
+    auto_becomes(&app, &id, None, "first".into()).await;
     let r = p
         .send(
             reqwest::Method::PUT,
@@ -293,4 +324,43 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(r.status, 403);
+}
+
+#[tokio::test]
+async fn a_pipeline_gets_the_auto_project_its_tags_allow() {
+    let app = TestApp::start().await;
+    account(&app, "root", Role::Global, &[]).await;
+    let mut p = Panel::logged_in(&app, "root").await;
+    app.project("tagged", &["t1"]).await;
+    app.project("open", &["o1"]).await;
+    list(&mut p, "tagged", -10).await;
+    list(&mut p, "open", 0).await;
+    app.settings("tagged", |s| {
+        s.require_token = true;
+        s.tags = vec!["big".into()];
+    })
+    .await;
+    let run = app.cli(&["pipeline", "create", "big-1", "--tags", "big"], b"");
+    assert!(run.ok, "{}", run.err);
+    let secret = run
+        .out
+        .lines()
+        .find_map(|l| l.strip_prefix("secret (shown once): "))
+        .expect("the secret is printed")
+        .to_string();
+    let (id, _) = warrior_update(&app, None).await;
+    // Without a token the project that requires one is skipped, though it comes first.
+    auto_becomes(&app, &id, None, "open".into()).await;
+    auto_becomes(&app, &id, Some(&secret), "tagged".into()).await;
+    let r = app
+        .send(
+            app.http
+                .get(app.url("/projects.json"))
+                .bearer_auth("trp_nope"),
+        )
+        .await;
+    assert_eq!(r.status, 403, "an unknown token is refused: {}", r.body);
+    // The choice recorded (and audited) is the one for Warriors without a token.
+    let auto = json(&p.get("/admin/api/warrior/auto").await);
+    assert_eq!(auto["chosen"], "open");
 }

@@ -82,7 +82,8 @@ async fn board_page_tracker_figures_match_tracker_stats_json() {
 async fn front_page_lists_active_projects_first_with_banner_and_rate() {
     let app = TestApp::start().await;
     app.project("a-paused", &[]).await;
-    app.project("b-active", &["x"]).await;
+    // Two items: with one left it stays active (with none, it would be finished).
+    app.project("b-active", &["x", "y"]).await;
     app.settings("a-paused", |s| {
         s.state = "paused".into();
         s.banner = "Back on Monday".into();
