@@ -1,0 +1,176 @@
+//! The names of one project's keys (see the table in [`super`]).
+
+use super::QUEUES;
+
+/// The keys of one project; every name carries the project's hash tag.
+#[derive(Clone, Debug)]
+pub struct ProjectKeys {
+    pub(super) prefix: String,
+}
+
+impl ProjectKeys {
+    /// The prefix of every key of the project, `ns:{SLUG}:`, for keys scripts derive.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+    /// `prefix` + `name`, e.g. `t:{proj}:todo`.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}{}", self.prefix, name)
+    }
+    /// The project's settings hash.
+    pub fn meta(&self) -> String {
+        self.key("meta")
+    }
+    /// The queue called `name` (one of [`QUEUES`]).
+    pub fn queue(&self, name: &str) -> String {
+        self.key(name)
+    }
+    /// All queues, in claim order.
+    pub fn queues(&self) -> Vec<String> {
+        QUEUES.iter().map(|q| self.key(q)).collect()
+    }
+    /// Claimed items by claim time.
+    pub fn out(&self) -> String {
+        self.key("out")
+    }
+    /// Claim records.
+    pub fn claims(&self) -> String {
+        self.key("claims")
+    }
+    /// Completed items.
+    pub fn done(&self) -> String {
+        self.key("done")
+    }
+    /// Failed items with their reason.
+    pub fn failed(&self) -> String {
+        self.key("failed")
+    }
+    /// Times claimed per item.
+    pub fn attempts(&self) -> String {
+        self.key("attempts")
+    }
+    /// Decay scores (below 1) and reclaim counts per item.
+    pub fn decay(&self) -> String {
+        self.key("decay")
+    }
+    /// Items held per downloader.
+    pub fn dl_claims(&self) -> String {
+        self.key("dl:claims")
+    }
+    /// Project blocks of `kind` (`ip` or `dl`).
+    pub fn blocked(&self, kind: &str) -> String {
+        self.key(&format!("blocked:{kind}"))
+    }
+    /// GCRA limiter states.
+    pub fn ratelimit(&self) -> String {
+        self.key("ratelimit")
+    }
+    /// Item timelines.
+    pub fn timeline(&self) -> String {
+        self.key("timeline")
+    }
+    /// The completion log stream.
+    pub fn log(&self) -> String {
+        self.key("log")
+    }
+    /// The cumulative items/bytes chart.
+    pub fn chart(&self) -> String {
+        self.key("chart")
+    }
+    /// The cumulative bytes chart of one downloader.
+    pub fn dl_chart(&self, downloader: &str) -> String {
+        self.key(&format!("dlc:{downloader}"))
+    }
+    /// Each downloader's minute of its last report (the chart's last point, not in its list).
+    pub fn dl_chart_last(&self) -> String {
+        self.key("dlc_last")
+    }
+    /// Items and bytes per downloader done in minute `minute` (minutes since the epoch).
+    pub fn dl_minute(&self, minute: u64) -> String {
+        self.key(&format!("dw:{minute}"))
+    }
+    /// Items and bytes per downloader done in hour `hour` (hours since the epoch).
+    pub fn dl_hour(&self, hour: u64) -> String {
+        self.key(&format!("dwh:{hour}"))
+    }
+    /// Per-minute counters of day `day` (days since the epoch).
+    pub fn minute_stats(&self, day: u64) -> String {
+        self.key(&format!("st:{day}"))
+    }
+    /// Unique `kind` (`dl` or `ip`) of day `day`.
+    pub fn uniques(&self, kind: &str, day: u64) -> String {
+        self.key(&format!("u:{kind}:{day}"))
+    }
+    /// Unique downloaders of calendar month `month` (`YYYY-MM`).
+    pub fn monthly_contributors(&self, month: &str) -> String {
+        self.key(&format!("u:month:{month}"))
+    }
+    /// The queue sequence counter.
+    pub fn qseq(&self) -> String {
+        self.key("qseq")
+    }
+    /// Upload targets.
+    pub fn targets(&self) -> String {
+        self.key("targets")
+    }
+    /// Recent `uploaded` reports.
+    pub fn uploads(&self) -> String {
+        self.key("uploads")
+    }
+    /// Backfeed filter layer metadata.
+    pub fn bloom(&self) -> String {
+        self.key("filter")
+    }
+    /// Layer `i` of the backfeed filter.
+    pub fn bloom_layer(&self, i: usize) -> String {
+        self.key(&format!("filter:{i}"))
+    }
+    /// Project counters.
+    pub fn stats(&self) -> String {
+        self.key("stats")
+    }
+    /// Items done per downloader.
+    pub fn dl_items(&self) -> String {
+        self.key("dl:items")
+    }
+    /// Bytes done per downloader.
+    pub fn dl_bytes(&self) -> String {
+        self.key("dl:bytes")
+    }
+    /// Last script version per downloader.
+    pub fn dl_version(&self) -> String {
+        self.key("dl:version")
+    }
+    /// Last completion time per downloader.
+    pub fn dl_seen(&self) -> String {
+        self.key("dl:seen")
+    }
+    /// Bytes per domain.
+    pub fn domain_bytes(&self) -> String {
+        self.key("domain_bytes")
+    }
+    /// The event sequence counter.
+    pub fn seq(&self) -> String {
+        self.key("seq")
+    }
+    /// The capped event history.
+    pub fn history(&self) -> String {
+        self.key("history")
+    }
+    /// The pub/sub channel of completion events.
+    pub fn events(&self) -> String {
+        self.key("events")
+    }
+    /// Panel-only project fields (description, priority, listing).
+    pub fn admin(&self) -> String {
+        self.key("admin")
+    }
+    /// The lifecycle state last recorded.
+    pub fn status(&self) -> String {
+        self.key("status")
+    }
+    /// Recorded lifecycle changes, newest first.
+    pub fn lifecycle(&self) -> String {
+        self.key("lifecycle")
+    }
+}
