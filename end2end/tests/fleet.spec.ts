@@ -79,7 +79,7 @@ test('the Fleet page lists downloaders and warriors, searches, sorts and totals'
   await expect(downloaders.getByRole('row').nth(1)).toContainText('bob');
 
   // Search.
-  await page.getByLabel('Search').fill('BOB');
+  await page.getByRole('searchbox', { name: 'Search' }).fill('BOB');
   await page.getByRole('button', { name: 'Search', exact: true }).click();
   await expect(downloaders.getByRole('row')).toHaveCount(2);
   await expect(downloaders).toContainText('bob');

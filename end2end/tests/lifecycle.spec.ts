@@ -56,8 +56,11 @@ test('a project is listed for Warriors, its state changes shown, and auto_projec
   await form.getByLabel('Deadline (2013-04-30T23:59:59Z)').fill('tomorrow');
   await form.getByRole('button', { name: 'Save listing' }).click();
   await expect(form.getByRole('status', { name: 'Listing status' })).toContainText('deadline');
-  // The state changes are recorded within seconds.
-  await expect(page.getByRole('table', { name: 'State changes' })).toContainText('active', { timeout: 20_000 });
+  // The state changes are recorded within seconds: a reload shows them.
+  await expect(async () => {
+    await page.reload();
+    await expect(page.getByRole('table', { name: 'State changes' })).toContainText('active', { timeout: 2_000 });
+  }).toPass({ timeout: 20_000 });
 
   await page.getByRole('link', { name: 'Warrior list' }).click();
   const auto = page.getByRole('region', { name: 'Auto project' });
