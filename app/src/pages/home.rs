@@ -76,7 +76,10 @@ fn card(p: ProjectSummary) -> impl IntoView {
                     }}
                 </span>
                 <span class="muted">
-                    {format!("{} contributors, last 30 days", thousands(p.contributors_30d))}
+                    {match p.contributors_30d {
+                        1 => "1 contributor, last 30 days".to_string(),
+                        n => format!("{} contributors, last 30 days", thousands(n)),
+                    }}
                 </span>
             </div>
             <Sparkline hourly=p.hourly/>
@@ -105,13 +108,11 @@ fn contributors_card(c: Contributors) -> impl IntoView {
                 <strong>{format!("{} contributors this month", thousands(now))}</strong>
                 <span class="muted">" (each project's card: its last 30 days)"</span>
             </p>
-            <table class="months">
-                <tbody>
-                    {c.months.into_iter().map(|m| view! {
-                        <tr><th scope="row">{month_label(&m.month)}</th><td>{thousands(m.contributors)}</td></tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
+            <ol class="months" aria-label="Contributors per month">
+                {c.months.into_iter().map(|m| view! {
+                    <li><span class="muted">{month_label(&m.month)}</span> <strong>{thousands(m.contributors)}</strong></li>
+                }).collect_view()}
+            </ol>
         </section>
     }
 }

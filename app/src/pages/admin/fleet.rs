@@ -231,10 +231,10 @@ impl Pager {
         );
         view! {
             <nav class="pager" aria-label="Pages">
-                <button type="button" disabled=at == 0
+                <button type="button" disabled={at == 0}
                     on:click=move |_| shown.update(|s| s.offset = s.offset.saturating_sub(PAGE))>"Previous"</button>
                 <span class="muted">{label}</span>
-                <button type="button" disabled=at + PAGE >= matched
+                <button type="button" disabled={at + PAGE >= matched}
                     on:click=move |_| shown.update(|s| s.offset += PAGE)>"Next"</button>
             </nav>
         }
