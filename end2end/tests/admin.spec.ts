@@ -73,8 +73,8 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   const claims = page.getByRole('region', { name: 'Claims' });
   await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toBeVisible();
   await expect(page.getByRole('region', { name: 'Failed items' })).toContainText('No failed items.');
-  // Logging out is the only button; no action anywhere on the page.
-  await expect(page.getByRole('button')).toHaveText(['Log out']);
+  // Logging out and looking an item up (a read) are the only buttons; no action anywhere.
+  await expect(page.getByRole('button')).toHaveText(['Log out', 'Look up']);
   await expect(page.getByLabel('Items, one a line')).toHaveCount(0);
   await expect(page.getByRole('form', { name: 'Settings' }).getByLabel('Title', { exact: true })).toHaveAttribute('readonly', '');
   const status = await page.evaluate(async () => {
