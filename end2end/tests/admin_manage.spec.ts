@@ -1,23 +1,11 @@
 // The admin panel's management pages in a real browser: the settings form, creating and
 // destroying a project, blocks, the Warrior list, failed items, uploading a .gz of items, and
 // API tokens.
-import { test, expect, type Tracker } from './fixtures';
-import type { Page } from '@playwright/test';
+import { test, expect, asRoot, type Tracker } from './fixtures';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-
-const PASSWORD = 'correct horse battery';
-
-async function asRoot(page: Page, tracker: Tracker) {
-  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
-  await page.goto(`${tracker.base}/admin`);
-  await page.getByLabel('Name').fill('root');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await expect(page.getByText('Logged in as root')).toBeVisible();
-}
 
 function show(tracker: Tracker, slug: string) {
   return JSON.parse(tracker.cli(['project', 'show', slug]));

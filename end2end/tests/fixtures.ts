@@ -1,6 +1,6 @@
 // A fixture that runs the real tracker binary (release build, as `make run` builds it) on a free
 // port with its own private redis-server under a temporary data directory.
-import { test as base } from '@playwright/test';
+import { test as base, expect, type Page } from '@playwright/test';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -105,4 +105,17 @@ export const test = base.extend<{ tracker: Tracker }>({
   },
 });
 
-export { expect } from '@playwright/test';
+export { expect };
+
+/** The password of the accounts the browser tests make. */
+export const PASSWORD = 'correct horse battery';
+
+/** Makes the global account `root` and logs the page in as it. */
+export async function asRoot(page: Page, tracker: Tracker) {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  await page.goto(`${tracker.base}/admin`);
+  await page.getByLabel('Name').fill('root');
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await expect(page.getByText('Logged in as root')).toBeVisible();
+}

@@ -1,19 +1,7 @@
 // Project lifecycle in a real browser: the state badge follows the counts live on the
 // leaderboard, and the panel lists a project for Warriors, shows its recorded state changes
 // and pins auto_project.
-import { test, expect, type Tracker } from './fixtures';
-import type { Page } from '@playwright/test';
-
-const PASSWORD = 'correct horse battery';
-
-async function asRoot(page: Page, tracker: Tracker) {
-  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
-  await page.goto(`${tracker.base}/admin`);
-  await page.getByLabel('Name').fill('root');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await expect(page.getByText('Logged in as root')).toBeVisible();
-}
+import { test, expect, asRoot } from './fixtures';
 
 test('the state badge turns draining then finished live as the last items complete', async ({ page, tracker }) => {
   tracker.cli(['project', 'create', 'life', '--title', 'Life']);

@@ -358,6 +358,18 @@ impl TestApp {
         }
     }
 
+    /// Issues pipeline `name` with `tags` (comma-separated) through the command line; the
+    /// secret it prints once.
+    pub fn pipeline_secret(&self, name: &str, tags: &str) -> String {
+        let run = self.cli(&["pipeline", "create", name, "--tags", tags], b"");
+        assert!(run.ok, "{}", run.err);
+        run.out
+            .lines()
+            .find_map(|l| l.strip_prefix("secret (shown once): "))
+            .expect("the secret is printed")
+            .to_string()
+    }
+
     /// Claims one item for `downloader` (api_version 2); the item name.
     pub async fn claim(&self, slug: &str, downloader: &str) -> String {
         let r = self

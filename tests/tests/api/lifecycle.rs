@@ -340,14 +340,7 @@ async fn a_pipeline_gets_the_auto_project_its_tags_allow() {
         s.tags = vec!["big".into()];
     })
     .await;
-    let run = app.cli(&["pipeline", "create", "big-1", "--tags", "big"], b"");
-    assert!(run.ok, "{}", run.err);
-    let secret = run
-        .out
-        .lines()
-        .find_map(|l| l.strip_prefix("secret (shown once): "))
-        .expect("the secret is printed")
-        .to_string();
+    let secret = app.pipeline_secret("big-1", "big");
     let (id, _) = warrior_update(&app, None).await;
     // Without a token the project that requires one is skipped, though it comes first.
     auto_becomes(&app, &id, None, "open".into()).await;

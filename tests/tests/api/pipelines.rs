@@ -399,14 +399,7 @@ async fn global_admins_issue_pipelines_with_checked_names_and_tags() {
 async fn the_command_line_issues_lists_and_revokes_pipelines() {
     let app = TestApp::start().await;
     app.project("p", &["a"]).await;
-    let run = app.cli(&["pipeline", "create", "cli-1", "--tags", "east,west"], b"");
-    assert!(run.ok, "{}", run.err);
-    let secret = run
-        .out
-        .lines()
-        .find_map(|l| l.strip_prefix("secret (shown once): "))
-        .expect("the secret is printed")
-        .to_string();
+    let secret = app.pipeline_secret("cli-1", "east,west");
     let r = call(&app, &format!("/p/token={secret}/request"), None, CLAIM).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let run = app.cli(&["pipeline", "list"], b"");
