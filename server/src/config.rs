@@ -28,6 +28,20 @@ pub struct RedisArgs {
     /// `appendfsync` on that server yourself). README, "Durability".
     #[arg(long, env = "TRACKER_FSYNC", value_enum)]
     pub fsync: Option<Fsync>,
+    /// Directory of segment files, the items offloaded from Redis (default: `offload` under the
+    /// data directory). Every tracker process of an install, and the command line, needs it on
+    /// storage they all share.
+    #[arg(long, env = "TRACKER_OFFLOAD_DIR")]
+    pub offload_dir: Option<PathBuf>,
+}
+
+impl RedisArgs {
+    /// The offload directory: as set, or `offload` under the data directory.
+    pub fn offload_dir(&self) -> PathBuf {
+        self.offload_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("offload"))
+    }
 }
 
 /// When the private Redis forces its append-only file to disk: its `appendfsync`.
@@ -152,6 +166,10 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Where completion log archives are written (a directory per project).
     pub archive_dir: PathBuf,
+    /// Where segment files (items offloaded from Redis) are written, a directory per project.
+    pub offload_dir: PathBuf,
+    /// Whether this process runs the offloader (the tests start theirs by hand).
+    pub offloader: bool,
     /// Script calls in flight per project for claims, and for dones.
     pub batch_workers: usize,
     /// How long a downloader of the warrior API may be silent before it is forgotten.
@@ -175,6 +193,8 @@ impl Config {
             secure_cookies: false,
             public_url: None,
             archive_dir: PathBuf::from("data/archive"),
+            offload_dir: PathBuf::from("data/offload"),
+            offloader: true,
             batch_workers: crate::batcher::DEFAULT_WORKERS,
             fleet_silence: std::time::Duration::from_millis(crate::store::DEFAULT_FLEET_SILENCE_MS),
             limits: Default::default(),
@@ -194,6 +214,8 @@ impl Config {
             secure_cookies: serve.secure_cookies(),
             public_url: serve.public_url.clone(),
             archive_dir: serve.archive_dir(&redis.data_dir),
+            offload_dir: redis.offload_dir(),
+            offloader: true,
             batch_workers: serve.batch_workers,
             fleet_silence: std::time::Duration::from_secs(serve.fleet_silence),
             limits: serve.limits.clone(),

@@ -32,7 +32,9 @@
 //! ns:{SLUG}:timeline           hash    item -> last transitions (a claim's own: in its record)
 //! ns:{SLUG}:stats              hash    done_items, done_bytes, pq (items in personal queues),
 //!                                      known (items the project knows: added minus dropped;
-//!                                      absent in projects from before it was kept)
+//!                                      absent in projects from before it was kept),
+//!                                      disk_done / disk_todo (items done / waiting in segment
+//!                                      files on disk)
 //! ns:{SLUG}:dl:items / :bytes  zset    downloader -> items / bytes done
 //! ns:{SLUG}:dl:version / :seen hash    downloader -> last version / last done (ms)
 //! ns:{SLUG}:dl:claims          hash    downloader -> items held
@@ -50,7 +52,7 @@
 //!                                      minute before its last report (see `dlc_last`)
 //! ns:{SLUG}:dlc_last           hash    downloader -> minute of its last report; that minute's
 //!                                      point is its current total (`dl:bytes`)
-//! ns:{SLUG}:log                stream  completion log (capped)
+//! ns:{SLUG}:log                stream  completion log (capped; older entries archived to disk)
 //! ns:{SLUG}:targets            hash    upload target -> 1 active / 0 inactive
 //! ns:{SLUG}:uploads            list    recent `uploaded` reports (capped)
 //! ns:{SLUG}:filter             hash    backfeed filter layers: count/capacity/blocks/k
@@ -63,6 +65,11 @@
 //! ns:{SLUG}:status             string  the lifecycle state last recorded
 //! ns:{SLUG}:lifecycle          list    recorded state changes (JSON {state, from, t}), newest
 //!                                      first, capped
+//! ns:{SLUG}:segs               hash    segment id -> JSON {kind, part, count, bytes, t, min, max}:
+//!                                      the segment files on disk (server/src/segment.rs)
+//! ns:{SLUG}:segs:restored      hash    queue segment id -> records of it back in Redis
+//! ns:{SLUG}:offload            hash    gen (segments' version), run, error, log_files, log_bytes
+//! ns:{SLUG}:offload:lease      string  token of the one process that offloads (expires)
 //! ns:admin:users               set     lowercase names of admin accounts             (global)
 //! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t, gen
 //!                                      (session generation, new with each password)   (global)

@@ -24,6 +24,8 @@
 //! | [`precompress`] | the bundles' brotli and gzip copies served from `/pkg` |
 //! | [`ops`] | the use cases the panel and the command line share, each audited |
 //! | [`listing`] | the generated Warrior HQ list, `auto_project`, recorded lifecycle changes |
+//! | [`offloader`] | moves done items, long queues' tails and the completion log to disk, under a lease |
+//! | [`segment`] | the segment files those items live in: sorted, compressed, with a filter |
 
 pub mod admin;
 pub mod api;
@@ -36,11 +38,13 @@ pub mod hub;
 pub mod keys;
 pub mod limits;
 pub mod listing;
+pub mod offloader;
 pub mod ops;
 pub mod precompress;
 pub mod read_cache;
 pub mod redis_watch;
 pub mod routes;
+pub mod segment;
 pub mod start;
 pub mod store;
 pub mod throttle;
@@ -159,6 +163,15 @@ impl App {
             closing.clone(),
             web::base_url(config, &Default::default()),
         );
+        store.set_offload_dir(config.offload_dir.clone());
+        if config.offloader {
+            offloader::Offloader::new(
+                store.clone(),
+                config.offload_dir.clone(),
+                config.archive_dir.clone(),
+            )
+            .spawn(closing.clone());
+        }
         let batcher = batcher::Batcher::new(store.clone(), config.batch_workers);
         let fleet = Arc::new(fleet::ApiFleet::default());
         let up = redis.clone();

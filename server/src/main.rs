@@ -58,6 +58,7 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
         admin => match Store::connect(&url, &args.redis.namespace, 2).await {
             Ok(store) => {
+                store.set_offload_dir(args.redis.offload_dir());
                 let result = cli::run_admin(&store, admin).await;
                 store.quit().await;
                 result.map_err(Into::into)

@@ -24,6 +24,7 @@
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
+//! | [`offload`] | items on disk: the segment registry, lookups, moving items between Redis and disk |
 //!
 //! Key names come from [`crate::keys`].
 
@@ -34,11 +35,13 @@ mod backend;
 mod blocks;
 mod bloom;
 mod check;
+pub use check::queue_parts;
 pub mod contributors;
 mod fleet;
 mod item_status;
 mod items;
 mod listing;
+pub mod offload;
 mod pipelines;
 mod projects;
 pub mod scripts;
@@ -58,10 +61,14 @@ pub use api_fleet::{
     seesaw_version, FleetFlush, SeenClient, DEFAULT_FLEET_SILENCE_MS, MAX_FLEET_CLIENTS,
 };
 pub use blocks::{BlockEntry, BlockKind};
-pub use bloom::{estimated_fp, hash_key as bloom_hash, BackfeedRecord, BloomLayer};
+pub use bloom::{
+    estimated_fp, geometry as bloom_geometry, hash_key as bloom_hash, spot_in as bloom_spot,
+    BackfeedRecord, BloomLayer,
+};
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
 pub use item_status::ItemStatus;
 pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
+pub use offload::{DiskHit, OnDisk, SegmentEntry};
 pub use pipelines::{
     may_serve, tags_problem, valid_pipeline_name, CreatedPipeline, Pipeline, MAX_PIPELINES,
     MAX_TAGS, PIPELINE_TTL,
@@ -107,6 +114,9 @@ pub enum StoreError {
     /// The project exists already.
     #[error("project exists")]
     ProjectExists,
+    /// A segment file on disk could not be read or written (see [`offload`]).
+    #[error("offload files: {0}")]
+    Disk(String),
     /// A script refused the request (see [`Refusal`] for the codes); nothing was changed,
     /// except where the refusal says otherwise.
     #[error("refused: {0}")]
@@ -184,6 +194,8 @@ pub struct Store {
     pending_contributors: std::sync::Arc<contributors::Pending>,
     /// How long an API downloader may be silent before it is forgotten (ms).
     fleet_silence_ms: u64,
+    /// The offload directory and the segment files open, per project.
+    disk: std::sync::Arc<offload::DiskCache>,
 }
 
 impl Store {
@@ -234,6 +246,7 @@ impl Store {
             settings_version: Default::default(),
             pending_contributors: Default::default(),
             fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
+            disk: Default::default(),
         })
     }
 

@@ -46,7 +46,7 @@ fn write_failed(e: std::io::Error) -> ApiError {
     )
 }
 
-fn project_dir(state: &AppState, slug: &str) -> PathBuf {
+pub(crate) fn project_dir(state: &AppState, slug: &str) -> PathBuf {
     state.config.archive_dir.join(slug)
 }
 
@@ -60,7 +60,6 @@ pub async fn archive_log(
 ) -> ApiResult<Json<Archived>> {
     caller.may_change(&slug)?;
     known_project(&state, &slug).await?;
-    let _one = ARCHIVING.lock().await;
     let store = &state.store;
     let end = format!("{}-{}", req.to, u64::MAX);
     if req.dry_run {
@@ -82,10 +81,84 @@ pub async fn archive_log(
             file: None,
         }));
     }
-    let dir = project_dir(&state, &slug);
+    let written = write_archive(store, project_dir(&state, &slug), &slug, &end)
+        .await
+        .map_err(|e| match e {
+            ArchiveError::Io(e) => write_failed(e),
+            ArchiveError::Store(e) => ApiError::from(e),
+        })?;
+    let Some(Written {
+        name,
+        count,
+        trimmed,
+        ..
+    }) = written
+    else {
+        return Ok(Json(Archived {
+            affected: Affected {
+                count: 0,
+                dry_run: false,
+            },
+            file: None,
+        }));
+    };
+    tracing::info!(slug, file = %name, count, trimmed, "archived the completion log");
+    caller
+        .record(&state, "log.archive", &slug, count, name.clone())
+        .await?;
+    Ok(Json(Archived {
+        affected: Affected {
+            count,
+            dry_run: false,
+        },
+        file: Some(name),
+    }))
+}
+
+/// Why an archive could not be written.
+#[derive(Debug)]
+pub enum ArchiveError {
+    /// The file.
+    Io(std::io::Error),
+    /// Reading or trimming the log.
+    Store(crate::store::StoreError),
+}
+
+impl std::fmt::Display for ArchiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiveError::Io(e) => write!(f, "writing the archive: {e}"),
+            ArchiveError::Store(e) => write!(f, "reading the log: {e}"),
+        }
+    }
+}
+
+/// An archive written.
+pub struct Written {
+    /// Its file name.
+    pub name: String,
+    /// Entries in it.
+    pub count: u64,
+    /// Entries trimmed from Redis after it was written.
+    pub trimmed: u64,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// Writes the log entries of `slug` from the oldest through stream id `end` (inclusive) to a
+/// new file in `dir` (written, fsynced and renamed) and only then trims them from Redis; `None`
+/// when there are none. One at a time in this process: the panel's archive and the offloader's
+/// ([`crate::offloader`]) share it.
+pub async fn write_archive(
+    store: &crate::store::Store,
+    dir: PathBuf,
+    slug: &str,
+    end: &str,
+) -> Result<Option<Written>, ArchiveError> {
+    let _one = ARCHIVING.lock().await;
     tokio::fs::create_dir_all(&dir)
         .await
-        .map_err(write_failed)?;
+        .map_err(ArchiveError::Io)?;
     let tmp = dir.join(format!(".partial-{}", super::random_token(12)));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
     let tmp_path = tmp.clone();
@@ -105,10 +178,10 @@ pub async fn archive_log(
     let mut start = Some("-".to_string());
     let mut failure = None;
     while let Some(from) = start.take() {
-        let page = match page_text(store, &slug, &from, &end).await {
+        let page = match page_text(store, slug, &from, end).await {
             Ok(p) => p,
             Err(e) => {
-                failure = Some(ApiError::from(e));
+                failure = Some(e);
                 break;
             }
         };
@@ -124,25 +197,16 @@ pub async fn archive_log(
         start = page.next;
     }
     drop(tx);
-    let written = writer
-        .await
-        .map_err(|e| write_failed(std::io::Error::other(e)))
-        .and_then(|r| r.map_err(write_failed));
+    let written = writer.await.map_err(std::io::Error::other).and_then(|r| r);
     let (first, last) = match (written, failure, first, last) {
         (Ok(()), None, Some(first), Some(last)) => (first, last),
         (written, failure, ..) => {
             let _ = tokio::fs::remove_file(&tmp).await;
-            written?;
+            written.map_err(ArchiveError::Io)?;
             if let Some(e) = failure {
-                return Err(e);
+                return Err(ArchiveError::Store(e));
             }
-            return Ok(Json(Archived {
-                affected: Affected {
-                    count: 0,
-                    dry_run: false,
-                },
-                file: None,
-            }));
+            return Ok(None);
         }
     };
     let ms = |id: &str| id.split('-').next().unwrap_or_default().to_string();
@@ -157,18 +221,23 @@ pub async fn archive_log(
     }
     tokio::fs::rename(&tmp, dir.join(&name))
         .await
-        .map_err(write_failed)?;
-    let trimmed = store.trim_log_through(&slug, &last).await?;
-    tracing::info!(slug, file = %name, count, trimmed, "archived the completion log");
-    caller
-        .record(&state, "log.archive", &slug, count, name.clone())
-        .await?;
-    Ok(Json(Archived {
-        affected: Affected {
-            count,
-            dry_run: false,
-        },
-        file: Some(name),
+        .map_err(ArchiveError::Io)?;
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    let bytes = tokio::fs::metadata(dir.join(&name))
+        .await
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let trimmed = store
+        .trim_log_through(slug, &last)
+        .await
+        .map_err(ArchiveError::Store)?;
+    Ok(Some(Written {
+        name,
+        count,
+        trimmed,
+        bytes,
     }))
 }
 

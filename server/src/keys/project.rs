@@ -169,6 +169,23 @@ impl ProjectKeys {
     pub fn status(&self) -> String {
         self.key("status")
     }
+    /// Segments on disk: id -> registry entry (see [`crate::store::SegmentEntry`]).
+    pub fn segs(&self) -> String {
+        self.key("segs")
+    }
+    /// Records of each queue segment back in Redis.
+    pub fn segs_restored(&self) -> String {
+        self.key("segs:restored")
+    }
+    /// The offloader's state: `gen` (bumped at every change of the segments), `run` (last run,
+    /// ms), `error` (its last failure), `log_files`, `log_bytes`.
+    pub fn offload(&self) -> String {
+        self.key("offload")
+    }
+    /// The token of the process allowed to offload (expires unless renewed).
+    pub fn offload_lease(&self) -> String {
+        self.key("offload:lease")
+    }
     /// Recorded lifecycle changes, newest first.
     pub fn lifecycle(&self) -> String {
         self.key("lifecycle")

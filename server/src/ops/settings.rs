@@ -115,6 +115,7 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
         return Err("bloom_capacity must be at least 1".into());
     }
     check_decay(s.decay_factor, s.decay_threshold)?;
+    check_offload(s)?;
     check_shards(&s.backfeed_shards)?;
     if let Some(problem) = crate::store::tags_problem(&s.tags) {
         return Err(problem);
@@ -135,6 +136,42 @@ fn check_decay(factor: f64, threshold: f64) -> Result<(), String> {
     if !inside(threshold) {
         return Err(format!(
             "decay_threshold must be between 0 and 1 (e.g. 0.005), not {threshold}"
+        ));
+    }
+    Ok(())
+}
+
+/// The big-project settings: a known done policy, and marks that leave the offloader room
+/// to move whole segments between them.
+fn check_offload(s: &Settings) -> Result<(), String> {
+    if !app::model::admin::DONE_POLICIES.contains(&s.done_policy.as_str()) {
+        return Err(format!(
+            "done_policy must be keep, offload or discard, not {:?}",
+            s.done_policy
+        ));
+    }
+    if !(1_000..=1_000_000).contains(&s.segment_items) {
+        return Err(format!(
+            "segment_items must be from 1000 to 1000000, not {}",
+            s.segment_items
+        ));
+    }
+    if s.offload_keep > 1_000_000_000 {
+        return Err("offload_keep is at most 1000000000".into());
+    }
+    if s.queue_high != 0 && (s.queue_high < 2 * s.segment_items || s.queue_high > 1_000_000_000) {
+        return Err(format!(
+            "queue_high must be 0 (no mark) or from twice segment_items ({}) to 1000000000, not {}",
+            2 * s.segment_items,
+            s.queue_high
+        ));
+    }
+    let cap = crate::keys::LOG_LEN as u64 * 9 / 10;
+    if !(1_000..=cap).contains(&s.log_keep) {
+        return Err(format!(
+            "log_keep must be from 1000 to {cap} (the log's cap in Redis is {}), not {}",
+            crate::keys::LOG_LEN,
+            s.log_keep
         ));
     }
     Ok(())

@@ -17,7 +17,7 @@ use fred::prelude::*;
 mod layers;
 
 use layers::{bit_set, cached_layer_params, spot};
-pub use layers::{estimated_fp, hash_key, BloomLayer};
+pub use layers::{estimated_fp, geometry, hash_key, spot_in, BloomLayer};
 
 /// One record of a backfeed batch.
 #[derive(Clone, Debug)]

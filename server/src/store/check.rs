@@ -18,6 +18,17 @@ pub(super) fn queue_part_keys(k: &ProjectKeys, order: Option<&str>) -> Vec<Strin
         .collect()
 }
 
+/// The names of the queue parts (not personal queues) in claim order `order`.
+pub fn queue_parts(order: Option<&str>) -> Vec<String> {
+    let default = QUEUES.join(",");
+    order
+        .unwrap_or(&default)
+        .split([',', ' '])
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// The violation, if any, of the count of items project `slug` knows (`None`: not kept) against
 /// the `in_state` distinct items found in a state.
 fn count_problem(slug: &str, known: Option<i64>, in_state: usize) -> Option<String> {

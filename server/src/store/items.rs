@@ -2,7 +2,7 @@
 
 use super::{
     scripts::{Accepted, Batch, Refusal, Reply},
-    Store, StoreError, StoreResult,
+    DiskHit, Store, StoreError, StoreResult,
 };
 use crate::keys::{HISTORY_LEN, LOG_LEN, PERSONAL, TODO};
 use fred::prelude::*;
@@ -123,33 +123,57 @@ impl Store {
         count_only: bool,
     ) -> StoreResult<u64> {
         let k = self.keys.project(slug);
-        let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats(), k.qseq()];
+        let keys = vec![
+            k.meta(),
+            k.out(),
+            k.done(),
+            k.failed(),
+            k.stats(),
+            k.qseq(),
+            k.offload(),
+        ];
         let patterns = self.patterns(slug).await?;
         let personal = queue.starts_with(PERSONAL);
         let mut added = 0;
         for chunk in items.chunks(ADD_BATCH) {
-            let mut args = Vec::with_capacity(3 + 2 * chunk.len());
-            args.push(Value::from(k.prefix()));
-            args.push(Value::from(queue));
-            args.push(Value::from(if count_only { "count" } else { "add" }));
-            for item in chunk {
-                let part = if personal {
-                    String::new()
-                } else {
-                    patterns.part_of(item)
-                };
-                args.push(Value::from(part));
-                args.push(Value::from(item.as_str()));
-            }
-            let n: u64 = self
-                .scripts
-                .run(
-                    self.pool.next(),
-                    &self.scripts.add_items,
-                    keys.clone(),
-                    args,
-                )
-                .await?;
+            // Items on disk are known: left out, against the segments of one gen, which the
+            // script checks is still the current one (else the segments moved: again).
+            let mut tries = 0;
+            let n = loop {
+                tries += 1;
+                let (gen, on_disk) = self.find_on_disk(slug, chunk).await?;
+                let mut args = Vec::with_capacity(4 + 2 * chunk.len());
+                args.push(Value::from(k.prefix()));
+                args.push(Value::from(queue));
+                args.push(Value::from(if count_only { "count" } else { "add" }));
+                args.push(Value::from(gen.to_string()));
+                for item in chunk.iter().filter(|i| !on_disk.contains_key(*i)) {
+                    let part = if personal {
+                        String::new()
+                    } else {
+                        patterns.part_of(item)
+                    };
+                    args.push(Value::from(part));
+                    args.push(Value::from(item.as_str()));
+                }
+                let n: i64 = self
+                    .scripts
+                    .run(
+                        self.pool.next(),
+                        &self.scripts.add_items,
+                        keys.clone(),
+                        args,
+                    )
+                    .await?;
+                if n >= 0 {
+                    break n as u64;
+                }
+                if tries >= 20 {
+                    return Err(StoreError::Unavailable(
+                        "the segments on disk kept changing while items were added".into(),
+                    ));
+                }
+            };
             added += n;
         }
         Ok(added)
@@ -240,8 +264,68 @@ impl Store {
         }
     }
 
-    /// Records done reports in one script call.
+    /// Records done reports in one script call. A report refused for an unknown item that is
+    /// done on disk (offloaded, or passing a discard filter) is recorded again without its
+    /// items on disk, which count as duplicates.
     pub async fn done_batch(
+        &self,
+        slug: &str,
+        reports: &[DoneReport],
+        now_ms: u64,
+    ) -> StoreResult<Vec<DoneOutcome>> {
+        let mut out = self.done_batch_once(slug, reports, now_ms).await?;
+        for (i, outcome) in out.iter_mut().enumerate() {
+            if !matches!(outcome, DoneOutcome::Refused(Refusal::UnknownItem { .. })) {
+                continue;
+            }
+            let report = &reports[i];
+            let (_, on_disk) = self.find_on_disk(slug, &report.items).await?;
+            let done_on_disk = |item: &String| {
+                matches!(
+                    on_disk.get(item),
+                    Some(DiskHit::Done { .. } | DiskHit::Discarded)
+                )
+            };
+            let old = report.items.iter().filter(|i| done_on_disk(i)).count() as u64;
+            if old == 0 {
+                continue;
+            }
+            let rest: Vec<String> = report
+                .items
+                .iter()
+                .filter(|i| !done_on_disk(i))
+                .cloned()
+                .collect();
+            *outcome = if rest.is_empty() {
+                DoneOutcome::Recorded {
+                    counted: 0,
+                    duplicates: old,
+                    seq: 0,
+                }
+            } else {
+                let again = DoneReport {
+                    items: rest,
+                    ..report.clone()
+                };
+                match self.done_batch_once(slug, &[again], now_ms).await?.pop() {
+                    Some(DoneOutcome::Recorded {
+                        counted,
+                        duplicates,
+                        seq,
+                    }) => DoneOutcome::Recorded {
+                        counted,
+                        duplicates: duplicates + old,
+                        seq,
+                    },
+                    Some(other) => other,
+                    None => return Err(reply_err("done", "no answer")),
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    async fn done_batch_once(
         &self,
         slug: &str,
         reports: &[DoneReport],

@@ -32,6 +32,11 @@ fn defaults(title: &str) -> Settings {
         auto_block_ttl: 86_400,
         bloom_capacity: 1_000_000,
         decay_threshold: DEFAULT_DECAY_THRESHOLD,
+        done_policy: "keep".into(),
+        offload_keep: app::model::admin::DEFAULT_OFFLOAD_KEEP,
+        queue_high: app::model::admin::DEFAULT_QUEUE_HIGH,
+        segment_items: app::model::admin::DEFAULT_SEGMENT_ITEMS,
+        log_keep: app::model::admin::DEFAULT_LOG_KEEP,
         ..Settings::default()
     }
 }
@@ -200,6 +205,11 @@ impl Store {
             ),
             ("require_token".into(), b(s.require_token)),
             ("tags".into(), s.tags.join(",")),
+            ("done_policy".into(), s.done_policy.clone()),
+            ("offload_keep".into(), s.offload_keep.to_string()),
+            ("queue_high".into(), s.queue_high.to_string()),
+            ("segment_items".into(), s.segment_items.to_string()),
+            ("log_keep".into(), s.log_keep.to_string()),
             ("queues".into(), queue_order(s, &shards)),
         ];
         for p in &s.pattern_limits {
@@ -302,6 +312,14 @@ impl Store {
                 .filter(|s| !s.is_empty())
                 .map(String::from)
                 .collect(),
+            done_policy: meta
+                .get("done_policy")
+                .cloned()
+                .unwrap_or(defaults.done_policy),
+            offload_keep: num("offload_keep").unwrap_or(defaults.offload_keep),
+            queue_high: num("queue_high").unwrap_or(defaults.queue_high),
+            segment_items: num("segment_items").unwrap_or(defaults.segment_items),
+            log_keep: num("log_keep").unwrap_or(defaults.log_keep),
         };
         let patterns = Patterns(
             settings

@@ -53,6 +53,8 @@
 //! login_attempt  {} | refusal: rate_limited {wait_ms}
 //! rescue_attempt {} | refusal: rate_limited {wait_ms}
 //! fleet_flush    {"stored":n,"dropped":n,"forgotten":n}
+//! offload_commit {"moved":n} | refusal: lease, stale {item}
+//! refill         {"restored":n} | refusal: lease, stale {item}
 //! ```
 
 mod reply;
@@ -199,6 +201,8 @@ pub struct Scripts {
     pub rescue_attempt: LuaScript,
     /// `fleet_flush.lua`
     pub fleet_flush: LuaScript,
+    pub offload_commit: LuaScript,
+    pub refill: LuaScript,
     header_lines: usize,
 }
 
@@ -213,7 +217,7 @@ impl Scripts {
     pub fn new() -> Self {
         let h = &header();
         Self {
-            add_items: lua!(h, "add_items", 6),
+            add_items: lua!(h, "add_items", 7),
             backfeed: lua!(h, "backfeed", 7),
             claim: lua!(h, "claim", 12),
             done: lua!(h, "done", 22),
@@ -230,12 +234,14 @@ impl Scripts {
             login_undo: lua!(h, "login_undo", 2),
             rescue_attempt: lua!(h, "rescue_attempt", 1),
             fleet_flush: lua!(h, "fleet_flush", 2),
+            offload_commit: lua!(h, "offload_commit", 7),
+            refill: lua!(h, "refill", 6),
             header_lines: h.lines().count(),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 17] {
+    pub fn all(&self) -> [&LuaScript; 19] {
         [
             &self.add_items,
             &self.backfeed,
@@ -254,6 +260,8 @@ impl Scripts {
             &self.login_undo,
             &self.rescue_attempt,
             &self.fleet_flush,
+            &self.offload_commit,
+            &self.refill,
         ]
     }
 

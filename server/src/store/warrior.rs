@@ -109,6 +109,14 @@ impl Store {
             .collect())
     }
 
+    /// The id of the completion log entry at `index` (0: the oldest), if there is one.
+    pub async fn log_entry_at(&self, slug: &str, index: u64) -> StoreResult<Option<String>> {
+        let page = self.log_page(slug, "-", "+", index + 1).await?;
+        Ok((page.len() as u64 == index + 1)
+            .then(|| page.last().map(|(id, _)| id.clone()))
+            .flatten())
+    }
+
     /// Removes the completion log entries up to and including stream id `last` (`ms-seq`);
     /// how many went. Entries added later (higher ids) stay.
     pub async fn trim_log_through(&self, slug: &str, last: &str) -> StoreResult<u64> {

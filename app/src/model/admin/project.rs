@@ -94,6 +94,51 @@ pub struct Settings {
     /// `require_token` alone.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// What becomes of done items: `keep` (in Redis), `offload` (to segment files on disk, with
+    /// their timelines; still answered exactly) or `discard` (only a filter of their names
+    /// stays, on disk).
+    #[serde(default = "default_done_policy")]
+    pub done_policy: String,
+    /// Done items kept in Redis before the others go to disk (`offload`, `discard`).
+    #[serde(default = "default_offload_keep")]
+    pub offload_keep: u64,
+    /// Items a queue part keeps in Redis; past it, its last items wait on disk (0: no mark).
+    #[serde(default = "default_queue_high")]
+    pub queue_high: u64,
+    /// Items per segment file.
+    #[serde(default = "default_segment_items")]
+    pub segment_items: u64,
+    /// Completion log entries kept in Redis; older ones (and any older than a day) go to the
+    /// archive directory.
+    #[serde(default = "default_log_keep")]
+    pub log_keep: u64,
+}
+
+/// The done policies.
+pub const DONE_POLICIES: [&str; 3] = ["keep", "offload", "discard"];
+/// Done items kept in Redis by default.
+pub const DEFAULT_OFFLOAD_KEEP: u64 = 100_000;
+/// A queue part's high-water mark by default.
+pub const DEFAULT_QUEUE_HIGH: u64 = 2_000_000;
+/// Items per segment file by default.
+pub const DEFAULT_SEGMENT_ITEMS: u64 = 50_000;
+/// Completion log entries kept in Redis by default.
+pub const DEFAULT_LOG_KEEP: u64 = 50_000;
+
+fn default_done_policy() -> String {
+    "keep".into()
+}
+fn default_offload_keep() -> u64 {
+    DEFAULT_OFFLOAD_KEEP
+}
+fn default_queue_high() -> u64 {
+    DEFAULT_QUEUE_HIGH
+}
+fn default_segment_items() -> u64 {
+    DEFAULT_SEGMENT_ITEMS
+}
+fn default_log_keep() -> u64 {
+    DEFAULT_LOG_KEEP
 }
 
 /// The decay factor the panel suggests when decay is switched on.

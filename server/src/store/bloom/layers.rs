@@ -56,6 +56,38 @@ fn sizing(target: f64) -> (f64, u32) {
     }
 }
 
+/// (64-byte blocks, bits set per record) of a one-layer filter for `n` records at false-positive
+/// rate `target`: the segment files' filters ([`crate::segment`]). The sizing is computed once
+/// per target.
+pub fn geometry(n: u64, target: f64) -> (u64, u32) {
+    type Cache = std::sync::Mutex<Vec<(u64, (f64, u32))>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let known = cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(t, _)| *t == target.to_bits())
+        .map(|(_, s)| *s);
+    let (bits, k) = known.unwrap_or_else(|| {
+        let s = sizing(target);
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((target.to_bits(), s));
+        s
+    });
+    (
+        ((n.max(1) as f64 * bits / BLOCK_BITS).ceil() as u64).max(1),
+        k,
+    )
+}
+
+/// Where record hash `h` lands in a one-layer filter of `blocks` blocks ([`geometry`]).
+pub fn spot_in(h: u64, blocks: u64, k: u32) -> (u64, impl Iterator<Item = usize>) {
+    spot(h, 0, blocks, k)
+}
+
 /// [`layer_params`], computed once per capacity: the sizing takes tens of milliseconds.
 pub(super) fn cached_layer_params(capacity: u64) -> std::sync::Arc<str> {
     type Cache = std::sync::Mutex<std::collections::HashMap<u64, std::sync::Arc<str>>>;

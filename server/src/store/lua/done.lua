@@ -16,7 +16,8 @@
   KEYS[5]  failed        hash    failed items
   KEYS[6]  attempts      hash    item -> times claimed (items not claimed now)
   KEYS[7]  dl:claims     hash    downloader -> items held
-  KEYS[8]  stats         hash    done_items, done_bytes, pq (items in personal queues)
+  KEYS[8]  stats         hash    done_items, done_bytes, pq (items in personal queues),
+                                 disk_todo (items waiting on disk)
   KEYS[9]  dl:items      zset    items per downloader
   KEYS[10] dl:bytes      zset    bytes per downloader
   KEYS[11] dl:version    hash    last version per downloader
@@ -174,7 +175,8 @@ do
 end
 
 local function todo_count()
-  local n = tonumber(rcall('HGET', stats, 'pq')) or 0
+  local w = rcall('HMGET', stats, 'pq', 'disk_todo')
+  local n = (tonumber(w[1]) or 0) + (tonumber(w[2]) or 0)
   for _, parts in ipairs(groups) do
     for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
   end

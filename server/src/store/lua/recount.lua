@@ -2,7 +2,7 @@
 --[[
   recount: sets a project's count of known items (stats `known`) to the number of items in a
   state now: every queue part of the claim order, the personal queues named, claimed, done and
-  failed. For projects from before the count was kept, and after an operator has accepted a loss
+  failed, and the items in segments on disk. For projects from before the count was kept, and after an operator has accepted a loss
   that `tracker check` reported; what was lost before cannot be seen afterwards. An item in two
   states is counted twice here (`tracker check` reports it as such).
 
@@ -10,7 +10,7 @@
   KEYS[2]  out     zset    claimed items
   KEYS[3]  done    set     completed items
   KEYS[4]  failed  hash    failed items
-  KEYS[5]  stats   hash    known (items the project knows)
+  KEYS[5]  stats   hash    known (items the project knows), disk_done, disk_todo (on disk)
   Derived (same slot): <prefix><queue part>, <prefix>todo:d:<downloader>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
@@ -26,7 +26,9 @@ local prefix = ARGV[1]
 
 local m = rcall('HMGET', meta, 'title', 'queues')
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
-local n = rcall('ZCARD', out) + rcall('SCARD', done) + rcall('HLEN', failed)
+local d = rcall('HMGET', stats, 'disk_done', 'disk_todo')
+local n = rcall('ZCARD', out) + rcall('SCARD', done) + rcall('HLEN', failed) + (tonumber(d[1]) or 0)
+  + (tonumber(d[2]) or 0)
 for _, parts in ipairs(queue_groups(m[2])) do
   for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
 end

@@ -3,7 +3,7 @@
   snapshot: reads a project's leaderboard state in one step, consistent with its event sequence.
 
   KEYS[1]  meta           hash    title, queues, state, banner
-  KEYS[2]  stats          hash    done_items, done_bytes, pq
+  KEYS[2]  stats          hash    done_items, done_bytes, pq, disk_todo (waiting on disk)
   KEYS[3]  out            zset    claimed items
   KEYS[4]  dl:items       zset    items per downloader
   KEYS[5]  dl:bytes       zset    bytes per downloader
@@ -24,7 +24,7 @@
      "state":s, "banner":s, "downloader_count":n (downloaders in all),
      "domain_bytes":{domain: bytes}, "downloaders":[{"name","items","bytes","seen","version"}],
      "recent":[event JSON text, newest first], "queues":[{"part","size"}] (in claim order,
-     "personal" first: all personal queues)}
+     "personal" first: all personal queues); "todo" counts the items waiting on disk too}
   Numbers Redis keeps as text (seq, done_*, bytes, scores) stay the decimal strings Redis gave:
   cjson would print those past 10^14 in exponent form.
   Events: none.
@@ -38,9 +38,9 @@ local prefix, ndl, nrecent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local m = rcall('HMGET', meta, 'title', 'queues', 'state', 'banner')
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
 
-local st = rcall('HMGET', stats, 'done_items', 'done_bytes', 'pq')
-local todo = tonumber(st[3]) or 0
-local sizes = { { part = 'personal', size = todo } }
+local st = rcall('HMGET', stats, 'done_items', 'done_bytes', 'pq', 'disk_todo')
+local todo = (tonumber(st[3]) or 0) + (tonumber(st[4]) or 0)
+local sizes = { { part = 'personal', size = tonumber(st[3]) or 0 } }
 for _, parts in ipairs(queue_groups(m[2])) do
   for _, part in ipairs(parts) do
     local n = rcall('ZCARD', prefix .. part)

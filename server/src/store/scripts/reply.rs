@@ -88,6 +88,17 @@ pub enum Refusal {
     /// layer may have been added); read it again (backfeed).
     #[error("the backfeed filter changed")]
     FilterChanged,
+    /// `lease`: the caller does not hold the project's offload lease; nothing changed
+    /// (offload_commit, refill).
+    #[error("the offload lease is held by another process")]
+    Lease,
+    /// `stale`: an item (or a segment, by id) is no longer where the caller read it; nothing
+    /// changed, read again (offload_commit, refill).
+    #[error("{item} moved since it was read")]
+    Stale {
+        /// The first such item, or the segment id.
+        item: String,
+    },
 }
 
 impl Refusal {
@@ -113,6 +124,8 @@ impl Refusal {
             Refusal::NotClaimant => "not_claimant",
             Refusal::OtherPipeline { .. } => "other_pipeline",
             Refusal::FilterChanged => "filter_changed",
+            Refusal::Lease => "lease",
+            Refusal::Stale { .. } => "stale",
         }
     }
 }

@@ -226,6 +226,8 @@ fn every_refusal_a_script_returns_is_a_variant() {
         Refusal::NotClaimant,
         Refusal::OtherPipeline { item: "x".into() },
         Refusal::FilterChanged,
+        Refusal::Lease,
+        Refusal::Stale { item: "x".into() },
     ];
     let known: BTreeSet<&str> = variants.iter().map(Refusal::code).collect();
     let returned = Regex::new(r"err = '(\w+)'").unwrap();
@@ -252,7 +254,8 @@ fn every_refusal_a_script_returns_is_a_variant() {
             }
             Refusal::UnknownItem { item }
             | Refusal::NeverHandedOut { item }
-            | Refusal::OtherPipeline { item } => {
+            | Refusal::OtherPipeline { item }
+            | Refusal::Stale { item } => {
                 format!(r#"{{"item":"{item}","err":"{}"}}"#, v.code())
             }
             other => format!(r#"{{"err":"{}"}}"#, other.code()),

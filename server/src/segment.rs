@@ -1,0 +1,394 @@
+//! Segment files: items that left Redis for disk ([`crate::offloader`]), written once, never
+//! changed, read by name.
+//!
+//! A segment holds records `(name, payload)` sorted by name: a done item and its timeline, or
+//! a waiting item and its queue score. Layout, all integers little-endian:
+//!
+//! ```text
+//! "TRKSEG1\n"
+//! blocks     each a raw-deflate stream of records: u32 name length, name, u32 payload length,
+//!            payload; a block closes past BLOCK_BYTES of records
+//! index      per block: u64 offset, u32 length, u32 records, u32 first-name length, first name
+//! filter     the names' Bloom filter: 64-byte blocks (the backfeed filter's geometry)
+//! footer     u64 index offset, u64 filter offset, u64 filter blocks, u32 k, u64 records,
+//!            "TRKSEGE\n"
+//! ```
+//!
+//! A segment of kind `discard` has no blocks, only the filter: its names are gone and the
+//! filter answers "probably known". Readers keep the index and the filter in memory (about
+//! 2 bytes per item, 5 for a discard segment) and read one block per lookup that the filter
+//! passes.
+
+use crate::store::bloom_hash;
+use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression};
+use std::{
+    fs::File,
+    io::{BufWriter, Read, Write},
+    os::unix::fs::FileExt,
+    path::{Path, PathBuf},
+};
+
+const MAGIC: &[u8; 8] = b"TRKSEG1\n";
+const END: &[u8; 8] = b"TRKSEGE\n";
+const FOOTER: u64 = 8 + 8 + 8 + 4 + 8 + 8;
+/// Records are grouped in blocks of about this many uncompressed bytes.
+const BLOCK_BYTES: usize = 32 * 1024;
+/// The filter's false-positive rate in a segment that keeps its names: a false positive only
+/// costs a block read.
+pub const KEPT_FP: f64 = 1e-3;
+/// The filter's false-positive rate in a discard segment, where it is all that is left: the
+/// chance that a new item is taken for a discarded one, per segment.
+pub const DISCARD_FP: f64 = 1e-7;
+/// The longest name or payload a segment takes (a lookup reads no more).
+const MAX_FIELD: usize = 1 << 20;
+
+fn corrupt(what: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.into())
+}
+
+/// Writes `records` (sorted here by name; names distinct) as a segment at `path`: to a
+/// temporary name beside it, fsynced, renamed, and the directory fsynced, so a segment either
+/// exists whole or not at all. Without `keep_names` only the filter is written. The file's size.
+pub fn write(
+    path: &Path,
+    records: &mut [(String, String)],
+    keep_names: bool,
+) -> std::io::Result<u64> {
+    records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let dir = path.parent().ok_or_else(|| corrupt("segment path"))?;
+    std::fs::create_dir_all(dir)?;
+    let tmp: PathBuf = dir.join(format!(
+        ".partial-{}",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let file = File::create(&tmp)?;
+    let mut out = BufWriter::new(file);
+    out.write_all(MAGIC)?;
+    let mut at = MAGIC.len() as u64;
+    let mut index = Vec::new();
+    if keep_names {
+        let mut i = 0;
+        while i < records.len() {
+            let first = records[i].0.clone();
+            let (start, mut raw) = (i, Vec::with_capacity(BLOCK_BYTES + 4096));
+            while i < records.len() && raw.len() < BLOCK_BYTES {
+                let (name, payload) = &records[i];
+                raw.extend_from_slice(&(name.len() as u32).to_le_bytes());
+                raw.extend_from_slice(name.as_bytes());
+                raw.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+                raw.extend_from_slice(payload.as_bytes());
+                i += 1;
+            }
+            let mut enc = DeflateEncoder::new(Vec::new(), Compression::fast());
+            enc.write_all(&raw)?;
+            let block = enc.finish()?;
+            out.write_all(&block)?;
+            index.push((at, block.len() as u32, (i - start) as u32, first));
+            at += block.len() as u64;
+        }
+    }
+    let index_at = at;
+    for (offset, len, n, first) in &index {
+        out.write_all(&offset.to_le_bytes())?;
+        out.write_all(&len.to_le_bytes())?;
+        out.write_all(&n.to_le_bytes())?;
+        out.write_all(&(first.len() as u32).to_le_bytes())?;
+        out.write_all(first.as_bytes())?;
+        at += 20 + first.len() as u64;
+    }
+    let filter_at = at;
+    let target = if keep_names { KEPT_FP } else { DISCARD_FP };
+    let filter = Filter::build(records.iter().map(|r| r.0.as_str()), records.len(), target);
+    out.write_all(&filter.bits)?;
+    at += filter.bits.len() as u64;
+    out.write_all(&index_at.to_le_bytes())?;
+    out.write_all(&filter_at.to_le_bytes())?;
+    out.write_all(&filter.blocks.to_le_bytes())?;
+    out.write_all(&filter.k.to_le_bytes())?;
+    out.write_all(&(records.len() as u64).to_le_bytes())?;
+    out.write_all(END)?;
+    at += FOOTER;
+    let file = out.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)?;
+    File::open(dir)?.sync_all()?;
+    Ok(at)
+}
+
+/// A Bloom filter of 64-byte blocks, as the backfeed filter lays them out.
+struct Filter {
+    bits: Vec<u8>,
+    blocks: u64,
+    k: u32,
+}
+
+impl Filter {
+    fn build<'a>(names: impl Iterator<Item = &'a str>, n: usize, target: f64) -> Filter {
+        let (blocks, k) = crate::store::bloom_geometry(n as u64, target);
+        let mut bits = vec![0u8; blocks as usize * 64];
+        for name in names {
+            let (b, offs) = crate::store::bloom_spot(bloom_hash(name.as_bytes()), blocks, k);
+            let block = &mut bits[b as usize * 64..b as usize * 64 + 64];
+            for off in offs {
+                block[off >> 3] |= 0x80 >> (off & 7);
+            }
+        }
+        Filter { bits, blocks, k }
+    }
+
+    fn may_hold(&self, hash: u64) -> bool {
+        let (b, mut offs) = crate::store::bloom_spot(hash, self.blocks, self.k);
+        let block = &self.bits[b as usize * 64..b as usize * 64 + 64];
+        offs.all(|off| block[off >> 3] & (0x80 >> (off & 7)) != 0)
+    }
+}
+
+/// One block's place in the file.
+struct BlockRef {
+    offset: u64,
+    len: u32,
+    records: u32,
+    first: String,
+}
+
+/// An open segment: its index and filter in memory, its blocks read on demand.
+pub struct Segment {
+    file: File,
+    blocks: Vec<BlockRef>,
+    filter: Filter,
+    records: u64,
+    bytes: u64,
+}
+
+fn u32_at(b: &[u8], at: usize) -> std::io::Result<u32> {
+    b.get(at..at + 4)
+        .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+        .ok_or_else(|| corrupt("truncated"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> std::io::Result<u64> {
+    b.get(at..at + 8)
+        .map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")))
+        .ok_or_else(|| corrupt("truncated"))
+}
+
+impl Segment {
+    /// Opens the segment at `path`, reading its index and filter.
+    pub fn open(path: &Path) -> std::io::Result<Segment> {
+        let file = File::open(path)?;
+        let bytes = file.metadata()?.len();
+        if bytes < MAGIC.len() as u64 + FOOTER {
+            return Err(corrupt(format!("{}: too short", path.display())));
+        }
+        let mut footer = vec![0u8; FOOTER as usize];
+        file.read_exact_at(&mut footer, bytes - FOOTER)?;
+        if &footer[36..44] != END {
+            return Err(corrupt(format!("{}: no end marker", path.display())));
+        }
+        let (index_at, filter_at) = (u64_at(&footer, 0)?, u64_at(&footer, 8)?);
+        let (filter_blocks, k, records) = (
+            u64_at(&footer, 16)?,
+            u32_at(&footer, 24)?,
+            u64_at(&footer, 28)?,
+        );
+        if index_at > filter_at || filter_at + filter_blocks * 64 != bytes - FOOTER {
+            return Err(corrupt(format!("{}: bad footer", path.display())));
+        }
+        let mut index = vec![0u8; (filter_at - index_at) as usize];
+        file.read_exact_at(&mut index, index_at)?;
+        let mut blocks = Vec::new();
+        let mut at = 0;
+        while at < index.len() {
+            let (offset, len, n) = (
+                u64_at(&index, at)?,
+                u32_at(&index, at + 8)?,
+                u32_at(&index, at + 12)?,
+            );
+            let flen = u32_at(&index, at + 16)? as usize;
+            let first = index
+                .get(at + 20..at + 20 + flen)
+                .ok_or_else(|| corrupt("truncated index"))?;
+            blocks.push(BlockRef {
+                offset,
+                len,
+                records: n,
+                first: String::from_utf8_lossy(first).into_owned(),
+            });
+            at += 20 + flen;
+        }
+        let mut bits = vec![0u8; (filter_blocks * 64) as usize];
+        file.read_exact_at(&mut bits, filter_at)?;
+        Ok(Segment {
+            file,
+            blocks,
+            filter: Filter {
+                bits,
+                blocks: filter_blocks,
+                k,
+            },
+            records,
+            bytes,
+        })
+    }
+
+    /// Records written.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// The file's size.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether the names are kept (not a discard segment).
+    pub fn keeps_names(&self) -> bool {
+        !self.blocks.is_empty() || self.records == 0
+    }
+
+    /// Whether the filter passes `name` (its [`bloom_hash`] `hash`): always for a held name.
+    pub fn may_hold(&self, hash: u64) -> bool {
+        self.filter.may_hold(hash)
+    }
+
+    fn read_block(&self, b: &BlockRef) -> std::io::Result<Vec<(String, String)>> {
+        let mut packed = vec![0u8; b.len as usize];
+        self.file.read_exact_at(&mut packed, b.offset)?;
+        let mut raw = Vec::new();
+        DeflateDecoder::new(&packed[..])
+            .take((BLOCK_BYTES + 2 * MAX_FIELD + 16) as u64)
+            .read_to_end(&mut raw)?;
+        let mut out = Vec::with_capacity(b.records as usize);
+        let mut at = 0;
+        while at < raw.len() {
+            let nl = u32_at(&raw, at)? as usize;
+            let name = raw
+                .get(at + 4..at + 4 + nl)
+                .ok_or_else(|| corrupt("name"))?;
+            let pl = u32_at(&raw, at + 4 + nl)? as usize;
+            let payload = raw
+                .get(at + 8 + nl..at + 8 + nl + pl)
+                .ok_or_else(|| corrupt("payload"))?;
+            out.push((
+                String::from_utf8_lossy(name).into_owned(),
+                String::from_utf8_lossy(payload).into_owned(),
+            ));
+            at += 8 + nl + pl;
+        }
+        Ok(out)
+    }
+
+    /// The payload of `name`, if the segment holds it (for a discard segment: never).
+    pub fn get(&self, name: &str) -> std::io::Result<Option<String>> {
+        if !self.may_hold(bloom_hash(name.as_bytes())) {
+            return Ok(None);
+        }
+        let i = self.blocks.partition_point(|b| b.first.as_str() <= name);
+        let Some(block) = i.checked_sub(1).map(|i| &self.blocks[i]) else {
+            return Ok(None);
+        };
+        let records = self.read_block(block)?;
+        Ok(records
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()
+            .map(|at| records[at].1.clone()))
+    }
+
+    /// Every record in name order, a block at a time, to `each`; stops at its first error.
+    pub fn for_each(
+        &self,
+        mut each: impl FnMut(String, String) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        for b in &self.blocks {
+            for (name, payload) in self.read_block(b)? {
+                each(name, payload)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every record, in name order.
+    pub fn all(&self) -> std::io::Result<Vec<(String, String)>> {
+        let mut out = Vec::with_capacity(self.records as usize);
+        self.for_each(|n, p| {
+            out.push((n, p));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "seg-test-{}-{}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_segment_answers_every_name_it_holds_and_none_it_does_not() {
+        let d = dir();
+        let mut records: Vec<(String, String)> = (0..20_000)
+            .map(|i| (format!("item-{i:07}"), format!("line {i}")))
+            .collect();
+        let path = d.join("done-1.seg");
+        let size = write(&path, &mut records, true).unwrap();
+        let seg = Segment::open(&path).unwrap();
+        assert_eq!(seg.bytes(), size);
+        assert_eq!(seg.records(), 20_000);
+        assert!(seg.blocks.len() > 1, "several blocks");
+        for i in [0, 1, 7_777, 19_999] {
+            assert_eq!(
+                seg.get(&format!("item-{i:07}")).unwrap(),
+                Some(format!("line {i}"))
+            );
+        }
+        assert_eq!(seg.get("item-0020000").unwrap(), None);
+        assert_eq!(seg.get("").unwrap(), None);
+        assert_eq!(seg.all().unwrap().len(), 20_000);
+        assert!(!std::fs::read_dir(&d).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with('.')));
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_discard_segment_keeps_only_its_filter() {
+        let d = dir();
+        let mut records: Vec<(String, String)> = (0..10_000)
+            .map(|i| (format!("gone-{i}"), String::new()))
+            .collect();
+        let path = d.join("discard-1.seg");
+        write(&path, &mut records, false).unwrap();
+        let seg = Segment::open(&path).unwrap();
+        assert!(!seg.keeps_names());
+        assert!(seg.may_hold(bloom_hash(b"gone-42")));
+        let false_hits = (0..100_000)
+            .filter(|i| seg.may_hold(bloom_hash(format!("new-{i}").as_bytes())))
+            .count();
+        assert!(false_hits <= 2, "{false_hits} false positives");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_segment_is_refused_not_misread() {
+        let d = dir();
+        let mut records = vec![("a".to_string(), "1".to_string())];
+        let path = d.join("done-2.seg");
+        let size = write(&path, &mut records, true).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(size - 3).unwrap();
+        assert!(Segment::open(&path).is_err());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

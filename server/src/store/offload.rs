@@ -1,0 +1,400 @@
+//! Items on disk: each project's registry of segment files (in Redis), the segments this
+//! process has open, lookups by name, and the scripts that move items between Redis and disk.
+//! What moves when is [`crate::offloader`]'s business; the file format is [`crate::segment`].
+//!
+//! The registry's `gen` is bumped by every script that changes it; a process reopens the
+//! segments when the number it reads differs from the one it holds. Adding items checks them
+//! against the segments of one gen and the script refuses the call when the gen moved on, so
+//! an item that moved between Redis and disk meanwhile is never added twice.
+
+use super::{Store, StoreError, StoreResult};
+use crate::segment::Segment;
+use fred::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, RwLock},
+};
+
+/// A segment's registry entry (`ns:{SLUG}:segs`, JSON).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SegmentEntry {
+    /// `done` (done items and their timelines), `discard` (only a filter of done items' names)
+    /// or `queue` (waiting items of one queue part, with their scores).
+    pub kind: String,
+    /// The queue part (kind `queue`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub part: String,
+    /// Items in it.
+    pub count: u64,
+    /// The file's size.
+    pub bytes: u64,
+    /// When it was written (ms).
+    pub t: u64,
+    /// The lowest and highest queue score (kind `queue`).
+    #[serde(default)]
+    pub min: f64,
+    /// See `min`.
+    #[serde(default)]
+    pub max: f64,
+}
+
+/// Where a name was found on disk.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DiskHit {
+    /// Done, in segment `id`, with its stored timeline.
+    Done {
+        /// The segment.
+        id: String,
+        /// Timeline lines as Redis held them.
+        timeline: String,
+    },
+    /// Passed the filter of a discard segment: done, or (at the filter's rate) a new name.
+    Discarded,
+    /// Waiting in queue part `part` with score `score`.
+    Queued {
+        /// The queue part.
+        part: String,
+        /// Its queue score.
+        score: f64,
+    },
+}
+
+/// One registered segment, open.
+pub struct OpenSegment {
+    /// Its id (the file is `DIR/SLUG/ID.seg`).
+    pub id: String,
+    /// Its registry entry.
+    pub entry: SegmentEntry,
+    /// The file.
+    pub file: Arc<Segment>,
+}
+
+/// A project's segments as of one registry `gen`.
+#[derive(Default)]
+pub struct OnDisk {
+    /// The registry version these are.
+    pub gen: u64,
+    /// The segments, oldest first.
+    pub segments: Vec<OpenSegment>,
+}
+
+impl OnDisk {
+    /// Where each of `items` is on disk (absent: not on disk). Reads files: call off the
+    /// async threads ([`Store::find_on_disk`]).
+    pub fn find(&self, items: &[String]) -> std::io::Result<HashMap<String, DiskHit>> {
+        let mut found = HashMap::new();
+        for item in items {
+            let hash = super::bloom_hash(item.as_bytes());
+            for s in &self.segments {
+                if !s.file.may_hold(hash) {
+                    continue;
+                }
+                let hit = match s.entry.kind.as_str() {
+                    "discard" => Some(DiskHit::Discarded),
+                    "queue" => s.file.get(item)?.map(|score| DiskHit::Queued {
+                        part: s.entry.part.clone(),
+                        score: score.parse().unwrap_or(0.0),
+                    }),
+                    _ => s.file.get(item)?.map(|timeline| DiskHit::Done {
+                        id: s.id.clone(),
+                        timeline,
+                    }),
+                };
+                if let Some(hit) = hit {
+                    found.insert(item.clone(), hit);
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The offload directory and the segments this process has open, per project.
+#[derive(Default)]
+pub struct DiskCache {
+    dir: RwLock<Option<PathBuf>>,
+    projects: Mutex<HashMap<String, Arc<OnDisk>>>,
+}
+
+/// The path of segment `id` of `slug` under `dir`.
+pub fn segment_path(dir: &Path, slug: &str, id: &str) -> PathBuf {
+    dir.join(slug).join(format!("{id}.seg"))
+}
+
+fn disk_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Disk(e.to_string())
+}
+
+/// Decodes a script's JSON answer `{"<field>": n}` or its refusal.
+fn moved(raw: &str, field: &str) -> StoreResult<u64> {
+    let v: serde_json::Value = serde_json::from_str(raw).map_err(disk_err)?;
+    if v.get("err").is_some() {
+        let refusal: super::Refusal = serde_json::from_value(v).map_err(disk_err)?;
+        return Err(StoreError::Refused(refusal));
+    }
+    Ok(v[field].as_u64().unwrap_or(0))
+}
+
+impl Store {
+    /// Sets where segment files live (`TRACKER_OFFLOAD_DIR`); without it, a project with
+    /// segments refuses what needs them.
+    pub fn set_offload_dir(&self, dir: PathBuf) {
+        *self.disk.dir.write().unwrap_or_else(|e| e.into_inner()) = Some(dir);
+    }
+
+    /// The offload directory, if set.
+    pub fn offload_dir(&self) -> Option<PathBuf> {
+        self.disk
+            .dir
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The segment registry of `slug`: id -> entry.
+    pub async fn segment_entries(&self, slug: &str) -> StoreResult<Vec<(String, SegmentEntry)>> {
+        let k = self.keys.project(slug);
+        let raw: HashMap<String, String> = self.pool.next().hgetall(k.segs()).await?;
+        let mut out: Vec<(String, SegmentEntry)> = raw
+            .into_iter()
+            .filter_map(|(id, e)| serde_json::from_str(&e).ok().map(|e| (id, e)))
+            .collect();
+        out.sort_by(|a, b| a.1.t.cmp(&b.1.t).then(a.0.cmp(&b.0)));
+        Ok(out)
+    }
+
+    /// The records of each queue segment already back in Redis.
+    pub async fn restored_counts(&self, slug: &str) -> StoreResult<HashMap<String, u64>> {
+        let k = self.keys.project(slug);
+        Ok(self.pool.next().hgetall(k.segs_restored()).await?)
+    }
+
+    /// The segments of `slug` as registered now, opened (reusing those already open).
+    pub async fn on_disk(&self, slug: &str) -> StoreResult<Arc<OnDisk>> {
+        let k = self.keys.project(slug);
+        let gen: Option<u64> = self.pool.next().hget(k.offload(), "gen").await?;
+        let gen = gen.unwrap_or(0);
+        let cached = self
+            .disk
+            .projects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(slug)
+            .cloned();
+        if let Some(c) = &cached {
+            if c.gen == gen {
+                return Ok(c.clone());
+            }
+        }
+        let entries = self.segment_entries(slug).await?;
+        if entries.is_empty() {
+            let none = Arc::new(OnDisk {
+                gen,
+                segments: Vec::new(),
+            });
+            self.remember_disk(slug, none.clone());
+            return Ok(none);
+        }
+        let dir = self.offload_dir().ok_or_else(|| {
+            disk_err(format!(
+                "project {slug} has items on disk but this process has no offload directory"
+            ))
+        })?;
+        let open: HashMap<String, Arc<Segment>> = cached
+            .map(|c| {
+                c.segments
+                    .iter()
+                    .map(|s| (s.id.clone(), s.file.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let slug_owned = slug.to_string();
+        let segments = tokio::task::spawn_blocking(move || {
+            entries
+                .into_iter()
+                .map(|(id, entry)| {
+                    let file = match open.get(&id) {
+                        Some(f) => f.clone(),
+                        None => Arc::new(
+                            Segment::open(&segment_path(&dir, &slug_owned, &id))
+                                .map_err(|e| format!("segment {id}: {e}"))?,
+                        ),
+                    };
+                    Ok(OpenSegment { id, entry, file })
+                })
+                .collect::<Result<Vec<_>, String>>()
+        })
+        .await
+        .map_err(disk_err)?
+        .map_err(disk_err)?;
+        let now = Arc::new(OnDisk { gen, segments });
+        self.remember_disk(slug, now.clone());
+        Ok(now)
+    }
+
+    fn remember_disk(&self, slug: &str, disk: Arc<OnDisk>) {
+        let mut all = self.disk.projects.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() > 10_000 {
+            all.clear();
+        }
+        all.insert(slug.to_string(), disk);
+    }
+
+    /// Where each of `items` is on disk, as of the segments' `gen` returned with it.
+    pub async fn find_on_disk(
+        &self,
+        slug: &str,
+        items: &[String],
+    ) -> StoreResult<(u64, HashMap<String, DiskHit>)> {
+        let disk = self.on_disk(slug).await?;
+        if disk.segments.is_empty() || items.is_empty() {
+            return Ok((disk.gen, HashMap::new()));
+        }
+        let (gen, items) = (disk.gen, items.to_vec());
+        let found = tokio::task::spawn_blocking(move || disk.find(&items))
+            .await
+            .map_err(disk_err)?
+            .map_err(disk_err)?;
+        Ok((gen, found))
+    }
+
+    /// Takes or renews the offload lease of `slug` for `token`, for `ttl_ms`: whether this
+    /// token holds it now.
+    pub async fn offload_lease(&self, slug: &str, token: &str, ttl_ms: u64) -> StoreResult<bool> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let got: Option<String> = client
+            .set(
+                k.offload_lease(),
+                token,
+                Some(Expiration::PX(ttl_ms as i64)),
+                Some(SetOptions::NX),
+                false,
+            )
+            .await?;
+        if got.is_some() {
+            return Ok(true);
+        }
+        let holder: Option<String> = client.get(k.offload_lease()).await?;
+        if holder.as_deref() != Some(token) {
+            return Ok(false);
+        }
+        // Ours: renewed. (Expiring between the read and here only shortens it; the scripts
+        // check the token again before they change anything.)
+        let _: bool = client
+            .pexpire(k.offload_lease(), ttl_ms as i64, None)
+            .await?;
+        Ok(true)
+    }
+
+    /// Gives the lease of `slug` up if `token` holds it.
+    pub async fn release_offload_lease(&self, slug: &str, token: &str) -> StoreResult<()> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let holder: Option<String> = client.get(k.offload_lease()).await?;
+        if holder.as_deref() == Some(token) {
+            let _: i64 = client.del(k.offload_lease()).await?;
+        }
+        Ok(())
+    }
+
+    /// Registers segment `id` (its file written, fsynced and renamed) and removes its items
+    /// from Redis in one step (`offload_commit.lua`): `items` are done items (kinds `done`,
+    /// `discard`) or queue items with the scores they were read with (kind `queue`).
+    pub async fn commit_segment(
+        &self,
+        slug: &str,
+        token: &str,
+        id: &str,
+        entry: &SegmentEntry,
+        items: &[(String, String)],
+    ) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let part = if entry.kind == "queue" {
+            k.queue(&entry.part)
+        } else {
+            k.done()
+        };
+        let keys = vec![
+            k.offload_lease(),
+            k.segs(),
+            k.offload(),
+            k.stats(),
+            k.done(),
+            k.timeline(),
+            part,
+        ];
+        let mut args = vec![
+            Value::from(token),
+            Value::from(id),
+            Value::from(serde_json::to_string(entry).map_err(disk_err)?),
+            Value::from(entry.kind.as_str()),
+        ];
+        for (item, score) in items {
+            args.push(Value::from(item.as_str()));
+            if entry.kind == "queue" {
+                args.push(Value::from(score.as_str()));
+            }
+        }
+        let raw: String = self
+            .scripts
+            .run(self.pool.next(), &self.scripts.offload_commit, keys, args)
+            .await?;
+        moved(&raw, "moved")
+    }
+
+    /// Brings `items` (item, score), the records `from..` of queue segment `id` of `total`
+    /// records, back into `part` (`refill.lua`): the segment's new restored count.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn refill_chunk(
+        &self,
+        slug: &str,
+        token: &str,
+        id: &str,
+        part: &str,
+        from: u64,
+        total: u64,
+        items: &[(String, String)],
+    ) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let keys = vec![
+            k.offload_lease(),
+            k.segs(),
+            k.segs_restored(),
+            k.offload(),
+            k.stats(),
+            k.queue(part),
+        ];
+        let mut args = vec![
+            Value::from(token),
+            Value::from(id),
+            Value::from(from as i64),
+            Value::from(total as i64),
+        ];
+        for (item, score) in items {
+            args.push(Value::from(item.as_str()));
+            args.push(Value::from(score.as_str()));
+        }
+        let raw: String = self
+            .scripts
+            .run(self.pool.next(), &self.scripts.refill, keys, args)
+            .await?;
+        moved(&raw, "restored")
+    }
+
+    /// The offloader's recorded state of `slug` (`ns:{SLUG}:offload`).
+    pub async fn offload_state(&self, slug: &str) -> StoreResult<HashMap<String, String>> {
+        let k = self.keys.project(slug);
+        Ok(self.pool.next().hgetall(k.offload()).await?)
+    }
+
+    /// Records fields of the offloader's state of `slug`.
+    pub async fn note_offload(&self, slug: &str, fields: Vec<(&str, String)>) -> StoreResult<()> {
+        let k = self.keys.project(slug);
+        let _: () = self.pool.next().hset(k.offload(), fields).await?;
+        Ok(())
+    }
+}
