@@ -256,6 +256,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route("/{slug}/log", get(logs::download_log))
         .route("/{slug}/log/archive", post(archive::archive_log))
         .route("/{slug}/archives", get(archive::list_archives))
+        .route("/{slug}/offload", get(archive::show_offload))
         .route("/{slug}/archives/{name}", get(archive::download_archive))
         .route("/{slug}", delete(projects::destroy_project))
         .route(

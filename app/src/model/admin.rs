@@ -30,9 +30,9 @@ pub use listing::{AutoCandidate, AutoProject, Listing, ProjectListing};
 pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
-    PatternLimit, ProjectSettings, Queues, Settings, UploadTargets, DEFAULT_DECAY_THRESHOLD,
-    DEFAULT_LOG_KEEP, DEFAULT_OFFLOAD_KEEP, DEFAULT_QUEUE_HIGH, DEFAULT_SEGMENT_ITEMS,
-    DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
+    OffloadState, PatternLimit, ProjectSettings, Queues, Settings, UploadTargets,
+    DEFAULT_DECAY_THRESHOLD, DEFAULT_LOG_KEEP, DEFAULT_OFFLOAD_KEEP, DEFAULT_QUEUE_HIGH,
+    DEFAULT_SEGMENT_ITEMS, DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
 };
 pub use warrior::{
     RestoredList, SavedList, WarriorEntry, WarriorList, WarriorPreview, WarriorVersion,

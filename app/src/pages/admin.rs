@@ -13,6 +13,7 @@ mod item;
 mod listing;
 mod loaded;
 mod logs;
+mod offload;
 mod pipelines;
 mod project;
 mod settings;

@@ -14,7 +14,7 @@ use crate::{
     web::{known_project, ApiError, ApiResult},
     AppState,
 };
-use app::model::admin::{ArchiveFile, Archived};
+use app::model::admin::{ArchiveFile, Archived, OffloadState};
 use axum::{
     body::Body,
     extract::{Path, State},
@@ -239,6 +239,36 @@ pub async fn write_archive(
         trimmed,
         bytes,
     }))
+}
+
+/// The count and bytes of the log archive files of `slug`.
+pub fn archive_totals(state: &AppState, slug: &str) -> (u64, u64) {
+    let Ok(read) = std::fs::read_dir(project_dir(state, slug)) else {
+        return (0, 0);
+    };
+    read.flatten()
+        .filter(|e| valid_archive_name(&e.file_name().to_string_lossy()))
+        .fold((0, 0), |(n, b), e| {
+            (n + 1, b + e.metadata().map(|m| m.len()).unwrap_or(0))
+        })
+}
+
+/// What of `slug` is on disk: segments and log archives ([`OffloadState`]).
+pub async fn offload_state(state: &AppState, slug: &str) -> ApiResult<OffloadState> {
+    let mut out = state.store.offload_summary(slug).await?;
+    (out.log_files, out.log_bytes) = archive_totals(state, slug);
+    Ok(out)
+}
+
+/// `GET /admin/api/SLUG/offload`: what of the project is on disk, and the offloader's state.
+pub async fn show_offload(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<OffloadState>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    Ok(Json(offload_state(&state, &slug).await?))
 }
 
 /// `GET /admin/api/SLUG/archives`: the archive files of a project, newest first.

@@ -55,6 +55,24 @@ pub async fn download_log(
             format!("from={:?} to={:?}", range.from, range.to),
         )
         .await?;
+    let (from_ms, to_ms) = (range.from.unwrap_or(0), range.to.unwrap_or(u64::MAX));
+    let files = archives_between(
+        &super::archive::project_dir(&state, &slug),
+        &slug,
+        from_ms,
+        to_ms,
+    );
+    // The entries archived to disk first (they are older than any left in Redis), each file
+    // read off the async threads, filtered to the range.
+    let archived = futures::StreamExt::then(
+        futures::stream::iter(files),
+        move |path: std::path::PathBuf| async move {
+            tokio::task::spawn_blocking(move || archived_lines(&path, from_ms, to_ms))
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|r| r)
+        },
+    );
     let pages = futures::stream::unfold(
         (state.store.clone(), slug, Some(start), end),
         |(store, slug, start, end)| async move {
@@ -75,7 +93,7 @@ pub async fn download_log(
             Some((Ok(text), (store, slug, next, end)))
         },
     );
-    let mut resp = Body::from_stream(pages).into_response();
+    let mut resp = Body::from_stream(futures::StreamExt::chain(archived, pages)).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -86,6 +104,55 @@ pub async fn download_log(
         HeaderValue::from_static("attachment; filename=\"completions.ndjson\""),
     );
     Ok(resp)
+}
+
+/// The archive files of `slug` in `dir` (`SLUG-FIRSTMS-LASTMS[-N].ndjson.gz`) holding entries
+/// from `from` to `to` (ms), oldest first.
+pub fn archives_between(
+    dir: &std::path::Path,
+    slug: &str,
+    from: u64,
+    to: u64,
+) -> Vec<std::path::PathBuf> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(u64, u64, std::path::PathBuf)> = read
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rest = name
+                .strip_prefix(slug)?
+                .strip_prefix('-')?
+                .strip_suffix(".ndjson.gz")?;
+            let mut parts = rest.split('-');
+            let first: u64 = parts.next()?.parse().ok()?;
+            let last: u64 = parts.next()?.parse().ok()?;
+            Some((first, last, e.path()))
+        })
+        .filter(|(first, last, _)| *first <= to && *last >= from)
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, _, p)| p).collect()
+}
+
+/// The lines of archive `path` whose entry's time `t` is from `from` to `to` (ms).
+fn archived_lines(path: &std::path::Path, from: u64, to: u64) -> std::io::Result<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path)?;
+    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
+    let mut out = String::new();
+    for line in reader.lines() {
+        let line = line?;
+        let t = serde_json::from_str::<serde_json::Value>(&line)
+            .ok()
+            .and_then(|v| v["t"].as_u64());
+        if t.is_some_and(|t| t >= from && t <= to) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// One page of the log as NDJSON.

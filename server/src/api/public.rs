@@ -128,8 +128,20 @@ pub struct WindowQuery {
 /// {"window_minutes": 60, "requests": n, "item_request_serve_rate": 0.97, "reclaim_rate": 0.01,
 ///  "reclaim_serve_rate": 0.02, "mean_round_trip_s": 31.5, "items_per_minute": [...],
 ///  "backfeed_added": n, "backfeed_duplicates": n, "bloom": {"layers": n, "fill": 0.4,
-///  "false_positive_rate": 1e-9}, "unique_downloaders_30d": n, "unique_ips_30d": n}
+///  "false_positive_rate": 1e-9}, "unique_downloaders_30d": n, "unique_ips_30d": n,
+///  "offload": {"done_policy": "offload", "done_on_disk": n, "discarded": n, "todo_on_disk": n,
+///  "segments": n, "bytes": n, "log_files": n, "log_bytes": n, "last_run": ms, "error": "",
+///  "error_t": ms, "leased": true}}
 /// ```
+/// The offloader's state as the public sees it: a failure is said, not described (its text
+/// may name paths; the panel shows it).
+fn public_offload(mut o: app::model::admin::OffloadState) -> app::model::admin::OffloadState {
+    if !o.error.is_empty() {
+        o.error = "failing (see the admin panel)".into();
+    }
+    o
+}
+
 pub async fn get_tracker_stats(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -166,6 +178,7 @@ pub async fn get_tracker_stats(
         "requests_per_minute": series(Counter::Requests),
         "backfeed_added": sum(Counter::Backfed),
         "backfeed_duplicates": sum(Counter::BackfeedDuplicates),
+        "offload": public_offload(crate::admin::archive::offload_state(&state, &slug).await?),
         "bloom": {
             "layers": stats.bloom_layers,
             "records": records,

@@ -147,7 +147,8 @@ impl Store {
     }
 
     /// Every violation of the invariant in project `slug` (empty when it holds): every item in
-    /// exactly one of the queues, the claimed set, done or failed; as many items in a state as
+    /// exactly one of the queues, the claimed set, done or failed, in Redis or in a registered
+    /// segment on disk (each segment whole, as its entry says); as many items in a state as
     /// the project knows (added minus dropped: nothing lost); claim records matching the
     /// claimed set; decay scores only for items waiting or claimed; counters matching what
     /// they count.
@@ -186,11 +187,54 @@ impl Store {
                     .push(name.to_string());
             }
         }
-        let mut problems: Vec<String> = places
-            .iter()
-            .filter(|(_, p)| p.len() > 1)
-            .map(|(item, p)| format!("item {item:?} is in {} places: {}", p.len(), p.join(", ")))
-            .collect();
+        // On disk: done and queue segments by name (a queue segment's first `restored` records
+        // are back in Redis), discard segments by count.
+        let disk = self.on_disk(slug).await?;
+        let restored = self.restored_counts(slug).await?;
+        let (mut disk_done, mut disk_todo, mut discarded) = (0i64, 0i64, 0usize);
+        let mut problems: Vec<String> = Vec::new();
+        for seg in &disk.segments {
+            if seg.file.records() != seg.entry.count {
+                problems.push(format!(
+                    "segment {} holds {} records, its entry says {}",
+                    seg.id,
+                    seg.file.records(),
+                    seg.entry.count
+                ));
+            }
+            match seg.entry.kind.as_str() {
+                "discard" => {
+                    discarded += seg.entry.count as usize;
+                    disk_done += seg.entry.count as i64;
+                }
+                kind => {
+                    let skip = if kind == "queue" {
+                        restored.get(&seg.id).copied().unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    let (file, place) = (seg.file.clone(), format!("disk {kind} {}", seg.id));
+                    let records = tokio::task::spawn_blocking(move || file.all())
+                        .await
+                        .map_err(|e| StoreError::Disk(e.to_string()))?
+                        .map_err(|e| StoreError::Disk(e.to_string()))?;
+                    let n = records.len().saturating_sub(skip as usize) as i64;
+                    if kind == "queue" {
+                        disk_todo += n;
+                    } else {
+                        disk_done += n;
+                    }
+                    for (item, _) in records.into_iter().skip(skip as usize) {
+                        places.entry(item).or_default().push(place.clone());
+                    }
+                }
+            }
+        }
+        problems.extend(
+            places.iter().filter(|(_, p)| p.len() > 1).map(|(item, p)| {
+                format!("item {item:?} is in {} places: {}", p.len(), p.join(", "))
+            }),
+        );
         let decay: HashMap<String, String> = client.hgetall(k.decay()).await?;
         problems.extend(decay_problems(&decay, &places));
 
@@ -236,11 +280,19 @@ impl Store {
 
         let stats: HashMap<String, i64> = client.hgetall(k.stats()).await?;
         let done_items = stats.get("done_items").copied().unwrap_or(0);
-        if done_items != done.len() as i64 {
+        if done_items != done.len() as i64 + disk_done {
             problems.push(format!(
-                "stats.done_items is {done_items}, done holds {}",
+                "stats.done_items is {done_items}, done holds {} and the disk {disk_done}",
                 done.len()
             ));
+        }
+        for (field, found) in [("disk_done", disk_done), ("disk_todo", disk_todo)] {
+            let kept = stats.get(field).copied().unwrap_or(0);
+            if kept != found {
+                problems.push(format!(
+                    "stats.{field} is {kept}, the segments hold {found}"
+                ));
+            }
         }
         let per_downloader: Vec<(String, f64)> = client
             .zrange(k.dl_items(), 0, -1, None, false, None, true)
@@ -259,7 +311,9 @@ impl Store {
         }
         // Loss: the items found in a state (each once, so that an item both lost and
         // duplicated elsewhere still shows) against the count the scripts keep.
-        if let Some(problem) = count_problem(slug, stats.get("known").copied(), places.len()) {
+        if let Some(problem) =
+            count_problem(slug, stats.get("known").copied(), places.len() + discarded)
+        {
             problems.push(problem);
         }
         problems.sort();

@@ -70,8 +70,32 @@ fn decay_of(raw: &str) -> (Option<f64>, u64) {
     (score, reclaims)
 }
 
+/// The status of an item found on disk.
+fn on_disk_status(hit: &super::DiskHit) -> ItemStatus {
+    let (state, detail, timeline) = match hit {
+        super::DiskHit::Done { id, timeline } => {
+            ("done", format!("on disk, segment {id}"), timeline.as_str())
+        }
+        super::DiskHit::Discarded => (
+            "done",
+            "discarded: only a filter of its name is left (it may, rarely, be a new name)"
+                .to_string(),
+            "",
+        ),
+        super::DiskHit::Queued { part, .. } => ("todo", part.clone(), ""),
+    };
+    ItemStatus {
+        state: Some(state.into()),
+        downloader: None,
+        detail,
+        timeline: timeline_json(timeline),
+        score: None,
+        reclaims: 0,
+    }
+}
+
 impl Store {
-    /// Where `item` is.
+    /// Where `item` is: in Redis, else on disk (offloaded).
     pub async fn item_status(&self, slug: &str, item: &str) -> StoreResult<ItemStatus> {
         let k = self.keys.project(slug);
         let keys = vec![
@@ -94,6 +118,12 @@ impl Store {
             .call(self.pool.next(), &self.scripts.item_status, keys, args)
             .await?
             .map_err(StoreError::Refused)?;
+        if state == Place::Unknown {
+            let (_, found) = self.find_on_disk(slug, &[item.to_string()]).await?;
+            if let Some(hit) = found.get(item) {
+                return Ok(on_disk_status(hit));
+            }
+        }
         let downloader = (state == Place::Out)
             .then(|| serde_json::from_str::<serde_json::Value>(&detail).ok())
             .flatten()

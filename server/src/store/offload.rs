@@ -391,6 +391,46 @@ impl Store {
         Ok(self.pool.next().hgetall(k.offload()).await?)
     }
 
+    /// What of `slug` is on disk, and the offloader's recorded state (log archives not
+    /// counted: they are files of [`crate::admin::archive`]).
+    pub async fn offload_summary(
+        &self,
+        slug: &str,
+    ) -> StoreResult<app::model::admin::OffloadState> {
+        let k = self.keys.project(slug);
+        let entries = self.segment_entries(slug).await?;
+        let restored = self.restored_counts(slug).await?;
+        let state = self.offload_state(slug).await?;
+        let leased: bool = self.pool.next().exists(k.offload_lease()).await?;
+        let policy = self
+            .project(slug)
+            .await?
+            .map(|s| s.done_policy.clone())
+            .unwrap_or_default();
+        let mut out = app::model::admin::OffloadState {
+            done_policy: policy,
+            segments: entries.len() as u64,
+            last_run: state.get("run").and_then(|v| v.parse().ok()),
+            error: state.get("error").cloned().unwrap_or_default(),
+            error_t: state.get("error_t").and_then(|v| v.parse().ok()),
+            leased,
+            ..Default::default()
+        };
+        for (id, e) in &entries {
+            out.bytes += e.bytes;
+            match e.kind.as_str() {
+                "discard" => out.discarded += e.count,
+                "queue" => {
+                    out.todo_on_disk += e
+                        .count
+                        .saturating_sub(restored.get(id).copied().unwrap_or(0))
+                }
+                _ => out.done_on_disk += e.count,
+            }
+        }
+        Ok(out)
+    }
+
     /// Records fields of the offloader's state of `slug`.
     pub async fn note_offload(&self, slug: &str, fields: Vec<(&str, String)>) -> StoreResult<()> {
         let k = self.keys.project(slug);

@@ -114,6 +114,36 @@ pub struct Settings {
     pub log_keep: u64,
 }
 
+/// `GET /admin/api/SLUG/offload` (and `offload` in `/SLUG/tracker-stats.json`): what of a
+/// project is on disk rather than in Redis, and how the offloader fares.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OffloadState {
+    /// The project's `done_policy`.
+    pub done_policy: String,
+    /// Done items in segment files, names and timelines kept.
+    pub done_on_disk: u64,
+    /// Done items discarded: only a filter of their names is left.
+    pub discarded: u64,
+    /// Items waiting in queue segments on disk.
+    pub todo_on_disk: u64,
+    /// Segment files.
+    pub segments: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Completion log archive files, and their bytes.
+    pub log_files: u64,
+    /// See `log_files`.
+    pub log_bytes: u64,
+    /// The offloader's last round for this project (ms), if any.
+    pub last_run: Option<u64>,
+    /// Its last failure (empty: none since it started), and when (ms).
+    pub error: String,
+    /// See `error`.
+    pub error_t: Option<u64>,
+    /// Whether a process holds the offload lease now.
+    pub leased: bool,
+}
+
 /// The done policies.
 pub const DONE_POLICIES: [&str; 3] = ["keep", "offload", "discard"];
 /// Done items kept in Redis by default.

@@ -71,6 +71,7 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
                 }
             }}/>
         </section>
+        <super::offload::OnDisk slug=slug.clone() bulk/>
         <ConfirmBox bulk/>
         {may_change.then(|| view! { <AddItems slug=slug.clone() bulk/> <MoveOrClear slug=slug.clone() bulk/> }.into_any())}
         <super::claims::Claims slug=slug.clone() bulk may_change/>

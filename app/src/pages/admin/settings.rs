@@ -59,7 +59,7 @@ macro_rules! field {
 }
 
 /// The plain fields of the form.
-const FIELDS: [Field; 15] = [
+const FIELDS: [Field; 19] = [
     field!(title, "Title", Text),
     field!(banner, "Banner (a message on the pages)", Text),
     field!(domains, "Byte domains (comma-separated)", List),
@@ -90,6 +90,22 @@ const FIELDS: [Field; 15] = [
         tags,
         "Pipeline tags: serve only pipelines carrying one (comma-separated; empty: any)",
         List
+    ),
+    field!(
+        offload_keep,
+        "Done items kept in Redis (offload, discard: the rest go to disk)",
+        Int
+    ),
+    field!(
+        queue_high,
+        "Queue high-water mark (items a queue keeps in Redis; 0: no mark)",
+        Int
+    ),
+    field!(segment_items, "Items per segment file on disk", Int),
+    field!(
+        log_keep,
+        "Completion log entries kept in Redis (older ones go to disk)",
+        Int
     ),
 ];
 
@@ -167,6 +183,7 @@ pub fn SettingsEditor(
         RwSignal::new(String::new()),
     );
     let (fifo, ignore_blocks) = (RwSignal::new(false), RwSignal::new(false));
+    let done_policy = RwSignal::new("keep".to_string());
     let require_token = RwSignal::new(false);
     // Score decay: on when its factor is above 0; switching it on suggests a factor.
     let (decay_on, decay_factor, decay_threshold) = (
@@ -196,6 +213,7 @@ pub fn SettingsEditor(
             fields.with_value(|f| f[i].set((field.show)(s)));
         }
         state.set(s.state.clone());
+        done_policy.set(s.done_policy.clone());
         fifo.set(s.fifo);
         ignore_blocks.set(s.ignore_global_blocks);
         require_token.set(s.require_token);
@@ -241,6 +259,7 @@ pub fn SettingsEditor(
             (field.set)(s, &text, field.label)?;
         }
         s.state = state.get_untracked();
+        s.done_policy = done_policy.get_untracked();
         s.fifo = fifo.get_untracked();
         s.ignore_global_blocks = ignore_blocks.get_untracked();
         s.require_token = require_token.get_untracked();
@@ -332,6 +351,13 @@ pub fn SettingsEditor(
                     </select>
                 </label>
                 <label>"Priority (niceness: lower runs first, for auto_project and the overview)" <input bind:value=priority readonly=ro/></label>
+                <label>"Done items (big projects: keep Redis small)"
+                    <select prop:value=move || done_policy.get() on:change=move |ev| done_policy.set(event_target_value(&ev)) disabled=ro>
+                        <option value="keep">"keep: in Redis"</option>
+                        <option value="offload">"offload: to files on disk, still looked up exactly"</option>
+                        <option value="discard">"discard: only a filter of their names stays"</option>
+                    </select>
+                </label>
                 <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
                 <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
                 <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>
