@@ -108,6 +108,16 @@ impl Offloader {
         }
     }
 
+    /// Takes or renews the lease of `slug`: whether this offloader holds it now.
+    pub async fn lease(&self, slug: &str) -> StoreResult<bool> {
+        self.store.offload_lease(slug, &self.token, LEASE_MS).await
+    }
+
+    /// Gives the lease of `slug` up, if held (as a process does when it stops).
+    pub async fn release(&self, slug: &str) -> StoreResult<()> {
+        self.store.release_offload_lease(slug, &self.token).await
+    }
+
     /// Runs every second until `closing`, giving its leases up at the end.
     pub fn spawn(self, closing: tokio_util::sync::CancellationToken) {
         tokio::spawn(async move {

@@ -56,7 +56,8 @@ pub struct TestApp {
     redis: Option<Child>,
     /// On a test cluster, which is thrown away whole: no keys to remove one by one.
     on_cluster: bool,
-    dir: PathBuf,
+    /// Its temporary directory (its Redis's data, `archive/`, `offload/`).
+    pub dir: PathBuf,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -183,6 +184,9 @@ impl TestApp {
         config.site_root = site_root.into();
         config.admin_token = Some(ADMIN_TOKEN.to_string());
         config.archive_dir = dir.join("archive");
+        config.offload_dir = dir.join("offload");
+        // Tests drive the offloader by hand (server::offloader), or switch it on.
+        config.offloader = false;
         configure(&mut config);
         // The very path `tracker serve` takes.
         let mut running = server::start(config).await.expect("start the tracker");
@@ -253,6 +257,7 @@ impl TestApp {
             .args(args)
             .env("REDIS_URL", &self.redis_url)
             .env("TRACKER_NAMESPACE", &self.namespace)
+            .env("TRACKER_OFFLOAD_DIR", self.dir.join("offload"))
             .env("RUST_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -35,6 +35,7 @@ mod api {
     mod lifecycle;
     mod live;
     mod live_frames;
+    mod offload;
     mod pages;
     mod pipelines;
     mod processes;

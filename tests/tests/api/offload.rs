@@ -1,0 +1,532 @@
+//! Big projects: done items offloaded to disk or discarded, long queues spilled and brought
+//! back in order, the completion log archived continuously, one offloader at a time, and a kill
+//! at each step of an offload leaving every item in exactly one place (`tracker check`).
+
+use server::{
+    offloader::{Offloader, StopAfter},
+    store::{
+        ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, SegmentEntry, StoreError,
+    },
+};
+use std::time::Duration;
+use tests::{wait_for, TestApp, ADMIN_TOKEN};
+
+fn offloader(app: &TestApp) -> Offloader {
+    Offloader::new(
+        app.store.clone(),
+        app.dir.join("offload"),
+        app.dir.join("archive"),
+    )
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i:05}")).collect()
+}
+
+/// A project `slug` with `n` items `SLUG-00000...`, its settings changed by `f`.
+async fn project(
+    app: &TestApp,
+    slug: &str,
+    n: usize,
+    f: impl FnOnce(&mut server::store::Settings),
+) {
+    app.project(slug, &[]).await;
+    app.settings(slug, f).await;
+    let added = app
+        .store
+        .add_items(slug, "todo", &names(slug, n))
+        .await
+        .unwrap();
+    assert_eq!(added, n as u64);
+}
+
+/// Claims up to `n` items through the store; none when nothing is waiting in Redis.
+async fn claim(app: &TestApp, slug: &str, n: usize) -> Vec<String> {
+    let req = ClaimRequest {
+        downloader: "alice".into(),
+        ip: "10.0.0.1".into(),
+        n,
+        name_ok: true,
+        ..Default::default()
+    };
+    match app
+        .store
+        .claim(slug, &req, server::store::now_ms())
+        .await
+        .unwrap()
+    {
+        ClaimOutcome::Items(items) => items,
+        ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn report(items: Vec<String>) -> DoneReport {
+    DoneReport {
+        downloader: "alice".into(),
+        version: "20240101.01".into(),
+        ip: "10.0.0.1".into(),
+        id: "null".into(),
+        bytes: vec![("data".into(), 10)],
+        items,
+        ..Default::default()
+    }
+}
+
+/// Claims and completes every item of `slug`, 100 per report.
+async fn complete_all(app: &TestApp, slug: &str) -> usize {
+    let mut n = 0;
+    loop {
+        let items = claim(app, slug, 100).await;
+        if items.is_empty() {
+            return n;
+        }
+        n += items.len();
+        let out = app
+            .store
+            .done(slug, &report(items), server::store::now_ms())
+            .await
+            .unwrap();
+        assert!(matches!(out, DoneOutcome::Recorded { .. }), "{out:?}");
+    }
+}
+
+async fn scard(app: &TestApp, key: String) -> u64 {
+    use fred::prelude::*;
+    app.store.client().scard(key).await.unwrap()
+}
+
+async fn hlen(app: &TestApp, key: String) -> u64 {
+    use fred::prelude::*;
+    app.store.client().hlen(key).await.unwrap()
+}
+
+/// Ticks `o` on `slug` until it finds nothing to do.
+async fn settle(o: &Offloader, slug: &str) {
+    for _ in 0..200 {
+        match o.tick(slug, false).await.unwrap() {
+            Some(did) if did != Default::default() => continue,
+            _ => return,
+        }
+    }
+    panic!("the offloader of {slug} never settled");
+}
+
+#[tokio::test]
+async fn offload_moves_done_items_and_their_timelines_to_disk_and_still_answers_for_them() {
+    let app = TestApp::start().await;
+    project(&app, "big", 3000, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 1000;
+        s.segment_items = 1000;
+    })
+    .await;
+    assert_eq!(complete_all(&app, "big").await, 3000);
+    let k = app.store.keys().project("big");
+    assert_eq!(hlen(&app, k.timeline()).await, 3000);
+    settle(&offloader(&app), "big").await;
+
+    // Redis keeps `offload_keep` done items (and their timelines); the rest are on disk.
+    assert_eq!(scard(&app, k.done()).await, 1000);
+    assert_eq!(hlen(&app, k.timeline()).await, 1000);
+    let state = app.store.offload_summary("big").await.unwrap();
+    assert_eq!((state.done_on_disk, state.segments), (2000, 2));
+    assert!(state.bytes > 0);
+    assert_eq!(app.counts("big").await.done, 3000);
+    app.assert_invariant("big").await;
+    let check = app.cli(&["check", "big"], b"");
+    assert!(check.ok, "tracker check: {} {}", check.out, check.err);
+
+    // An offloaded item: its status and timeline, exactly.
+    let redis_done: Vec<String> = {
+        use fred::prelude::*;
+        app.store.client().smembers(k.done()).await.unwrap()
+    };
+    let offloaded = names("big", 3000)
+        .into_iter()
+        .find(|i| !redis_done.contains(i))
+        .unwrap();
+    let r = app.get(&format!("/big/items/{offloaded}.json")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["status"], "done", "{v}");
+    let r = app
+        .send(
+            app.http
+                .get(app.url(&format!("/admin/api/big/item?name={offloaded}")))
+                .bearer_auth(ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["state"], "done", "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("on disk"), "{v}");
+    let events: Vec<&str> = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["e"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["claimed", "done"], "{v}");
+
+    // Items already offloaded are known: adding them again adds nothing.
+    let again = app
+        .store
+        .add_items("big", "todo", &names("big", 3000))
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+    let cli = app.cli(
+        &["items", "add", "big", "-"],
+        format!("{offloaded}\nnew-one\n").as_bytes(),
+    );
+    assert!(cli.out.contains("1 new items"), "{} {}", cli.out, cli.err);
+
+    // A late repeat of a done report for an offloaded item is a duplicate, not an error.
+    let r = app.done("big", "alice", &offloaded, 5).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(app.counts("big").await.done, 3000);
+    app.assert_invariant("big").await;
+}
+
+#[tokio::test]
+async fn discard_keeps_only_a_filter_of_the_done_items_names() {
+    let app = TestApp::start().await;
+    project(&app, "gone", 2500, |s| {
+        s.done_policy = "discard".into();
+        s.offload_keep = 500;
+        s.segment_items = 1000;
+    })
+    .await;
+    complete_all(&app, "gone").await;
+    settle(&offloader(&app), "gone").await;
+    let k = app.store.keys().project("gone");
+    assert_eq!(scard(&app, k.done()).await, 500);
+    assert_eq!(hlen(&app, k.timeline()).await, 500);
+    let state = app.store.offload_summary("gone").await.unwrap();
+    assert_eq!((state.discarded, state.done_on_disk), (2000, 0));
+    app.assert_invariant("gone").await;
+    // The names are gone, the filter still knows them: none is queued again.
+    assert_eq!(
+        app.store
+            .add_items("gone", "todo", &names("gone", 2500))
+            .await
+            .unwrap(),
+        0
+    );
+    let redis_done: Vec<String> = {
+        use fred::prelude::*;
+        app.store.client().smembers(k.done()).await.unwrap()
+    };
+    let discarded = names("gone", 2500)
+        .into_iter()
+        .find(|i| !redis_done.contains(i))
+        .unwrap();
+    let status = app.store.item_status("gone", &discarded).await.unwrap();
+    assert_eq!(status.state.as_deref(), Some("done"));
+    assert!(status.detail.contains("discarded"), "{}", status.detail);
+    assert_eq!(status.timeline, "[]");
+    // New names still go in.
+    assert_eq!(
+        app.store
+            .add_items("gone", "todo", &names("fresh", 100))
+            .await
+            .unwrap(),
+        100
+    );
+    app.assert_invariant("gone").await;
+}
+
+#[tokio::test]
+async fn keep_leaves_every_done_item_in_redis() {
+    let app = TestApp::start().await;
+    project(&app, "small", 2500, |s| {
+        s.offload_keep = 500;
+        s.segment_items = 1000;
+    })
+    .await;
+    complete_all(&app, "small").await;
+    let o = offloader(&app);
+    assert_eq!(o.tick("small", false).await.unwrap(), None);
+    let k = app.store.keys().project("small");
+    assert_eq!(scard(&app, k.done()).await, 2500);
+    assert_eq!(
+        app.store.offload_summary("small").await.unwrap().segments,
+        0
+    );
+}
+
+/// A kill at each instant of an offload (before the file, after the file, after the
+/// registration) leaves each item in Redis or in a registered segment, never both; the file a
+/// killed offload left unregistered is swept away; the next offloader finishes the work.
+#[tokio::test]
+async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
+    let app = TestApp::start().await;
+    project(&app, "crash", 3000, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 1000;
+        s.segment_items = 1000;
+        s.queue_high = 2000;
+        s.fifo = true;
+    })
+    .await;
+    // 2000 done; 1000 left waiting, in a queue whose mark spills.
+    let items = claim(&app, "crash", 2000).await;
+    app.store
+        .done("crash", &report(items), server::store::now_ms())
+        .await
+        .unwrap();
+    app.store
+        .add_items("crash", "todo", &names("more", 2000))
+        .await
+        .unwrap();
+    let settings = app.store.project("crash").await.unwrap().unwrap();
+    let dir = app.dir.join("offload").join("crash");
+    for stop in [StopAfter::Read, StopAfter::Written, StopAfter::Registered] {
+        let killed = offloader(&app);
+        assert!(killed.lease("crash").await.unwrap());
+        killed.offload_done("crash", &settings, stop).await.unwrap();
+        killed
+            .spill("crash", &settings, "todo", stop)
+            .await
+            .unwrap();
+        app.assert_invariant("crash").await;
+        let files = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        let registered = app.store.segment_entries("crash").await.unwrap();
+        match stop {
+            StopAfter::Read => assert_eq!((files, registered.len()), (0, 0)),
+            // Written, not registered: orphans, which the sweep removes.
+            StopAfter::Written => {
+                assert_eq!((files, registered.len()), (2, 0));
+                let ids = registered.iter().map(|(id, _)| id.clone()).collect();
+                assert_eq!(
+                    server::offloader::remove_orphans(&dir, &ids, Duration::ZERO),
+                    2
+                );
+            }
+            _ => assert_eq!((files, registered.len()), (2, 2)),
+        }
+        // The killed process's lease runs out; until then no other offloader works.
+        let next = offloader(&app);
+        assert!(!next.lease("crash").await.unwrap());
+        killed.release("crash").await.unwrap();
+        assert!(next.lease("crash").await.unwrap());
+        next.release("crash").await.unwrap();
+    }
+    let o = offloader(&app);
+    settle(&o, "crash").await;
+    app.assert_invariant("crash").await;
+    let counts = app.counts("crash").await;
+    assert_eq!((counts.done, counts.todo), (2000, 3000));
+    let check = app.cli(&["check", "crash"], b"");
+    assert!(check.ok, "tracker check: {} {}", check.out, check.err);
+}
+
+#[tokio::test]
+async fn only_the_lease_holder_may_change_what_is_on_disk() {
+    let app = TestApp::start().await;
+    project(&app, "lease", 10, |_| {}).await;
+    let (a, b) = (offloader(&app), offloader(&app));
+    assert!(a.lease("lease").await.unwrap());
+    assert!(a.lease("lease").await.unwrap(), "renewed by its holder");
+    assert!(!b.lease("lease").await.unwrap());
+    let entry = SegmentEntry {
+        kind: "done".into(),
+        count: 1,
+        ..Default::default()
+    };
+    let refused = app
+        .store
+        .commit_segment(
+            "lease",
+            "not-the-token",
+            "done-x",
+            &entry,
+            &[("lease-00001".into(), String::new())],
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Refused(Refusal::Lease))),
+        "{refused:?}"
+    );
+    app.assert_invariant("lease").await;
+}
+
+/// A long queue keeps `queue_high` items in Redis and the rest on disk; claims come only from
+/// Redis, and in FIFO order across the two, as the segments come back.
+#[tokio::test]
+async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
+    let app = TestApp::start().await;
+    project(&app, "long", 6000, |s| {
+        s.fifo = true;
+        s.queue_high = 2000;
+        s.segment_items = 1000;
+    })
+    .await;
+    let o = offloader(&app);
+    settle(&o, "long").await;
+    let k = app.store.keys().project("long");
+    let in_redis: u64 = {
+        use fred::prelude::*;
+        app.store.client().zcard(k.queue("todo")).await.unwrap()
+    };
+    assert!(in_redis <= 2500, "{in_redis} in Redis");
+    let state = app.store.offload_summary("long").await.unwrap();
+    assert_eq!(state.todo_on_disk + in_redis, 6000);
+    assert_eq!(app.counts("long").await.todo, 6000);
+    app.assert_invariant("long").await;
+    // The last item waits on disk, and is known there.
+    let last = app.store.item_status("long", "long-05999").await.unwrap();
+    assert_eq!(last.state.as_deref(), Some("todo"));
+    assert_eq!(
+        app.store
+            .add_items("long", "todo", &names("long", 6000))
+            .await
+            .unwrap(),
+        0
+    );
+
+    let mut claimed = Vec::new();
+    while claimed.len() < 6000 {
+        let items = claim(&app, "long", 250).await;
+        if items.is_empty() {
+            // Redis ran dry before the refill: the offloader brings the next segment.
+            let did = o.tick("long", false).await.unwrap().unwrap_or_default();
+            assert!(
+                did.refilled > 0,
+                "nothing claimed and nothing refilled at {}",
+                claimed.len()
+            );
+            continue;
+        }
+        claimed.extend(items);
+        o.tick("long", false).await.unwrap();
+    }
+    assert_eq!(claimed, names("long", 6000), "served in FIFO order");
+    app.assert_invariant("long").await;
+    assert_eq!(app.store.offload_summary("long").await.unwrap().segments, 0);
+}
+
+#[tokio::test]
+async fn the_completion_log_goes_to_disk_and_downloads_whole() {
+    let app = TestApp::start().await;
+    project(&app, "logs", 2600, |s| s.log_keep = 1000).await;
+    // One report per item: 2600 log entries.
+    let items = claim(&app, "logs", 2600).await;
+    for chunk in items.chunks(200) {
+        let reports: Vec<DoneReport> = chunk.iter().map(|i| report(vec![i.clone()])).collect();
+        app.store
+            .done_batch("logs", &reports, server::store::now_ms())
+            .await
+            .unwrap();
+    }
+    let o = offloader(&app);
+    let did = o.tick("logs", false).await.unwrap().unwrap();
+    assert_eq!(did.logged, 1600);
+    let len: u64 = {
+        use fred::prelude::*;
+        app.store
+            .client()
+            .xlen(app.store.keys().project("logs").log())
+            .await
+            .unwrap()
+    };
+    assert_eq!(len, 1000);
+    let r = app
+        .send(
+            app.http
+                .get(app.url("/admin/api/logs/log"))
+                .bearer_auth(ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let lines: Vec<serde_json::Value> = r
+        .body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2600, "the archive's entries, then Redis's");
+    let got: Vec<String> = lines
+        .iter()
+        .map(|l| l["items"][0].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(got, items, "in completion order");
+    let state = app.store.offload_summary("logs").await.unwrap();
+    assert!(state.last_run.is_some());
+}
+
+/// The server's own offloader, switched on, does the work without being asked, and its state
+/// shows in the panel's API and the public statistics.
+#[tokio::test]
+async fn the_servers_offloader_works_by_itself_and_shows_its_state() {
+    let app = TestApp::start_with(|c| c.offloader = true).await;
+    project(&app, "auto", 2500, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 500;
+        s.segment_items = 1000;
+    })
+    .await;
+    complete_all(&app, "auto").await;
+    wait_for(
+        "the server to offload 2000 done items",
+        Duration::from_secs(30),
+        || async {
+            let s = app.store.offload_summary("auto").await.unwrap();
+            (s.done_on_disk == 2000).then_some(())
+        },
+    )
+    .await;
+    let r = app
+        .send(
+            app.http
+                .get(app.url("/admin/api/auto/offload"))
+                .bearer_auth(ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["done_on_disk"], 2000, "{v}");
+    assert_eq!(v["segments"], 2, "{v}");
+    assert_eq!(v["leased"], true, "{v}");
+    assert!(v["last_run"].as_u64().is_some(), "{v}");
+    let r = app.get("/auto/tracker-stats.json").await;
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["offload"]["done_on_disk"], 2000, "{v}");
+    app.assert_invariant("auto").await;
+}
+
+#[tokio::test]
+async fn big_project_settings_are_checked() {
+    let app = TestApp::start().await;
+    app.project("cfg", &[]).await;
+    for (change, says) in [
+        (
+            "done_policy=forget",
+            "done_policy must be keep, offload or discard",
+        ),
+        ("segment_items=10", "segment_items must be from 1000"),
+        ("queue_high=1500", "queue_high must be 0"),
+        ("log_keep=95000", "log_keep must be from 1000"),
+    ] {
+        let r = app.cli(&["project", "set", "cfg", change], b"");
+        assert!(!r.ok, "{change} accepted");
+        assert!(r.err.contains(says), "{change}: {}", r.err);
+    }
+    let r = app.cli(
+        &[
+            "project",
+            "set",
+            "cfg",
+            "done_policy=offload",
+            "queue_high=0",
+        ],
+        b"",
+    );
+    assert!(r.ok, "{}", r.err);
+    // Another process changed them: this one follows within a second or so.
+    wait_for("the new settings", Duration::from_secs(10), || async {
+        let s = app.store.project("cfg").await.unwrap().unwrap();
+        (s.done_policy == "offload" && s.queue_high == 0).then_some(())
+    })
+    .await;
+}
