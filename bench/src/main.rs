@@ -17,6 +17,7 @@ use std::{
 mod chaos;
 mod fsync;
 mod hostile;
+mod memory;
 mod rig;
 mod viewers;
 
@@ -294,7 +295,7 @@ async fn main() {
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
     // `--phases a,b`: only those phases (pairs, spread, ceiling, half, multi, backfeed, wrk,
     // floor, hostile; fsync only when named, as it turns on the append-only file and takes a
-    // minute).
+    // minute; memory only when named, as it takes a quarter of an hour).
     let args: Vec<String> = std::env::args().collect();
     let only = args
         .iter()
@@ -445,6 +446,17 @@ async fn main() {
         println!("# fsync: not on --cluster (it reconfigures one private redis-server)");
     } else if named("fsync") {
         fsync::run(base, url, dir, "fsync").await;
+    }
+    // Long (about 15 minutes for 10 million items): only when named.
+    if named("memory") {
+        let items = args
+            .iter()
+            .position(|a| a == "--memory-items")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(10_000_000);
+        memory::run(&rig, items).await;
+        println!("# command: cargo run --release -p bench -- --phases memory [--memory-items N]");
     }
     println!("# command: make bench   (cargo run --release -p bench [-- --phases multi,backfeed])");
     let _ = std::fs::remove_dir_all(dir);

@@ -264,6 +264,7 @@ mod tests {
             data_dir: "/d".into(),
             redis_maxmemory: None,
             fsync: None,
+            offload_dir: None,
         };
         let serve = ServeArgs::parse_from([
             "serve",
@@ -287,6 +288,7 @@ mod tests {
         assert!(c.secure_cookies, "an https public URL");
         assert_eq!(c.admin_token.as_deref(), Some("tok"));
         assert_eq!(c.archive_dir, PathBuf::from("/d/archive"));
+        assert_eq!(c.offload_dir, PathBuf::from("/d/offload"));
         assert_eq!(c.batch_workers, 3);
         assert_eq!(c.fleet_silence, std::time::Duration::from_secs(60));
         for bad in ["0", "17"] {

@@ -30,6 +30,15 @@ pub fn tracker_command(
         .env("REDIS_URL", redis_url)
         .env("TRACKER_NAMESPACE", namespace)
         .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
+        // Its files (log archives, offloaded items) under the temp dir, not the working dir.
+        .env(
+            "TRACKER_ARCHIVE_DIR",
+            std::env::temp_dir().join(format!("tracker-files-{namespace}/archive")),
+        )
+        .env(
+            "TRACKER_OFFLOAD_DIR",
+            std::env::temp_dir().join(format!("tracker-files-{namespace}/offload")),
+        )
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
