@@ -149,7 +149,10 @@ pub async fn run(rig: &Rig, n: u64) {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    println!("memory: done       used_memory   (empty Redis: {})", mb(empty));
+    println!(
+        "memory: done       used_memory   (empty Redis: {})",
+        mb(empty)
+    );
     let start = Instant::now();
     let workers: Vec<_> = (0..4)
         .map(|w| tokio::spawn(drain(store.clone(), slug, w)))

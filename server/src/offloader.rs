@@ -19,15 +19,17 @@
 //! [`step`] runs one step at a time and can stop after any of them ([`StopAfter`]), which is
 //! how the tests kill it at each instant.
 
-use crate::{
-    segment,
-    store::{offload::segment_path, SegmentEntry, Settings, Store, StoreError, StoreResult},
-};
+use crate::store::{SegmentEntry, Settings, Store, StoreError, StoreResult};
 use fred::prelude::*;
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
+
+mod moves;
+mod sweep;
+
+pub use sweep::remove_orphans;
 
 /// How long a lease lasts unless renewed.
 pub const LEASE_MS: u64 = 30_000;
@@ -270,225 +272,6 @@ impl Offloader {
         }
         Ok(work)
     }
-
-    /// Moves `segment_items` done items of `slug` (chosen at random) to a segment: with their
-    /// timelines (`offload`), or only into its filter (`discard`). Items moved.
-    pub async fn offload_done(
-        &self,
-        slug: &str,
-        s: &Settings,
-        stop: StopAfter,
-    ) -> StoreResult<u64> {
-        let k = self.store.keys().project(slug);
-        let client = self.store.client();
-        let items: Vec<String> = client
-            .srandmember(k.done(), Some(s.segment_items as usize))
-            .await?;
-        if items.is_empty() {
-            return Ok(0);
-        }
-        let discard = s.done_policy == "discard";
-        let mut records: Vec<(String, String)> = Vec::with_capacity(items.len());
-        for chunk in items.chunks(1000) {
-            let lines: Vec<Option<String>> = if discard {
-                vec![None; chunk.len()]
-            } else {
-                client.hmget(k.timeline(), chunk.to_vec()).await?
-            };
-            records.extend(
-                chunk
-                    .iter()
-                    .cloned()
-                    .zip(lines.into_iter().map(Option::unwrap_or_default)),
-            );
-        }
-        if stop == StopAfter::Read {
-            return Ok(0);
-        }
-        let kind = if discard { "discard" } else { "done" };
-        self.write_and_commit(slug, kind, "", records, stop).await
-    }
-
-    /// Moves the last `segment_items` items (highest scores) of queue part `part` to a segment.
-    pub async fn spill(
-        &self,
-        slug: &str,
-        s: &Settings,
-        part: &str,
-        stop: StopAfter,
-    ) -> StoreResult<u64> {
-        let k = self.store.keys().project(slug);
-        let tail: Vec<(String, f64)> = self
-            .store
-            .client()
-            .zrange(
-                k.queue(part),
-                0,
-                s.segment_items as i64 - 1,
-                None,
-                true,
-                None,
-                true,
-            )
-            .await?;
-        if tail.is_empty() || stop == StopAfter::Read {
-            return Ok(0);
-        }
-        let records = tail
-            .into_iter()
-            .map(|(i, score)| (i, score.to_string()))
-            .collect();
-        self.write_and_commit(slug, "queue", part, records, stop)
-            .await
-    }
-
-    async fn write_and_commit(
-        &self,
-        slug: &str,
-        kind: &str,
-        part: &str,
-        records: Vec<(String, String)>,
-        stop: StopAfter,
-    ) -> StoreResult<u64> {
-        let id = new_id(kind);
-        let path = segment_path(&self.dir, slug, &id);
-        let keep_names = kind != "discard";
-        let (min, max) = if kind == "queue" {
-            records
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(lo, hi), (_, s)| {
-                    let s: f64 = s.parse().unwrap_or(0.0);
-                    (lo.min(s), hi.max(s))
-                })
-        } else {
-            (0.0, 0.0)
-        };
-        let (path2, moved) = (path.clone(), records);
-        let (bytes, records) = tokio::task::spawn_blocking(move || {
-            let mut records = moved;
-            segment::write(&path2, &mut records, keep_names).map(|b| (b, records))
-        })
-        .await
-        .map_err(|e| StoreError::Disk(e.to_string()))?
-        .map_err(io)?;
-        if stop == StopAfter::Written {
-            return Ok(0);
-        }
-        let entry = SegmentEntry {
-            kind: kind.into(),
-            part: part.into(),
-            count: records.len() as u64,
-            bytes,
-            t: now_ms(),
-            min,
-            max,
-        };
-        match self
-            .store
-            .commit_segment(slug, &self.token, &id, &entry, &records)
-            .await
-        {
-            Ok(n) => {
-                if stop == StopAfter::Registered {
-                    return Ok(n);
-                }
-                // Open it now, so this process's lookups see it at once.
-                self.store.on_disk(slug).await?;
-                tracing::debug!(slug, id, kind, n, "segment written");
-                Ok(n)
-            }
-            Err(e) => {
-                // Not registered: the file goes, the items stay in Redis.
-                let _ = std::fs::remove_file(&path);
-                match e {
-                    StoreError::Refused(_) => Ok(0),
-                    e => Err(e),
-                }
-            }
-        }
-    }
-
-    /// Brings queue segment `id` back into its part, in chunks; items brought back.
-    pub async fn refill(&self, slug: &str, id: &str, entry: &SegmentEntry) -> StoreResult<u64> {
-        let path = segment_path(&self.dir, slug, id);
-        let records = tokio::task::spawn_blocking(move || segment::Segment::open(&path)?.all())
-            .await
-            .map_err(|e| StoreError::Disk(e.to_string()))?
-            .map_err(io)?;
-        let mut from = self
-            .store
-            .restored_counts(slug)
-            .await?
-            .get(id)
-            .copied()
-            .unwrap_or(0);
-        let total = records.len() as u64;
-        let mut back = 0;
-        while from < total {
-            let chunk = &records[from as usize..(from as usize + REFILL_CHUNK).min(records.len())];
-            match self
-                .store
-                .refill_chunk(slug, &self.token, id, &entry.part, from, total, chunk)
-                .await
-            {
-                Ok(now) => {
-                    back += now - from;
-                    from = now;
-                }
-                Err(StoreError::Refused(_)) => return Ok(back),
-                Err(e) => return Err(e),
-            }
-        }
-        let _ = std::fs::remove_file(segment_path(&self.dir, slug, id));
-        Ok(back)
-    }
-
-    async fn archive_log(&self, slug: &str, end: &str) -> StoreResult<u64> {
-        let dir = self.archive_dir.join(slug);
-        match crate::admin::archive::write_archive(&self.store, dir, slug, end).await {
-            Ok(Some(w)) => {
-                tracing::info!(slug, file = %w.name, count = w.count, "archived the completion log");
-                Ok(w.count)
-            }
-            Ok(None) => Ok(0),
-            Err(crate::admin::archive::ArchiveError::Store(e)) => Err(e),
-            Err(crate::admin::archive::ArchiveError::Io(e)) => Err(io(e)),
-        }
-    }
-
-    /// Deletes the segment files of `slug` that are not registered, once a minute old.
-    pub async fn sweep(&self, slug: &str) -> StoreResult<u64> {
-        let registered: std::collections::HashSet<String> = self
-            .store
-            .segment_entries(slug)
-            .await?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        let dir = self.dir.join(slug);
-        let gone =
-            tokio::task::spawn_blocking(move || remove_orphans(&dir, &registered, ORPHAN_AGE))
-                .await
-                .map_err(|e| StoreError::Disk(e.to_string()))?;
-        Ok(gone)
-    }
-
-    /// Deletes the segment directories of projects that no longer exist.
-    async fn sweep_gone_projects(&self, slugs: &[String]) {
-        let Ok(read) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in read.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !slugs.contains(&name)
-                && entry.path().is_dir()
-                && old_enough(&entry.path(), ORPHAN_AGE)
-            {
-                tracing::info!(slug = name, "deleting the segments of a destroyed project");
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
 }
 
 /// What a project needs now.
@@ -504,37 +287,4 @@ impl Work {
     fn any(&self) -> bool {
         self.done || !self.spill.is_empty() || !self.refill.is_empty() || self.log_through.is_some()
     }
-}
-
-fn old_enough(path: &Path, age: Duration) -> bool {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|e| e >= age)
-}
-
-/// Deletes the files in `dir` that are not the segments `registered` (partial files too), of
-/// at least `age`: how many.
-pub fn remove_orphans(
-    dir: &Path,
-    registered: &std::collections::HashSet<String>,
-    age: Duration,
-) -> u64 {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut gone = 0;
-    for entry in read.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let id = name.strip_suffix(".seg").unwrap_or(&name);
-        if registered.contains(id) || !old_enough(&entry.path(), age) {
-            continue;
-        }
-        if std::fs::remove_file(entry.path()).is_ok() {
-            tracing::info!(file = %entry.path().display(), "deleted an unregistered segment file");
-            gone += 1;
-        }
-    }
-    gone
 }
