@@ -129,9 +129,45 @@ pub(super) async fn every_script(app: &TestApp) {
     let flushed = store.flush_fleet(&[seen], now).await.unwrap();
     assert_eq!((flushed.stored, flushed.dropped), (1, 0));
     assert_eq!(store.warriors_at_work("p1", now).await.unwrap(), 1);
+    flush().await;
+    // The offloader's two: a waiting item out to a (registered) queue segment and back.
+    assert!(store.offload_lease("p1", "lease-token", 30_000).await.unwrap());
+    let waiting: Vec<(String, f64)> = {
+        use fred::prelude::*;
+        let k = store.keys().project("p1");
+        store
+            .client()
+            .zrange(k.queue("todo"), 0, 0, None, false, None, true)
+            .await
+            .unwrap()
+    };
+    let (item, score) = waiting.first().cloned().expect("an item waiting");
+    let entry = server::store::SegmentEntry {
+        kind: "queue".into(),
+        part: "todo".into(),
+        count: 1,
+        ..Default::default()
+    };
+    let one = vec![(item, score.to_string())];
+    assert_eq!(
+        store
+            .commit_segment("p1", "lease-token", "queue-1", &entry, &one)
+            .await
+            .unwrap(),
+        1
+    );
+    flush().await;
+    assert_eq!(
+        store
+            .refill_chunk("p1", "lease-token", "queue-1", "todo", 0, 1, &one)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(store.segment_entries("p1").await.unwrap().is_empty());
     assert_eq!(
         store.scripts().all().len(),
-        17,
+        19,
         "every script is exercised above"
     );
 }
