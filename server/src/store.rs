@@ -4,7 +4,8 @@
 //! | module | what it is for |
 //! |---|---|
 //! | [`scripts`] | the Lua scripts (`lua/`), their shared helpers, typed replies, NOSCRIPT reload |
-//! | `items` | adding to queues, claiming, reporting done, releasing |
+//! | `add` | adding to queues: known items skipped (Redis and disk), waiting for the offloader past a queue's mark |
+//! | `items` | claiming, reporting done, releasing |
 //! | `item_status` | where an item is: state, claim, decay score, timeline |
 //! | `projects` | creation, settings, the event history |
 //! | `admin_items` | the panel's bulk operations: claims by downloader, release, move, clear, failed |
@@ -29,6 +30,7 @@
 //! Key names come from [`crate::keys`].
 
 mod accounts;
+mod add;
 mod admin_items;
 mod api_fleet;
 mod backend;

@@ -142,6 +142,7 @@ impl Store {
             k.bloom(),
             k.qseq(),
             k.stats(),
+            k.offload(),
         ];
         let params = cached_layer_params(capacity);
         let client = self.pool.next();
@@ -166,6 +167,19 @@ impl Store {
             } else {
                 pending.len().min(5000).min(room)
             };
+            // Items on disk are known: duplicates, left out (against the segments of one gen,
+            // which the script checks is still the current one).
+            let (gen, on_disk) = {
+                let items: Vec<String> = pending[..take].iter().map(|r| r.item.clone()).collect();
+                self.find_on_disk(slug, &items).await?
+            };
+            if !on_disk.is_empty() {
+                let before = pending.len();
+                pending.retain(|r| !on_disk.contains_key(&r.item));
+                dups += (before - pending.len()) as u64;
+                known = Some(layers);
+                continue;
+            }
             let chunk = &pending[..take];
             let decided = if skip_filter || chunk.is_empty() {
                 Decided {
@@ -183,7 +197,7 @@ impl Store {
                 let read = futures::future::try_join_all(reads).await?;
                 decide(chunk, &layers, &read)
             };
-            let mut args = Vec::with_capacity(8 + 3 * decided.blocks.len() + 4 * chunk.len());
+            let mut args = Vec::with_capacity(9 + 3 * decided.blocks.len() + 4 * chunk.len());
             args.push(Value::from(now_ms as i64));
             args.push(Value::from(k.prefix()));
             args.push(Value::from(queue));
@@ -192,6 +206,7 @@ impl Store {
             args.push(Value::from(layers.len() as i64));
             args.push(Value::from(decided.dups as i64));
             args.push(Value::from(decided.blocks.len() as i64));
+            args.push(Value::from(gen.to_string()));
             for (number, old, new) in decided.blocks {
                 args.push(Value::from(number as i64));
                 args.push(if old.iter().all(|&b| b == 0) {

@@ -1,10 +1,10 @@
-//! Items: adding to queues, claiming, reporting done, releasing (where one is: `item_status`).
+//! Items: claiming, reporting done, releasing (adding: `add`; where one is: `item_status`).
 
 use super::{
     scripts::{Accepted, Batch, Refusal, Reply},
     DiskHit, Store, StoreError, StoreResult,
 };
-use crate::keys::{HISTORY_LEN, LOG_LEN, PERSONAL, TODO};
+use crate::keys::{HISTORY_LEN, LOG_LEN, TODO};
 use fred::prelude::*;
 use serde::Deserialize;
 
@@ -87,9 +87,6 @@ struct Recorded {
     seq: u64,
 }
 
-/// How many items one `add_items` call carries.
-const ADD_BATCH: usize = 1000;
-
 fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
     StoreError::Reply {
         script,
@@ -98,87 +95,6 @@ fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
 }
 
 impl Store {
-    /// Adds items to `queue` (a queue of [`crate::keys::QUEUES`] or `todo:d:<downloader>`), each
-    /// in the part its pattern limit says; returns how many were new.
-    pub async fn add_items(&self, slug: &str, queue: &str, items: &[String]) -> StoreResult<u64> {
-        self.add_or_count_items(slug, queue, items, false).await
-    }
-
-    /// How many of `items` [`Store::add_items`] would add (none known yet, each counted once
-    /// per call); changes nothing.
-    pub async fn count_new_items(
-        &self,
-        slug: &str,
-        queue: &str,
-        items: &[String],
-    ) -> StoreResult<u64> {
-        self.add_or_count_items(slug, queue, items, true).await
-    }
-
-    async fn add_or_count_items(
-        &self,
-        slug: &str,
-        queue: &str,
-        items: &[String],
-        count_only: bool,
-    ) -> StoreResult<u64> {
-        let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.done(),
-            k.failed(),
-            k.stats(),
-            k.qseq(),
-            k.offload(),
-        ];
-        let patterns = self.patterns(slug).await?;
-        let personal = queue.starts_with(PERSONAL);
-        let mut added = 0;
-        for chunk in items.chunks(ADD_BATCH) {
-            // Items on disk are known: left out, against the segments of one gen, which the
-            // script checks is still the current one (else the segments moved: again).
-            let mut tries = 0;
-            let n = loop {
-                tries += 1;
-                let (gen, on_disk) = self.find_on_disk(slug, chunk).await?;
-                let mut args = Vec::with_capacity(4 + 2 * chunk.len());
-                args.push(Value::from(k.prefix()));
-                args.push(Value::from(queue));
-                args.push(Value::from(if count_only { "count" } else { "add" }));
-                args.push(Value::from(gen.to_string()));
-                for item in chunk.iter().filter(|i| !on_disk.contains_key(*i)) {
-                    let part = if personal {
-                        String::new()
-                    } else {
-                        patterns.part_of(item)
-                    };
-                    args.push(Value::from(part));
-                    args.push(Value::from(item.as_str()));
-                }
-                let n: i64 = self
-                    .scripts
-                    .run(
-                        self.pool.next(),
-                        &self.scripts.add_items,
-                        keys.clone(),
-                        args,
-                    )
-                    .await?;
-                if n >= 0 {
-                    break n as u64;
-                }
-                if tries >= 20 {
-                    return Err(StoreError::Unavailable(
-                        "the segments on disk kept changing while items were added".into(),
-                    ));
-                }
-            };
-            added += n;
-        }
-        Ok(added)
-    }
-
     /// Serves claim requests in one script call; `None` when there is no such project.
     pub async fn claim_batch(
         &self,

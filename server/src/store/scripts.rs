@@ -218,7 +218,7 @@ impl Scripts {
         let h = &header();
         Self {
             add_items: lua!(h, "add_items", 7),
-            backfeed: lua!(h, "backfeed", 7),
+            backfeed: lua!(h, "backfeed", 8),
             claim: lua!(h, "claim", 12),
             done: lua!(h, "done", 22),
             item_status: lua!(h, "item_status", 7),

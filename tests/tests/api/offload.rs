@@ -184,6 +184,22 @@ async fn offload_moves_done_items_and_their_timelines_to_disk_and_still_answers_
     );
     assert!(cli.out.contains("1 new items"), "{} {}", cli.out, cli.err);
 
+    // Nor does the backfeed, whose filter never saw it (it was added by other means).
+    app.settings("big", |s| s.backfeed_key = "s3cret".into())
+        .await;
+    let r = app
+        .post(
+            "/backfeed/legacy/big-s3cret?delimiter=%0A",
+            format!("{offloaded}\nbackfed-new\n"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        app.counts("big").await.todo,
+        2,
+        "only the new one (and new-one)"
+    );
+
     // A late repeat of a done report for an offloaded item is a duplicate, not an error.
     let r = app.done("big", "alice", &offloaded, 5).await;
     assert_eq!(r.status, 200, "{}", r.body);

@@ -131,7 +131,10 @@ pub(super) async fn every_script(app: &TestApp) {
     assert_eq!(store.warriors_at_work("p1", now).await.unwrap(), 1);
     flush().await;
     // The offloader's two: a waiting item out to a (registered) queue segment and back.
-    assert!(store.offload_lease("p1", "lease-token", 30_000).await.unwrap());
+    assert!(store
+        .offload_lease("p1", "lease-token", 30_000)
+        .await
+        .unwrap());
     let waiting: Vec<(String, f64)> = {
         use fred::prelude::*;
         let k = store.keys().project("p1");

@@ -22,6 +22,7 @@
   KEYS[5]  filter  hash    layers; n:<i>, cap:<i>, blocks:<i>, k:<i>
   KEYS[6]  qseq    string  last FIFO score given (ms)
   KEYS[7]  stats   hash    known (items the project knows)
+  KEYS[8]  offload hash    gen: the version of the project's segments on disk
   Derived (same slot): <prefix><queue part>, <prefix>filter:<i>, <prefix>st:<day>.
 
   ARGV[1]  now (ms)
@@ -32,13 +33,14 @@
   ARGV[6]  the number of layers the tracker read (ignored when skipping)
   ARGV[7]  records the tracker already found in the filter (duplicates for good)
   ARGV[8]  B, the number of blocks of the newest layer that follow
-  ARGV[9 ..]  B triples: block number, value read ('' = absent), value to write
+  ARGV[9]  the segments' gen the tracker checked the records against (those on disk left out)
+  ARGV[10 ..]  B triples: block number, value read ('' = absent), value to write
   then     quadruples per record: block (1..B, or 0 for none), 1 if new to the filter
            (0: a repeat within this call), part suffix ('' or '#pattern'), item
 
   Output: JSON. {"added":n,"duplicates":n,"again":[record numbers (1-based, in the order
   sent) to decide again]}; {"err":"filter_changed"} when the filter's layers changed (a layer
-  may have been added): read it again; {"err":"no_project"} when the project does not exist.
+  may have been added), or the segments on disk did: read it again; {"err":"no_project"} when the project does not exist.
   Events: none.
   Uses: Q, DEFAULT_QUEUES, ST, queue_groups, queue_scorer, count_known, stat, flush_stats, bulk,
   bulk_read.
@@ -48,6 +50,8 @@ local now, prefix, queue, skip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] ==
 
 local m = rcall('HMGET', meta, 'title', 'queues', 'fifo')
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
+-- Items moved between Redis and disk since the tracker checked: it checks again.
+if (rcall('HGET', KEYS[8], 'gen') or '0') ~= ARGV[9] then return cjson.encode({ err = 'filter_changed' }) end
 local order = m[2] or DEFAULT_QUEUES
 -- A new shard joins the backfeed group of the claim order (written with the filter's changes).
 local new_shard = not string.find(' ' .. string.gsub(order, ',', ' ') .. ' ', ' ' .. queue .. ' ', 1, true)
@@ -59,7 +63,7 @@ for cap, blocks, k in string.gmatch(ARGV[5], '(%d+) (%d+) (%d+)') do
   params[#params + 1] = { cap = tonumber(cap), blocks = tonumber(blocks), k = tonumber(k) }
 end
 local nblocks = tonumber(ARGV[8])
-local first_record = 9 + 3 * nblocks
+local first_record = 10 + 3 * nblocks
 local dups = tonumber(ARGV[7])
 
 -- 1. The filter: the blocks still as read are written, and their new records are candidates.
@@ -74,9 +78,9 @@ if not skip then
   local n, cap = tonumber(f[1]) or 0, tonumber(f[2]) or 0
   local fresh = 0
   local fields = {}
-  for b = 1, nblocks do fields[b] = ARGV[6 + 3 * b] end
+  for b = 1, nblocks do fields[b] = ARGV[7 + 3 * b] end
   local current = nblocks > 0 and bulk_read('HMGET', prefix .. 'filter:' .. i, fields) or {}
-  for b = 1, nblocks do block_ok[b] = (current[b] or '') == ARGV[7 + 3 * b] end
+  for b = 1, nblocks do block_ok[b] = (current[b] or '') == ARGV[8 + 3 * b] end
   for r = first_record, #ARGV, 4 do
     local b = tonumber(ARGV[r])
     if b > 0 and block_ok[b] and ARGV[r + 1] == '1' then fresh = fresh + 1 end
@@ -91,8 +95,8 @@ if not skip then
   local writes = {}
   for b = 1, nblocks do
     if block_ok[b] then
-      writes[#writes + 1] = ARGV[6 + 3 * b]
-      writes[#writes + 1] = ARGV[8 + 3 * b]
+      writes[#writes + 1] = ARGV[7 + 3 * b]
+      writes[#writes + 1] = ARGV[9 + 3 * b]
     end
   end
   bulk('HSET', prefix .. 'filter:' .. i, writes)

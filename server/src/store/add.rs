@@ -1,0 +1,126 @@
+//! Adding items to queues: each item the project knows in any state, in Redis or on disk, is
+//! skipped; a bulk add past a queue's high-water mark waits for the offloader to spill.
+
+use super::{Store, StoreError, StoreResult};
+use crate::keys::PERSONAL;
+use fred::prelude::*;
+
+/// How many items one `add_items` call carries.
+const ADD_BATCH: usize = 1000;
+
+impl Store {
+    /// Adds items to `queue` (a queue of [`crate::keys::QUEUES`] or `todo:d:<downloader>`), each
+    /// in the part its pattern limit says; returns how many were new.
+    pub async fn add_items(&self, slug: &str, queue: &str, items: &[String]) -> StoreResult<u64> {
+        self.add_or_count_items(slug, queue, items, false).await
+    }
+
+    /// How many of `items` [`Store::add_items`] would add (none known yet, each counted once
+    /// per call); changes nothing.
+    pub async fn count_new_items(
+        &self,
+        slug: &str,
+        queue: &str,
+        items: &[String],
+    ) -> StoreResult<u64> {
+        self.add_or_count_items(slug, queue, items, true).await
+    }
+
+    async fn add_or_count_items(
+        &self,
+        slug: &str,
+        queue: &str,
+        items: &[String],
+        count_only: bool,
+    ) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        let keys = vec![
+            k.meta(),
+            k.out(),
+            k.done(),
+            k.failed(),
+            k.stats(),
+            k.qseq(),
+            k.offload(),
+        ];
+        let patterns = self.patterns(slug).await?;
+        let personal = queue.starts_with(PERSONAL);
+        let mut added = 0;
+        for chunk in items.chunks(ADD_BATCH) {
+            // Items on disk are known: left out, against the segments of one gen, which the
+            // script checks is still the current one (else the segments moved: again).
+            let mut tries = 0;
+            let n = loop {
+                tries += 1;
+                let (gen, on_disk) = self.find_on_disk(slug, chunk).await?;
+                let mut args = Vec::with_capacity(4 + 2 * chunk.len());
+                args.push(Value::from(k.prefix()));
+                args.push(Value::from(queue));
+                args.push(Value::from(if count_only { "count" } else { "add" }));
+                args.push(Value::from(gen.to_string()));
+                for item in chunk.iter().filter(|i| !on_disk.contains_key(*i)) {
+                    let part = if personal {
+                        String::new()
+                    } else {
+                        patterns.part_of(item)
+                    };
+                    args.push(Value::from(part));
+                    args.push(Value::from(item.as_str()));
+                }
+                let n: i64 = self
+                    .scripts
+                    .run(
+                        self.pool.next(),
+                        &self.scripts.add_items,
+                        keys.clone(),
+                        args,
+                    )
+                    .await?;
+                if n >= 0 {
+                    break n as u64;
+                }
+                if tries >= 20 {
+                    return Err(StoreError::Unavailable(
+                        "the segments on disk kept changing while items were added".into(),
+                    ));
+                }
+            };
+            added += n;
+            if !count_only && !personal && added > 0 {
+                self.wait_for_spill(slug, queue).await?;
+            }
+        }
+        Ok(added)
+    }
+
+    /// While a bulk add runs past a queue's high-water mark (plus four segments) and an
+    /// offloader is at work on the project (its lease is held), waits for it to spill the tail
+    /// to disk, so that Redis holds about the mark, not the whole load. Gives up waiting after
+    /// 30 s without progress (the load then goes on into Redis).
+    async fn wait_for_spill(&self, slug: &str, queue: &str) -> StoreResult<()> {
+        let Some(s) = self.project(slug).await? else {
+            return Ok(());
+        };
+        if s.queue_high == 0 {
+            return Ok(());
+        }
+        let k = self.keys.project(slug);
+        let limit = s.queue_high + 4 * s.segment_items;
+        let client = self.pool.next();
+        let (mut last, mut since) = (u64::MAX, std::time::Instant::now());
+        loop {
+            let size: u64 = client.zcard(k.queue(queue)).await?;
+            let offloading: bool = client.exists(k.offload_lease()).await?;
+            if size <= limit || !offloading {
+                return Ok(());
+            }
+            if size < last {
+                (last, since) = (size, std::time::Instant::now());
+            } else if since.elapsed() > std::time::Duration::from_secs(30) {
+                tracing::warn!(slug, queue, size, "the offloader does not spill; adding on");
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}
