@@ -35,8 +35,12 @@ pub use sweep::remove_orphans;
 pub const LEASE_MS: u64 = 30_000;
 /// Records sent per refill call.
 const REFILL_CHUNK: usize = 5_000;
+/// Completion log entries archived per round at most (the round reads them twice).
+const LOG_STEP: u64 = 10_000;
 /// A log entry older than this goes to disk.
 const LOG_AGE_MS: u64 = 24 * 3600 * 1000;
+/// How long a project with nothing to do is left alone (its lease lasts longer).
+const IDLE_PAUSE: Duration = Duration::from_secs(5);
 /// Unregistered files younger than this are left alone (another process may be about to
 /// register one).
 const ORPHAN_AGE: Duration = Duration::from_secs(60);
@@ -125,14 +129,25 @@ impl Offloader {
         tokio::spawn(async move {
             let mut last_sweep = std::time::Instant::now() - Duration::from_secs(3600);
             let mut held: Vec<String> = Vec::new();
+            let mut idle: std::collections::HashMap<String, std::time::Instant> =
+                Default::default();
             loop {
                 let mut busy = false;
                 let slugs = self.store.project_slugs().await.unwrap_or_default();
                 let sweep = last_sweep.elapsed() > Duration::from_secs(30);
                 for slug in &slugs {
+                    // A project found with nothing to do is looked at again in 5 s.
+                    if !sweep && idle.get(slug).is_some_and(|t| t.elapsed() < IDLE_PAUSE) {
+                        continue;
+                    }
                     match self.tick(slug, sweep).await {
                         Ok(Some(did)) => {
                             busy |= did.any();
+                            if did.any() {
+                                idle.remove(slug);
+                            } else {
+                                idle.insert(slug.clone(), std::time::Instant::now());
+                            }
                             if !held.contains(slug) {
                                 held.push(slug.clone());
                             }
@@ -173,16 +188,11 @@ impl Offloader {
         });
     }
 
-    /// One round for `slug`: `None` when there is nothing to do or another process holds the
-    /// lease; else what was done (one segment of each kind at most).
+    /// One round for `slug`: `None` when another process holds the lease (or the project is
+    /// gone); else what was done (one segment of each kind at most; nothing when nothing is
+    /// due).
     pub async fn tick(&self, slug: &str, sweep: bool) -> StoreResult<Option<Did>> {
-        let Some(settings) = self.store.project(slug).await? else {
-            return Ok(None);
-        };
-        let work = self.work(slug, &settings).await?;
-        if !work.any() && !sweep {
-            return Ok(None);
-        }
+        // The lease first: the other processes do no more than this per project.
         if !self
             .store
             .offload_lease(slug, &self.token, LEASE_MS)
@@ -190,25 +200,58 @@ impl Offloader {
         {
             return Ok(None);
         }
+        let Some(settings) = self.store.project(slug).await? else {
+            return Ok(None);
+        };
+        // Each step on its own: one failing (a slow disk, a timeout) does not hold the
+        // others back; the first failure is recorded and logged.
+        let mut failure = None;
+        let mut note = |e: StoreError| {
+            failure.get_or_insert(e);
+        };
+        let work = self.work(slug, &settings).await.unwrap_or_else(|e| {
+            note(e);
+            Work::default()
+        });
         let mut did = Did::default();
         if sweep {
-            did.orphans = self.sweep(slug).await?;
+            did.orphans = self.sweep(slug).await.unwrap_or_else(|e| {
+                note(e);
+                0
+            });
         }
         if work.done {
-            did.done = self.offload_done(slug, &settings, StopAfter::Never).await?;
+            match self.offload_done(slug, &settings, StopAfter::Never).await {
+                Ok(n) => did.done = n,
+                Err(e) => note(e),
+            }
         }
         for part in &work.spill {
-            did.spilled += self.spill(slug, &settings, part, StopAfter::Never).await?;
+            match self.spill(slug, &settings, part, StopAfter::Never).await {
+                Ok(n) => did.spilled += n,
+                Err(e) => note(e),
+            }
         }
         for (id, entry) in &work.refill {
-            did.refilled += self.refill(slug, id, entry).await?;
+            match self.refill(slug, id, entry).await {
+                Ok(n) => did.refilled += n,
+                Err(e) => note(e),
+            }
         }
-        if let Some(end) = &work.log_through {
-            did.logged = self.archive_log(slug, end).await?;
+        match self.log_work(slug, &settings).await {
+            Ok(Some(end)) => match self.archive_log(slug, &end).await {
+                Ok(n) => did.logged = n,
+                Err(e) => note(e),
+            },
+            Ok(None) => {}
+            Err(e) => note(e),
         }
         self.store
             .note_offload(slug, vec![("run", now_ms().to_string())])
             .await?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
         Ok(Some(did))
     }
 
@@ -255,22 +298,32 @@ impl Offloader {
                 }
             }
         }
-        let len: u64 = client.xlen(k.log()).await?;
+        Ok(work)
+    }
+
+    /// The id through which the completion log of `slug` goes to disk now, if any: past
+    /// `log_keep` plus a tenth, down to `log_keep`, at most [`LOG_STEP`] entries a round; or
+    /// every entry older than a day, once the oldest is 25 hours old.
+    async fn log_work(&self, slug: &str, s: &Settings) -> StoreResult<Option<String>> {
+        let k = self.store.keys().project(slug);
+        let len: u64 = self.store.client().xlen(k.log()).await?;
         let keep = s.log_keep;
         if len > keep + (keep / 10).max(1_000) {
-            work.log_through = self.store.log_entry_at(slug, len - keep - 1).await?;
-        } else if len > 0 {
-            // By age: everything older than a day, once the oldest is an hour past that.
-            let oldest = self.store.log_page(slug, "-", "+", 1).await?;
-            let t = oldest
-                .first()
-                .and_then(|(id, _)| id.split('-').next()?.parse::<u64>().ok());
-            let cut = now_ms().saturating_sub(LOG_AGE_MS);
-            if t.is_some_and(|t| t + 3_600_000 < cut) {
-                work.log_through = Some(format!("{cut}-{}", u64::MAX));
-            }
+            return self
+                .store
+                .log_entry_at(slug, (len - keep).min(LOG_STEP) - 1)
+                .await;
         }
-        Ok(work)
+        if len == 0 {
+            return Ok(None);
+        }
+        let oldest = self.store.log_page(slug, "-", "+", 1).await?;
+        let t = oldest
+            .first()
+            .and_then(|(id, _)| id.split('-').next()?.parse::<u64>().ok());
+        let cut = now_ms().saturating_sub(LOG_AGE_MS);
+        Ok(t.is_some_and(|t| t + 3_600_000 < cut)
+            .then(|| format!("{cut}-{}", u64::MAX)))
     }
 }
 
@@ -280,11 +333,4 @@ struct Work {
     done: bool,
     spill: Vec<String>,
     refill: Vec<(String, SegmentEntry)>,
-    log_through: Option<String>,
-}
-
-impl Work {
-    fn any(&self) -> bool {
-        self.done || !self.spill.is_empty() || !self.refill.is_empty() || self.log_through.is_some()
-    }
 }

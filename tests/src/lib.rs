@@ -11,7 +11,7 @@ pub mod chaos;
 
 mod processes;
 pub use processes::{
-    durable_redis, spawn_tracker, start_redis, tracker_bin, tracker_command, Killed,
+    durable_redis, files_dir, spawn_tracker, start_redis, tracker_bin, tracker_command, Killed,
 };
 
 use server::{store::Store, AppState, Config, StartupReport};

@@ -31,18 +31,18 @@ pub fn tracker_command(
         .env("TRACKER_NAMESPACE", namespace)
         .env("TRACKER_LISTEN", format!("127.0.0.1:{port}"))
         // Its files (log archives, offloaded items) under the temp dir, not the working dir.
-        .env(
-            "TRACKER_ARCHIVE_DIR",
-            std::env::temp_dir().join(format!("tracker-files-{namespace}/archive")),
-        )
-        .env(
-            "TRACKER_OFFLOAD_DIR",
-            std::env::temp_dir().join(format!("tracker-files-{namespace}/offload")),
-        )
+        .env("TRACKER_ARCHIVE_DIR", files_dir(namespace).join("archive"))
+        .env("TRACKER_OFFLOAD_DIR", files_dir(namespace).join("offload"))
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     cmd
+}
+
+/// Where a tracker started by [`tracker_command`] with `namespace` keeps its files
+/// (`archive/`, `offload/`): under the temp dir, not the working dir.
+pub fn files_dir(namespace: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("tracker-files-{namespace}"))
 }
 
 /// Runs `bin serve` against `redis_url` under `namespace` on 127.0.0.1:`port`, quietly.

@@ -265,7 +265,10 @@ async fn keep_leaves_every_done_item_in_redis() {
     .await;
     complete_all(&app, "small").await;
     let o = offloader(&app);
-    assert_eq!(o.tick("small", false).await.unwrap(), None);
+    assert_eq!(
+        o.tick("small", false).await.unwrap(),
+        Some(Default::default())
+    );
     let k = app.store.keys().project("small");
     assert_eq!(scard(&app, k.done()).await, 2500);
     assert_eq!(
