@@ -332,22 +332,39 @@ async fn no_project_and_filter_changed() {
         k.bloom(),
         k.qseq(),
         k.stats(),
+        k.offload(),
     ];
-    let args: Vec<Value> = vec![
-        Value::from(T0 as i64),
-        Value::from(k.prefix()),
-        Value::from("todo:backfeed"),
-        Value::from("0"),
-        Value::from("1000 64 7"),
-        Value::from(5),
-        Value::from(0),
-        Value::from(0),
-    ];
+    let args = |layers: i64, gen: &str| -> Vec<Value> {
+        vec![
+            Value::from(T0 as i64),
+            Value::from(k.prefix()),
+            Value::from("todo:backfeed"),
+            Value::from("0"),
+            Value::from("1000 64 7"),
+            Value::from(layers),
+            Value::from(0),
+            Value::from(0),
+            Value::from(gen),
+        ]
+    };
     let reply = scripts
-        .call::<serde_json::Value>(store.client(), &scripts.backfeed, keys, args)
+        .call::<serde_json::Value>(
+            store.client(),
+            &scripts.backfeed,
+            keys.clone(),
+            args(5, "0"),
+        )
         .await
         .unwrap();
     assert_eq!(reply.unwrap_err(), Refusal::FilterChanged);
+    // Nor one that checked its records against segments on disk that have changed since.
+    let reply = scripts
+        .call::<serde_json::Value>(store.client(), &scripts.backfeed, keys, args(0, "7"))
+        .await
+        .unwrap();
+    assert_eq!(reply.unwrap_err(), Refusal::FilterChanged);
+    let layers: Option<String> = store.client().hget(k.bloom(), "layers").await.unwrap();
+    assert_eq!(layers, None, "refused before any write");
 }
 
 #[tokio::test]
