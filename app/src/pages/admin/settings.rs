@@ -353,9 +353,9 @@ pub fn SettingsEditor(
                 <label>"Priority (niceness: lower runs first, for auto_project and the overview)" <input bind:value=priority readonly=ro/></label>
                 <label>"Done items (big projects: keep Redis small)"
                     <select prop:value=move || done_policy.get() on:change=move |ev| done_policy.set(event_target_value(&ev)) disabled=ro>
-                        <option value="keep">"keep: in Redis"</option>
-                        <option value="offload">"offload: to files on disk, still looked up exactly"</option>
-                        <option value="discard">"discard: only a filter of their names stays"</option>
+                        <option value="keep">"keep (in Redis)"</option>
+                        <option value="offload">"offload (to disk, exact)"</option>
+                        <option value="discard">"discard (a filter only)"</option>
                     </select>
                 </label>
                 <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
