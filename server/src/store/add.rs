@@ -110,8 +110,11 @@ impl Store {
         let (mut last, mut since) = (u64::MAX, std::time::Instant::now());
         loop {
             let size: u64 = client.zcard(k.queue(queue)).await?;
+            if size <= limit {
+                return Ok(());
+            }
             let offloading: bool = client.exists(k.offload_lease()).await?;
-            if size <= limit || !offloading {
+            if !offloading {
                 return Ok(());
             }
             if size < last {

@@ -9,13 +9,7 @@ use std::collections::HashMap;
 /// The keys of the queue parts in claim order `order` (meta `queues`; `None`: the default), in
 /// that order. Personal queues are not in it (see [`Store::personal_queues`]).
 pub(super) fn queue_part_keys(k: &ProjectKeys, order: Option<&str>) -> Vec<String> {
-    let default = QUEUES.join(",");
-    order
-        .unwrap_or(&default)
-        .split([',', ' '])
-        .filter(|p| !p.is_empty())
-        .map(|p| k.key(p))
-        .collect()
+    queue_parts(order).iter().map(|p| k.key(p)).collect()
 }
 
 /// The names of the queue parts (not personal queues) in claim order `order`.

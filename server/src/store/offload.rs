@@ -128,14 +128,16 @@ fn disk_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Disk(e.to_string())
 }
 
-/// Decodes a script's JSON answer `{"<field>": n}` or its refusal.
-fn moved(raw: &str, field: &str) -> StoreResult<u64> {
-    let v: serde_json::Value = serde_json::from_str(raw).map_err(disk_err)?;
-    if v.get("err").is_some() {
-        let refusal: super::Refusal = serde_json::from_value(v).map_err(disk_err)?;
-        return Err(StoreError::Refused(refusal));
-    }
-    Ok(v[field].as_u64().unwrap_or(0))
+/// `offload_commit`'s answer.
+#[derive(Deserialize)]
+struct Moved {
+    moved: u64,
+}
+
+/// `refill`'s answer.
+#[derive(Deserialize)]
+struct Restored {
+    restored: u64,
 }
 
 impl Store {
@@ -339,11 +341,12 @@ impl Store {
                 args.push(Value::from(score.as_str()));
             }
         }
-        let raw: String = self
+        let reply: Moved = self
             .scripts
-            .run(self.pool.next(), &self.scripts.offload_commit, keys, args)
-            .await?;
-        moved(&raw, "moved")
+            .call(self.pool.next(), &self.scripts.offload_commit, keys, args)
+            .await?
+            .map_err(StoreError::Refused)?;
+        Ok(reply.moved)
     }
 
     /// Brings `items` (item, score), the records `from..` of queue segment `id` of `total`
@@ -378,11 +381,12 @@ impl Store {
             args.push(Value::from(item.as_str()));
             args.push(Value::from(score.as_str()));
         }
-        let raw: String = self
+        let reply: Restored = self
             .scripts
-            .run(self.pool.next(), &self.scripts.refill, keys, args)
-            .await?;
-        moved(&raw, "restored")
+            .call(self.pool.next(), &self.scripts.refill, keys, args)
+            .await?
+            .map_err(StoreError::Refused)?;
+        Ok(reply.restored)
     }
 
     /// The offloader's recorded state of `slug` (`ns:{SLUG}:offload`).
