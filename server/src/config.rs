@@ -230,6 +230,58 @@ impl Config {
     }
 }
 
+/// Why the offload directory cannot be used beside `others` (name, path): the offloader deletes
+/// what no registry names under it, so no other directory of the tracker may be it or lie inside
+/// it, and it may not lie inside the archive directory (whose project folders it would share).
+/// Relative paths are compared from the working directory, symbolic links resolved where the
+/// path exists.
+pub fn offload_dir_conflict(
+    offload: &std::path::Path,
+    others: &[(&str, &std::path::Path)],
+) -> Option<String> {
+    let real = |p: &std::path::Path| -> PathBuf {
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        // The longest existing ancestor, resolved; the rest appended as written.
+        let mut head = abs.clone();
+        let mut tail = Vec::new();
+        loop {
+            if let Ok(c) = head.canonicalize() {
+                let mut out = c;
+                for part in tail.iter().rev() {
+                    out.push(part);
+                }
+                return out;
+            }
+            match (head.file_name().map(|f| f.to_owned()), head.parent()) {
+                (Some(name), Some(parent)) => {
+                    tail.push(name);
+                    head = parent.to_path_buf();
+                }
+                _ => return abs,
+            }
+        }
+    };
+    let off = real(offload);
+    for (name, other) in others {
+        let o = real(other);
+        if o == off || o.starts_with(&off) {
+            return Some(format!(
+                "the offload directory {} holds the {name} directory {}: the offloader deletes unregistered files under it; set TRACKER_OFFLOAD_DIR to a directory of its own",
+                offload.display(),
+                other.display()
+            ));
+        }
+        if *name == "archive" && off.starts_with(&o) {
+            return Some(format!(
+                "the offload directory {} lies inside the archive directory {}; set TRACKER_OFFLOAD_DIR to a directory of its own",
+                offload.display(),
+                other.display()
+            ));
+        }
+    }
+    None
+}
+
 /// Where `tracker serve` listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 

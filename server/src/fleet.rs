@@ -27,14 +27,27 @@ pub struct ApiFleet {
     seen: Mutex<Gathered>,
     hasher: RandomState,
     cap: usize,
+    /// Per address: the callers it brought in this window, and when the window began (ms).
+    addresses: Mutex<HashMap<String, (u32, u64)>>,
+    /// The keys of the callers gathered in this window, so one seen again is not new.
+    known: Mutex<std::collections::HashSet<u64>>,
 }
 
 #[derive(Default)]
 struct Gathered {
     clients: HashMap<u64, SeenClient>,
-    /// New callers left out since the last flush: the map was full.
+    /// New callers left out since the last flush: the map was full, or their address had
+    /// brought its share of new callers already.
     left_out: u64,
 }
+
+/// New callers (project, name) one address may bring into the fleet per [`ADDRESS_WINDOW`]:
+/// one address rotating names cannot fill the fleet's cap.
+pub const MAX_NEW_PER_ADDRESS: u32 = 1_000;
+/// See [`MAX_NEW_PER_ADDRESS`].
+pub const ADDRESS_WINDOW: Duration = Duration::from_secs(15 * 60);
+/// Addresses counted before the expired ones are swept out.
+const ADDRESSES_SWEPT_AT: usize = 50_000;
 
 impl Default for ApiFleet {
     fn default() -> Self {
@@ -49,7 +62,39 @@ impl ApiFleet {
             seen: Mutex::default(),
             hasher: RandomState::new(),
             cap,
+            addresses: Mutex::default(),
+            known: Mutex::default(),
         }
+    }
+
+    /// Whether `ip` may bring in the new caller `key` now (else it is left out).
+    fn admit(&self, key: u64, ip: &str, now: u64) -> bool {
+        let window = ADDRESS_WINDOW.as_millis() as u64;
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if known.contains(&key) {
+            return true;
+        }
+        let mut addresses = self.addresses.lock().unwrap_or_else(|e| e.into_inner());
+        if addresses.len() >= ADDRESSES_SWEPT_AT {
+            addresses.retain(|_, (_, since)| now < *since + window);
+            if addresses.len() >= ADDRESSES_SWEPT_AT {
+                addresses.clear();
+                known.clear();
+            }
+        }
+        let (n, since) = addresses.entry(ip.to_string()).or_insert((0, now));
+        if now >= *since + window {
+            (*n, *since) = (0, now);
+        }
+        if *n >= MAX_NEW_PER_ADDRESS {
+            return false;
+        }
+        *n += 1;
+        if known.len() >= self.cap * 4 {
+            known.clear();
+        }
+        known.insert(key);
+        true
     }
 
     /// Marks a call of `downloader` from `ip` to project `slug` as seen now, with its user agent
@@ -79,7 +124,7 @@ impl ApiFleet {
                     version.clone_into(&mut c.version);
                 }
             }
-            None if full => g.left_out += 1,
+            None if full || !self.admit(key, ip, now) => g.left_out += 1,
             None => {
                 g.clients.insert(
                     key,

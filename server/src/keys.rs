@@ -168,6 +168,17 @@ impl Keys {
         format!("{}:projects", self.ns)
     }
 
+    /// The global hash of revoked pipeline names -> when (ms): never given to a new pipeline.
+    pub fn revoked_pipelines(&self) -> String {
+        format!("{}:pipelines:revoked", self.ns)
+    }
+
+    /// The global hash of destroyed projects whose files (segments, log archives) may still be
+    /// on disk: slug -> when (ms). A slug in it cannot be created again until they are gone.
+    pub fn destroyed(&self) -> String {
+        format!("{}:destroyed", self.ns)
+    }
+
     /// The slug of a project's event channel, if `channel` is one.
     pub fn slug_of_events_channel<'a>(&self, channel: &'a str) -> Option<&'a str> {
         channel

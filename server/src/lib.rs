@@ -124,6 +124,11 @@ impl App {
     /// Connects to the Redis of `config` and starts the hub, the settings follower and the
     /// Redis probe.
     pub async fn new(config: &Config) -> Result<Self, store::StoreError> {
+        if let Some(why) =
+            config::offload_dir_conflict(&config.offload_dir, &[("archive", &config.archive_dir)])
+        {
+            return Err(store::StoreError::Disk(why));
+        }
         let mut store = Store::connect(&config.redis_url, &config.namespace, 8).await?;
         store.set_fleet_silence(config.fleet_silence);
         let hub = hub::Hub::start(&store).await?;

@@ -213,13 +213,43 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
     })
 }
 
-/// Records `chosen` as `auto_project`, with an audit entry when that is a change.
+/// The fewest seconds between two audit entries of `auto_project` changes from one process:
+/// a project flapping (claims emptying and refilling it) cannot flush the audit log.
+const AUTO_AUDIT_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// When this process last wrote an `auto_project` audit entry, and the changes since that
+/// were not written.
+static AUTO_AUDIT: std::sync::Mutex<Option<(std::time::Instant, u64)>> =
+    std::sync::Mutex::new(None);
+
+/// Whether an audit entry of a change may be written now; if so, how many changes went
+/// unwritten before it.
+fn auto_audit_due() -> Option<u64> {
+    let mut last = AUTO_AUDIT.lock().unwrap_or_else(|e| e.into_inner());
+    match &mut *last {
+        Some((t, skipped)) if t.elapsed() < AUTO_AUDIT_EVERY => {
+            *skipped += 1;
+            None
+        }
+        other => {
+            let skipped = other.map_or(0, |(_, n)| n);
+            *other = Some((std::time::Instant::now(), 0));
+            Some(skipped)
+        }
+    }
+}
+
+/// Records `chosen` as `auto_project`, with an audit entry when that is a change (at most one
+/// a minute per process; the entry says how many changes it stands for).
 pub async fn record_auto(
     store: &Store,
     generated: &Generated,
     chosen: Option<&str>,
 ) -> StoreResult<()> {
     if let Some(old) = store.record_auto(chosen).await? {
+        let Some(skipped) = auto_audit_due() else {
+            return Ok(());
+        };
         let why = match (&old, &generated.pin) {
             (_, Some(pin)) if Some(pin.as_str()) == chosen => "pinned".to_string(),
             (Some(o), _) => match generated.projects.iter().find(|p| &p.slug == o) {
@@ -230,11 +260,14 @@ pub async fn record_auto(
             },
             (None, _) => "work to hand out".to_string(),
         };
-        let detail = format!(
+        let mut detail = format!(
             "{} → {}: {why}",
             old.as_deref().unwrap_or("none"),
             chosen.unwrap_or("none")
         );
+        if skipped > 0 {
+            detail.push_str(&format!(" ({skipped} earlier changes not logged)"));
+        }
         let actor = Actor {
             name: TRACKER_ACTOR.into(),
             token: None,
@@ -258,7 +291,10 @@ pub async fn body(store: &Store, base: &str, pipeline: Option<&Pipeline>) -> Sto
     let generated = generate(store, base).await?;
     let chosen = generated.choose(pipeline);
     if pipeline.is_none() {
-        record_auto(store, &generated, chosen.as_deref()).await?;
+        // A read: the list is served even when recording fails (a full Redis refuses writes).
+        if let Err(e) = record_auto(store, &generated, chosen.as_deref()).await {
+            tracing::debug!(error = %e, "recording auto_project; the refresh tries again");
+        }
     }
     Ok(generated.document(chosen).to_string())
 }

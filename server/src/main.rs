@@ -47,6 +47,16 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let stop = matches!(args.command, None | Some(Command::Serve(_)))
         .then(stop_signals)
         .transpose()?;
+    // The offloader deletes unregistered files under its directory: the private Redis's
+    // directory may not be it or lie inside it.
+    if args.redis.redis_url.is_none() {
+        if let Some(why) = server::config::offload_dir_conflict(
+            &args.redis.offload_dir(),
+            &[("data", &args.redis.data_dir)],
+        ) {
+            return Err(why.into());
+        }
+    }
     let (url, embedded) = cli::redis(&args.redis).await?;
     let command = args
         .command

@@ -11,7 +11,10 @@
 //! - **the completion log**: entries past `log_keep` in Redis, or older than a day, go to the
 //!   archive directory ([`crate::admin::archive::write_archive`]);
 //! - **orphans**: segment files that are not registered (a process stopped between writing one
-//!   and registering it, or after bringing one back) are deleted once they are a minute old.
+//!   and registering it, a commit refused or too late, a segment brought back) are deleted once
+//!   a minute old, and only after the registry was read; the files of a destroyed project once
+//!   its destroy marked it ([`Offloader::sweep_destroyed`]). Nothing is deleted because a read
+//!   failed.
 //!
 //! Crash safety: a segment is written, fsynced and renamed ([`crate::segment::write`]) before
 //! the script that registers it removes its items from Redis ([`Store::commit_segment`]), so a
@@ -29,7 +32,7 @@ use std::{
 mod moves;
 mod sweep;
 
-pub use sweep::remove_orphans;
+pub use sweep::{purge_project_files, remove_orphans};
 
 /// How long a lease lasts unless renewed.
 pub const LEASE_MS: u64 = 30_000;
@@ -42,8 +45,12 @@ const LOG_AGE_MS: u64 = 24 * 3600 * 1000;
 /// How long a project with nothing to do is left alone (its lease lasts longer).
 const IDLE_PAUSE: Duration = Duration::from_secs(5);
 /// Unregistered files younger than this are left alone (another process may be about to
-/// register one).
-const ORPHAN_AGE: Duration = Duration::from_secs(60);
+/// register one, or a Redis that lost its last second may name one again).
+pub const ORPHAN_AGE: Duration = Duration::from_secs(60);
+/// A segment must be registered within this of Redis's clock before its file was written,
+/// else the commit is refused: shorter than [`ORPHAN_AGE`], so the sweep never deletes a file
+/// whose commit is still on its way (a stalled Redis, a slow connection).
+pub const COMMIT_WINDOW: Duration = Duration::from_secs(40);
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -106,11 +113,13 @@ impl Offloader {
     /// lease token of its own.
     pub fn new(store: Store, dir: PathBuf, archive_dir: PathBuf) -> Self {
         store.set_offload_dir(dir.clone());
+        let token = format!("{:032x}", rand::random::<u128>());
+        store.set_offload_token(&token);
         Self {
             store,
             dir,
             archive_dir,
-            token: format!("{:032x}", rand::random::<u128>()),
+            token,
         }
     }
 
@@ -133,7 +142,19 @@ impl Offloader {
                 Default::default();
             loop {
                 let mut busy = false;
-                let slugs = self.store.project_slugs().await.unwrap_or_default();
+                // Unreadable (a stall, a failover): nothing is done this round, and nothing
+                // is deleted for want of a list.
+                let slugs = match self.store.project_slugs().await {
+                    Ok(slugs) => slugs,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading the projects; offloading tried again in a second");
+                        tokio::select! {
+                            () = closing.cancelled() => break,
+                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        }
+                        continue;
+                    }
+                };
                 let sweep = last_sweep.elapsed() > Duration::from_secs(30);
                 for slug in &slugs {
                     // A project found with nothing to do is looked at again in 5 s.
@@ -170,7 +191,9 @@ impl Offloader {
                 }
                 if sweep {
                     last_sweep = std::time::Instant::now();
-                    self.sweep_gone_projects(&slugs).await;
+                    if let Err(e) = self.sweep_destroyed().await {
+                        tracing::warn!(error = %e, "deleting the files of destroyed projects; tried again later");
+                    }
                 }
                 let pause = if busy {
                     Duration::from_millis(10)

@@ -62,6 +62,11 @@ impl ReadCache {
         self.pages.invalidate_all();
     }
 
+    /// Whether an answer for `uri` asked with `Host: host` is cached now.
+    pub fn holds_answer(&self, host: &str, uri: &str) -> bool {
+        self.answers.contains_key(&format!("{host}\0{uri}"))
+    }
+
     /// The data of the public page at `path`, read at most once per [`FRESH_FOR`].
     pub async fn page(&self, store: &crate::store::Store, path: &str) -> Arc<app::data::PageData> {
         self.pages
@@ -81,19 +86,29 @@ pub async fn forget_after_change(
 ) -> Response {
     let change = req.method() != Method::GET;
     let resp = next.run(req).await;
-    if change {
+    // Only a change that was made: a refused call (anonymous, forbidden, invalid) changed
+    // nothing and must not cost every reader a fresh computation.
+    if change && resp.status().is_success() {
         state.read_cache.forget_all();
     }
     resp
 }
 
 /// Middleware of the public JSON: a GET is answered from the cache, computed by the handler on
-/// a miss (once for all concurrent misses). `/healthz` is always asked afresh.
+/// a miss (once for all concurrent misses). `/healthz` is always asked afresh, and so is a
+/// request that carries credentials (`Authorization`: a pipeline's view of `/projects.json`),
+/// whose answer is its own. Answers are keyed by URI and `Host` (the links in them follow it),
+/// so one caller's header never reaches another's answer.
 pub async fn serve_cached(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if req.method() != Method::GET || req.uri().path() == "/healthz" {
+    if req.method() != Method::GET
+        || req.uri().path() == "/healthz"
+        || req
+            .headers()
+            .contains_key(axum::http::header::AUTHORIZATION)
+    {
         return next.run(req).await;
     }
-    let key = req.uri().to_string();
+    let key = cache_key(&req);
     let answer = state
         .read_cache
         .answers
@@ -124,4 +139,14 @@ pub async fn serve_cached(State(state): State<AppState>, req: Request, next: Nex
         )
             .into_response(),
     }
+}
+
+/// The cache key of a public read: what its answer depends on.
+fn cache_key(req: &Request) -> String {
+    let host = req
+        .headers()
+        .get(axum::http::header::HOST)
+        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
+        .unwrap_or_default();
+    format!("{host}\0{}", req.uri())
 }

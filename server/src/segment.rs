@@ -26,6 +26,7 @@ use std::{
     io::{BufWriter, Read, Write},
     os::unix::fs::FileExt,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 const MAGIC: &[u8; 8] = b"TRKSEG1\n";
@@ -57,12 +58,27 @@ pub fn write(
 ) -> std::io::Result<u64> {
     records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let dir = path.parent().ok_or_else(|| corrupt("segment path"))?;
-    std::fs::create_dir_all(dir)?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        // Readable by this user only: the names are the project's items.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
     let tmp: PathBuf = dir.join(format!(
         ".partial-{}",
         path.file_name().unwrap_or_default().to_string_lossy()
     ));
-    let file = File::create(&tmp)?;
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?
+    };
     let mut out = BufWriter::new(file);
     out.write_all(MAGIC)?;
     let mut at = MAGIC.len() as u64;
@@ -153,8 +169,28 @@ struct BlockRef {
     first: String,
 }
 
+/// Decompressed blocks recently read, across every open segment: a name looked up again (a
+/// client repeating dones of offloaded items) costs no disk read. Bounded in bytes.
+static BLOCKS: std::sync::LazyLock<moka::sync::Cache<(u64, usize), Arc<Vec<(String, String)>>>> =
+    std::sync::LazyLock::new(|| {
+        moka::sync::Cache::builder()
+            .max_capacity(BLOCK_CACHE_BYTES)
+            .weigher(|_, v: &Arc<Vec<(String, String)>>| {
+                let bytes: usize = v.iter().map(|(n, p)| n.len() + p.len() + 48).sum();
+                bytes.try_into().unwrap_or(u32::MAX)
+            })
+            .build()
+    });
+
+/// The most bytes of decompressed blocks kept ([`BLOCKS`]).
+pub const BLOCK_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Numbers the segments opened by this process, for [`BLOCKS`].
+static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// An open segment: its index and filter in memory, its blocks read on demand.
 pub struct Segment {
+    uid: u64,
     file: File,
     blocks: Vec<BlockRef>,
     filter: Filter,
@@ -221,6 +257,7 @@ impl Segment {
         let mut bits = vec![0u8; (filter_blocks * 64) as usize];
         file.read_exact_at(&mut bits, filter_at)?;
         Ok(Segment {
+            uid: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             file,
             blocks,
             filter: Filter {
@@ -286,10 +323,18 @@ impl Segment {
             return Ok(None);
         }
         let i = self.blocks.partition_point(|b| b.first.as_str() <= name);
-        let Some(block) = i.checked_sub(1).map(|i| &self.blocks[i]) else {
+        let Some(at) = i.checked_sub(1) else {
             return Ok(None);
         };
-        let records = self.read_block(block)?;
+        let key = (self.uid, at);
+        let records = match BLOCKS.get(&key) {
+            Some(r) => r,
+            None => {
+                let r = Arc::new(self.read_block(&self.blocks[at])?);
+                BLOCKS.insert(key, r.clone());
+                r
+            }
+        };
         Ok(records
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .ok()

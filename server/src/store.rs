@@ -69,7 +69,9 @@ pub use bloom::{
 };
 pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
 pub use item_status::ItemStatus;
-pub use items::{ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
+pub use items::{
+    ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
+};
 pub use offload::{DiskHit, OnDisk, SegmentEntry};
 pub use pipelines::{
     may_serve, tags_problem, valid_pipeline_name, CreatedPipeline, Pipeline, MAX_PIPELINES,
@@ -116,6 +118,9 @@ pub enum StoreError {
     /// The project exists already.
     #[error("project exists")]
     ProjectExists,
+    /// A project of that slug was destroyed and its files are still being deleted.
+    #[error("a destroyed project of that slug still has files on disk")]
+    BeingRemoved,
     /// A segment file on disk could not be read or written (see [`offload`]).
     #[error("offload files: {0}")]
     Disk(String),

@@ -9,7 +9,10 @@
 //!         project with N items and reclaims on, P tracker processes on their own ports
 //! chaos   W warriors (half single, half multi=20; 5 % drop some items, 5 % hold some past
 //!         their reclaim and report them late), paced so that the queue runs dry at about 80 %
-//!         of the phase; a process SIGKILLed and restarted every few seconds, Redis every ~30 s
+//!         of the phase; a process SIGKILLed and restarted every few seconds, Redis every ~30 s,
+//!         and Redis paused (SIGSTOP, then SIGCONT) for longer than the tracker's command
+//!         timeout; the project offloads its done items to small segment files all along
+//!         (`done_policy=offload`), its completion log archived past a low `log_keep`
 //! drain   no more faults, no more misbehaviour: warriors work until nothing is queued or out
 //! verify  see `verify.rs`
 //! ```
@@ -68,6 +71,16 @@ pub struct Config {
     pub tracker_bin: PathBuf,
     /// Print a progress line every this long (`None`: quiet).
     pub progress: Option<Duration>,
+    /// Redis paused (SIGSTOP) every this long, for [`Config::redis_pause`].
+    pub redis_pause_every: Duration,
+    /// How long each pause lasts: longer than the tracker's Redis command timeout (5 s).
+    pub redis_pause: Duration,
+    /// The project's done items kept in Redis (`offload_keep`); the rest go to segments.
+    pub offload_keep: u64,
+    /// Items per segment file (`segment_items`).
+    pub segment_items: u64,
+    /// Completion log entries kept in Redis (`log_keep`); older ones are archived.
+    pub log_keep: u64,
 }
 
 impl Config {
@@ -86,6 +99,11 @@ impl Config {
             drain_deadline: Duration::from_secs(40),
             tracker_bin,
             progress: None,
+            redis_pause_every: Duration::from_secs(20),
+            redis_pause: Duration::from_secs(7),
+            offload_keep: 1_000,
+            segment_items: 1_000,
+            log_keep: 1_000,
         }
     }
 
@@ -104,6 +122,11 @@ impl Config {
             drain_deadline: Duration::from_secs(600),
             tracker_bin,
             progress: Some(Duration::from_secs(10)),
+            redis_pause_every: Duration::from_secs(45),
+            redis_pause: Duration::from_secs(8),
+            offload_keep: 20_000,
+            segment_items: 10_000,
+            log_keep: 10_000,
         }
     }
 }
@@ -125,8 +148,9 @@ where
     }
 }
 
-/// Creates the project with `n` items and reclaims after `ttl` seconds.
-async fn load(store: &Store, n: usize, ttl: u64) -> Result<(), String> {
+/// Creates the project with the configured items, reclaims and offloading.
+async fn load(store: &Store, cfg: &Config) -> Result<(), String> {
+    let (n, ttl) = (cfg.items, cfg.reclaim_ttl);
     let p = NewProject {
         slug: SLUG.into(),
         title: "Chaos".into(),
@@ -140,6 +164,10 @@ async fn load(store: &Store, n: usize, ttl: u64) -> Result<(), String> {
         .ok_or("no project")?)
     .clone();
     s.reclaim_ttl = ttl;
+    s.done_policy = "offload".into();
+    s.offload_keep = cfg.offload_keep;
+    s.segment_items = cfg.segment_items;
+    s.log_keep = cfg.log_keep;
     store
         .save_settings(SLUG, &s)
         .await
@@ -162,7 +190,7 @@ async fn load(store: &Store, n: usize, ttl: u64) -> Result<(), String> {
 pub async fn run(cfg: &Config) -> Report {
     let mut report = Report {
         setup: format!(
-            "{} items, {} warriors (half multi={}), {} processes, reclaim_ttl {} s, a process killed every {} s, redis every {} s, {} s of chaos",
+            "{} items, {} warriors (half multi={}), {} processes, reclaim_ttl {} s, a process killed every {} s, redis every {} s, redis paused {} s every {} s, done items offloaded past {} in segments of {}, log archived past {}, {} s of chaos",
             cfg.items,
             cfg.warriors,
             cfg.multi,
@@ -170,6 +198,11 @@ pub async fn run(cfg: &Config) -> Report {
             cfg.reclaim_ttl,
             cfg.process_kill_every.as_secs_f64(),
             cfg.redis_kill_every.as_secs_f64(),
+            cfg.redis_pause.as_secs_f64(),
+            cfg.redis_pause_every.as_secs_f64(),
+            cfg.offload_keep,
+            cfg.segment_items,
+            cfg.log_keep,
             cfg.chaos.as_secs()
         ),
         ..Report::default()
@@ -184,7 +217,8 @@ pub async fn run(cfg: &Config) -> Report {
             return report;
         }
     };
-    if let Err(e) = load(&store, cfg.items, cfg.reclaim_ttl).await {
+    store.set_offload_dir(crate::files_dir(&fleet.namespace).join("offload"));
+    if let Err(e) = load(&store, cfg).await {
         report.violations.push(format!("load the project: {e}"));
         return report;
     }
@@ -217,6 +251,12 @@ pub async fn run(cfg: &Config) -> Report {
         cfg.redis_kill_every,
         until,
     ));
+    let redis_pauses = tokio::spawn(fleet::redis_pauses(
+        fleet.clone(),
+        cfg.redis_pause_every,
+        cfg.redis_pause,
+        until,
+    ));
     let progress = cfg.progress.map(|every| {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -244,6 +284,13 @@ pub async fn run(cfg: &Config) -> Report {
             report.violations.extend(problems);
         }
         Err(e) => report.violations.push(format!("redis faults: {e}")),
+    }
+    match redis_pauses.await {
+        Ok((pauses, problems)) => {
+            report.redis_pauses = pauses;
+            report.violations.extend(problems);
+        }
+        Err(e) => report.violations.push(format!("redis pauses: {e}")),
     }
     report.chaos = started.elapsed();
     if let Err(e) = fleet.wait_all_healthy(Duration::from_secs(60)).await {
@@ -298,7 +345,11 @@ pub async fn run(cfg: &Config) -> Report {
     report.counters = shared.counters();
     report.violations.extend(shared.problems());
 
-    let (verdict, problems) = verify::verify(&store, SLUG, cfg.items, &ledgers).await;
+    let archives = crate::files_dir(&fleet.namespace)
+        .join("archive")
+        .join(SLUG);
+    let (verdict, problems) =
+        verify::verify(&store, SLUG, cfg.items, &ledgers, Some(&archives)).await;
     report.verdict = verdict;
     report.violations.extend(problems);
     report.violations.extend(fleet.cli_check(SLUG).await);

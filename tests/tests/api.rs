@@ -45,5 +45,6 @@ mod api {
     mod refusals;
     mod scripts;
     mod start;
+    mod takeover;
     mod warrior;
 }

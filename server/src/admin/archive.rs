@@ -1,13 +1,16 @@
 //! Archiving the completion log: its oldest entries, up to a chosen time, go to a gzip NDJSON
 //! file in the archive directory and are then trimmed from Redis.
 //!
-//! Design: an archive always starts at the oldest entry still in Redis, so the files of a
-//! project are contiguous and never overlap, and what stays in Redis is always "everything
-//! after the last archive". The file is written to a temporary name, flushed to disk and
-//! renamed before anything is trimmed; the trim removes entries up to the last id written
-//! (`XTRIM MINID`), so entries added meanwhile stay. One archive runs at a time. Files are
-//! `ARCHIVE_DIR/SLUG/SLUG-FIRSTMS-LASTMS.ndjson.gz`, one line per entry as
-//! `GET /admin/api/SLUG/log` gives it.
+//! Design: an archive starts right after the last entry archived before it (each file's gzip
+//! header names its last entry id, `through=ID`), so the files of a project are contiguous
+//! and never overlap, even when the trim after a file failed: the next archive trims through
+//! that id first. The file is written to a temporary name, flushed to disk and renamed before
+//! anything is trimmed; the trim removes entries up to the last id written (`XTRIM MINID`),
+//! so entries added meanwhile stay. One archive of a project runs at a time across processes:
+//! it holds the project's offload lease (the panel's archive borrows this process's
+//! offloader's, and is refused while another process holds it). Files are
+//! `ARCHIVE_DIR/SLUG/SLUG-FIRSTMS-LASTMS.ndjson.gz` (mode 0600, in 0700 directories), one line
+//! per entry as `GET /admin/api/SLUG/log` gives it.
 
 use super::{auth::Caller, items::Affected, logs::page_text};
 use crate::{
@@ -26,7 +29,7 @@ use serde::Deserialize;
 use std::{io::Write, path::PathBuf};
 
 /// One archive run at a time in this process.
-static ARCHIVING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static ARCHIVING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Body of `POST /admin/api/SLUG/log/archive`.
 #[derive(Debug, Deserialize)]
@@ -81,12 +84,23 @@ pub async fn archive_log(
             file: None,
         }));
     }
-    let written = write_archive(store, project_dir(&state, &slug), &slug, &end)
-        .await
-        .map_err(|e| match e {
-            ArchiveError::Io(e) => write_failed(e),
-            ArchiveError::Store(e) => ApiError::from(e),
-        })?;
+    // This process's offloader's lease, or a lease of its own for this archive only.
+    let (token, borrowed) = match store.offload_token() {
+        Some(t) => (t, true),
+        None => (super::random_token(16), false),
+    };
+    let written = write_archive(store, project_dir(&state, &slug), &slug, &end, &token).await;
+    if !borrowed {
+        let _ = store.release_offload_lease(&slug, &token).await;
+    }
+    let written = written.map_err(|e| match e {
+        ArchiveError::Io(e) => write_failed(e),
+        ArchiveError::Store(e) => ApiError::from(e),
+        ArchiveError::Leased => ApiError::Client(
+            StatusCode::CONFLICT,
+            "Another tracker process holds this project's offload lease and archives its log; try again in 30 s.".into(),
+        ),
+    })?;
     let Some(Written {
         name,
         count,
@@ -122,6 +136,8 @@ pub enum ArchiveError {
     Io(std::io::Error),
     /// Reading or trimming the log.
     Store(crate::store::StoreError),
+    /// Another process holds the project's offload lease (and archives).
+    Leased,
 }
 
 impl std::fmt::Display for ArchiveError {
@@ -129,6 +145,7 @@ impl std::fmt::Display for ArchiveError {
         match self {
             ArchiveError::Io(e) => write!(f, "writing the archive: {e}"),
             ArchiveError::Store(e) => write!(f, "reading the log: {e}"),
+            ArchiveError::Leased => write!(f, "another process holds the offload lease"),
         }
     }
 }
@@ -145,29 +162,67 @@ pub struct Written {
     pub bytes: u64,
 }
 
-/// Writes the log entries of `slug` from the oldest through stream id `end` (inclusive) to a
-/// new file in `dir` (written, fsynced and renamed) and only then trims them from Redis; `None`
-/// when there are none. One at a time in this process: the panel's archive and the offloader's
-/// ([`crate::offloader`]) share it.
+/// Writes the log entries of `slug` after the last one archived through stream id `end`
+/// (inclusive) to a new file in `dir` (written, fsynced and renamed) and only then trims them
+/// from Redis; `None` when there are none. Holds the offload lease of `slug` with `token`
+/// ([`ArchiveError::Leased`] when another holds it); one at a time in this process: the panel's
+/// archive and the offloader's ([`crate::offloader`]) share it.
 pub async fn write_archive(
     store: &crate::store::Store,
     dir: PathBuf,
     slug: &str,
     end: &str,
+    token: &str,
 ) -> Result<Option<Written>, ArchiveError> {
     let _one = ARCHIVING.lock().await;
-    tokio::fs::create_dir_all(&dir)
+    if !store
+        .offload_lease(slug, token, crate::offloader::LEASE_MS)
         .await
-        .map_err(ArchiveError::Io)?;
+        .map_err(ArchiveError::Store)?
+    {
+        return Err(ArchiveError::Leased);
+    }
+    private_dir(&dir).await.map_err(ArchiveError::Io)?;
+    // After the last archive: the trim after it may have failed, so it is done again first.
+    let through = {
+        let (dir, slug) = (dir.clone(), slug.to_string());
+        tokio::task::spawn_blocking(move || last_archived(&dir, &slug))
+            .await
+            .map_err(std::io::Error::other)
+            .map_err(ArchiveError::Io)?
+    };
+    if let Some(id) = &through {
+        store
+            .trim_log_through(slug, id)
+            .await
+            .map_err(ArchiveError::Store)?;
+    }
+    // Through the last entry at `end` as of now (entries written meanwhile wait for the
+    // next archive); its id goes into the file's header.
+    let Some(upto) = store
+        .log_last_id(slug, end)
+        .await
+        .map_err(ArchiveError::Store)?
+    else {
+        return Ok(None);
+    };
+    if through
+        .as_deref()
+        .is_some_and(|t| !stream_id_after(&upto, t))
+    {
+        return Ok(None);
+    }
     let tmp = dir.join(format!(".partial-{}", super::random_token(12)));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
-    let tmp_path = tmp.clone();
+    let (tmp_path, comment) = (tmp.clone(), format!("{THROUGH}{upto}"));
     let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        let file = std::fs::File::create(&tmp_path)?;
-        let mut gz = flate2::write::GzEncoder::new(
-            std::io::BufWriter::new(file),
-            flate2::Compression::default(),
-        );
+        let file = private_file(&tmp_path)?;
+        let mut gz = flate2::GzBuilder::new()
+            .comment(comment.into_bytes())
+            .write(
+                std::io::BufWriter::new(file),
+                flate2::Compression::default(),
+            );
         while let Some(text) = rx.blocking_recv() {
             gz.write_all(text.as_bytes())?;
         }
@@ -175,10 +230,10 @@ pub async fn write_archive(
         file.sync_all()
     });
     let (mut first, mut last, mut count) = (None::<String>, None::<String>, 0u64);
-    let mut start = Some("-".to_string());
+    let mut start = Some(through.map_or_else(|| "-".to_string(), |id| format!("({id}")));
     let mut failure = None;
     while let Some(from) = start.take() {
-        let page = match page_text(store, slug, &from, end).await {
+        let page = match page_text(store, slug, &from, &upto).await {
             Ok(p) => p,
             Err(e) => {
                 failure = Some(e);
@@ -241,6 +296,81 @@ pub async fn write_archive(
     }))
 }
 
+/// The gzip comment of an archive file: this, then the id of its last entry.
+const THROUGH: &str = "through=";
+
+/// Whether stream id `a` (`ms-seq`) comes after `b`.
+fn stream_id_after(a: &str, b: &str) -> bool {
+    let parse = |id: &str| -> (u64, u64) {
+        let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+        (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+    };
+    parse(a) > parse(b)
+}
+
+/// The id of the last entry archived in `dir` (the newest file's header), if any file says.
+/// Files written before headers named it say nothing (then archiving starts at the oldest
+/// entry in Redis, as it did).
+pub fn last_archived(dir: &std::path::Path, slug: &str) -> Option<String> {
+    let prefix = format!("{slug}-");
+    let last_ms = |name: &str| -> Option<u64> {
+        let rest = name.strip_prefix(&prefix)?.strip_suffix(".ndjson.gz")?;
+        rest.split('-').nth(1)?.parse().ok()
+    };
+    let names: Vec<(u64, String)> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (valid_archive_name(&name)).then_some(())?;
+            Some((last_ms(&name)?, name))
+        })
+        .collect();
+    let newest = names.iter().map(|(ms, _)| *ms).max()?;
+    names
+        .iter()
+        .filter(|(ms, _)| *ms == newest)
+        .filter_map(|(_, name)| {
+            let file = std::fs::File::open(dir.join(name)).ok()?;
+            let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
+            let comment = gz.header()?.comment()?;
+            let id = std::str::from_utf8(comment).ok()?.strip_prefix(THROUGH)?;
+            Some(id.to_string())
+        })
+        .max_by(|a, b| {
+            if stream_id_after(a, b) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Less
+            }
+        })
+}
+
+/// Creates `dir` (and its parents) if missing, readable by this user only (0700): archives
+/// hold addresses and user agents.
+async fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// A new file at `path`, readable by this user only (0600).
+fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
 /// The count and bytes of the log archive files of `slug`.
 pub fn archive_totals(state: &AppState, slug: &str) -> (u64, u64) {
     let Ok(read) = std::fs::read_dir(project_dir(state, slug)) else {
@@ -256,7 +386,11 @@ pub fn archive_totals(state: &AppState, slug: &str) -> (u64, u64) {
 /// What of `slug` is on disk: segments and log archives ([`OffloadState`]).
 pub async fn offload_state(state: &AppState, slug: &str) -> ApiResult<OffloadState> {
     let mut out = state.store.offload_summary(slug).await?;
-    (out.log_files, out.log_bytes) = archive_totals(state, slug);
+    // A directory listing: off the async workers.
+    let (st, sl) = (state.clone(), slug.to_string());
+    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archive_totals(&st, &sl))
+        .await
+        .unwrap_or((0, 0));
     Ok(out)
 }
 

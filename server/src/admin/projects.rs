@@ -98,7 +98,7 @@ pub struct Confirm {
 }
 
 /// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item,
-/// and takes it off its project admins' lists. Log archives on disk stay.
+/// and takes it off its project admins' lists; its segment files and log archives are deleted.
 pub async fn destroy_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -111,6 +111,21 @@ pub async fn destroy_project(
         return Err(ApiError::bad_request("Type the project's slug to confirm."));
     }
     let keys = state.store.destroy_project(&slug).await?;
+    // Its segments and log archives go with it (else a new project of the slug would inherit
+    // them); if this fails, the offloader's sweep finishes it, and the slug stays reserved
+    // until then.
+    match crate::offloader::purge_project_files(
+        &state.config.offload_dir,
+        &state.config.archive_dir,
+        &slug,
+    )
+    .await
+    {
+        Ok(()) => state.store.forget_destroyed(&slug).await?,
+        Err(e) => {
+            tracing::warn!(slug, error = %e, "deleting a destroyed project's files; the offloader tries again")
+        }
+    }
     // A project made later under the same slug must not inherit these admins.
     let unlisted = super::settings::set_project_admins(&state, &slug, &[]).await?;
     caller

@@ -114,6 +114,9 @@ pub fn sanitise_html(html: &str) -> String {
     ammonia::clean(html)
 }
 
+/// The bound of a project's `priority` (either way).
+pub const PRIORITY_RANGE: i64 = 1_000_000;
+
 /// `PUT /admin/api/SLUG/settings`: checks (as `tracker project set` does) and saves.
 pub async fn save_settings(
     State(state): State<AppState>,
@@ -141,13 +144,53 @@ pub async fn save_settings(
     };
     let description = sanitise_html(&req.description);
     let store = &state.store;
+    let extras = store.project_extras(&slug).await?;
+    let old_priority: i64 = extras
+        .get("priority")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    // The priority orders projects for every "auto" warrior: bounded, and set by global admins
+    // only (a project admin may send it back unchanged).
+    let priority = match req.priority {
+        Some(p) if p == old_priority => None,
+        Some(p) if !(-PRIORITY_RANGE..=PRIORITY_RANGE).contains(&p) => {
+            return Err(ApiError::bad_request(format!(
+                "priority is from -{PRIORITY_RANGE} to {PRIORITY_RANGE}."
+            )))
+        }
+        Some(p) => {
+            caller.must_be_global()?;
+            Some(p)
+        }
+        None => None,
+    };
     ops::settings::save(store, &caller.actor(), &slug, &before, &settings).await?;
-    store
-        .set_project_extra(&slug, "description", &description)
-        .await?;
-    if let Some(priority) = req.priority {
+    if extras.get("description").map_or("", String::as_str) != description {
+        store
+            .set_project_extra(&slug, "description", &description)
+            .await?;
+        caller
+            .record(
+                &state,
+                "settings.description",
+                &slug,
+                description.len() as u64,
+                "",
+            )
+            .await?;
+    }
+    if let Some(priority) = priority {
         store
             .set_project_extra(&slug, "priority", &priority.to_string())
+            .await?;
+        caller
+            .record(
+                &state,
+                "settings.priority",
+                &slug,
+                0,
+                format!("{old_priority} -> {priority}"),
+            )
             .await?;
     }
     if let Some(wanted) = admins {

@@ -82,7 +82,12 @@ pub async fn update_warrior(
         ip: client_ip(peer, &headers, state.config.trust_proxy),
         seen: now,
     };
-    match state.store.update_warrior(&record, now).await? {
+    // A full Redis refuses to record the instance, but the warrior still gets its list.
+    let recorded = match state.store.update_warrior(&record, now).await {
+        Err(crate::store::StoreError::Full) => Ok(()),
+        other => other?,
+    };
+    match recorded {
         Ok(()) => {}
         Err(FleetRefusal::UnknownId) => {
             return Err(ApiError::not_found(

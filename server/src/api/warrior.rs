@@ -131,16 +131,7 @@ async fn serve_claim(
         .map_err(ApiError::bad_request)?;
     let settings = known_project(state, slug).await?;
     let name_ok = valid_downloader(&req.downloader);
-    if name_ok {
-        state.fleet.saw(
-            slug,
-            &req.downloader,
-            &caller.ip,
-            &caller.user_agent,
-            &version,
-            0,
-        );
-    }
+    let (who, seen_version) = (req.downloader.clone(), version.clone());
     let request = ClaimRequest {
         globally_blocked: state
             .store
@@ -158,6 +149,20 @@ async fn serve_claim(
         Err(StoreError::NoProject) => return Err(ApiError::no_project()),
         other => other?,
     };
+    // The fleet counts callers the claim's checks let through (not a blocked address, not a
+    // paused project, not an old script): a refused caller cannot fill it.
+    let passed = matches!(
+        outcome,
+        ClaimOutcome::Items(_)
+            | ClaimOutcome::Refused(
+                Refusal::NothingToGive | Refusal::Budget | Refusal::RateLimited { .. }
+            )
+    );
+    if name_ok && passed {
+        state
+            .fleet
+            .saw(slug, &who, &caller.ip, &caller.user_agent, &seen_version, 0);
+    }
     let items =
         match outcome {
             ClaimOutcome::Items(items) => items,
@@ -287,14 +292,13 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
     ]
     .map(|s| s.clone());
     let outcome = state.batcher.done(slug, report).await?;
-    let counted = match outcome {
-        DoneOutcome::Recorded { counted, .. } => counted,
-        DoneOutcome::Refused(_) => 0,
-    };
-    let [downloader, ip, user_agent, version] = &who;
-    state
-        .fleet
-        .saw(slug, downloader, ip, user_agent, version, counted);
+    // Only a recorded report marks its caller (a refused one, blocked or unknown, does not).
+    if let DoneOutcome::Recorded { counted, .. } = outcome {
+        let [downloader, ip, user_agent, version] = &who;
+        state
+            .fleet
+            .saw(slug, downloader, ip, user_agent, version, counted);
+    }
     match outcome {
         DoneOutcome::Recorded { .. } => Ok(()),
         DoneOutcome::Refused(Refusal::UnknownItem { item }) => {
@@ -312,6 +316,12 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
         DoneOutcome::Refused(Refusal::Overflow) => Err(ApiError::Client(
             StatusCode::PAYLOAD_TOO_LARGE,
             "The project's byte total would pass 2^53; nothing recorded.".into(),
+        )),
+        DoneOutcome::Refused(Refusal::RateLimited { wait_ms }) => {
+            Err(ApiError::RateLimited(wait_ms.div_ceil(1000).max(1)))
+        }
+        DoneOutcome::Refused(Refusal::Blocked) => Err(ApiError::forbidden(
+            "Your IP is blocked in this project; nothing recorded.",
         )),
         DoneOutcome::Refused(Refusal::DomainMismatch) => Err(ApiError::forbidden(
             "The byte domains do not match this project's; your IP is blocked for a while.",

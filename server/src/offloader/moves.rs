@@ -1,7 +1,7 @@
 //! The offloader's moves, each a segment at a time: done items out, a queue's tail out and
 //! back, the completion log out.
 
-use super::{io, new_id, now_ms, Offloader, StopAfter, REFILL_CHUNK};
+use super::{io, new_id, now_ms, Offloader, StopAfter, COMMIT_WINDOW, REFILL_CHUNK};
 use crate::{
     segment,
     store::{offload::segment_path, SegmentEntry, Settings, StoreError, StoreResult},
@@ -90,6 +90,9 @@ impl Offloader {
     ) -> StoreResult<u64> {
         let id = new_id(kind);
         let path = segment_path(&self.dir, slug, &id);
+        // Redis's clock before the file exists: the commit is refused past this plus the
+        // window, so the sweep (files a minute old) never deletes one that gets registered.
+        let deadline = self.store.redis_now_ms().await? + COMMIT_WINDOW.as_millis() as u64;
         let keep_names = kind != "discard";
         let (min, max) = if kind == "queue" {
             records
@@ -121,29 +124,41 @@ impl Offloader {
             min,
             max,
         };
-        match self
+        let n = match self
             .store
-            .commit_segment(slug, &self.token, &id, &entry, &records)
+            .commit_segment(slug, &self.token, &id, &entry, &records, deadline)
             .await
         {
-            Ok(n) => {
-                if stop == StopAfter::Registered {
-                    return Ok(n);
-                }
-                // Open it now, so this process's lookups see it at once.
-                self.store.on_disk(slug).await?;
-                tracing::debug!(slug, id, kind, n, "segment written");
-                Ok(n)
+            Ok(n) => n,
+            Err(StoreError::Refused(_)) => {
+                // Refused before any write: the items stay in Redis, the file goes.
+                let _ = std::fs::remove_file(&path);
+                return Ok(0);
             }
             Err(e) => {
-                // Not registered: the file goes, the items stay in Redis.
-                let _ = std::fs::remove_file(&path);
-                match e {
-                    StoreError::Refused(_) => Ok(0),
-                    e => Err(e),
-                }
+                // The outcome is unknown (a timeout, a dropped connection: the script may
+                // have run). The registry says; unreadable, the file stays, and the sweep
+                // deletes it only once it is unregistered past the commit window.
+                return match self.store.segment_entries(slug).await {
+                    Ok(entries) if entries.iter().any(|(i, _)| *i == id) => {
+                        tracing::info!(
+                            slug,
+                            id,
+                            "a commit that timed out had registered its segment"
+                        );
+                        Ok(entry.count)
+                    }
+                    _ => Err(e),
+                };
             }
+        };
+        if stop == StopAfter::Registered {
+            return Ok(n);
         }
+        // Open it now, so this process's lookups see it at once.
+        self.store.on_disk(slug).await?;
+        tracing::debug!(slug, id, kind, n, "segment written");
+        Ok(n)
     }
 
     /// Brings queue segment `id` back into its part, in chunks; items brought back.
@@ -177,13 +192,20 @@ impl Offloader {
                 Err(e) => return Err(e),
             }
         }
-        let _ = std::fs::remove_file(segment_path(&self.dir, slug, id));
+        // Unregistered now; the file stays a minute more (its time set to now), so a Redis
+        // that loses its last second of writes (`everysec`) and registers it again finds it.
+        // The sweep deletes it then.
+        let path = segment_path(&self.dir, slug, id);
+        let _ = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
         Ok(back)
     }
 
     pub(super) async fn archive_log(&self, slug: &str, end: &str) -> StoreResult<u64> {
         let dir = self.archive_dir.join(slug);
-        match crate::admin::archive::write_archive(&self.store, dir, slug, end).await {
+        match crate::admin::archive::write_archive(&self.store, dir, slug, end, &self.token).await {
             Ok(Some(w)) => {
                 tracing::info!(slug, file = %w.name, count = w.count, "archived the completion log");
                 Ok(w.count)
@@ -191,6 +213,7 @@ impl Offloader {
             Ok(None) => Ok(0),
             Err(crate::admin::archive::ArchiveError::Store(e)) => Err(e),
             Err(crate::admin::archive::ArchiveError::Io(e)) => Err(io(e)),
+            Err(crate::admin::archive::ArchiveError::Leased) => Ok(0),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Deleting what no registry names: segment files a stopped offloader left unregistered (or
-//! brought back), and the files of destroyed projects.
+//! brought back), and the files of projects a destroy marked.
 
 use super::{Offloader, ORPHAN_AGE};
 use crate::store::{StoreError, StoreResult};
@@ -23,22 +23,51 @@ impl Offloader {
         Ok(gone)
     }
 
-    /// Deletes the segment directories of projects that no longer exist.
-    pub(super) async fn sweep_gone_projects(&self, slugs: &[String]) {
-        let Ok(read) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in read.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !slugs.contains(&name)
-                && entry.path().is_dir()
-                && old_enough(&entry.path(), ORPHAN_AGE)
-            {
-                tracing::info!(slug = name, "deleting the segments of a destroyed project");
-                let _ = std::fs::remove_dir_all(entry.path());
+    /// Deletes the files (segments, log archives) of the projects marked destroyed, and then
+    /// their marks: only what a destroy named goes. A failed read deletes nothing, and a
+    /// directory no mark names (a Redis emptied or swapped, another install's) is left alone.
+    pub async fn sweep_destroyed(&self) -> StoreResult<u64> {
+        let marked = self.store.destroyed_projects().await?;
+        if marked.is_empty() {
+            return Ok(0);
+        }
+        let live = self.store.project_slugs().await?;
+        let mut gone = 0;
+        for slug in marked.iter().filter(|s| !live.contains(s)) {
+            purge_project_files(&self.dir, &self.archive_dir, slug).await?;
+            self.store.forget_destroyed(slug).await?;
+            tracing::info!(slug, "deleted the files of a destroyed project");
+            gone += 1;
+        }
+        Ok(gone)
+    }
+}
+
+/// Deletes the segment and log archive directories of destroyed project `slug` (none there:
+/// nothing to do). Waits for an archive being written in this process.
+pub async fn purge_project_files(
+    offload_dir: &Path,
+    archive_dir: &Path,
+    slug: &str,
+) -> StoreResult<()> {
+    let plain = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    if slug.is_empty() || !slug.bytes().all(plain) {
+        return Err(StoreError::Disk(format!("not a slug: {slug:?}")));
+    }
+    let _one = crate::admin::archive::ARCHIVING.lock().await;
+    let dirs = [offload_dir.join(slug), archive_dir.join(slug)];
+    tokio::task::spawn_blocking(move || {
+        for dir in dirs {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::Disk(format!("{}: {e}", dir.display()))),
             }
         }
-    }
+        Ok(())
+    })
+    .await
+    .map_err(|e| StoreError::Disk(e.to_string()))?
 }
 
 fn old_enough(path: &Path, age: Duration) -> bool {

@@ -61,7 +61,7 @@ pub async fn create(store: &Store, actor: &Actor, new: NewPipeline) -> OpsResult
         .await?
     {
         return Err(OpsError::Conflict(format!(
-            "A pipeline named {:?} exists.",
+            "A pipeline named {:?} exists, or was revoked (a revoked name is never given again: claims made under it keep it).",
             pipeline.name
         )));
     }

@@ -41,6 +41,11 @@ pub async fn create(
         Err(StoreError::ProjectExists) => {
             return Err(OpsError::Conflict("That project exists.".into()))
         }
+        Err(StoreError::BeingRemoved) => {
+            return Err(OpsError::Conflict(
+                "A project of that slug was destroyed and its files are still being deleted; try again in a minute.".into(),
+            ))
+        }
         other => other?,
     }
     actor

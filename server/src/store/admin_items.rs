@@ -318,10 +318,15 @@ impl Store {
         Ok(total)
     }
 
-    /// Removes every key of project `slug` and unlists it; how many keys went.
+    /// Removes every key of project `slug` and unlists it; how many keys went. The slug is
+    /// first marked destroyed ([`crate::keys::Keys::destroyed`]): only such a mark lets the
+    /// project's files on disk be deleted ([`Store::forget_destroyed`] once they are).
     pub async fn destroy_project(&self, slug: &str) -> StoreResult<u64> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
+        let _: () = client
+            .hset(self.keys.destroyed(), (slug, super::now_ms().to_string()))
+            .await?;
         let _: () = client.srem(self.keys.projects(), slug).await?;
         let pattern = format!("{}*", escape_glob(k.prefix()));
         let (mut cursor, mut removed) = ("0".to_string(), 0);
@@ -341,6 +346,17 @@ impl Store {
         self.forget_settings(slug);
         self.settings_changed().await?;
         Ok(removed)
+    }
+
+    /// The destroyed projects whose files may still be on disk.
+    pub async fn destroyed_projects(&self) -> StoreResult<Vec<String>> {
+        Ok(self.pool.next().hkeys(self.keys.destroyed()).await?)
+    }
+
+    /// Clears the destroyed mark of `slug`, its files being gone.
+    pub async fn forget_destroyed(&self, slug: &str) -> StoreResult<()> {
+        let _: i64 = self.pool.next().hdel(self.keys.destroyed(), slug).await?;
+        Ok(())
     }
 
     /// Drops the cached settings of `slug`.

@@ -94,6 +94,12 @@ fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
     }
 }
 
+/// Dones a second one address may send whose items must be looked up on disk (offloaded
+/// items), and the burst: past it, 429 (README, "Limits").
+pub const DISK_LOOKUPS_PER_S: u64 = 20;
+/// See [`DISK_LOOKUPS_PER_S`].
+pub const DISK_LOOKUPS_BURST: u64 = 200;
+
 impl Store {
     /// Serves claim requests in one script call; `None` when there is no such project.
     pub async fn claim_batch(
@@ -195,6 +201,18 @@ impl Store {
                 continue;
             }
             let report = &reports[i];
+            // Each address may send so many dones a second that need the disk.
+            if let Err(wait) = self.disk.lookups.check(
+                &report.ip,
+                DISK_LOOKUPS_PER_S,
+                DISK_LOOKUPS_BURST,
+                std::time::Instant::now(),
+            ) {
+                *outcome = DoneOutcome::Refused(Refusal::RateLimited {
+                    wait_ms: wait.as_millis().max(1) as u64,
+                });
+                continue;
+            }
             let (_, on_disk) = self.find_on_disk(slug, &report.items).await?;
             let done_on_disk = |item: &String| {
                 matches!(

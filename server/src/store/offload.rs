@@ -116,6 +116,9 @@ impl OnDisk {
 #[derive(Default)]
 pub struct DiskCache {
     dir: RwLock<Option<PathBuf>>,
+    token: RwLock<Option<String>>,
+    /// Each address's allowance of dones that look items up on disk.
+    pub(super) lookups: crate::throttle::Throttle,
     projects: Mutex<HashMap<String, Arc<OnDisk>>>,
 }
 
@@ -145,6 +148,21 @@ impl Store {
     /// segments refuses what needs them.
     pub fn set_offload_dir(&self, dir: PathBuf) {
         *self.disk.dir.write().unwrap_or_else(|e| e.into_inner()) = Some(dir);
+    }
+
+    /// Sets the offload lease token of this process's offloader, which the panel's log archive
+    /// uses too (one archive per project at a time, across processes).
+    pub fn set_offload_token(&self, token: &str) {
+        *self.disk.token.write().unwrap_or_else(|e| e.into_inner()) = Some(token.to_string());
+    }
+
+    /// The offload lease token of this process's offloader, if it runs one.
+    pub fn offload_token(&self) -> Option<String> {
+        self.disk
+            .token
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The offload directory, if set.
@@ -303,9 +321,28 @@ impl Store {
         Ok(())
     }
 
+    /// Redis's clock, in ms (`TIME`).
+    pub async fn redis_now_ms(&self) -> StoreResult<u64> {
+        let t: Vec<String> = self
+            .pool
+            .next()
+            .custom(fred::cmd!("TIME"), Vec::<String>::new())
+            .await?;
+        let num = |i: usize| t.get(i).and_then(|v| v.parse::<u64>().ok());
+        match (num(0), num(1)) {
+            (Some(s), Some(us)) => Ok(s * 1000 + us / 1000),
+            _ => Err(StoreError::Reply {
+                script: "TIME",
+                detail: format!("{t:?}"),
+            }),
+        }
+    }
+
     /// Registers segment `id` (its file written, fsynced and renamed) and removes its items
     /// from Redis in one step (`offload_commit.lua`): `items` are done items (kinds `done`,
-    /// `discard`) or queue items with the scores they were read with (kind `queue`).
+    /// `discard`) or queue items with the scores they were read with (kind `queue`). Refused
+    /// (stale) once Redis's clock passes `deadline_ms`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn commit_segment(
         &self,
         slug: &str,
@@ -313,6 +350,7 @@ impl Store {
         id: &str,
         entry: &SegmentEntry,
         items: &[(String, String)],
+        deadline_ms: u64,
     ) -> StoreResult<u64> {
         let k = self.keys.project(slug);
         let part = if entry.kind == "queue" {
@@ -334,6 +372,7 @@ impl Store {
             Value::from(id),
             Value::from(serde_json::to_string(entry).map_err(disk_err)?),
             Value::from(entry.kind.as_str()),
+            Value::from(deadline_ms as i64),
         ];
         for (item, score) in items {
             args.push(Value::from(item.as_str()));

@@ -89,9 +89,17 @@ pub fn may_serve(
 
 impl Store {
     /// Stores pipeline `p` under the SHA-256 `hash` of its secret; `false` when its name is
-    /// taken (nothing stored then).
+    /// taken, now or by a revoked pipeline (nothing stored then).
     pub async fn create_pipeline(&self, p: &Pipeline, hash: &str) -> StoreResult<bool> {
         let client = self.pool.next();
+        // A revoked pipeline's name stays its own: claims made under it (their records name
+        // it) must not pass to a new pipeline of that name.
+        let revoked: bool = client
+            .hexists(self.keys.revoked_pipelines(), p.name.as_str())
+            .await?;
+        if revoked {
+            return Ok(false);
+        }
         let listed = Listed {
             hash: hash.into(),
             pipeline: p.clone(),
@@ -141,6 +149,12 @@ impl Store {
         if let Ok(l) = serde_json::from_str::<Listed>(&raw) {
             let _: () = client.del(self.keys.pipeline(&l.hash)).await?;
         }
+        let _: () = client
+            .hset(
+                self.keys.revoked_pipelines(),
+                (name, super::now_ms().to_string()),
+            )
+            .await?;
         let _: () = client.hdel(self.keys.pipelines(), name).await?;
         self.settings_changed().await?;
         Ok(true)

@@ -104,6 +104,7 @@ const RESERVED_SLUGS: &[&str] = &[
     "tokens",
     "board",
     "pipelines",
+    "fleet",
 ];
 
 /// Whether `name` may name a pattern limit or shard.
@@ -138,6 +139,13 @@ impl Store {
     pub async fn create_project(&self, p: &NewProject) -> StoreResult<()> {
         let k = self.keys.project(&p.slug);
         let client = self.pool.next();
+        // A destroyed project's files must be gone first: a new one would inherit them.
+        let removing: bool = client
+            .hexists(self.keys.destroyed(), p.slug.as_str())
+            .await?;
+        if removing {
+            return Err(StoreError::BeingRemoved);
+        }
         let created: bool = client.hsetnx(k.meta(), "title", p.title.as_str()).await?;
         if !created {
             return Err(StoreError::ProjectExists);

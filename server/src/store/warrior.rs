@@ -117,6 +117,31 @@ impl Store {
             .flatten())
     }
 
+    /// The id of the last completion log entry at or before `end`, if any (`XREVRANGE`).
+    pub async fn log_last_id(&self, slug: &str, end: &str) -> StoreResult<Option<String>> {
+        let reply: Value = self
+            .pool
+            .next()
+            .custom(
+                fred::cmd!("XREVRANGE"),
+                vec![
+                    self.keys.project(slug).log(),
+                    end.to_string(),
+                    "-".into(),
+                    "COUNT".into(),
+                    "1".into(),
+                ],
+            )
+            .await?;
+        let Value::Array(entries) = reply else {
+            return Ok(None);
+        };
+        Ok(entries.first().and_then(|e| match e {
+            Value::Array(pair) => pair.first().and_then(|id| id.as_string()),
+            _ => None,
+        }))
+    }
+
     /// Removes the completion log entries up to and including stream id `last` (`ms-seq`);
     /// how many went. Entries added later (higher ids) stay.
     pub async fn trim_log_through(&self, slug: &str, last: &str) -> StoreResult<u64> {

@@ -31,6 +31,8 @@ pub(super) struct Fleet {
     http: reqwest::Client,
     /// Keep the data and logs (a run that failed).
     keep: std::sync::atomic::AtomicBool,
+    /// Held by a Redis kill or pause: one at a time.
+    redis_fault: tokio::sync::Mutex<()>,
 }
 
 impl Drop for Fleet {
@@ -117,6 +119,7 @@ impl Fleet {
                 .build()
                 .expect("an HTTP client"),
             keep: Default::default(),
+            redis_fault: Default::default(),
         };
         let procs = (0..n).map(|i| Some(fleet.spawn_process(i))).collect();
         *fleet.procs.lock().unwrap_or_else(|e| e.into_inner()) = procs;
@@ -191,6 +194,7 @@ impl Fleet {
     /// SIGKILLs Redis, restarts it from its append-only file, and times its loading and its
     /// being followed by every process.
     async fn kill_redis(&self) -> Result<RedisRecovery, String> {
+        let _one = self.redis_fault.lock().await;
         {
             let mut redis = self.redis.lock().unwrap_or_else(|e| e.into_inner());
             drop(redis.take()); // SIGKILL, then reaped
@@ -262,6 +266,55 @@ pub(super) async fn redis_faults(
         tokio::time::sleep_until(next.into()).await;
         match fleet.kill_redis().await {
             Ok(t) => times.push(t),
+            Err(e) => problems.push(e),
+        }
+        next += every;
+    }
+    (times, problems)
+}
+
+impl Fleet {
+    /// Pauses Redis (SIGSTOP) for `length`, then lets it go on (SIGCONT): how long every
+    /// process then took to answer `/healthz` 200.
+    async fn pause_redis(&self, length: Duration) -> Result<Duration, String> {
+        let _one = self.redis_fault.lock().await;
+        let pid = {
+            let redis = self.redis.lock().unwrap_or_else(|e| e.into_inner());
+            redis
+                .as_ref()
+                .map(|r| r.0.id())
+                .ok_or("no redis to pause")?
+        };
+        let signal = |sig| {
+            // SAFETY: kill(2) on the pid of a child this fleet started and still owns.
+            unsafe { libc::kill(pid as libc::pid_t, sig) }
+        };
+        if signal(libc::SIGSTOP) != 0 {
+            return Err("SIGSTOP to redis failed".into());
+        }
+        tokio::time::sleep(length).await;
+        if signal(libc::SIGCONT) != 0 {
+            return Err("SIGCONT to redis failed".into());
+        }
+        self.wait_all_healthy(RECOVERY_DEADLINE).await
+    }
+}
+
+/// Pauses Redis for `length` every `every` until `until`: each pause and the time to healthy
+/// after it, and the failures to recover.
+pub(super) async fn redis_pauses(
+    fleet: Arc<Fleet>,
+    every: Duration,
+    length: Duration,
+    until: Instant,
+) -> (Vec<(Duration, Duration)>, Vec<String>) {
+    let (mut times, mut problems) = (Vec::new(), Vec::new());
+    // Offset from the kills, so a pause and a kill are not the same instant.
+    let mut next = Instant::now() + every / 2 + Duration::from_secs(3);
+    while next + length < until {
+        tokio::time::sleep_until(next.into()).await;
+        match fleet.pause_redis(length).await {
+            Ok(t) => times.push((length, t)),
             Err(e) => problems.push(e),
         }
         next += every;

@@ -28,6 +28,9 @@ pub struct Report {
     pub process_kills: Vec<Duration>,
     /// Each Redis kill.
     pub redis_kills: Vec<RedisRecovery>,
+    /// Each Redis pause (SIGSTOP to SIGCONT), and how long every process then took to answer
+    /// `/healthz` 200 again.
+    pub redis_pauses: Vec<(Duration, Duration)>,
     /// Replies other than 200 (and transport errors) the warriors met, by kind.
     pub errors: BTreeMap<String, u64>,
     /// Counters of the warriors: claims answered 200, items in them, done reports answered OK,
@@ -83,6 +86,13 @@ impl std::fmt::Display for Report {
             self.redis_kills.len(),
             spread(self.redis_kills.iter().map(|r| r.loaded)),
             spread(self.redis_kills.iter().map(|r| r.followed))
+        )?;
+        writeln!(
+            f,
+            "#   redis pauses: {} (SIGSTOP for {}), every process healthy after SIGCONT: {}",
+            self.redis_pauses.len(),
+            spread(self.redis_pauses.iter().map(|p| p.0)),
+            spread(self.redis_pauses.iter().map(|p| p.1))
         )?;
         let counters: Vec<String> = self
             .counters

@@ -8,6 +8,13 @@
 //!             (a duplicate report, say a late one after a reclaim, is told OK and not
 //!             credited); every item told OK is done (no acknowledged loss); every item was
 //!             told OK to someone
+//! disk        an item not in Redis's done set is looked up in the registered segments (every
+//!             file opened, the item found with its timeline), and the items found there number
+//!             the project's `disk_done`
+//! counters    `done_items` is N; the completion log (archive files, then Redis) names every
+//!             item exactly once and no entry twice; per downloader its entries' items and
+//!             bytes are its `dl:items` and `dl:bytes`; per domain its bytes are the
+//!             `domain_bytes`; all bytes sum to `done_bytes`, `dl:bytes` and `domain_bytes` alike
 //! check       `Store::check` (and `tracker check`, run by the caller) finds nothing
 //! ```
 
@@ -38,14 +45,16 @@ pub struct Verdict {
     pub late_credited: u64,
     /// Items reported late.
     pub late: u64,
+    /// Done items found in segment files (offloaded) rather than in Redis.
+    pub on_disk: u64,
 }
 
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "proof: {} items done, {} credited downloaders, {} (item, warrior) OKs, {} items told OK to two warriors, {} late reports of which {} credited to the late sender",
-            self.done, self.downloaders, self.told_ok, self.told_twice, self.late, self.late_credited
+            "proof: {} items done ({} of them read back from segment files), {} credited downloaders, {} (item, warrior) OKs, {} items told OK to two warriors, {} late reports of which {} credited to the late sender",
+            self.done, self.on_disk, self.downloaders, self.told_ok, self.told_twice, self.late, self.late_credited
         )
     }
 }
@@ -66,11 +75,14 @@ fn done_by(timeline: &str) -> Option<&str> {
 
 /// Proves what project `slug` of `n` items holds after a run whose warriors were told what
 /// `ledgers` say: the figures, and every violation found.
+/// The completion log archives of the project are read from `archives` (the project's own
+/// archive directory), if given.
 pub async fn verify(
     store: &Store,
     slug: &str,
     n: usize,
     ledgers: &[Ledger],
+    archives: Option<&std::path::Path>,
 ) -> (Verdict, Vec<String>) {
     let mut v = Verdict::default();
     let mut problems = Vec::new();
@@ -78,7 +90,234 @@ pub async fn verify(
         Ok(()) => {}
         Err(e) => problems.push(format!("the proof could not read redis: {e}")),
     }
+    match counters(store, slug, n, archives, &mut problems).await {
+        Ok(()) => {}
+        Err(e) => problems.push(format!("the counters' proof could not read: {e}")),
+    }
+    problems.sort();
+    problems.dedup();
     (v, problems)
+}
+
+/// One completion log entry: its id, downloader, items and bytes per domain.
+struct Entry {
+    id: String,
+    who: String,
+    items: Vec<String>,
+    bytes: HashMap<String, u64>,
+}
+
+fn entry_of(id: String, fields: &serde_json::Map<String, serde_json::Value>) -> Entry {
+    let text = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or_default();
+    // The archive holds `items` and `bytes` as JSON values; Redis as JSON text.
+    let json = |k: &str| match fields.get(k) {
+        Some(serde_json::Value::String(s)) => serde_json::from_str(s).unwrap_or_default(),
+        Some(v) => v.clone(),
+        None => serde_json::Value::Null,
+    };
+    let items = json("items")
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let bytes = json("bytes")
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(d, b)| (d.clone(), b.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Entry {
+        id,
+        who: text("d").to_string(),
+        items,
+        bytes,
+    }
+}
+
+/// Every completion log entry of `slug`: the archive files' (in `archives`), then Redis's.
+async fn log_entries(
+    store: &Store,
+    slug: &str,
+    archives: Option<&std::path::Path>,
+) -> Result<Vec<Entry>, String> {
+    use std::io::BufRead;
+    let mut out = Vec::new();
+    if let Some(dir) = archives {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .map(|r| {
+                r.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.to_string_lossy().ends_with(".ndjson.gz"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        for f in files {
+            let file = std::fs::File::open(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let gz = flate2::read::GzDecoder::new(file);
+            for line in std::io::BufReader::new(gz).lines() {
+                let line = line.map_err(|e| format!("{}: {e}", f.display()))?;
+                let v: serde_json::Value =
+                    serde_json::from_str(&line).map_err(|e| format!("{}: {e}", f.display()))?;
+                let obj = v.as_object().cloned().unwrap_or_default();
+                let id = obj
+                    .get("log_id")
+                    .and_then(|i| i.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                out.push(entry_of(id, &obj));
+            }
+        }
+    }
+    let mut start = "-".to_string();
+    loop {
+        let page = store
+            .log_page(slug, &start, "+", 1000)
+            .await
+            .map_err(|e| e.to_string())?;
+        let full = page.len() == 1000;
+        for (id, fields) in page {
+            start = format!("({id}");
+            let obj: serde_json::Map<String, serde_json::Value> = fields
+                .into_iter()
+                .map(|(k, v)| (k, serde_json::Value::String(v)))
+                .collect();
+            out.push(entry_of(id, &obj));
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The proof of the counters: items and bytes, per downloader, per domain and in all, against
+/// the completion log.
+async fn counters(
+    store: &Store,
+    slug: &str,
+    n: usize,
+    archives: Option<&std::path::Path>,
+    problems: &mut Vec<String>,
+) -> Result<(), String> {
+    let f = |e: fred::error::Error| e.to_string();
+    let k = store.keys().project(slug);
+    let client = store.client();
+    let stats: HashMap<String, String> = client.hgetall(k.stats()).await.map_err(f)?;
+    let stat = |name: &str| -> u64 { stats.get(name).and_then(|v| v.parse().ok()).unwrap_or(0) };
+    if stat("done_items") != n as u64 {
+        problems.push(format!(
+            "done_items is {}, not {n}: items counted {}",
+            stat("done_items"),
+            if stat("done_items") > n as u64 {
+                "twice"
+            } else {
+                "not at all"
+            }
+        ));
+    }
+    let entries = log_entries(store, slug, archives).await?;
+    let mut ids = HashSet::new();
+    let mut twice_logged = Vec::new();
+    let mut logged: HashMap<&str, u32> = HashMap::new();
+    let (mut dl_items, mut dl_bytes, mut dom_bytes) = (
+        HashMap::<&str, u64>::new(),
+        HashMap::<&str, u64>::new(),
+        HashMap::<&str, u64>::new(),
+    );
+    let mut total = 0u64;
+    for e in &entries {
+        if !ids.insert(e.id.as_str()) {
+            twice_logged.push(e.id.clone());
+        }
+        for item in &e.items {
+            *logged.entry(item.as_str()).or_default() += 1;
+        }
+        *dl_items.entry(e.who.as_str()).or_default() += e.items.len() as u64;
+        for (d, b) in &e.bytes {
+            *dl_bytes.entry(e.who.as_str()).or_default() += b;
+            *dom_bytes.entry(d.as_str()).or_default() += b;
+            total += b;
+        }
+    }
+    if !twice_logged.is_empty() {
+        problems.push(some("log entries archived or kept twice", &twice_logged));
+    }
+    let twice: Vec<String> = logged
+        .iter()
+        .filter(|(_, &c)| c > 1)
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !twice.is_empty() {
+        problems.push(some("counted in two completion log entries", &twice));
+    }
+    let unlogged: Vec<String> = (0..n)
+        .map(item_name)
+        .filter(|i| !logged.contains_key(i.as_str()))
+        .collect();
+    if !unlogged.is_empty() {
+        problems.push(some("in no completion log entry", &unlogged));
+    }
+    if stat("done_bytes") != total {
+        problems.push(format!(
+            "done_bytes is {}, the completion log's bytes sum to {total}",
+            stat("done_bytes")
+        ));
+    }
+    let zset = |key: String| async move {
+        let all: Vec<(String, f64)> = client
+            .zrange(key, 0, -1, None, false, None, true)
+            .await
+            .map_err(f)?;
+        Ok::<HashMap<String, u64>, String>(all.into_iter().map(|(w, s)| (w, s as u64)).collect())
+    };
+    let totals_items = zset(k.dl_items()).await?;
+    let totals_bytes = zset(k.dl_bytes()).await?;
+    let domains: HashMap<String, u64> = {
+        let raw: HashMap<String, String> = client.hgetall(k.domain_bytes()).await.map_err(f)?;
+        raw.into_iter()
+            .map(|(d, b)| (d, b.parse().unwrap_or(0)))
+            .collect()
+    };
+    for (name, ours, theirs) in [
+        ("dl:items", &dl_items, &totals_items),
+        ("dl:bytes", &dl_bytes, &totals_bytes),
+        ("domain_bytes", &dom_bytes, &domains),
+    ] {
+        let keys: HashSet<&str> = ours
+            .keys()
+            .copied()
+            .chain(theirs.keys().map(String::as_str))
+            .collect();
+        for key in keys {
+            let (log, counted) = (
+                ours.get(key).copied().unwrap_or(0),
+                theirs.get(key).copied().unwrap_or(0),
+            );
+            if log != counted {
+                problems.push(format!(
+                    "{key}: {name} says {counted}, its completion log entries {log}"
+                ));
+            }
+        }
+    }
+    for (name, sum) in [
+        ("dl:bytes", totals_bytes.values().sum::<u64>()),
+        ("domain_bytes", domains.values().sum::<u64>()),
+    ] {
+        if sum != stat("done_bytes") {
+            problems.push(format!(
+                "{name} sums to {sum}, done_bytes is {}",
+                stat("done_bytes")
+            ));
+        }
+    }
+    Ok(())
 }
 
 async fn prove(
@@ -106,9 +345,14 @@ async fn prove(
             c.todo, c.out, c.failed, c.done
         ));
     }
+    let disk_done: Option<u64> = client.hget(k.stats(), "disk_done").await.map_err(f)?;
     v.done = client.scard(k.done()).await.map_err(f)?;
+    v.done += disk_done.unwrap_or(0);
     if v.done != n as u64 {
-        problems.push(format!("the done set holds {} items, not {n}", v.done));
+        problems.push(format!(
+            "the done set and the segments hold {} items, not {n}",
+            v.done
+        ));
     }
 
     // What each warrior was told OK for, as item indexes.
@@ -161,6 +405,31 @@ async fn prove(
             Value::Array(a) => a.into_iter().map(|x| x.as_string()).collect(),
             one => vec![one.as_string()],
         };
+        // Items not in Redis's done set: on disk, in a registered segment, with their timeline.
+        let off: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| member.get(*j) != Some(&1))
+            .map(|(_, n)| n.clone())
+            .collect();
+        let on_disk = if off.is_empty() {
+            HashMap::new()
+        } else {
+            store.find_on_disk(slug, &off).await.map_err(e)?.1
+        };
+        let mut member = member;
+        let mut lines = lines;
+        for (j, name) in names.iter().enumerate() {
+            if let Some(server::store::DiskHit::Done { timeline, .. }) = on_disk.get(name) {
+                if let Some(m) = member.get_mut(j) {
+                    *m = 1;
+                }
+                if let Some(l) = lines.get_mut(j) {
+                    *l = Some(timeline.clone());
+                }
+                v.on_disk += 1;
+            }
+        }
         for (j, name) in names.into_iter().enumerate() {
             let i = start + j;
             if member.get(j) != Some(&1) {
@@ -236,6 +505,13 @@ async fn prove(
                 "{who} is credited with {total} items but was told OK for {told}"
             ));
         }
+    }
+    if v.on_disk != disk_done.unwrap_or(0) {
+        problems.push(format!(
+            "{} done items found in the segments, disk_done says {}",
+            v.on_disk,
+            disk_done.unwrap_or(0)
+        ));
     }
     problems.sort();
     problems.dedup();

@@ -3,25 +3,23 @@
 //! processes and 2 Redis servers killed with SIGKILL under load; then every item must be done
 //! exactly once and credited to a warrior that was told OK for it. `make chaos` runs the long one.
 
-use std::time::{Duration, Instant};
 use tests::{chaos, tracker_bin, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_processes_and_redis_under_load_loses_nothing_and_counts_nothing_twice() {
-    let started = Instant::now();
     let cfg = chaos::Config::short(tracker_bin());
     let report = chaos::run(&cfg).await;
     eprintln!("{report}");
     assert!(report.violations.is_empty(), "{report}");
     assert!(report.process_kills.len() >= 4, "{report}");
     assert!(report.redis_kills.len() >= 2, "{report}");
+    assert!(!report.redis_pauses.is_empty(), "{report}");
     assert!(report.verdict.done >= 20_000, "{report}");
+    assert!(report.verdict.on_disk > 0, "items offloaded: {report}");
     // What the run is meant to exercise did happen.
     for what in ["items dropped", "late reports after a reclaim"] {
         assert!(report.counters[what] > 0, "no {what}: {report}");
     }
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(90), "took {took:?}");
 }
 
 /// The proof itself is honest: it passes a clean project, and fails one with an acknowledged
@@ -57,7 +55,7 @@ async fn the_chaos_proof_sees_a_lost_item_a_double_count_and_a_credit_without_an
     let proof = |ledgers: &[chaos::Ledger]| {
         let store = app.store.clone();
         let ledgers = ledgers.to_vec();
-        async move { chaos::verify::verify(&store, chaos::SLUG, 6, &ledgers).await }
+        async move { chaos::verify::verify(&store, chaos::SLUG, 6, &ledgers, None).await }
     };
     let (verdict, problems) = proof(&ledgers).await;
     assert!(problems.is_empty(), "{problems:#?}");
@@ -87,6 +85,34 @@ async fn the_chaos_proof_sees_a_lost_item_a_double_count_and_a_credit_without_an
     );
     let _: f64 = client
         .zincrby(k.dl_items(), -1.0, "alice")
+        .await
+        .expect("zincrby");
+    // An item counted twice in the project's total, and bytes counted twice, per downloader,
+    // per domain and in all: each seen, and each undone.
+    for (key, field, says) in [
+        (k.stats(), "done_items", "done_items is 7"),
+        (k.stats(), "done_bytes", "done_bytes is"),
+        (k.domain_bytes(), "data", "domain_bytes says"),
+    ] {
+        let _: i64 = client.hincrby(&key, field, 1).await.expect("hincrby");
+        let (_, problems) = proof(&ledgers).await;
+        assert!(
+            problems.iter().any(|p| p.contains(says)),
+            "{field}: {problems:#?}"
+        );
+        let _: i64 = client.hincrby(&key, field, -1).await.expect("hincrby");
+    }
+    let _: f64 = client
+        .zincrby(k.dl_bytes(), 5.0, "bob")
+        .await
+        .expect("zincrby");
+    let (_, problems) = proof(&ledgers).await;
+    assert!(
+        problems.iter().any(|p| p.contains("bob: dl:bytes says")),
+        "{problems:#?}"
+    );
+    let _: f64 = client
+        .zincrby(k.dl_bytes(), -5.0, "bob")
         .await
         .expect("zincrby");
     // Credit for an item its downloader was never told OK for.

@@ -11,6 +11,7 @@ use server::{
 use std::time::Duration;
 use tests::{TestApp, ADMIN_TOKEN};
 
+mod faults;
 mod queues;
 
 fn offloader(app: &TestApp) -> Offloader {
@@ -364,6 +365,7 @@ async fn only_the_lease_holder_may_change_what_is_on_disk() {
             "done-x",
             &entry,
             &[("lease-00001".into(), String::new())],
+            u64::MAX,
         )
         .await;
     assert!(

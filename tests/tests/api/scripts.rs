@@ -154,7 +154,7 @@ pub(super) async fn every_script(app: &TestApp) {
     let one = vec![(item, score.to_string())];
     assert_eq!(
         store
-            .commit_segment("p1", "lease-token", "queue-1", &entry, &one)
+            .commit_segment("p1", "lease-token", "queue-1", &entry, &one, u64::MAX)
             .await
             .unwrap(),
         1

@@ -3,7 +3,9 @@
   done: records R done reports of one project in one atomic step. Per report: every item must
   be known (claimed, queued, failed or done), else nothing of that report changes. If the
   reported byte domains differ from the project's, the reporter's IP is blocked until
-  now + auto_block_ttl and the report's claimed items go back to `todo`. Otherwise the
+  now + auto_block_ttl and the report's items that the reporter holds (claims in its name) go
+  back to `todo`; items others hold stay theirs. A report from an IP blocked in the project
+  changes nothing. Otherwise the
   items move to `done`, each counted once, and one event per report is recorded.
   Where each item is comes from a few variadic reads for the whole batch (ZMSCORE, SMISMEMBER,
   HMGET); the reports are then decided in order against that local state, and every write is
@@ -60,13 +62,16 @@
     {"err":"other_pipeline","item":s}     an item claimed by another pipeline (or by one, and
                                           reported without); nothing changed
     {"err":"overflow"}                    the byte total would pass 2^53; nothing changed
-    {"err":"domain_mismatch"}             byte domains differ; ip blocked, items released
+    {"err":"domain_mismatch"}             byte domains differ; ip blocked, the reporter's own
+                                          claimed items released
+    {"err":"blocked"}                     the reporter's IP is blocked in the project; nothing
+                                          changed
   Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
   downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
   one message on KEYS[16], joined by ',' (parse as `[` .. `]`), with SPUBLISH: on a cluster it
   reaches only the subscribers of the project's shard, not every node as PUBLISH would.
   Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
-  timeline_line, timeline_many, decode_claim, claim_line, leave_claim.
+  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked.
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -244,6 +249,13 @@ local function pipeline_of(raw)
   return pipelines_seen[raw] or nil
 end
 
+-- The reporters' IPs blocked in the project now (a block made by a report of this batch
+-- counts for the reports after it).
+local blocked_now = {}
+for _, rep in ipairs(reps) do
+  if blocked_now[rep.ip] == nil then blocked_now[rep.ip] = blocked(blocked_ip, rep.ip, now) end
+end
+
 -- Phase 2: each report decided in order; writes collected.
 local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
 local w_dl, dl_add_items, dl_add_bytes, dl_ver, dom_add = {}, {}, {}, {}, {}
@@ -287,6 +299,8 @@ for _, rep in ipairs(reps) do
 
   if rep.bad then
     result[#result + 1] = { err = 'invalid' }
+  elseif blocked_now[rep.ip] then
+    result[#result + 1] = { err = 'blocked' }
   elseif unknown then
     result[#result + 1] = { err = 'unknown_item', item = unknown }
   elseif never then
@@ -298,9 +312,10 @@ for _, rep in ipairs(reps) do
   elseif mismatch then
     rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
       t = now, expires = now + block_ttl }))
+    blocked_now[rep.ip] = true
     for _, item in ipairs(rep.items) do
-      if state[item] == 'out' then
-        local claim = decode_claim(claim_of[item])
+      local claim = state[item] == 'out' and decode_claim(claim_of[item])
+      if claim and claim.d == who then
         if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
         rcall('ZREM', out, item)
         rcall('HDEL', claims, item)

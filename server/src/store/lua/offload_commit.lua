@@ -18,13 +18,17 @@
   ARGV[2]  segment id
   ARGV[3]  its registry entry (JSON)
   ARGV[4]  kind: `done`, `discard` or `queue`
-  ARGV[5 ..]  done, discard: the items; queue: pairs item, score (as read)
+  ARGV[5]  deadline (ms, Redis's clock: its TIME before the file was written, plus the commit
+           window): later, the segment is refused, so an unregistered file older than the
+           window can never become registered and the offloader's sweep may delete it
+  ARGV[6 ..]  done, discard: the items; queue: pairs item, score (as read)
 
   Every item must still be where it was read (done; or in the part with the same score),
   else nothing changes. Runs past maxmemory (flags=allow-oom): it only frees memory.
 
   Output: JSON {"moved":n}, or a refusal: {"err":"lease"} (the caller does not hold the lease),
-  {"err":"stale","item":s} (an item left its place since it was read; nothing changed).
+  {"err":"stale","item":s} (an item left its place since it was read, the segment is
+  registered already, or the deadline passed: item is then the segment id; nothing changed).
   Events: none.
   Uses: bulk, bulk_read.
 ]]
@@ -32,10 +36,14 @@ local lease, segs, offload, stats, done, tl, part = KEYS[1], KEYS[2], KEYS[3], K
 local token, id, entry, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if rcall('GET', lease) ~= token then return cjson.encode({ err = 'lease' }) end
 if rcall('HEXISTS', segs, id) == 1 then return cjson.encode({ err = 'stale', item = id }) end
+local clock = rcall('TIME')
+if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[5]) then
+  return cjson.encode({ err = 'stale', item = id })
+end
 
 local items, scores = {}, {}
 if kind == 'queue' then
-  for i = 5, #ARGV, 2 do
+  for i = 6, #ARGV, 2 do
     items[#items + 1] = ARGV[i]
     scores[#scores + 1] = tonumber(ARGV[i + 1])
   end
@@ -44,7 +52,7 @@ if kind == 'queue' then
     if tonumber(now[i]) ~= scores[i] then return cjson.encode({ err = 'stale', item = item }) end
   end
 else
-  for i = 5, #ARGV do items[#items + 1] = ARGV[i] end
+  for i = 6, #ARGV do items[#items + 1] = ARGV[i] end
   local there = bulk_read('SMISMEMBER', done, items)
   for i, item in ipairs(items) do
     if there[i] ~= 1 then return cjson.encode({ err = 'stale', item = item }) end

@@ -19,7 +19,8 @@ pub enum Refusal {
     /// `bad_name`: invalid downloader name (claim).
     #[error("invalid downloader name")]
     BadName,
-    /// `blocked`: the claimant's IP or name is blocked (claim).
+    /// `blocked`: the claimant's IP or name is blocked (claim), or the reporter's IP is
+    /// blocked in the project (done; nothing changed).
     #[error("blocked")]
     Blocked,
     /// `not_active`: the project is paused or finished (claim).
@@ -68,7 +69,7 @@ pub enum Refusal {
     #[error("the byte total would pass 2^53")]
     Overflow,
     /// `domain_mismatch`: the report's byte domains differ from the project's; the reporter's
-    /// IP is blocked and the items released (done).
+    /// IP is blocked and the items it holds released; others' claims stay (done).
     #[error("byte domains differ from the project's")]
     DomainMismatch,
     /// `not_claimed`: the item is not claimed (release).
