@@ -67,7 +67,11 @@ test('the Fleet page lists downloaders and warriors, searches, sorts and totals'
 
   // Totals.
   const perProject = page.getByRole('table', { name: 'Per project' });
-  await expect(perProject.getByRole('row').filter({ hasText: 'demo' })).toContainText('2');
+  const demo = perProject.getByRole('row').filter({ hasText: 'demo' });
+  // Its own cells: two downloaders (alice, bob) under two names, three items in flight.
+  await expect(demo.getByRole('cell').nth(1)).toHaveText('2');
+  await expect(demo.getByRole('cell').nth(2)).toHaveText('2');
+  await expect(demo.getByRole('cell').nth(4)).toHaveText('3');
   const perVersion = page.getByRole('table', { name: 'Per version' });
   await expect(perVersion.getByRole('row').filter({ hasText: '0.10.3' })).toBeVisible();
   await expect(perVersion.getByRole('row').filter({ hasText: '0.8.5' })).toBeVisible();

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use tests::{wait_for, TestApp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Reads from `stream` until the server closes it; what it sent. Panics after `deadline`.
+/// Reads from `stream` until the server closes it; what it sent. Panics after `deadline`, and
+/// when the stream ends in an error (a reset) rather than being closed.
 async fn read_until_closed(stream: &mut tokio::net::TcpStream, deadline: Duration) -> String {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -14,7 +15,11 @@ async fn read_until_closed(stream: &mut tokio::net::TcpStream, deadline: Duratio
     loop {
         let left = end.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, stream.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => return String::from_utf8_lossy(&got).into_owned(),
+            Ok(Ok(0)) => return String::from_utf8_lossy(&got).into_owned(),
+            Ok(Err(e)) => panic!(
+                "the stream ended in an error ({e}), not closed, after {:?}",
+                String::from_utf8_lossy(&got)
+            ),
             Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
             Err(_) => panic!("the server kept the connection open past {deadline:?}"),
         }
@@ -33,11 +38,10 @@ async fn connections_that_send_half_a_header_are_closed_after_the_header_timeout
             .unwrap();
         slow.push(s);
     }
-    let started = Instant::now();
+    // Each is closed (the header timeout is 1 s; 30 s bounds a busy machine, not the feature).
     for s in &mut slow {
-        read_until_closed(s, Duration::from_secs(10)).await;
+        read_until_closed(s, Duration::from_secs(30)).await;
     }
-    assert!(started.elapsed() < Duration::from_secs(10));
     // Honest callers were served all along, and still are.
     assert_eq!(app.get("/p/stats.json").await.status, 200);
     app.assert_invariant("p").await;

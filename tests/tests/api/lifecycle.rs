@@ -245,9 +245,17 @@ async fn derived_state_changes_are_recorded_with_their_time_and_shown() {
     assert_eq!(overview["projects"][0]["state"], "finished");
     // An operator's abort stops claims and shows as such.
     app.settings("p", |s| s.state = "aborted".into()).await;
-    app.cli(&["items", "add", "p", "-"], b"two\n");
+    let add = app.cli(&["items", "add", "p", "-"], b"two\n");
+    assert!(add.ok, "{} {}", add.out, add.err);
+    assert_eq!(app.counts("p").await.todo, 1, "an item waits");
     let r = app.post("/p/request", r#"{"downloader":"bob"}"#).await;
     assert_eq!(r.status, 404, "{}", r.body);
+    assert!(
+        r.body.contains("not handing out"),
+        "refused for the state: {}",
+        r.body
+    );
+    assert_eq!(app.counts("p").await.todo, 1, "and it still waits");
     assert_eq!(json(&p.get(path).await)["state"], "aborted");
 }
 
@@ -304,6 +312,11 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
         .await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body.contains("follow from the counts"), "{}", r.body);
+    let saved = json(&p.get("/admin/api/p/settings").await);
+    assert_eq!(
+        saved["settings"]["state"], "active",
+        "the refused state is not saved"
+    );
     // A read-only account reads but neither lists nor pins.
     account(&app, "viewer", Role::ReadOnly, &[]).await;
     let mut ro = Panel::logged_in(&app, "viewer").await;
@@ -316,6 +329,11 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(r.status, 403);
+    let v = json(&p.get(path).await);
+    assert_eq!(
+        v["listing"]["repository"], "",
+        "the refused listing is not saved"
+    );
     let r = ro
         .send(
             reqwest::Method::PUT,
@@ -324,6 +342,11 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(r.status, 403);
+    let auto = json(&p.get("/admin/api/warrior/auto").await);
+    assert!(
+        auto["pinned"].is_null(),
+        "the refused pin is not saved: {auto}"
+    );
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use server::{
     },
 };
 use std::time::Duration;
-use tests::{TestApp, ADMIN_TOKEN};
+use tests::{wait_for, TestApp, ADMIN_TOKEN};
 
 mod faults;
 mod queues;
@@ -328,11 +328,24 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
             }
             _ => assert_eq!((files, registered.len()), (2, 2)),
         }
-        // The killed process's lease runs out; until then no other offloader works.
+        // The killed process's lease runs out (its time cut to 200 ms here, as if the 30 s
+        // had passed, for it is never released); until then no other offloader works.
         let next = offloader(&app);
         assert!(!next.lease("crash").await.unwrap());
-        killed.release("crash").await.unwrap();
-        assert!(next.lease("crash").await.unwrap());
+        {
+            use fred::prelude::*;
+            let lease = app.store.keys().project("crash").offload_lease();
+            let cut: bool = app.store.client().pexpire(lease, 200, None).await.unwrap();
+            assert!(cut, "the killed process's lease was there");
+        }
+        wait_for("the lease to expire", Duration::from_secs(10), || async {
+            next.lease("crash").await.unwrap().then_some(())
+        })
+        .await;
+        assert!(
+            !killed.lease("crash").await.unwrap(),
+            "the killed one lost it"
+        );
         next.release("crash").await.unwrap();
     }
     let o = offloader(&app);

@@ -161,10 +161,15 @@ async fn done_refusals() {
         .hset(&stats, ("done_bytes", (1u64 << 53) - 1))
         .await
         .unwrap();
+    let before = app.counts("p").await;
     assert_eq!(
         done_refusal(&app, &report("alice", &item, "data", 1)).await,
         Refusal::Overflow
     );
+    // Nothing changed: the byte total, the counts, the item still out.
+    let untouched: Option<String> = app.store.client().hget(&stats, "done_bytes").await.unwrap();
+    assert_eq!(untouched, Some(((1u64 << 53) - 1).to_string()));
+    assert_eq!(app.counts("p").await, before);
     let _: () = app
         .store
         .client()

@@ -153,6 +153,7 @@ async fn the_servers_offloader_works_by_itself_and_shows_its_state() {
 async fn big_project_settings_are_checked() {
     let app = TestApp::start().await;
     app.project("cfg", &[]).await;
+    let before = app.store.project("cfg").await.unwrap().unwrap();
     for (change, says) in [
         (
             "done_policy=forget",
@@ -166,6 +167,11 @@ async fn big_project_settings_are_checked() {
         assert!(!r.ok, "{change} accepted");
         assert!(r.err.contains(says), "{change}: {}", r.err);
     }
+    assert_eq!(
+        *app.store.project("cfg").await.unwrap().unwrap(),
+        *before,
+        "refused settings change nothing"
+    );
     let r = app.cli(
         &[
             "project",
