@@ -238,7 +238,13 @@ mod tests {
         // A caller that stays.
         let (reply, staying) = oneshot::channel();
         tx.send((100, reply)).await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while ran.lock().unwrap().len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the batch never ran: {:?}",
+                ran.lock().unwrap()
+            );
             tokio::task::yield_now().await;
         }
         drop(leaving);
@@ -248,6 +254,10 @@ mod tests {
         ran.sort_unstable();
         assert_eq!(ran, [10, 100], "the gone caller's request never ran");
         while abandoned.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the gone caller's result was never handed back"
+            );
             tokio::task::yield_now().await;
         }
         assert_eq!(abandoned.load(Ordering::SeqCst), 10);

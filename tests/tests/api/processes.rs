@@ -174,14 +174,16 @@ async fn three_processes_serve_as_one_and_obey_a_change_made_through_any_within_
         .await
         .expect("block");
     assert_eq!(r.status(), 204);
+    // Followed through the change's message, not the 10 s safety net of the cached settings:
+    // 5 s tells the two apart on a busy machine.
     let changed = Instant::now();
     for i in 1..3 {
-        wait_for("the block to hold", Duration::from_secs(1), || async {
+        wait_for("the block to hold", Duration::from_secs(5), || async {
             (fleet.claim(i, "p1", "mallory").await.0 == 403).then_some(())
         })
         .await;
     }
-    assert!(changed.elapsed() < Duration::from_millis(1500));
+    assert!(changed.elapsed() < Duration::from_secs(5));
 
     // A change whose message every process missed: written behind their backs with the version
     // bumped and nothing published. Each finds the version on a later read.
