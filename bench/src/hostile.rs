@@ -24,6 +24,10 @@ struct Tally {
     calls: AtomicU64,
     refused: AtomicU64,
     server_errors: AtomicU64,
+    /// Slow-header sockets connected and written to, not yet closed; the most at once; in all.
+    slow_open: AtomicU64,
+    slow_peak: AtomicU64,
+    slow_opened: AtomicU64,
 }
 
 impl Tally {
@@ -98,13 +102,13 @@ fn attack(
     }
     // Sockets that send half a header, reopened as the tracker closes them.
     if on("slow") {
-        let (stop, addr) = (stop.clone(), addr.clone());
+        let (stop, addr, tally) = (stop.clone(), addr.clone(), tally.clone());
         tasks.push(tokio::spawn(async move {
             let mut open = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 open.retain(|t: &tokio::task::JoinHandle<()>| !t.is_finished());
                 while open.len() < SLOW_SOCKETS && !stop.load(Ordering::Relaxed) {
-                    let addr = addr.clone();
+                    let (addr, tally) = (addr.clone(), tally.clone());
                     open.push(tokio::spawn(async move {
                         let Ok(mut s) = tokio::net::TcpStream::connect(&addr).await else {
                             return;
@@ -113,8 +117,13 @@ fn attack(
                             .await
                             .is_ok()
                         {
+                            // Held open from here until the tracker closes it: counted.
+                            let now = tally.slow_open.fetch_add(1, Ordering::Relaxed) + 1;
+                            tally.slow_peak.fetch_max(now, Ordering::Relaxed);
+                            tally.slow_opened.fetch_add(1, Ordering::Relaxed);
                             let mut buf = [0u8; 256];
                             let _ = tokio::io::AsyncReadExt::read(&mut s, &mut buf).await;
+                            tally.slow_open.fetch_sub(1, Ordering::Relaxed);
                         }
                     }));
                 }
@@ -209,10 +218,12 @@ pub async fn attack_for(args: &[String]) {
         t.abort();
     }
     println!(
-        "# attackers: {} answered calls, {} refused (4xx/503), {} server errors; {SLOW_SOCKETS} slow-header sockets held open",
+        "# attackers: {} answered calls, {} refused (4xx/503), {} server errors; slow-header sockets: at most {} held open at once (aiming at {SLOW_SOCKETS}), {} opened in all",
         tally.calls.load(Ordering::Relaxed),
         tally.refused.load(Ordering::Relaxed),
         tally.server_errors.load(Ordering::Relaxed),
+        tally.slow_peak.load(Ordering::Relaxed),
+        tally.slow_opened.load(Ordering::Relaxed),
     );
 }
 

@@ -22,17 +22,18 @@ fn big(s: &mut Settings) {
     s.log_keep = 20_000;
 }
 
+/// Redis's `used_memory`. A read that fails stops the run: a 0 would pass for a figure.
 async fn used_memory(store: &Store) -> u64 {
     use fred::prelude::*;
     let info: String = store
         .client()
         .custom(fred::cmd!("INFO"), vec!["memory"])
         .await
-        .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("memory: reading INFO memory failed: {e}"));
     info.lines()
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+        .unwrap_or_else(|| panic!("memory: no used_memory in INFO memory"))
 }
 
 async fn create(store: &Store, slug: &str, f: impl FnOnce(&mut Settings)) {

@@ -242,7 +242,19 @@ pub fn offload_dir_conflict(
     let real = |p: &std::path::Path| -> PathBuf {
         let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
         // The longest existing ancestor, resolved; the rest appended as written.
-        let mut head = abs.clone();
+        // `..` and `.` taken out as written (a path that does not exist yet cannot be
+        // resolved); then the longest existing ancestor resolved (symbolic links).
+        let mut plain = PathBuf::new();
+        for part in abs.components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    plain.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => plain.push(other),
+            }
+        }
+        let mut head = plain.clone();
         let mut tail = Vec::new();
         loop {
             if let Ok(c) = head.canonicalize() {
@@ -257,7 +269,7 @@ pub fn offload_dir_conflict(
                     tail.push(name);
                     head = parent.to_path_buf();
                 }
-                _ => return abs,
+                _ => return plain,
             }
         }
     };
@@ -367,5 +379,33 @@ mod tests {
             "the default of serve is Config::new's"
         );
         assert_eq!(plain.fleet_silence.as_secs(), 15 * 60);
+    }
+
+    #[test]
+    fn the_offload_directory_may_share_nothing_the_offloader_would_delete() {
+        let d = std::env::temp_dir().join(format!("tracker-dirs-{}", std::process::id()));
+        let p = |s: &str| d.join(s);
+        // The defaults: both under the data directory, apart.
+        assert_eq!(
+            offload_dir_conflict(&p("data/offload"), &[("archive", &p("data/archive"))]),
+            None
+        );
+        assert_eq!(
+            offload_dir_conflict(&p("data/offload"), &[("data", &p("data"))]),
+            None
+        );
+        for (offload, name, other) in [
+            ("x", "archive", "x"),
+            ("x", "archive", "x/archive"),
+            ("x/offload", "archive", "x"),
+            ("data", "data", "data"),
+            ("data", "data", "data/redis"),
+            ("data/./offload/..", "data", "data"),
+        ] {
+            assert!(
+                offload_dir_conflict(&p(offload), &[(name, &p(other))]).is_some(),
+                "{offload} beside {name} {other}"
+            );
+        }
     }
 }

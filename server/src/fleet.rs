@@ -236,4 +236,21 @@ mod tests {
         assert_eq!((seen.len(), left_out), (2, 1));
         assert_eq!(fleet.take(), (vec![], 0), "taken: empty again");
     }
+
+    #[test]
+    fn one_address_brings_at_most_its_share_of_new_callers() {
+        let fleet = ApiFleet::with_cap(10_000);
+        let n = MAX_NEW_PER_ADDRESS as usize + 10;
+        for i in 0..n {
+            fleet.saw("p1", &format!("name{i}"), "192.0.2.66", "", "", 0);
+        }
+        fleet.saw("p1", "honest", "192.0.2.1", "", "", 0);
+        let (seen, left_out) = fleet.take();
+        assert_eq!(seen.len(), MAX_NEW_PER_ADDRESS as usize + 1);
+        assert_eq!(left_out, 10);
+        // Those let in are still seen at their next calls, after a flush.
+        fleet.saw("p1", "name0", "192.0.2.66", "", "", 1);
+        let (seen, left_out) = fleet.take();
+        assert_eq!((seen.len(), left_out), (1, 0));
+    }
 }

@@ -12,6 +12,7 @@
 //!
 //! ```text
 //! ns:projects                  set     slugs of all projects                      (global)
+//! ns:destroyed                 hash    slug -> ms: destroyed, files not yet deleted (global)
 //! ns:blocked:ip / :dl          hash    global blocks: value -> JSON entry         (global)
 //! ns:{SLUG}:meta               hash    title, domains, state, settings, queues (claim order),
 //!                                      pl:<name> ("rate burst" of a pattern limit)
@@ -83,6 +84,7 @@
 //!                                      name, t                                       (global)
 //! ns:admin:tokens:<name>       hash    an account's tokens: id -> JSON {hash, name, t} (global)
 //! ns:pipelines                hash    pipeline name -> JSON {hash, name, tags, match_only, t}
+//! ns:pipelines:revoked        hash    revoked pipeline name -> ms (never issued again)
 //!                                      (hash: the SHA-256 of its secret)              (global)
 //! ns:pipeline:<sha256>         string  the pipeline (JSON {name, tags, match_only, t}) whose
 //!                                      secret has this SHA-256; gone when revoked    (global)

@@ -213,29 +213,40 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
     })
 }
 
-/// The fewest seconds between two audit entries of `auto_project` changes from one process:
-/// a project flapping (claims emptying and refilling it) cannot flush the audit log.
+/// Audit entries of `auto_project` changes one process writes per install: a burst of
+/// [`AUTO_AUDIT_BURST`], then one per [`AUTO_AUDIT_EVERY`] (each saying how many changes it
+/// stands for). Changes of a normal day are all written; a project flapping between dry and
+/// full (claims emptying it, adds refilling it) cannot flush the audit log.
+const AUTO_AUDIT_BURST: f64 = 5.0;
+/// See [`AUTO_AUDIT_BURST`].
 const AUTO_AUDIT_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// When this process last wrote an `auto_project` audit entry, and the changes since that
-/// were not written.
-static AUTO_AUDIT: std::sync::Mutex<Option<(std::time::Instant, u64)>> =
-    std::sync::Mutex::new(None);
+/// Per install (key namespace): entries this process may still write, as of when, and the
+/// changes not written since the last entry.
+type AuditAllowance = std::collections::HashMap<String, (f64, std::time::Instant, u64)>;
+static AUTO_AUDIT: std::sync::LazyLock<std::sync::Mutex<AuditAllowance>> =
+    std::sync::LazyLock::new(Default::default);
 
-/// Whether an audit entry of a change may be written now; if so, how many changes went
-/// unwritten before it.
-fn auto_audit_due() -> Option<u64> {
-    let mut last = AUTO_AUDIT.lock().unwrap_or_else(|e| e.into_inner());
-    match &mut *last {
-        Some((t, skipped)) if t.elapsed() < AUTO_AUDIT_EVERY => {
-            *skipped += 1;
-            None
-        }
-        other => {
-            let skipped = other.map_or(0, |(_, n)| n);
-            *other = Some((std::time::Instant::now(), 0));
-            Some(skipped)
-        }
+/// Whether an audit entry of a change of install `ns` may be written now; if so, how many
+/// changes went unwritten before it.
+fn auto_audit_due(ns: &str) -> Option<u64> {
+    let mut all = AUTO_AUDIT.lock().unwrap_or_else(|e| e.into_inner());
+    if all.len() > 1000 {
+        all.clear();
+    }
+    let now = std::time::Instant::now();
+    let (tokens, at, skipped) = all
+        .entry(ns.to_string())
+        .or_insert((AUTO_AUDIT_BURST, now, 0));
+    let earned = now.duration_since(*at).as_secs_f64() / AUTO_AUDIT_EVERY.as_secs_f64();
+    *tokens = (*tokens + earned).min(AUTO_AUDIT_BURST);
+    *at = now;
+    if *tokens >= 1.0 {
+        *tokens -= 1.0;
+        Some(std::mem::take(skipped))
+    } else {
+        *skipped += 1;
+        None
     }
 }
 
@@ -247,7 +258,7 @@ pub async fn record_auto(
     chosen: Option<&str>,
 ) -> StoreResult<()> {
     if let Some(old) = store.record_auto(chosen).await? {
-        let Some(skipped) = auto_audit_due() else {
+        let Some(skipped) = auto_audit_due(&store.keys().projects()) else {
             return Ok(());
         };
         let why = match (&old, &generated.pin) {
@@ -325,4 +336,28 @@ pub fn start_refreshing(store: Store, closing: tokio_util::sync::CancellationTok
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_project_changes_are_audited_in_a_burst_then_once_a_minute_and_counted() {
+        for _ in 0..5 {
+            assert_eq!(auto_audit_due("t1"), Some(0), "a normal day's changes");
+        }
+        assert_eq!(auto_audit_due("t1"), None);
+        assert_eq!(auto_audit_due("t1"), None);
+        assert_eq!(auto_audit_due("t2"), Some(0), "installs apart");
+        if let Some((_, at, _)) = AUTO_AUDIT.lock().unwrap().get_mut("t1") {
+            *at -= AUTO_AUDIT_EVERY;
+        }
+        assert_eq!(
+            auto_audit_due("t1"),
+            Some(2),
+            "a minute on: one, counting two"
+        );
+        assert_eq!(auto_audit_due("t1"), None);
+    }
 }

@@ -155,7 +155,20 @@ impl TestApp {
 
     /// [`TestApp::start`] on `cluster`.
     pub async fn start_on_cluster(cluster: &cluster::Cluster) -> TestApp {
-        Self::start_on("target/site", Some(Redis::Cluster(cluster.url())), |_| {}).await
+        Self::start_on_cluster_with(cluster, |_| {}).await
+    }
+
+    /// [`TestApp::start_on_cluster`] with `configure` applied to its [`Config`] first.
+    pub async fn start_on_cluster_with(
+        cluster: &cluster::Cluster,
+        configure: impl FnOnce(&mut Config),
+    ) -> TestApp {
+        Self::start_on(
+            "target/site",
+            Some(Redis::Cluster(cluster.url())),
+            configure,
+        )
+        .await
     }
 
     async fn start_configured(site_root: &str, configure: impl FnOnce(&mut Config)) -> TestApp {

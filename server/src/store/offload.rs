@@ -372,7 +372,7 @@ impl Store {
             Value::from(id),
             Value::from(serde_json::to_string(entry).map_err(disk_err)?),
             Value::from(entry.kind.as_str()),
-            Value::from(deadline_ms as i64),
+            Value::from(deadline_ms.min(i64::MAX as u64) as i64),
         ];
         for (item, score) in items {
             args.push(Value::from(item.as_str()));

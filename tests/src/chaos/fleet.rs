@@ -217,6 +217,11 @@ impl Fleet {
             .args(["check", slug])
             .env("REDIS_URL", &self.redis_url)
             .env("TRACKER_NAMESPACE", &self.namespace)
+            // The processes' offload directory: the check reads every registered segment.
+            .env(
+                "TRACKER_OFFLOAD_DIR",
+                crate::files_dir(&self.namespace).join("offload"),
+            )
             .env("RUST_LOG", "error")
             .output()
             .await;

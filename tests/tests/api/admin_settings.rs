@@ -55,7 +55,22 @@ async fn settings_are_validated_and_the_description_sanitised() {
         .await;
     assert_eq!(json(&t), serde_json::json!([["rsync://h/m/", true]]));
     let audit = json(&p.get("/admin/api/audit?action=settings").await);
-    assert_eq!(audit[0]["detail"], "rate,title", "{audit}");
+    let saved = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "settings.save")
+        .unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(saved["detail"], "rate,title", "{audit}");
+    // The description's change has an entry of its own.
+    assert!(
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "settings.description"),
+        "{audit}"
+    );
 }
 
 #[tokio::test]

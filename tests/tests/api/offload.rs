@@ -385,5 +385,9 @@ async fn only_the_lease_holder_may_change_what_is_on_disk() {
         matches!(refused, Err(StoreError::Refused(Refusal::Lease))),
         "{refused:?}"
     );
+    // Nothing changed: no segment registered, the item where it was.
+    assert!(app.store.segment_entries("lease").await.unwrap().is_empty());
+    let status = app.store.item_status("lease", "lease-00001").await.unwrap();
+    assert_eq!(status.state.as_deref(), Some("todo"), "{status:?}");
     app.assert_invariant("lease").await;
 }
