@@ -169,18 +169,22 @@ struct BlockRef {
     first: String,
 }
 
+/// A block's records, inflated.
+type Block = Arc<Vec<(String, String)>>;
+/// (segment as opened, block index) -> its records.
+type BlockCache = moka::sync::Cache<(u64, usize), Block>;
+
 /// Decompressed blocks recently read, across every open segment: a name looked up again (a
 /// client repeating dones of offloaded items) costs no disk read. Bounded in bytes.
-static BLOCKS: std::sync::LazyLock<moka::sync::Cache<(u64, usize), Arc<Vec<(String, String)>>>> =
-    std::sync::LazyLock::new(|| {
-        moka::sync::Cache::builder()
-            .max_capacity(BLOCK_CACHE_BYTES)
-            .weigher(|_, v: &Arc<Vec<(String, String)>>| {
-                let bytes: usize = v.iter().map(|(n, p)| n.len() + p.len() + 48).sum();
-                bytes.try_into().unwrap_or(u32::MAX)
-            })
-            .build()
-    });
+static BLOCKS: std::sync::LazyLock<BlockCache> = std::sync::LazyLock::new(|| {
+    moka::sync::Cache::builder()
+        .max_capacity(BLOCK_CACHE_BYTES)
+        .weigher(|_, v: &Block| {
+            let bytes: usize = v.iter().map(|(n, p)| n.len() + p.len() + 48).sum();
+            bytes.try_into().unwrap_or(u32::MAX)
+        })
+        .build()
+});
 
 /// The most bytes of decompressed blocks kept ([`BLOCKS`]).
 pub const BLOCK_CACHE_BYTES: u64 = 64 * 1024 * 1024;
