@@ -265,6 +265,11 @@ impl Keys {
         format!("{}:hq:seq", self.ns)
     }
 
+    /// The secret Warrior HQ ids are made and checked with (set once, by the first process).
+    pub fn hq_secret(&self) -> String {
+        format!("{}:hq:secret", self.ns)
+    }
+
     /// Warrior instances: id -> JSON record (Warrior HQ).
     pub fn hq_warriors(&self) -> String {
         format!("{}:hq:warriors", self.ns)

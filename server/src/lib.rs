@@ -104,6 +104,8 @@ pub struct App {
     pub read_cache: read_cache::ReadCache,
     /// Each address's allowance of public reads.
     pub read_throttle: throttle::Throttle,
+    /// Each network's allowance of Warrior HQ registrations and updates.
+    pub hq_throttle: Arc<throttle::Throttle>,
     /// The live viewers watching now.
     pub viewers: viewers::Viewers,
     /// Cancelled when the server stops: live streams end at once instead of holding it up.
@@ -169,6 +171,10 @@ impl App {
             web::base_url(config, &Default::default()),
         );
         store.set_offload_dir(config.offload_dir.clone());
+        // Warrior HQ's key, made now if it is not yet: later it is only read.
+        if let Err(e) = store.hq_key().await {
+            tracing::warn!(error = %e, "reading Warrior HQ's key; tried again at the first update");
+        }
         if config.offloader {
             offloader::Offloader::new(
                 store.clone(),
@@ -192,6 +198,7 @@ impl App {
             viewers: Default::default(),
             read_cache,
             read_throttle: Default::default(),
+            hq_throttle: Default::default(),
             page_renders: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism()
                     .map_or(1, |n| n.get().saturating_sub(1))

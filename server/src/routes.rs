@@ -38,7 +38,9 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/release", post(warrior::release_item).layer(small))
         .route(
             "/{slug}/upload",
-            post(extras::get_upload_target).layer(small),
+            // seesaw's UploadWithTracker sends the whole batch as `item_name` (NUL-joined, 100
+            // URLs with their contexts in urls-grab): as large as a done's.
+            post(extras::get_upload_target).layer(DefaultBodyLimit::max(limits.done_body())),
         )
         .route(
             "/{slug}/uploaded",
@@ -81,6 +83,9 @@ pub fn router(state: AppState) -> Router {
     let public_json = Router::new()
         .route("/healthz", get(public::check_health))
         .route("/api/stats.json", get(hq::get_fleet_stats))
+        // warrior-hq's own paths, for the tools built on them.
+        .route("/stats.json", get(hq::get_hq_stats))
+        .route("/positions.json", get(hq::get_hq_positions))
         .route(
             "/projects.json",
             get(crate::admin::warrior::get_projects_json),

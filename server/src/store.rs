@@ -203,6 +203,8 @@ pub struct Store {
     fleet_silence_ms: u64,
     /// The offload directory and the segment files open, per project.
     disk: std::sync::Arc<offload::DiskCache>,
+    /// The install's Warrior HQ key, once read ([`fleet`]).
+    hq_key: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
 impl Store {
@@ -254,6 +256,7 @@ impl Store {
             pending_contributors: Default::default(),
             fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
             disk: Default::default(),
+            hq_key: Default::default(),
         })
     }
 

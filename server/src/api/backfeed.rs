@@ -62,8 +62,10 @@ fn one_char(value: Option<&str>, default: char, what: &str) -> ApiResult<char> {
     }
 }
 
-/// `POST /backfeed/legacy/KEY`: `{"status_code": 200, "added": N, "duplicates": M}`. Every
-/// check (key, query, shard, size, records) passes before anything is queued.
+/// `POST /backfeed/legacy/KEY`: `{"status_code": 200, "added": N, "duplicates": M}`, with
+/// `"rejected": R, "rejected_reason": "..."` (the first's) when records were rejected one by one
+/// (not UTF-8, an item too long): the rest are queued. Every check of the call (key, query,
+/// shard, size, record count) passes before anything is queued.
 #[tracing::instrument(skip_all)]
 pub async fn add_backfeed(
     State(state): State<AppState>,
@@ -130,7 +132,7 @@ pub async fn add_backfeed(
     let turn = slots.0.clone().acquire_owned().await.ok();
     // Decompressing and hashing megabytes is CPU work: off the async workers. The turn goes
     // with it, so a call that times out meanwhile still holds it until the work ends.
-    let records = tokio::task::spawn_blocking(move || {
+    let (records, rejected) = tokio::task::spawn_blocking(move || {
         let _turn = turn;
         body::records(encoding, body, caps, format, &patterns)
     })
@@ -151,8 +153,11 @@ pub async fn add_backfeed(
         )
         .await?;
     let (added, duplicates) = outcome.ok_or_else(forbidden)?;
-    Ok(
-        Json(serde_json::json!({ "status_code": 200, "added": added, "duplicates": duplicates }))
-            .into_response(),
-    )
+    let mut answer =
+        serde_json::json!({ "status_code": 200, "added": added, "duplicates": duplicates });
+    if rejected.count > 0 {
+        answer["rejected"] = rejected.count.into();
+        answer["rejected_reason"] = rejected.first.unwrap_or_default().into();
+    }
+    Ok(Json(answer).into_response())
 }

@@ -51,11 +51,15 @@ pub async fn get_upload_target(
     Ok(Json(serde_json::json!({ "upload_target": target })).into_response())
 }
 
-/// Body of `POST /SLUG/uploaded`: `{"uploader", "item", "server"}`.
+/// Body of `POST /SLUG/uploaded`: `{"uploader", "item", "server"}`; `user` is taken for `item`,
+/// as the old tracker did (`data["item"] || data["user"]`).
 #[derive(Debug, Deserialize)]
 pub struct UploadedBody {
     uploader: String,
-    item: String,
+    #[serde(default)]
+    item: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
     #[serde(default)]
     server: String,
 }
@@ -67,14 +71,17 @@ pub async fn report_uploaded(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: UploadedBody = parse(&body)?;
+    let Some(item) = req.item.clone().or(req.user.clone()) else {
+        return Err(ApiError::bad_request("item (or user) is required."));
+    };
     if !valid_downloader(&req.uploader) {
         return Err(ApiError::bad_request("Invalid uploader name."));
     }
-    if req.item.len() > super::warrior::MAX_ITEM_LEN * 100 || req.server.len() > 1024 {
+    if item.len() > super::warrior::MAX_ITEM_LEN * 100 || req.server.len() > 1024 {
         return Err(ApiError::bad_request("Item or server too long."));
     }
     known_project(&state, &slug).await?;
-    let record = serde_json::json!({ "uploader": req.uploader, "item": req.item, "server": req.server, "t": now_ms() });
+    let record = serde_json::json!({ "uploader": req.uploader, "item": item, "server": req.server, "t": now_ms() });
     state.store.record_upload(&slug, &record).await?;
     Ok("OK\n".into_response())
 }

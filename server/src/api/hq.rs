@@ -46,9 +46,21 @@ const MAX_VERSION: usize = 64;
 /// `POST /api/register.json` `{"warrior": {"version": "..."}}` → `{"warrior_id": "N"}`.
 pub async fn register_warrior(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<serde_json::Value>> {
     let _: Envelope<serde_json::Value> = parse(&body)?;
+    let ip = client_ip(peer, &headers, state.config.trust_proxy);
+    let net = format!("register {}", crate::admin::login::network(&ip));
+    if let Err(wait) = state.hq_throttle.check(
+        &net,
+        HQ_REGISTERS_PER_S,
+        HQ_REGISTERS_BURST,
+        std::time::Instant::now(),
+    ) {
+        return Err(ApiError::RateLimited(wait.as_secs().max(1)));
+    }
     let id = state.store.register_warrior().await?;
     Ok(Json(serde_json::json!({ "warrior_id": id.to_string() })))
 }
@@ -65,8 +77,28 @@ pub async fn update_warrior(
 ) -> ApiResult<Response> {
     let Envelope { warrior } = parse::<Envelope<Update>>(&body)?;
     let now = now_ms();
+    let ip = client_ip(peer, &headers, state.config.trust_proxy);
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    // One network (an IPv6 /64) may flood HQ only so fast.
+    let net = crate::admin::login::network(&ip);
+    if let Err(wait) = state.hq_throttle.check(
+        &net,
+        HQ_UPDATES_PER_S,
+        HQ_UPDATES_BURST,
+        std::time::Instant::now(),
+    ) {
+        return Err(ApiError::RateLimited(wait.as_secs().max(1)));
+    }
+    // Ours, or derived for this network and user agent (an empty, unknown or foreign id).
+    let id = state
+        .store
+        .hq_id_for(warrior_id(&warrior.warrior_id), &net, &user_agent)
+        .await?;
     let record = WarriorRecord {
-        id: warrior_id(&warrior.warrior_id)?,
+        id,
         downloader: downloader(warrior.downloader, state.config.limits.downloader)?,
         selected_project: selected_project(warrior.selected_project)?,
         lat_lng: warrior.lat_lng.as_ref().map(lat_lng).transpose()?.flatten(),
@@ -79,7 +111,7 @@ pub async fn update_warrior(
             }
             _ => String::new(),
         },
-        ip: client_ip(peer, &headers, state.config.trust_proxy),
+        ip,
         seen: now,
     };
     // A full Redis refuses to record the instance, but the warrior still gets its list.
@@ -89,11 +121,6 @@ pub async fn update_warrior(
     };
     match recorded {
         Ok(()) => {}
-        Err(FleetRefusal::UnknownId) => {
-            return Err(ApiError::not_found(
-                "Unknown warrior_id: register again (POST /api/register.json).",
-            ))
-        }
         Err(FleetRefusal::Full) => {
             return Err(ApiError::Unavailable(
                 60,
@@ -102,7 +129,7 @@ pub async fn update_warrior(
         }
     }
     let base = crate::web::base_url(&state.config, &headers);
-    let list = crate::listing::body(&state.store, &base, pipeline.0.as_deref()).await?;
+    let list = crate::listing::body_cached(&state.store, &base, pipeline.0.as_deref()).await?;
     let mut resp = list.into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -112,15 +139,25 @@ pub async fn update_warrior(
 }
 
 /// `warrior_id`: the number `/api/register.json` gave, as a string (as it was given) or a
-/// number.
-fn warrior_id(v: &serde_json::Value) -> ApiResult<u64> {
-    let parsed = match v {
-        serde_json::Value::String(s) if s.len() <= 20 => s.parse().ok(),
+/// number; `None` for anything else (absent, null, empty as the Docker warrior sends it, or not
+/// a number): such a warrior is served under a derived id.
+fn warrior_id(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::String(s) if s.len() <= 20 => s.trim().parse().ok(),
         serde_json::Value::Number(n) => n.as_u64(),
         _ => None,
-    };
-    parsed.ok_or_else(|| ApiError::bad_request("warrior_id is the id /api/register.json gave."))
+    }
 }
+
+/// Updates one network may send Warrior HQ a second (a warrior sends one every 10 minutes),
+/// and at once; 429 with `Retry-After` beyond.
+pub const HQ_UPDATES_PER_S: u64 = 2;
+/// See [`HQ_UPDATES_PER_S`].
+pub const HQ_UPDATES_BURST: u64 = 60;
+/// Registrations one network may make a second, and at once.
+pub const HQ_REGISTERS_PER_S: u64 = 1;
+/// See [`HQ_REGISTERS_PER_S`].
+pub const HQ_REGISTERS_BURST: u64 = 20;
 
 /// The downloader name: at most `max` bytes, no control characters (empty: not set yet).
 fn downloader(name: Option<String>, max: usize) -> ApiResult<String> {
@@ -177,20 +214,64 @@ pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<Fl
     Ok(Json(state.store.fleet_stats(now_ms()).await?))
 }
 
+/// `GET /stats.json`, as ArchiveTeam's warrior-hq served it: `{"projects": [[selected, n]...]
+/// (most first; `null` for none yet), "coords": [[lat, lng]...]}`, one position per warrior that
+/// said where it is, at its whole degree (warrior-hq added up to half a degree of noise; the
+/// whole degree says no more).
+pub async fn get_hq_stats(State(state): State<AppState>) -> ApiResult<Response> {
+    let stats = state.store.fleet_stats(now_ms()).await?;
+    let mut projects: Vec<(Option<String>, u64)> = stats
+        .projects
+        .into_iter()
+        .map(|(p, n)| ((!p.is_empty()).then_some(p), n))
+        .collect();
+    projects.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let coords: Vec<(f64, f64)> = stats
+        .positions
+        .iter()
+        .take(MAX_POSITIONS)
+        .flat_map(|&(lat, lng, n)| {
+            std::iter::repeat_n(
+                (lat as f64, lng as f64),
+                n.min(MAX_POSITIONS as u64) as usize,
+            )
+        })
+        .take(MAX_POSITIONS)
+        .collect();
+    Ok(Json(serde_json::json!({ "projects": projects, "coords": coords })).into_response())
+}
+
+/// `GET /positions.json`, as warrior-hq served it: `[[lat, lng]...]` in whole degrees, one per
+/// distinct position.
+pub async fn get_hq_positions(State(state): State<AppState>) -> ApiResult<Response> {
+    let stats = state.store.fleet_stats(now_ms()).await?;
+    let positions: Vec<(i32, i32)> = stats
+        .positions
+        .iter()
+        .take(MAX_POSITIONS)
+        .map(|&(lat, lng, _)| (lat, lng))
+        .collect();
+    Ok(Json(positions).into_response())
+}
+
+/// The most positions `/stats.json` and `/positions.json` list.
+pub const MAX_POSITIONS: usize = 10_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn warrior_fields_are_checked() {
-        assert_eq!(warrior_id(&serde_json::json!("42")).unwrap(), 42);
-        assert_eq!(warrior_id(&serde_json::json!(7)).unwrap(), 7);
-        for bad in [
+        assert_eq!(warrior_id(&serde_json::json!("42")), Some(42));
+        assert_eq!(warrior_id(&serde_json::json!(7)), Some(7));
+        for none in [
             serde_json::json!("x"),
+            serde_json::json!(""),
             serde_json::json!(-1),
             serde_json::json!(null),
         ] {
-            assert!(warrior_id(&bad).is_err(), "{bad}");
+            assert_eq!(warrior_id(&none), None, "{none}");
         }
         assert_eq!(
             lat_lng(&serde_json::json!(["51.5", -0.1])).unwrap(),

@@ -46,8 +46,13 @@ fn unhealthy(reason: String) -> Response {
 /// ```text
 /// {"domain_bytes": {d: n}, "downloader_bytes": {dl: n}, "downloader_count": {dl: n},
 ///  "downloaders": [dl...], "total_items_done": n, "total_items": n, "total_items_out": n,
-///  "total_bytes": n, "counts": {"todo": n, "out": n, "done": n}}
+///  "total_items_todo": n, "total_bytes": n, "counts": {"todo": n, "out": n, "done": n,
+///  "rcr": f, "rcsr": f, "irsr": f, "ifir": f, "ifar": f}}
 /// ```
+/// The rates are fractions over the last hour, as the production tracker's dashboard and
+/// exporters read them: `rcr` reclaims per item handed out, `rcsr` reclaimed items per item
+/// served, `irsr` claims served per claim, `ifir` backfed records filtered as known per record
+/// backfed, `ifar` items failed per item finished (done or failed); 0 without activity.
 pub async fn get_stats(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -68,6 +73,11 @@ pub async fn get_stats(
         .map(|d| (d.name.clone(), json!(d.items)))
         .collect();
     let names: Vec<&str> = downloaders.iter().map(|d| d.name.as_str()).collect();
+    let minutes = state
+        .store
+        .minutes(&slug, crate::store::now_ms(), 60)
+        .await?;
+    let rates = legacy_rates(&minutes);
     Ok(Json(json!({
         "domain_bytes": b.domain_bytes,
         "downloader_bytes": bytes,
@@ -76,10 +86,49 @@ pub async fn get_stats(
         "total_items_done": b.counts.done,
         "total_items": b.counts.done + b.counts.todo + b.counts.out,
         "total_items_out": b.counts.out,
+        "total_items_todo": b.counts.todo,
         "total_bytes": b.total_bytes,
-        "counts": { "todo": b.counts.todo, "out": b.counts.out, "done": b.counts.done },
+        "counts": {
+            "todo": b.counts.todo, "out": b.counts.out, "done": b.counts.done,
+            "rcr": rates.rcr, "rcsr": rates.rcsr, "irsr": rates.irsr,
+            "ifir": rates.ifir, "ifar": rates.ifar,
+        },
     }))
     .into_response())
+}
+
+/// The production tracker's rate fields (`counts.rcr` ...), over `minutes` (see [`get_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LegacyRates {
+    /// Reclaims per item handed out.
+    pub rcr: f64,
+    /// Reclaimed items per item served.
+    pub rcsr: f64,
+    /// Claims served per claim.
+    pub irsr: f64,
+    /// Backfed records filtered as known per record backfed.
+    pub ifir: f64,
+    /// Items failed per item finished.
+    pub ifar: f64,
+}
+
+/// [`LegacyRates`] of `minutes`.
+pub fn legacy_rates(minutes: &[crate::store::stats::Minute]) -> LegacyRates {
+    let s = |c: Counter| stats::sum(minutes, c);
+    let r = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    LegacyRates {
+        rcr: r(s(Counter::Reclaimed), s(Counter::Claimed)),
+        rcsr: r(s(Counter::ServedReclaimed), s(Counter::Served)),
+        irsr: r(s(Counter::Served), s(Counter::Requests)),
+        ifir: r(
+            s(Counter::BackfeedDuplicates),
+            s(Counter::Backfed) + s(Counter::BackfeedDuplicates),
+        ),
+        ifar: r(
+            s(Counter::Failed),
+            s(Counter::DoneItems) + s(Counter::Failed),
+        ),
+    }
 }
 
 /// `GET /SLUG/charts.json`: cumulative series, one point per minute at most.
@@ -102,17 +151,23 @@ pub async fn get_charts(
     .into_response())
 }
 
-/// `GET /SLUG/update-status.json`: `{"downloader_version": {dl: v}, "current_version": v}`.
+/// `GET /SLUG/update-status.json`: `{"downloader_version": {dl: v}, "current_version": v,
+/// "current_version_update_message": m}`, as the old tracker answered (its dashboard shows the
+/// message, then the names of the downloaders below the version).
 pub async fn get_update_status(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
     let settings = crate::web::known_project(&state, &slug).await?;
     let versions = state.store.downloader_versions(&slug).await?;
-    Ok(
-        Json(json!({ "downloader_version": versions, "current_version": settings.min_version }))
-            .into_response(),
-    )
+    let message = (!settings.min_version.is_empty())
+        .then(|| format!("Please update to version {}", settings.min_version));
+    Ok(Json(json!({
+        "downloader_version": versions,
+        "current_version": settings.min_version,
+        "current_version_update_message": message,
+    }))
+    .into_response())
 }
 
 /// Query of `GET /SLUG/tracker-stats.json`.

@@ -115,19 +115,23 @@ fn message(events: &[DoneEvent], tracker: Option<&TrackerStats>) -> String {
 /// One completion as the old broadcaster published it (PROTOCOL.md, "Live event"):
 ///
 /// ```text
-/// {"downloader","user_agent","item","items":[...],"megabytes","domain_bytes":{...},"version",
-///  "is_duplicate","counts":{"todo","out","done"}}
+/// {"downloader","user_agent","item","items":[...],"move_items":[...],"bytes","megabytes",
+///  "domain_bytes":{...},"version","is_duplicate","counts":{"todo","out","done"}}
 /// ```
 ///
 /// `item` is the reported items joined by NUL, as the done call carries them (the one item for a
 /// single-item done). Events only exist for completions that counted something, so
-/// `is_duplicate` is always false.
+/// `is_duplicate` is always false, and `move_items` (the items moved to done, which the
+/// production dashboard compares with `items` to show duplicates) are the items. `bytes` is the
+/// report's total: the production dashboard drops a message without it.
 #[derive(Serialize)]
 pub struct LegacyEvent<'a> {
     downloader: &'a str,
     user_agent: &'a str,
     item: String,
     items: &'a [String],
+    move_items: &'a [String],
+    bytes: u64,
     megabytes: f64,
     domain_bytes: &'a BTreeMap<String, u64>,
     version: &'a str,
@@ -149,6 +153,8 @@ impl<'a> From<&'a DoneEvent> for LegacyEvent<'a> {
             user_agent: &e.user_agent,
             item: e.items.join("\0"),
             items: &e.items,
+            move_items: &e.items,
+            bytes: e.bytes,
             megabytes: e.bytes as f64 / (1024.0 * 1024.0),
             domain_bytes: &e.domain_bytes,
             version: &e.version,
@@ -286,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn the_legacy_form_has_exactly_the_old_fields() {
+    fn the_legacy_form_has_the_old_fields_and_the_production_dashboards() {
         let chunk = sse_chunk(&[ev(9)]);
         let data = chunk
             .strip_prefix("id: 9\ndata: ")
@@ -296,7 +302,8 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!({"downloader": "bob", "user_agent": "ua", "item": "a\u{0}b",
-                "items": ["a", "b"], "megabytes": 3.0, "domain_bytes": {"data": 3145728},
+                "items": ["a", "b"], "move_items": ["a", "b"], "bytes": 3145728,
+                "megabytes": 3.0, "domain_bytes": {"data": 3145728},
                 "version": "v1", "is_duplicate": false,
                 "counts": {"todo": 1, "out": 2, "done": 3}})
         );

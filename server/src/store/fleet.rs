@@ -1,8 +1,16 @@
 //! Warrior HQ's instances: the warriors that registered (`/api/register.json`) and report what
 //! they run (`/api/update.json`), each forgotten [`FLEET_TTL_MS`] after its last update.
 //!
-//! An id is a number handed out by [`Store::register_warrior`]; an update must name one that
-//! was. Records live in one hash, their last update in a sorted set; the stale ones are removed
+//! An id is a number below 2^53 (JSON-safe), as a string on the wire. [`Store::register_warrior`]
+//! hands out unguessable ones: 25 random bits and 26 bits of a keyed SHA-256 of them (the key,
+//! `ns:hq:secret`, made once for the install), so any process checks an id without storing it.
+//! A warrior that sends no id, an empty one (the Docker warrior's default: seesaw registers only
+//! when the id is missing, so it never does), or one this tracker never made (from another HQ)
+//! is served under an id derived from its network (an IPv4 address, an IPv6 /64) and user agent
+//! with the same key ([`Store::hq_id_for`]): the same each update, so it is counted once, and
+//! sent from another network or user agent it is not accepted as is, so it cannot be taken
+//! over. Ids handed out by earlier versions (sequential, `ns:hq:seq`) are still accepted.
+//! Records live in one hash, their last update in a sorted set; the stale ones are removed
 //! whenever the fleet is read, and before a new instance is refused for a full fleet, so memory
 //! stays within [`MAX_WARRIORS`] instances.
 
@@ -45,19 +53,105 @@ pub struct WarriorRecord {
 /// Why an update was not recorded.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FleetRefusal {
-    /// The id was never handed out.
-    UnknownId,
     /// [`MAX_WARRIORS`] instances are remembered already.
     Full,
 }
 
+/// Bit set in every id made by this version (ids of earlier versions are below it).
+const NEW_STYLE: u64 = 1 << 52;
+/// Bit set in a derived id (an instance that sent none of ours).
+const DERIVED: u64 = 1 << 51;
+/// Bits of the keyed hash in a registered id.
+const MAC_BITS: u32 = 26;
+/// Bits of randomness in a registered id.
+const RANDOM_BITS: u32 = 25;
+
+/// The first `bits` bits of SHA-256(`key` | `what`).
+fn keyed(key: &str, what: &str, bits: u32) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(key.as_bytes());
+    h.update([0u8]);
+    h.update(what.as_bytes());
+    let d = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&d[..8]);
+    u64::from_be_bytes(first) >> (64 - bits)
+}
+
+/// A registered id made with `key` from `random` (its low [`RANDOM_BITS`] bits).
+fn registered_id(key: &str, random: u64) -> u64 {
+    let r = random & ((1 << RANDOM_BITS) - 1);
+    NEW_STYLE | (r << MAC_BITS) | keyed(key, &format!("reg:{r}"), MAC_BITS)
+}
+
+/// The id derived with `key` for an instance on network `net` with user agent `ua`.
+fn derived_id(key: &str, net: &str, ua: &str) -> u64 {
+    NEW_STYLE | DERIVED | keyed(key, &format!("derived:{net}\n{ua}"), 51)
+}
+
 impl Store {
-    /// A new warrior id.
-    pub async fn register_warrior(&self) -> StoreResult<u64> {
-        Ok(self.pool.next().incr(self.keys.hq_seq()).await?)
+    /// The install's Warrior HQ key: made once (the first process to ask; every `tracker
+    /// serve` asks as it starts, so a full Redis later only needs to read it), then kept.
+    pub async fn hq_key(&self) -> StoreResult<String> {
+        if let Some(k) = self.hq_key.get() {
+            return Ok(k.clone());
+        }
+        let client = self.pool.next();
+        let known: Option<String> = client.get(self.keys.hq_secret()).await?;
+        if let Some(key) = known {
+            let _ = self.hq_key.set(key.clone());
+            return Ok(key);
+        }
+        let fresh = format!("{:032x}", rand::random::<u128>());
+        let _: Option<String> = client
+            .set(
+                self.keys.hq_secret(),
+                fresh.as_str(),
+                None,
+                Some(SetOptions::NX),
+                false,
+            )
+            .await?;
+        let key: Option<String> = client.get(self.keys.hq_secret()).await?;
+        let key = key.unwrap_or(fresh);
+        let _ = self.hq_key.set(key.clone());
+        Ok(key)
     }
 
-    /// Records `record` (its id, what it runs, when), unless its id was never handed out or
+    /// A new warrior id, unguessable (see the module).
+    pub async fn register_warrior(&self) -> StoreResult<u64> {
+        let key = self.hq_key().await?;
+        Ok(registered_id(&key, rand::random::<u64>()))
+    }
+
+    /// The id an update from network `net` with user agent `ua` is recorded under: `sent` if it
+    /// is one this tracker handed out (or derived for that very network and user agent), else
+    /// the one derived for them.
+    pub async fn hq_id_for(&self, sent: Option<u64>, net: &str, ua: &str) -> StoreResult<u64> {
+        let key = self.hq_key().await?;
+        let derived = derived_id(&key, net, ua);
+        let Some(id) = sent else {
+            return Ok(derived);
+        };
+        if id & NEW_STYLE != 0 {
+            let ours = if id & DERIVED != 0 {
+                id == derived
+            } else {
+                id < NEW_STYLE << 1 && registered_id(&key, id >> MAC_BITS) == id
+            };
+            return Ok(if ours { id } else { derived });
+        }
+        // An id of an earlier version: sequential, up to the last it handed out.
+        let issued: Option<u64> = self.pool.next().get(self.keys.hq_seq()).await?;
+        Ok(if id > 0 && id <= issued.unwrap_or(0) {
+            id
+        } else {
+            derived
+        })
+    }
+
+    /// Records `record` (its id, as [`Store::hq_id_for`] chose it; what it runs, when), unless
     /// the fleet is full: two pipelined round trips. Silent instances are forgotten here only
     /// when the fleet is full (and by every [`Store::fleet`] read), which keeps the update cheap
     /// and the memory within [`MAX_WARRIORS`] records.
@@ -69,13 +163,9 @@ impl Store {
         let client = self.pool.next();
         let id = record.id.to_string();
         let pipe = client.pipeline();
-        let _: () = pipe.get(self.keys.hq_seq()).await?;
         let _: () = pipe.zscore(self.keys.hq_seen(), &id).await?;
         let _: () = pipe.zcard(self.keys.hq_seen()).await?;
-        let (issued, known, count): (Option<u64>, Option<f64>, u64) = pipe.all().await?;
-        if record.id == 0 || record.id > issued.unwrap_or(0) {
-            return Ok(Err(FleetRefusal::UnknownId));
-        }
+        let (known, count): (Option<f64>, u64) = pipe.all().await?;
         if known.is_none() && count >= MAX_WARRIORS {
             self.forget_silent_warriors(now_ms).await?;
             let count: u64 = client.zcard(self.keys.hq_seen()).await?;
@@ -153,5 +243,34 @@ impl Store {
         let _: () = client.hdel(self.keys.hq_warriors(), stale.clone()).await?;
         let _: () = client.zrem(self.keys.hq_seen(), stale).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked_by_their_hash_and_derived_ids_by_who_sends_them() {
+        let key = "k";
+        let ids: Vec<u64> = (0..1000u64).map(|r| registered_id(key, r * 7919)).collect();
+        for id in &ids {
+            assert!(*id < 1 << 53, "JSON-safe");
+            assert_eq!(registered_id(key, id >> MAC_BITS), *id, "checks");
+            assert_ne!(registered_id("other", id >> MAC_BITS), *id, "another key");
+        }
+        // A guess (a neighbour of a real id) fails the check.
+        let guess = ids[0] + 1;
+        assert_ne!(registered_id(key, guess >> MAC_BITS), guess);
+        let a = derived_id(key, "192.0.2.1", "ArchiveTeam Warrior/0.10.3 Warrior");
+        assert_eq!(
+            a,
+            derived_id(key, "192.0.2.1", "ArchiveTeam Warrior/0.10.3 Warrior")
+        );
+        assert_ne!(
+            a,
+            derived_id(key, "192.0.2.2", "ArchiveTeam Warrior/0.10.3 Warrior")
+        );
+        assert!(a & DERIVED != 0 && a < 1 << 53);
     }
 }

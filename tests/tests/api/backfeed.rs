@@ -142,12 +142,12 @@ async fn compressed_bodies_separators_shards_and_skipbloom() {
         (1, 1),
         "without the filter, known items are still not queued twice"
     );
-    assert_eq!(
-        app.post("/backfeed/legacy/p-s3cret", vec![0xffu8, 0xfe, 0])
-            .await
-            .status,
-        400
-    );
+    // A record that is not UTF-8 is rejected alone: the call answers 200, rejected 1.
+    let r = app
+        .post("/backfeed/legacy/p-s3cret", vec![0xffu8, 0xfe, 0])
+        .await;
+    assert_eq!(reply(&r), (0, 0));
+    assert!(r.body.contains(r#""rejected":1"#), "{}", r.body);
     assert_eq!(
         app.post_with(
             "/backfeed/legacy/p-s3cret",
@@ -449,5 +449,44 @@ async fn shards_in_use_before_declarations_stay_accepted() {
             .backfeed_shards,
         ["old"]
     );
+    app.assert_invariant("p").await;
+}
+
+/// urls-grab's batches as it sends them: NUL-delimited records with a trailing NUL, `url\x1f`
+/// `url\x1f` context; among 300 good ones, a 5 KiB URL found on a page and a record that is not
+/// UTF-8. They are rejected one by one, the 300 are queued, and `status_code` stays 200, which
+/// the script checks before it lets its item go on.
+#[tokio::test]
+async fn one_odd_record_is_rejected_alone_and_the_rest_of_the_batch_queued() {
+    let app = TestApp::start().await;
+    with_backfeed(&app).await;
+    let mut body = Vec::new();
+    for i in 0..300 {
+        let url = format!("https://example.org/page/{i}");
+        body.extend_from_slice(
+            format!("{url}\x1f{url}\x1fparent=https%3A%2F%2Fexample.org%2F\0").as_bytes(),
+        );
+        if i == 100 {
+            let long = format!("https://example.org/{}", "x".repeat(5 * 1024));
+            body.extend_from_slice(format!("{long}\x1f{long}\0").as_bytes());
+        }
+        if i == 200 {
+            body.extend_from_slice(b"https://example.org/\xff\xfe\x1fbad\0");
+        }
+    }
+    let r = app
+        .post(
+            "/backfeed/legacy/p-s3cret?delimiter=%00&itemseparator=%1F&shard=",
+            body,
+        )
+        .await;
+    assert_eq!(reply(&r), (300, 0), "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["rejected"], 2, "{v}");
+    assert!(
+        v["rejected_reason"].as_str().unwrap().contains("bytes"),
+        "{v}"
+    );
+    assert_eq!(app.counts("p").await.todo, 300);
     app.assert_invariant("p").await;
 }

@@ -103,10 +103,11 @@ async fn a_warrior_registers_updates_and_gets_the_project_list() {
     );
     let fleet = app.store.fleet(server::store::now_ms()).await.unwrap();
     assert_eq!(fleet.len(), 2);
-    assert_eq!(
-        (fleet[0].downloader.as_str(), fleet[0].ip.as_str()),
-        ("alice", "127.0.0.1")
-    );
+    let alice = fleet
+        .iter()
+        .find(|w| w.downloader == "alice")
+        .expect("alice");
+    assert_eq!(alice.ip, "127.0.0.1");
 }
 
 #[tokio::test]
@@ -158,21 +159,10 @@ async fn warriors_silent_for_15_minutes_are_forgotten() {
 }
 
 #[tokio::test]
-async fn bad_updates_get_a_400_or_404_and_record_nothing() {
+async fn bad_updates_get_a_400_and_record_nothing() {
     let app = TestApp::start().await;
     let id = register(&app).await;
-    let never = (id.parse::<u64>().unwrap() + 1000).to_string();
     for (body, status, says) in [
-        (
-            update(&never, "d", "auto", serde_json::Value::Null),
-            404,
-            "register again",
-        ),
-        (
-            update("x", "d", "auto", serde_json::Value::Null),
-            400,
-            "warrior_id",
-        ),
         (
             update(&id, "d", "Not A Slug", serde_json::Value::Null),
             400,
@@ -205,4 +195,157 @@ async fn bad_updates_get_a_400_or_404_and_record_nothing() {
         .await
         .unwrap();
     assert_eq!(known, 0, "nothing recorded");
+}
+
+/// The user agent seesaw 0.10.3 sends to Warrior HQ.
+const SEESAW_UA: &str = "ArchiveTeam Warrior/0.10.3 Warrior";
+
+/// `POST /api/update.json` as seesaw sends it, from `ip` (the app trusts X-Forwarded-For).
+async fn seesaw_update(
+    app: &TestApp,
+    ip: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/api/update.json"))
+                .header("content-type", "application/json")
+                .header("user-agent", SEESAW_UA)
+                .header("x-forwarded-for", ip)
+                .body(body.to_string()),
+        )
+        .await;
+    let v = serde_json::from_str(&r.body).unwrap_or(serde_json::Value::Null);
+    (r.status, v)
+}
+
+/// The instances recorded now, by id.
+async fn recorded(app: &TestApp) -> std::collections::HashMap<String, String> {
+    app.store
+        .client()
+        .hgetall(app.store.keys().hq_warriors())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn docker_warriors_without_an_id_and_warriors_of_another_hq_get_the_list_counted_once() {
+    let app = TestApp::start_with(|c| c.trust_proxy = true).await;
+    app.project("p1", &["a"]).await;
+    // warrior-dockerfile's start.py writes "warrior_id": "" when WARRIOR_ID is unset, and
+    // seesaw registers only when the id is missing: this is every update such a warrior sends.
+    let docker = serde_json::json!({"warrior": {"warrior_id": "", "lat_lng": null,
+        "downloader": "alice", "selected_project": "auto"}});
+    for _ in 0..3 {
+        let (status, v) = seesaw_update(&app, "192.0.2.10", &docker).await;
+        assert_eq!(status, 200, "{v}");
+        assert!(v["projects"].is_array(), "the project list: {v}");
+        assert!(v.get("auto_project").is_some(), "{v}");
+    }
+    let after_docker = recorded(&app).await;
+    assert_eq!(
+        after_docker.len(),
+        1,
+        "counted once over its updates: {after_docker:?}"
+    );
+    let derived = after_docker.keys().next().unwrap().clone();
+    // An id from another HQ (a number this tracker never made): served, under its own id.
+    let foreign = serde_json::json!({"warrior": {"warrior_id": "1234567", "lat_lng": null,
+        "downloader": "bob", "selected_project": "p1"}});
+    let (status, v) = seesaw_update(&app, "198.51.100.7", &foreign).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v["projects"].is_array(), "{v}");
+    let now = recorded(&app).await;
+    assert_eq!(now.len(), 2);
+    assert!(
+        !now.contains_key("1234567"),
+        "not recorded under an id it chose"
+    );
+    // Another address sending the Docker warrior's derived id does not take it over.
+    let stolen = serde_json::json!({"warrior": {"warrior_id": derived, "lat_lng": null,
+        "downloader": "mallory", "selected_project": "p1"}});
+    let (status, _) = seesaw_update(&app, "203.0.113.66", &stolen).await;
+    assert_eq!(status, 200);
+    let now = recorded(&app).await;
+    assert!(
+        now[&derived].contains("alice"),
+        "still alice's: {}",
+        now[&derived]
+    );
+    assert_eq!(now.len(), 3);
+}
+
+#[tokio::test]
+async fn new_ids_are_unguessable_and_a_flood_of_registrations_is_throttled() {
+    let app = TestApp::start().await;
+    let a: u64 = register(&app).await.parse().unwrap();
+    let b: u64 = register(&app).await.parse().unwrap();
+    assert!(a.abs_diff(b) > 1 << 20, "not sequential: {a} {b}");
+    assert!(a < 1 << 53 && b < 1 << 53, "JSON-safe");
+    // Its neighbour is no id: an update naming it is recorded under a derived id instead.
+    let (status, _) = post(
+        &app,
+        "/api/update.json",
+        update(&(a + 1).to_string(), "d", "auto", serde_json::Value::Null),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(!recorded(&app).await.contains_key(&(a + 1).to_string()));
+    // One address registering over and over is held back, and nothing else changes.
+    let mut throttled = 0;
+    for _ in 0..200 {
+        let r = app
+            .post("/api/register.json", r#"{"warrior":{"version":"0.10.3"}}"#)
+            .await;
+        match r.status {
+            200 => {}
+            429 => throttled += 1,
+            other => panic!("{other}: {}", r.body),
+        }
+    }
+    assert!(throttled > 0, "a flood of registrations is throttled");
+    assert_eq!(
+        recorded(&app).await.len(),
+        1,
+        "registrations record nothing"
+    );
+}
+
+#[tokio::test]
+async fn warrior_hqs_own_stats_and_positions_are_served() {
+    let app = TestApp::start().await;
+    for (project, lat_lng) in [
+        ("p1", serde_json::json!([51.51, -0.13])),
+        ("p1", serde_json::json!([40.7, -74.0])),
+        ("", serde_json::Value::Null),
+    ] {
+        let id = register(&app).await;
+        let (status, v) = post(&app, "/api/update.json", update(&id, "d", project, lat_lng)).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let r = app.get("/stats.json").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        v["projects"],
+        serde_json::json!([["p1", 2], [null, 1]]),
+        "{v}"
+    );
+    let coords = v["coords"].as_array().unwrap();
+    assert_eq!(coords.len(), 2, "{v}");
+    assert!(
+        coords.contains(&serde_json::json!([52.0, 0.0])),
+        "whole degrees: {v}"
+    );
+    let r = app.get("/positions.json").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2, "{v}");
+    assert!(
+        v.as_array()
+            .unwrap()
+            .contains(&serde_json::json!([41, -74])),
+        "{v}"
+    );
 }

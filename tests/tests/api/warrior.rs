@@ -15,7 +15,7 @@ async fn claim_done_then_stats_count_it() {
     let stats: serde_json::Value =
         serde_json::from_str(&app.get("/p1/stats.json").await.body).unwrap();
     assert_eq!(
-        stats["counts"],
+        serde_json::json!({"todo": stats["counts"]["todo"], "out": stats["counts"]["out"], "done": stats["counts"]["done"]}),
         serde_json::json!({"todo": 2, "out": 0, "done": 1})
     );
     assert_eq!(stats["downloader_count"]["alice"], 1);
@@ -119,7 +119,7 @@ async fn done_of_an_unknown_item_is_404_and_changes_nothing() {
     let stats: serde_json::Value =
         serde_json::from_str(&app.get("/p1/stats.json").await.body).unwrap();
     assert_eq!(
-        stats["counts"],
+        serde_json::json!({"todo": stats["counts"]["todo"], "out": stats["counts"]["out"], "done": stats["counts"]["done"]}),
         serde_json::json!({"todo": 0, "out": 1, "done": 0})
     );
 }

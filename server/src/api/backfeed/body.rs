@@ -80,6 +80,24 @@ fn too_large(reason: String) -> ApiError {
     ApiError::Client(StatusCode::PAYLOAD_TOO_LARGE, reason)
 }
 
+/// The records of a body a call could not take, one by one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rejected {
+    /// How many.
+    pub count: u64,
+    /// Why the first was.
+    pub first: Option<String>,
+}
+
+impl Rejected {
+    fn add(&mut self, why: impl FnOnce() -> String) {
+        if self.count == 0 {
+            self.first = Some(why());
+        }
+        self.count += 1;
+    }
+}
+
 /// The records of `body`: decompressed ([`decode`]), then split ([`split_records`]).
 pub fn records(
     encoding: Encoding,
@@ -87,7 +105,7 @@ pub fn records(
     caps: Caps,
     format: Format,
     patterns: &Patterns,
-) -> ApiResult<Vec<BackfeedRecord>> {
+) -> ApiResult<(Vec<BackfeedRecord>, Rejected)> {
     let decoded = decode(encoding, body, caps)?;
     split_records(&decoded, format, patterns)
 }
@@ -233,40 +251,62 @@ fn zstd_window(body: &[u8]) -> Option<u64> {
     Some(if size_bytes == 2 { size + 256 } else { size })
 }
 
-/// The records of a decoded body, without a copy of it: the bytes are checked as UTF-8 in
-/// place and split on the delimiter; only each record's item is copied out.
+/// The records of a decoded body, without a copy of it: the body is split on the delimiter
+/// (as bytes: UTF-8 never holds a character's bytes inside another's), and each record checked
+/// as UTF-8 in place; only each record's item is copied out.
 ///
 /// ```text
 /// record DELIMITER record DELIMITER ...        (empty records are skipped)
 /// record = item | key SEPARATOR item           (the filter sees the key; without one, the item)
 /// ```
 ///
-/// 400 for a body that is not UTF-8 or an item of 0 or more than `max_item` bytes, 413 past
-/// `max_records` records.
+/// A record that is not UTF-8, or whose item is empty or over `max_item` bytes, is rejected
+/// alone ([`Rejected`]): the others are taken (a grab script retries a refused batch, then
+/// kills its item, so one odd URL found on a page must not fail every item that finds it).
+/// 413 past `max_records` records.
 pub fn split_records(
     body: &[u8],
     format: Format,
     patterns: &Patterns,
-) -> ApiResult<Vec<BackfeedRecord>> {
-    let text =
-        std::str::from_utf8(body).map_err(|_| ApiError::bad_request("Records must be UTF-8."))?;
+) -> ApiResult<(Vec<BackfeedRecord>, Rejected)> {
+    let mut delimiter = [0u8; 4];
+    let delimiter = format.delimiter.encode_utf8(&mut delimiter).as_bytes();
     let mut records = Vec::new();
-    for record in text.split(format.delimiter).filter(|r| !r.is_empty()) {
-        if records.len() == format.max_records {
+    let mut rejected = Rejected::default();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (raw, next) = match find(rest, delimiter) {
+            Some(at) => (&rest[..at], &rest[at + delimiter.len()..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        if raw.is_empty() {
+            continue;
+        }
+        if records.len() as u64 + rejected.count == format.max_records as u64 {
             return Err(too_large(format!(
                 "At most {} records per call.",
                 format.max_records
             )));
         }
+        let nth = records.len() as u64 + rejected.count + 1;
+        let Ok(record) = std::str::from_utf8(raw) else {
+            rejected.add(|| format!("record {nth} is not UTF-8"));
+            continue;
+        };
         let (key, item) = match format.separator.and_then(|sep| record.split_once(sep)) {
             Some((key, rest)) => (key, rest),
             None => (record, record),
         };
         if item.is_empty() || item.len() > format.max_item {
-            return Err(ApiError::bad_request(format!(
-                "Items must be 1 to {} bytes.",
-                format.max_item
-            )));
+            rejected.add(|| {
+                format!(
+                    "record {nth}: items are 1 to {} bytes, not {}",
+                    format.max_item,
+                    item.len()
+                )
+            });
+            continue;
         }
         records.push(BackfeedRecord {
             hash: bloom_hash(key.as_bytes()),
@@ -274,7 +314,15 @@ pub fn split_records(
             item: item.to_string(),
         });
     }
-    Ok(records)
+    Ok((records, rejected))
+}
+
+/// Where `needle` first starts in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.len() == 1 {
+        return hay.iter().position(|&b| b == needle[0]);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -409,16 +457,26 @@ mod tests {
             max_item: 10,
         };
         let p = Patterns::default();
-        let r = split_records(b"k\x1fa\0b\0\0c\0", format, &p).unwrap();
+        let (r, rejected) = split_records(b"k\x1fa\0b\0\0c\0", format, &p).unwrap();
         let items: Vec<&str> = r.iter().map(|r| r.item.as_str()).collect();
         assert_eq!(items, ["a", "b", "c"]);
+        assert_eq!(rejected, Rejected::default());
         assert_eq!(r[0].hash, bloom_hash(b"k"));
         assert_eq!(r[1].hash, bloom_hash(b"b"));
         let four = split_records(b"a\0b\0c\0d", format, &p);
         assert!(matches!(four, Err(ApiError::Client(s, _)) if s == 413));
-        for bad in [&b"k\x1f\0"[..], b"elevenbytes", b"\xff\xfe"] {
-            let r = split_records(bad, format, &p);
-            assert!(matches!(r, Err(ApiError::Client(s, _)) if s == 400));
-        }
+        // Bad records are rejected one by one; the good ones around them are taken.
+        let (r, rejected) = split_records(b"k\x1f\0ok\0elevenbytes\0\xff\xfe", format, &p).unwrap();
+        let items: Vec<&str> = r.iter().map(|r| r.item.as_str()).collect();
+        assert_eq!(items, ["ok"]);
+        assert_eq!(rejected.count, 3);
+        assert!(rejected.first.unwrap().contains("items are 1 to 10 bytes"));
+        // A delimiter of several bytes.
+        let wide = Format {
+            delimiter: '\u{2028}',
+            ..format
+        };
+        let (r, _) = split_records("a\u{2028}b\u{2028}".as_bytes(), wide, &p).unwrap();
+        assert_eq!(r.len(), 2);
     }
 }
