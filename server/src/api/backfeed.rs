@@ -25,7 +25,8 @@ mod body;
 /// body: records joined by the delimiter, with a trailing delimiter
 /// ```
 ///
-/// `shard` must be one of the project's `backfeed_shards`.
+/// `shard` is one of the project's `backfeed_shards`, or any name of [`valid_shard_name`],
+/// made on first use, up to [`MAX_SHARDS`].
 #[derive(Debug, Deserialize)]
 pub struct BackfeedQuery {
     delimiter: Option<String>,
@@ -62,6 +63,20 @@ fn one_char(value: Option<&str>, default: char, what: &str) -> ApiResult<char> {
     }
 }
 
+/// The most backfeed shard queues a project makes from the names calls send (declared ones
+/// in `backfeed_shards` are always accepted).
+pub const MAX_SHARDS: usize = 256;
+/// The longest shard name.
+pub const MAX_SHARD_NAME: usize = 64;
+
+/// Whether `name` may name a shard a call makes: `[A-Za-z0-9_.:-]{1,64}`.
+pub fn valid_shard_name(name: &str) -> bool {
+    (1..=MAX_SHARD_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
+}
+
 /// `POST /backfeed/legacy/KEY`: `{"status_code": 200, "added": N, "duplicates": M}`, with
 /// `"rejected": R, "rejected_reason": "..."` (the first's) when records were rejected one by one
 /// (not UTF-8, an item too long): the rest are queued. Every check of the call (key, query,
@@ -92,21 +107,28 @@ pub async fn add_backfeed(
         .as_deref()
         .map(|s| one_char(Some(s), '\x1f', "itemseparator"))
         .transpose()?;
+    // Shards are made when first named (urls-grab names a new one every day:
+    // `periodic<YEAR><DAY>`), up to a cap of shard queues per project.
     let queue = match query.shard.as_deref() {
         None | Some("") => "todo:backfeed".to_string(),
         Some(shard) if settings.backfeed_shards.iter().any(|s| s == shard) => {
             format!("todo:backfeed:{shard}")
         }
-        Some(_) if settings.backfeed_shards.is_empty() => {
-            return Err(ApiError::bad_request(
-                "This project declares no backfeed shards (setting backfeed_shards).",
-            ))
-        }
-        Some(_) => {
+        Some(shard) if !valid_shard_name(shard) => {
             return Err(ApiError::bad_request(format!(
-                "shard must be one of this project's backfeed_shards: {}.",
-                settings.backfeed_shards.join(", ")
+                "A shard name is 1 to {MAX_SHARD_NAME} of A-Z, a-z, 0-9, '_', '.', ':' and '-'."
             )))
+        }
+        Some(shard) => {
+            let queue = format!("todo:backfeed:{shard}");
+            let shards = state.store.backfeed_shards(slug).await?;
+            if !shards.iter().any(|s| s == shard) && shards.len() >= MAX_SHARDS {
+                return Err(ApiError::bad_request(format!(
+                    "This project has {MAX_SHARDS} backfeed shards already; an admin retires \
+                     empty ones (tracker queue clear) or names shards in backfeed_shards."
+                )));
+            }
+            queue
         }
     };
     let skip = query

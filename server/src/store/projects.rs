@@ -231,6 +231,16 @@ impl Store {
         Ok(())
     }
 
+    /// The backfeed shards in the claim order of `slug` now (read afresh).
+    pub async fn backfeed_shards(&self, slug: &str) -> StoreResult<Vec<String>> {
+        let queues: Option<String> = self
+            .pool
+            .next()
+            .hget(self.keys.project(slug).meta(), "queues")
+            .await?;
+        Ok(shards_in(queues.as_ref()))
+    }
+
     /// The slugs of every project, unordered (the hub subscribes to their event channels).
     pub async fn project_slugs(&self) -> StoreResult<Vec<String>> {
         Ok(self.pool.next().smembers(self.keys.projects()).await?)

@@ -361,43 +361,75 @@ async fn at_most_100_000_records_per_call() {
     app.assert_invariant("p").await;
 }
 
-/// A shard must be declared in the project's settings (`backfeed_shards`): any other is 400
-/// with the reason, and queues nothing. A project from before the setting keeps the shards
-/// its claim order already has.
+/// Shards are made when first named, as the grab scripts name them (urls-grab's daily
+/// `periodic<YEAR><DAY-OF-YEAR>`, `onetime`, telegram-grab's `telegram`, youtube-grab's
+/// `error_age_restricted`): a name of 1-64 of `[A-Za-z0-9_.:-]`, up to 256 shard queues per
+/// project; a bad name or one past the cap is 400 with the reason, and queues nothing.
 #[tokio::test]
-async fn only_declared_shards_are_accepted() {
+async fn shards_are_made_when_first_named_up_to_a_cap() {
     let app = TestApp::start().await;
     with_backfeed(&app).await;
-    let post = |shard: &'static str| {
+    let post = |shard: String| {
         let app = &app;
         async move {
             app.post(&format!("/backfeed/legacy/p-s3cret?shard={shard}"), "s1\0")
                 .await
         }
     };
-    let r = post("east").await;
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains("declares no backfeed shards"), "{}", r.body);
-    app.settings("p", |s| {
-        s.backfeed_shards = vec!["east".into(), "north".into()]
-    })
-    .await;
-    for (shard, status) in [("west", 400), ("..%2Fx", 400), ("East", 400)] {
-        let r = post(shard).await;
-        assert_eq!(r.status, status, "{shard}: {}", r.body);
-        assert!(r
-            .body
-            .contains("one of this project's backfeed_shards: east, north"));
+    for (shard, says) in [("..%2Fx", "shard name"), ("a%20b", "shard name")] {
+        let r = post(shard.into()).await;
+        assert_eq!(r.status, 400, "{shard}: {}", r.body);
+        assert!(r.body.contains(says), "{shard}: {}", r.body);
     }
     assert_nothing_queued(&app).await;
-    assert_eq!(reply(&post("east").await), (1, 0));
+    assert_eq!(reply(&post("periodic2026123".into()).await), (1, 0));
     assert_eq!(
         app.store.item_status("p", "s1").await.unwrap().detail,
-        "todo:backfeed:east"
+        "todo:backfeed:periodic2026123"
     );
-    // Declared shards are in the claim order before any item reaches them.
+    for shard in ["onetime", "telegram", "error_age_restricted"] {
+        let r = app
+            .post(
+                &format!("/backfeed/legacy/p-s3cret?shard={shard}&delimiter=%00"),
+                format!("{shard}-item\0"),
+            )
+            .await;
+        assert_eq!(reply(&r), (1, 0), "{shard}");
+    }
     let meta = server::keys::Keys::new(&app.namespace).project("p").meta();
-    let queues: String = app.store.client().hget(meta, "queues").await.unwrap();
+    let queues: String = app.store.client().hget(&meta, "queues").await.unwrap();
+    assert!(queues.contains("todo:backfeed:periodic2026123"), "{queues}");
+    // Up to the cap: a flood of new names from one caller stops there, and queues nothing more.
+    let cap = server::api::backfeed::MAX_SHARDS;
+    let mut refused = 0;
+    for i in 0..cap + 10 {
+        let r = app
+            .post(
+                &format!("/backfeed/legacy/p-s3cret?shard=flood{i}"),
+                format!("flood-{i}\0"),
+            )
+            .await;
+        match r.status {
+            200 => {}
+            400 => {
+                assert!(r.body.contains("backfeed shards already"), "{}", r.body);
+                refused += 1;
+            }
+            other => panic!("{other}: {}", r.body),
+        }
+    }
+    let shards = app.store.backfeed_shards("p").await.unwrap();
+    assert_eq!(shards.len(), cap, "{shards:?}");
+    assert_eq!(
+        refused, 14,
+        "4 shards were there; the rest past the cap refused"
+    );
+    assert_eq!(app.counts("p").await.todo, (1 + 3 + cap - 4) as u64);
+    // Declared shards are in the claim order before any item reaches them, and a declared
+    // shard is always accepted, whatever the cap.
+    app.settings("p", |s| s.backfeed_shards = vec!["north".into()])
+        .await;
+    let queues: String = app.store.client().hget(&meta, "queues").await.unwrap();
     assert!(queues.contains("todo:backfeed:north"), "{queues}");
     assert!(server::ops::validate_settings(&server::store::Settings {
         backfeed_shards: vec!["a/b".into()],
