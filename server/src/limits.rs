@@ -92,6 +92,12 @@ pub struct Limits {
     /// Most items (non-empty lines) of one rescue-me post; 413 beyond.
     #[arg(long, env = "TRACKER_MAX_RESCUE_ITEMS", default_value_t = 1000)]
     pub rescue_items: usize,
+    /// Backfeed sinks, comma-separated: a whole key (`SLUG-SECRET`) or a slug (any key of it).
+    /// The grab scripts post to projects a tracker may not host, and kill their item when
+    /// refused: a call to a sink is answered `{"status_code":200,"added":0,...}` and its
+    /// records dropped, unread.
+    #[arg(long, env = "TRACKER_BACKFEED_SINKS", value_delimiter = ',')]
+    pub backfeed_sinks: Vec<String>,
 }
 
 /// What a compressed backfeed body may decompress to before the ratio cap applies.

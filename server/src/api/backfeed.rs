@@ -92,13 +92,30 @@ pub async fn add_backfeed(
 ) -> ApiResult<Response> {
     let forbidden = || ApiError::forbidden("Unknown backfeed key.");
     let (slug, secret) = key.rsplit_once('-').ok_or_else(forbidden)?;
+    // A sink: answered as taken, dropped unread (a project this tracker does not host).
+    let sinks = &state.config.limits.backfeed_sinks;
+    if sinks
+        .iter()
+        .any(|s| !s.is_empty() && (*s == key || s == slug))
+    {
+        return Ok(Json(serde_json::json!({
+            "status_code": 200, "added": 0, "duplicates": 0, "sink": true
+        }))
+        .into_response());
+    }
     let settings = match crate::store::valid_slug(slug) {
         true => state.store.project(slug).await?.ok_or_else(forbidden)?,
         false => return Err(forbidden()),
     };
-    if settings.backfeed_key.is_empty()
-        || !constant_time_eq(secret.as_bytes(), settings.backfeed_key.as_bytes())
-    {
+    // Any of the project's keys (one per grab script that feeds it: `backfeed_key=k1,k2`).
+    let known = settings
+        .backfeed_key
+        .split(',')
+        .filter(|k| !k.is_empty())
+        .fold(false, |hit, k| {
+            constant_time_eq(secret.as_bytes(), k.as_bytes()) | hit
+        });
+    if !known {
         return Err(forbidden());
     }
     let delimiter = one_char(query.delimiter.as_deref(), '\0', "delimiter")?;

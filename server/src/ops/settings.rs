@@ -4,6 +4,9 @@
 use super::{invalid, Actor, OpsResult};
 use crate::store::{valid_part_name, Settings, Store};
 
+/// The most backfeed keys one project takes (one per grab script that feeds it).
+pub const MAX_BACKFEED_KEYS: usize = 16;
+
 /// The most backfeed shards a project may declare.
 const MAX_SHARDS: usize = 64;
 
@@ -105,8 +108,17 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
     if !s.item_pattern.is_empty() {
         regex::Regex::new(&s.item_pattern).map_err(|e| format!("item_pattern: {e}"))?;
     }
-    if !s.backfeed_key.is_empty() && !s.backfeed_key.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err("backfeed_key must be letters and digits".into());
+    if !s.backfeed_key.is_empty() {
+        let keys: Vec<&str> = s.backfeed_key.split(',').collect();
+        if keys.len() > MAX_BACKFEED_KEYS
+            || keys
+                .iter()
+                .any(|k| k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            return Err(format!(
+                "backfeed_key is 1 to {MAX_BACKFEED_KEYS} keys of letters and digits, comma-separated"
+            ));
+        }
     }
     if s.min_version.len() > 64 {
         return Err("min_version is at most 64 characters".into());

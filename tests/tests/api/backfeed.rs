@@ -522,3 +522,58 @@ async fn one_odd_record_is_rejected_alone_and_the_rest_of_the_batch_queued() {
     assert_eq!(app.counts("p").await.todo, 300);
     app.assert_invariant("p").await;
 }
+
+/// `urls` is fed by five grab scripts, each with its own secret: a project takes several keys
+/// (`backfeed_key=k1,k2`), each working alone, and one revoked stops working alone. A sink (a
+/// project this tracker does not host, or one key) answers as taken and queues nothing.
+#[tokio::test]
+async fn a_project_fed_under_several_keys_and_sinks_that_drop_what_they_get() {
+    let app = TestApp::start_with(|c| {
+        c.limits.backfeed_sinks = vec!["telegram".into(), "p-sunk1".into()];
+    })
+    .await;
+    with_backfeed(&app).await;
+    app.settings("p", |s| s.backfeed_key = "urlsgrab1,redditgrab2".into())
+        .await;
+    for (key, item) in [("urlsgrab1", "u1"), ("redditgrab2", "r1")] {
+        let r = app
+            .post(&format!("/backfeed/legacy/p-{key}"), format!("{item}\0"))
+            .await;
+        assert_eq!(reply(&r), (1, 0), "{key}");
+    }
+    // One revoked: it alone stops working.
+    app.settings("p", |s| s.backfeed_key = "urlsgrab1".into())
+        .await;
+    let r = app.post("/backfeed/legacy/p-redditgrab2", "r2\0").await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        reply(&app.post("/backfeed/legacy/p-urlsgrab1", "u2\0").await),
+        (1, 0)
+    );
+    assert!(server::ops::validate_settings(&server::store::Settings {
+        backfeed_key: "a,,b".into(),
+        ..app
+            .store
+            .project("p")
+            .await
+            .unwrap()
+            .unwrap()
+            .as_ref()
+            .clone()
+    })
+    .is_err());
+    // Sinks: a slug this tracker does not host, and one key of a project it does.
+    let before = app.counts("p").await.todo;
+    for key in ["telegram-x2kj4uadm0lrniv", "p-sunk1"] {
+        let r = app
+            .post(
+                &format!("/backfeed/legacy/{key}?shard=telegram"),
+                "t1\0t2\0",
+            )
+            .await;
+        assert_eq!(reply(&r), (0, 0), "{key}");
+        assert!(r.body.contains(r#""sink":true"#), "{}", r.body);
+    }
+    assert_eq!(app.counts("p").await.todo, before, "nothing queued");
+    app.assert_invariant("p").await;
+}

@@ -56,10 +56,14 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                 let rotate = rotate.clone();
                 let key = v.settings.backfeed_key;
                 let had = !key.is_empty();
+                // One URL per key (a project fed by several grab scripts has one each).
                 let url = if v.secrets_hidden {
                     "hidden from read-only accounts".into()
                 } else if had {
-                    format!("/backfeed/legacy/{}-{key}", slug.get_value())
+                    key.split(',')
+                        .map(|k| format!("/backfeed/legacy/{}-{k}", slug.get_value()))
+                        .collect::<Vec<_>>()
+                        .join("  ")
                 } else {
                     "none: backfeed is closed".into()
                 };
