@@ -8,8 +8,10 @@ use crate::{
 };
 
 mod admin;
+pub mod dictionary;
 mod pipeline;
 pub use admin::AdminCommand;
+pub use dictionary::DictionaryCommand;
 pub use pipeline::PipelineCommand;
 
 /// `tracker [COMMAND]`
@@ -91,6 +93,9 @@ pub enum Command {
     /// Manage pipeline tokens (what warrior clients claim with, for projects that ask for one).
     #[command(subcommand)]
     Pipeline(PipelineCommand),
+    /// Manage a project's zstd dictionaries (what the grab scripts compress their WARCs with).
+    #[command(subcommand)]
+    Dictionary(DictionaryCommand),
     /// Verify a project's invariant; exits non-zero on any violation.
     Check {
         /// Project slug.
@@ -206,6 +211,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
         )),
         Command::Admin(cmd) => admin::run(store, cmd).await,
         Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
+        Command::Dictionary(cmd) => dictionary::run(store, cmd).await,
         Command::Project(cmd) => run_project(store, &cli, cmd).await,
         Command::Items(ItemsCommand::Show { slug, item }) => {
             let status = store.item_status(&slug, &item).await?;

@@ -69,6 +69,8 @@ pub fn router(state: AppState) -> Router {
             )),
         )
         .route("/now", get(extras::get_now))
+        .route("/dictionary", get(extras::get_dictionary))
+        .route("/dictionary/{slug}/{id}", get(extras::download_dictionary))
         // While Redis does not answer, every call is refused at once (`crate::redis_watch`).
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

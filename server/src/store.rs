@@ -39,6 +39,7 @@ mod bloom;
 mod check;
 pub use check::queue_parts;
 pub mod contributors;
+pub mod dictionary;
 mod fleet;
 mod item_status;
 mod items;

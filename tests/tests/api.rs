@@ -23,6 +23,7 @@ mod api {
     mod contributors;
     mod crash;
     mod decay;
+    mod dictionary;
     mod downloaders;
     mod engine;
     mod faults;

@@ -192,3 +192,55 @@ pub async fn rescue_items(
     );
     Ok(rescue_page(&settings.title, &message).into_response())
 }
+
+/// Query of `GET /dictionary`.
+#[derive(Debug, Deserialize)]
+pub struct DictionaryQuery {
+    /// The project's slug.
+    #[serde(default)]
+    project: String,
+}
+
+/// `GET /dictionary?project=SLUG`: `{"id", "url", "sha256"}` of the zstd dictionary the project
+/// serves now, as urls-, reddit-, telegram- and imgur-grab fetch it every 30 minutes (they
+/// download `url`, check its SHA-256, decompress it when it is zstd-framed, and name their WARCs
+/// after `id`); 404 when the project has none.
+pub async fn get_dictionary(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<DictionaryQuery>,
+) -> ApiResult<Response> {
+    known_project(&state, &q.project).await?;
+    let Some(d) = state.store.dictionary(&q.project).await? else {
+        return Err(ApiError::not_found("This project has no dictionary."));
+    };
+    let base = crate::web::base_url(&state.config, &headers);
+    Ok(Json(serde_json::json!({
+        "id": d.id,
+        "url": format!("{base}/dictionary/{}/{}", q.project, d.id),
+        "sha256": d.sha256,
+    }))
+    .into_response())
+}
+
+/// `GET /dictionary/SLUG/ID`: the bytes of a dictionary, current or one of the last kept
+/// (uploads in flight may name an older one); cached for a year, as an id never changes.
+pub async fn download_dictionary(
+    State(state): State<AppState>,
+    Path((slug, id)): Path<(String, u64)>,
+) -> ApiResult<Response> {
+    known_project(&state, &slug).await?;
+    let Some(bytes) = state.store.dictionary_bytes(&slug, id).await? else {
+        return Err(ApiError::not_found(
+            "No such dictionary (or no longer kept).",
+        ));
+    };
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+        ],
+        bytes,
+    )
+        .into_response())
+}

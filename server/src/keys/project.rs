@@ -21,6 +21,11 @@ impl ProjectKeys {
     pub fn meta(&self) -> String {
         self.key("meta")
     }
+    /// The project's zstd dictionaries: `cur` (the id served now), `seq`, `n:<id>` (JSON
+    /// {sha256, bytes, t}) and `b:<id>` (the bytes as uploaded), the last few kept.
+    pub fn dictionaries(&self) -> String {
+        self.key("dict")
+    }
     /// The queue called `name` (one of [`QUEUES`]).
     pub fn queue(&self, name: &str) -> String {
         self.key(name)

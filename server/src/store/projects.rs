@@ -105,6 +105,7 @@ const RESERVED_SLUGS: &[&str] = &[
     "board",
     "pipelines",
     "fleet",
+    "dictionary",
 ];
 
 /// Whether `name` may name a pattern limit or shard.

@@ -1,0 +1,153 @@
+//! Per project, the zstd dictionaries the grab scripts compress their WARCs with
+//! (`GET /dictionary?project=SLUG`): the bytes as an admin uploaded them (a raw dictionary, or
+//! one in a zstd frame), checked to load as a zstd dictionary, each with an id and its SHA-256.
+//! The last [`KEPT`] stay downloadable by id, for uploads still in flight that name an older
+//! one; `cur` names the one served now and is written last, so a reader never sees an id whose
+//! bytes are not there.
+
+use super::{now_ms, Store, StoreError, StoreResult};
+use fred::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Dictionaries kept per project (the current one and the ones before it).
+pub const KEPT: u64 = 8;
+/// The largest dictionary taken, as uploaded and once decompressed.
+pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// What is known of one dictionary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DictionaryInfo {
+    /// Its id, in the project.
+    pub id: u64,
+    /// SHA-256 of its bytes as served (lowercase hex): the grab scripts check it.
+    pub sha256: String,
+    /// Its size as served.
+    pub bytes: u64,
+    /// When it was set (ms).
+    pub t: u64,
+}
+
+/// Why bytes are not a dictionary the grab scripts can use, if they are not: a raw zstd
+/// dictionary (magic `37 A4 30 EC`), or one in a zstd frame (`28 B5 2F FD`) whose header
+/// records its content size (python-zstandard's `decompress` needs it), at most
+/// [`MAX_BYTES`] either way.
+pub fn dictionary_problem(bytes: &[u8]) -> Option<String> {
+    if bytes.len() > MAX_BYTES {
+        return Some(format!("a dictionary is at most {MAX_BYTES} bytes"));
+    }
+    let raw: std::borrow::Cow<[u8]> = if bytes.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
+        // Frame header descriptor: content size present unless both the size flag (bits 6-7)
+        // is 0 and the single-segment flag (bit 5) is unset.
+        let fhd = *bytes.get(4)?;
+        if fhd >> 6 == 0 && fhd & 0x20 == 0 {
+            return Some(
+                "the zstd frame does not record its content size (compress the dictionary with \
+                 `zstd`, not from a stream)"
+                    .into(),
+            );
+        }
+        let mut out = Vec::new();
+        let decoder = match ruzstd::decoding::StreamingDecoder::new(bytes) {
+            Ok(d) => d,
+            Err(e) => return Some(format!("not a zstd frame: {e}")),
+        };
+        use std::io::Read;
+        if let Err(e) = decoder.take(MAX_BYTES as u64 + 1).read_to_end(&mut out) {
+            return Some(format!("the zstd frame does not decompress: {e}"));
+        }
+        if out.len() > MAX_BYTES {
+            return Some(format!(
+                "a dictionary is at most {MAX_BYTES} bytes decompressed"
+            ));
+        }
+        out.into()
+    } else {
+        bytes.into()
+    };
+    match ruzstd::decoding::Dictionary::decode_dict(&raw) {
+        Ok(_) => None,
+        Err(e) => Some(format!("not a zstd dictionary: {e}")),
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Store {
+    /// Makes `bytes` (checked by the caller with [`dictionary_problem`]) the dictionary of
+    /// `slug`; the ones before it beyond [`KEPT`] go.
+    pub async fn set_dictionary(&self, slug: &str, bytes: &[u8]) -> StoreResult<DictionaryInfo> {
+        let key = self.keys.project(slug).dictionaries();
+        let client = self.pool.next();
+        let id: u64 = client.hincrby(&key, "seq", 1).await?;
+        let info = DictionaryInfo {
+            id,
+            sha256: sha256_hex(bytes),
+            bytes: bytes.len() as u64,
+            t: now_ms(),
+        };
+        let meta = serde_json::to_string(&info).map_err(|e| StoreError::Reply {
+            script: "dictionary",
+            detail: e.to_string(),
+        })?;
+        let _: () = client
+            .hset(
+                &key,
+                vec![
+                    (format!("b:{id}"), Value::from(bytes)),
+                    (format!("n:{id}"), Value::from(meta)),
+                ],
+            )
+            .await?;
+        // Served from now on; then the oldest beyond the kept ones go.
+        let _: () = client.hset(&key, ("cur", id.to_string())).await?;
+        if id > KEPT {
+            let old = id - KEPT;
+            let _: i64 = client
+                .hdel(&key, vec![format!("b:{old}"), format!("n:{old}")])
+                .await?;
+        }
+        Ok(info)
+    }
+
+    /// The dictionary `slug` serves now, if any.
+    pub async fn dictionary(&self, slug: &str) -> StoreResult<Option<DictionaryInfo>> {
+        let key = self.keys.project(slug).dictionaries();
+        let client = self.pool.next();
+        let cur: Option<String> = client.hget(&key, "cur").await?;
+        let Some(cur) = cur else {
+            return Ok(None);
+        };
+        let meta: Option<String> = client.hget(&key, format!("n:{cur}")).await?;
+        Ok(meta.and_then(|m| serde_json::from_str(&m).ok()))
+    }
+
+    /// The bytes of dictionary `id` of `slug`, while kept.
+    pub async fn dictionary_bytes(&self, slug: &str, id: u64) -> StoreResult<Option<Vec<u8>>> {
+        let key = self.keys.project(slug).dictionaries();
+        let bytes: Option<Vec<u8>> = self.pool.next().hget(&key, format!("b:{id}")).await?;
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_zstd_dictionaries_pass() {
+        assert!(dictionary_problem(b"not a dictionary").is_some());
+        assert!(
+            dictionary_problem(&[0x37, 0xA4, 0x30, 0xEC, 0, 0]).is_some(),
+            "truncated"
+        );
+        // A frame without its content size (descriptor 0x00) is refused with the reason.
+        let why = dictionary_problem(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, 0, 0, 0]).unwrap();
+        assert!(why.contains("content size"), "{why}");
+    }
+}

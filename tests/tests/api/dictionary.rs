@@ -1,0 +1,129 @@
+//! `GET /dictionary?project=SLUG`, as urls-, reddit-, telegram- and imgur-grab fetch it every 30
+//! minutes: `{"id","url","sha256"}`; they download `url`, check its SHA-256, decompress it when
+//! it is zstd-framed, and compress their WARCs with it. `tracker dictionary train|set|show`.
+
+use sha2::{Digest, Sha256};
+use tests::TestApp;
+
+/// Pages of one site: the same boilerplate, a little of their own.
+fn sample(i: usize) -> Vec<u8> {
+    format!(
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: https://example.org/post/{i}\r\n\
+         Content-Type: application/http; msgtype=response\r\n\r\nHTTP/1.1 200 OK\r\n\
+         Content-Type: text/html; charset=utf-8\r\nServer: nginx\r\n\r\n<!doctype html><html>\
+         <head><title>Post {i} - Example forum</title><link rel=stylesheet href=/static/site.css>\
+         </head><body><nav><a href=/>Home</a> <a href=/latest>Latest</a> <a href=/top>Top</a></nav>\
+         <article id=post-{i}><h1>Thread number {i}</h1><p>Posted by user{} on day {}</p>\
+         <p>{}</p></article><footer>Example forum, all rights reserved. Powered by nothing.\
+         </footer></body></html>\r\n",
+        i % 37,
+        i % 365,
+        "lorem ipsum dolor sit amet ".repeat(1 + i % 7)
+    )
+    .into_bytes()
+}
+
+async fn json(app: &TestApp, path: &str) -> (u16, serde_json::Value) {
+    let r = app.get(path).await;
+    (
+        r.status,
+        serde_json::from_str(&r.body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// Downloads `url` as a grab script does and checks it as `ZstdDict` does: its bytes and their
+/// SHA-256; the dictionary itself (decompressed when framed).
+async fn fetch_checked(app: &TestApp, meta: &serde_json::Value) -> Vec<u8> {
+    let r = app
+        .http
+        .get(meta["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable"),
+        "an id's bytes never change"
+    );
+    let raw = r.bytes().await.unwrap().to_vec();
+    let sha: String = Sha256::digest(&raw)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(sha, meta["sha256"], "the SHA-256 the script checks");
+    if raw.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
+        zstd::bulk::decompress(&raw, 1 << 24).expect("a frame with its content size")
+    } else {
+        raw
+    }
+}
+
+#[tokio::test]
+async fn a_trained_dictionary_is_served_checked_and_compresses_what_the_grab_downloads() {
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    let (status, _) = json(&app, "/dictionary?project=p").await;
+    assert_eq!(status, 404, "none yet");
+    let (status, _) = json(&app, "/dictionary?project=nope").await;
+    assert_eq!(status, 404);
+
+    // Trained from sample files; the measure on held-back samples is printed.
+    let dir = app.dir.join("samples");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<String> = (0..300)
+        .map(|i| {
+            let f = dir.join(format!("s{i}"));
+            std::fs::write(&f, sample(i)).unwrap();
+            f.display().to_string()
+        })
+        .collect();
+    let mut args = vec!["dictionary", "train", "p", "--max-size", "16384"];
+    args.extend(files.iter().map(String::as_str));
+    let run = app.cli(&args, b"");
+    assert!(run.ok, "{} {}", run.out, run.err);
+    assert!(run.out.contains("without a dictionary"), "{}", run.out);
+    let (status, meta) = json(&app, "/dictionary?project=p").await;
+    assert_eq!(status, 200, "{meta}");
+    assert_eq!(meta["id"], 1);
+    let dict = fetch_checked(&app, &meta).await;
+    // It does what the grab uses it for: a page compresses smaller with it, and comes back.
+    let page = sample(1000);
+    let mut with = zstd::bulk::Compressor::with_dictionary(3, &dict).unwrap();
+    let packed = with.compress(&page).unwrap();
+    assert!(packed.len() < zstd::bulk::compress(&page, 3).unwrap().len());
+    let mut back = zstd::bulk::Decompressor::with_dictionary(&dict).unwrap();
+    assert_eq!(back.decompress(&packed, 1 << 20).unwrap(), page);
+
+    // A new one, zstd-framed as an admin may upload it: served as uploaded, the old one kept.
+    let framed = zstd::bulk::compress(&dict, 19).unwrap();
+    let file = app.dir.join("dict.zst");
+    std::fs::write(&file, &framed).unwrap();
+    let run = app.cli(&["dictionary", "set", "p", file.to_str().unwrap()], b"");
+    assert!(run.ok, "{} {}", run.out, run.err);
+    let (_, meta2) = json(&app, "/dictionary?project=p").await;
+    assert_eq!(meta2["id"], 2);
+    assert_eq!(
+        fetch_checked(&app, &meta2).await,
+        dict,
+        "decompressed, the same"
+    );
+    assert_eq!(
+        fetch_checked(&app, &meta).await,
+        dict,
+        "id 1 still downloadable"
+    );
+
+    // What is not a dictionary is refused, and changes nothing.
+    let junk = app.dir.join("junk");
+    std::fs::write(&junk, b"not a dictionary at all").unwrap();
+    let run = app.cli(&["dictionary", "set", "p", junk.to_str().unwrap()], b"");
+    assert!(!run.ok);
+    assert!(run.err.contains("not a zstd dictionary"), "{}", run.err);
+    let (_, now) = json(&app, "/dictionary?project=p").await;
+    assert_eq!(now, meta2);
+    let r = app.get("/dictionary/p/99").await;
+    assert_eq!(r.status, 404);
+}
