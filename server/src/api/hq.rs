@@ -53,14 +53,7 @@ pub async fn register_warrior(
     let _: Envelope<serde_json::Value> = parse(&body)?;
     let ip = client_ip(peer, &headers, state.config.trust_proxy);
     let net = format!("register {}", crate::admin::login::network(&ip));
-    if let Err(wait) = state.hq_throttle.check(
-        &net,
-        HQ_REGISTERS_PER_S,
-        HQ_REGISTERS_BURST,
-        std::time::Instant::now(),
-    ) {
-        return Err(ApiError::RateLimited(wait.as_secs().max(1)));
-    }
+    throttle(&state, &net, HQ_REGISTERS_PER_S, HQ_REGISTERS_BURST)?;
     let id = state.store.register_warrior().await?;
     Ok(Json(serde_json::json!({ "warrior_id": id.to_string() })))
 }
@@ -84,14 +77,7 @@ pub async fn update_warrior(
         .unwrap_or_default();
     // One network (an IPv6 /64) may flood HQ only so fast.
     let net = crate::admin::login::network(&ip);
-    if let Err(wait) = state.hq_throttle.check(
-        &net,
-        HQ_UPDATES_PER_S,
-        HQ_UPDATES_BURST,
-        std::time::Instant::now(),
-    ) {
-        return Err(ApiError::RateLimited(wait.as_secs().max(1)));
-    }
+    throttle(&state, &net, HQ_UPDATES_PER_S, HQ_UPDATES_BURST)?;
     // Ours, or derived for this network and user agent (an empty, unknown or foreign id).
     let id = state
         .store
@@ -147,6 +133,14 @@ fn warrior_id(v: &serde_json::Value) -> Option<u64> {
         serde_json::Value::Number(n) => n.as_u64(),
         _ => None,
     }
+}
+
+/// 429 with `Retry-After` when `who` is past its allowance of HQ calls.
+fn throttle(state: &AppState, who: &str, per_s: u64, burst: u64) -> ApiResult<()> {
+    state
+        .hq_throttle
+        .check(who, per_s, burst, std::time::Instant::now())
+        .map_err(|wait| ApiError::RateLimited(wait.as_secs().max(1)))
 }
 
 /// Updates one network may send Warrior HQ a second (a warrior sends one every 10 minutes),

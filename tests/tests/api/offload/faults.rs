@@ -41,8 +41,19 @@ async fn pause(app: &TestApp, ms: u64, what: &str) {
         .expect("CLIENT PAUSE");
 }
 
-/// A project with 2,000 done items, 1,000 of them in a segment on disk.
-async fn offloaded(app: &TestApp, slug: &str) {
+/// The panel's "Archive" button on `slug`: everything up to now.
+async fn archive_now(app: &TestApp, slug: &str) -> tests::Reply {
+    app.send(
+        app.http
+            .post(app.url(&format!("/admin/api/{slug}/log/archive")))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&serde_json::json!({ "to": server::store::now_ms() })),
+    )
+    .await
+}
+
+/// A project of 2,000 items, all done, offloading past 1,000 in segments of 1,000.
+async fn all_done(app: &TestApp, slug: &str) {
     project(app, slug, 2000, |s| {
         s.done_policy = "offload".into();
         s.offload_keep = 1000;
@@ -50,6 +61,11 @@ async fn offloaded(app: &TestApp, slug: &str) {
     })
     .await;
     assert_eq!(complete_all(app, slug).await, 2000);
+}
+
+/// A project with 2,000 done items, 1,000 of them in a segment on disk.
+async fn offloaded(app: &TestApp, slug: &str) {
+    all_done(app, slug).await;
     let o = offloader(app);
     settle(&o, slug).await;
     o.release(slug).await.unwrap();
@@ -97,13 +113,7 @@ async fn a_redis_stall_deletes_no_project_files_and_unknown_directories_stay() {
 #[tokio::test]
 async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
     let app = TestApp::start_private().await;
-    project(&app, "late", 2000, |s| {
-        s.done_policy = "offload".into();
-        s.offload_keep = 1000;
-        s.segment_items = 1000;
-    })
-    .await;
-    assert_eq!(complete_all(&app, "late").await, 2000);
+    all_done(&app, "late").await;
     let o = offloader(&app);
     assert!(o.lease("late").await.unwrap());
     let settings = app.store.project("late").await.unwrap().unwrap();
@@ -242,14 +252,7 @@ async fn a_destroyed_projects_files_go_with_it_and_a_new_project_of_its_slug_inh
     let app = TestApp::start().await;
     offloaded(&app, "gone").await;
     // A log archive, through the panel.
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/gone/log/archive"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "gone").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let archives = app.dir.join("archive/gone");
     assert!(std::fs::read_dir(&archives).unwrap().count() > 0);
@@ -322,14 +325,7 @@ async fn segment_and_archive_files_are_private() {
         assert_eq!(mode(&f), 0o600, "{}", f.display());
     }
     assert_eq!(mode(&app.dir.join("offload/priv")), 0o700);
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/priv/log/archive"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "priv").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let dir = app.dir.join("archive/priv");
     assert_eq!(mode(&dir), 0o700);
@@ -407,14 +403,7 @@ async fn the_panels_archive_waits_for_another_process_holding_the_lease() {
     assert!(other.lease("held").await.unwrap());
     // This process's panel: no offloader of its own here, so a token of its own.
     app.store.set_offload_token("this-process");
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/held/log/archive"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "held").await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(r.body.contains("lease"), "{}", r.body);
     assert!(archived_ids(&app, "held").is_empty(), "nothing archived");
