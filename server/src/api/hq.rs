@@ -143,11 +143,12 @@ fn throttle(state: &AppState, who: &str, per_s: u64, burst: u64) -> ApiResult<()
         .map_err(|wait| ApiError::RateLimited(wait.as_secs().max(1)))
 }
 
-/// Updates one network may send Warrior HQ a second (a warrior sends one every 10 minutes),
-/// and at once; 429 with `Retry-After` beyond.
-pub const HQ_UPDATES_PER_S: u64 = 2;
+/// Updates one network may send Warrior HQ a second (a warrior sends one every 10 minutes:
+/// 20 a second is 12,000 warriors behind one address), and at once; 429 with `Retry-After`
+/// beyond.
+pub const HQ_UPDATES_PER_S: u64 = 20;
 /// See [`HQ_UPDATES_PER_S`].
-pub const HQ_UPDATES_BURST: u64 = 60;
+pub const HQ_UPDATES_BURST: u64 = 600;
 /// Registrations one network may make a second, and at once.
 pub const HQ_REGISTERS_PER_S: u64 = 1;
 /// See [`HQ_REGISTERS_PER_S`].

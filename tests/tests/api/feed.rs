@@ -93,6 +93,8 @@ async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
             "user_agent": "ArchiveTeam Warrior/0.10.3 Warrior",
             "item": "a\u{0}b",
             "items": ["a", "b"],
+            "move_items": ["a", "b"],
+            "bytes": 3145728,
             "megabytes": 3.0,
             "domain_bytes": {"data": 3145728},
             "version": "20240101.01",
@@ -173,6 +175,8 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
         .map(String::as_str)
         .collect();
     let mut want = [
+        "bytes",
+        "move_items",
         "counts",
         "domain_bytes",
         "downloader",
