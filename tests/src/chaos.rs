@@ -14,6 +14,7 @@
 //!         timeout; the project offloads its done items to small segment files all along
 //!         (`done_policy=offload`), its completion log archived past a low `log_keep`
 //! drain   no more faults, no more misbehaviour: warriors work until nothing is queued or out
+//! stop    the tracker processes are killed, so nothing moves between Redis and disk
 //! verify  see `verify.rs`
 //! ```
 
@@ -345,6 +346,9 @@ pub async fn run(cfg: &Config) -> Report {
     report.counters = shared.counters();
     report.violations.extend(shared.problems());
 
+    // The processes stop first: their offloaders would otherwise move done items to disk
+    // (and their timelines with them) while the proof reads Redis and then the segments.
+    fleet.stop_processes();
     let archives = crate::files_dir(&fleet.namespace)
         .join("archive")
         .join(SLUG);

@@ -126,6 +126,19 @@ impl Fleet {
         fleet
     }
 
+    /// Stops every tracker process (SIGKILL, as the faults do): what they hold then is what
+    /// the proof reads, with no offloader moving items between Redis and disk meanwhile.
+    pub(super) fn stop_processes(&self) {
+        for p in self
+            .procs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+        {
+            drop(p.take());
+        }
+    }
+
     /// Keeps the run's directory (Redis's data and log, each process's log); its path.
     pub(super) fn keep(&self) -> String {
         self.keep.store(true, std::sync::atomic::Ordering::SeqCst);
