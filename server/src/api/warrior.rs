@@ -282,7 +282,19 @@ fn done_report(
 }
 
 async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiResult<()> {
-    known_project(state, slug).await?;
+    let settings = known_project(state, slug).await?;
+    // A globally blocked address or name changes nothing (blocks in the project are checked
+    // by done.lua, in the report's own step). The global blocks are cached in the process.
+    if !settings.ignore_global_blocks
+        && state
+            .store
+            .globally_blocked(&report.ip, &report.downloader)
+            .await?
+    {
+        return Err(ApiError::forbidden(
+            "You are blocked on this tracker; nothing recorded.",
+        ));
+    }
     // Who reported, for the fleet (the report itself, items and all, goes to the batch).
     let who = [
         &report.downloader,

@@ -321,3 +321,25 @@ async fn the_fleet_counts_no_caller_the_claim_refused() {
         "a refused caller is not counted"
     );
 }
+
+#[tokio::test]
+async fn a_globally_blocked_address_records_no_done() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a"]).await;
+    let item = app.claim("p1", "alice").await;
+    let block = serde_json::json!({"kind": "ip", "value": "127.0.0.1", "reason": "test"});
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/admin/api/blocks"))
+                .bearer_auth(ADMIN_TOKEN)
+                .json(&block),
+        )
+        .await;
+    assert!(r.status < 300, "{}", r.body);
+    let r = app.done("p1", "alice", &item, 1).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let c = app.counts("p1").await;
+    assert_eq!((c.out, c.done), (1, 0), "nothing recorded");
+    app.assert_invariant("p1").await;
+}
