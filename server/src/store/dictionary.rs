@@ -46,26 +46,40 @@ pub fn dictionary_problem(bytes: &[u8]) -> Option<String> {
                     .into(),
             );
         }
-        let mut out = Vec::new();
-        let decoder = match ruzstd::decoding::StreamingDecoder::new(bytes) {
-            Ok(d) => d,
-            Err(e) => return Some(format!("not a zstd frame: {e}")),
-        };
-        use std::io::Read;
-        if let Err(e) = decoder.take(MAX_BYTES as u64 + 1).read_to_end(&mut out) {
-            return Some(format!("the zstd frame does not decompress: {e}"));
+        match zstd::bulk::decompress(bytes, MAX_BYTES) {
+            Ok(out) => out.into(),
+            Err(e) => {
+                return Some(format!(
+                    "the zstd frame does not decompress (within {MAX_BYTES} bytes): {e}"
+                ))
+            }
         }
-        if out.len() > MAX_BYTES {
-            return Some(format!(
-                "a dictionary is at most {MAX_BYTES} bytes decompressed"
-            ));
-        }
-        out.into()
     } else {
         bytes.into()
     };
-    match ruzstd::decoding::Dictionary::decode_dict(&raw) {
-        Ok(_) => None,
+    // A dictionary proper (its magic number, then entropy tables libzstd must load): raw bytes
+    // without the magic would pass as "content" dictionaries, which the grab scripts do not make.
+    if !raw.starts_with(&[0x37, 0xA4, 0x30, 0xEC]) {
+        return Some("not a zstd dictionary: no dictionary magic number".into());
+    }
+    // Its entropy tables alone take more (and libzstd ignores a dictionary under 8 bytes).
+    if raw.len() < 64 {
+        return Some("not a zstd dictionary: too short".into());
+    }
+    match zstd::bulk::Decompressor::with_dictionary(&raw) {
+        Ok(mut d) => {
+            // Loading is lazy: a frame compressed with it must come back.
+            let sample = b"tracker dictionary check";
+            let packed = zstd::bulk::Compressor::with_dictionary(1, &raw)
+                .and_then(|mut c| c.compress(sample))
+                .map_err(|e| format!("not a zstd dictionary: {e}"));
+            match packed.map(|p| d.decompress(&p, sample.len())) {
+                Ok(Ok(back)) if back == sample => None,
+                Ok(Ok(_)) => Some("not a zstd dictionary: it does not round-trip".into()),
+                Ok(Err(e)) => Some(format!("not a zstd dictionary: {e}")),
+                Err(e) => Some(e),
+            }
+        }
         Err(e) => Some(format!("not a zstd dictionary: {e}")),
     }
 }
@@ -149,5 +163,25 @@ mod tests {
         // A frame without its content size (descriptor 0x00) is refused with the reason.
         let why = dictionary_problem(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, 0, 0, 0]).unwrap();
         assert!(why.contains("content size"), "{why}");
+        // A trained one passes, raw and framed; cut short or garbled, it does not.
+        let samples: Vec<Vec<u8>> = (0..200)
+            .map(|i| {
+                format!(
+                    "<html><head><title>page {i}</title></head><body>{}</body></html>",
+                    "word ".repeat(i % 13)
+                )
+                .into_bytes()
+            })
+            .collect();
+        let dict = zstd::dict::from_samples(&samples, 4096).unwrap();
+        assert_eq!(dictionary_problem(&dict), None);
+        assert_eq!(
+            dictionary_problem(&zstd::bulk::compress(&dict, 3).unwrap()),
+            None
+        );
+        assert!(dictionary_problem(&dict[..40]).is_some(), "cut short");
+        let mut junk = dict.clone();
+        junk[8..64].fill(0xff);
+        assert!(dictionary_problem(&junk).is_some(), "tables garbled");
     }
 }
