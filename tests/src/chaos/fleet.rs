@@ -37,14 +37,7 @@ pub(super) struct Fleet {
 
 impl Drop for Fleet {
     fn drop(&mut self) {
-        for p in self
-            .procs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter_mut()
-        {
-            drop(p.take());
-        }
+        self.stop_processes();
         drop(self.redis.lock().unwrap_or_else(|e| e.into_inner()).take());
         if !self.keep.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = std::fs::remove_dir_all(&self.dir);

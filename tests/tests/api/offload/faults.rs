@@ -41,6 +41,17 @@ async fn pause(app: &TestApp, ms: u64, what: &str) {
         .expect("CLIENT PAUSE");
 }
 
+/// `POST /admin/api/projects` for `slug`, as a global admin.
+async fn create(app: &TestApp, slug: &str) -> tests::Reply {
+    app.send(
+        app.http
+            .post(app.url("/admin/api/projects"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&serde_json::json!({ "slug": slug })),
+    )
+    .await
+}
+
 /// The panel's "Archive" button on `slug`: everything up to now.
 async fn archive_now(app: &TestApp, slug: &str) -> tests::Reply {
     app.send(
@@ -267,14 +278,7 @@ async fn a_destroyed_projects_files_go_with_it_and_a_new_project_of_its_slug_inh
     assert!(!archives.exists(), "the archives went with the project");
     assert!(!app.dir.join("offload/gone").exists(), "and its segments");
     assert!(app.store.destroyed_projects().await.unwrap().is_empty());
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/projects"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "slug": "gone" })),
-        )
-        .await;
+    let r = create(&app, "gone").await;
     assert_eq!(r.status, 201, "{}", r.body);
     let r = app
         .send(
@@ -293,26 +297,12 @@ async fn a_slug_marked_destroyed_is_not_created_again_until_the_sweep_deleted_it
     // A destroy whose process stopped before deleting the files: the mark stays.
     app.store.destroy_project("half").await.unwrap();
     assert!(app.dir.join("offload/half").exists());
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/projects"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "slug": "half" })),
-        )
-        .await;
+    let r = create(&app, "half").await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(r.body.contains("still being deleted"), "{}", r.body);
     assert_eq!(offloader(&app).sweep_destroyed().await.unwrap(), 1);
     assert!(!app.dir.join("offload/half").exists());
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/projects"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "slug": "half" })),
-        )
-        .await;
+    let r = create(&app, "half").await;
     assert_eq!(r.status, 201, "{}", r.body);
 }
 
