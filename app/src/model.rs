@@ -13,7 +13,7 @@ mod rates;
 pub use charts::{downsample, increases, push_point, since, ChartData, Series};
 pub use contributors::{month_name, month_of, months_back, Contributors, MonthCount, MONTHS_SHOWN};
 pub use downloaders::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
-pub use fleet::FleetStats;
+pub use fleet::{FleetStats, MAX_PLACES, MAX_SELECTED, OTHER_SELECTED};
 pub use live::LiveMessage;
 pub use rates::{Eta, MinuteCount, Rate, WINDOWS};
 
@@ -146,6 +146,17 @@ pub struct TrackerStats {
     /// Downloaders calling the project's warrior API now (heard from within the fleet silence).
     #[serde(default)]
     pub warriors: u64,
+    /// Items failed, of items finished (done or failed).
+    #[serde(default)]
+    pub item_fail_rate: Option<f64>,
+    /// Backfed records already known, of all records backfed.
+    #[serde(default)]
+    pub item_filter_rate: Option<f64>,
+    /// Items per queue under the old tracker's names (`todo` with the items waiting on disk,
+    /// `todo:secondary`, `todo:redo`, `todo:backfeed` with its shards, `claims`, `done`,
+    /// `unretrievable`), for the compatibility feed's `stats.queues`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub queues: BTreeMap<String, u64>,
 }
 
 /// Everything the leaderboard page shows, consistent as of event `seq`.

@@ -24,6 +24,7 @@ pub mod archive;
 pub mod auth;
 pub mod claims;
 pub mod csrf;
+pub mod dictionary;
 pub mod fleet;
 pub mod items;
 pub mod listing;

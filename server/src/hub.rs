@@ -17,7 +17,7 @@ pub use feed::{
     WRITE_BUDGET,
 };
 use feed::{Feed, Snapshot};
-pub use frame::{events_frame, sse_chunk, Frame, LegacyEvent};
+pub use frame::{events_frame, sse_chunk, Frame, LegacyEvent, LegacyRates};
 
 use crate::store::{now_ms, Store, StoreResult, PAGE_DOWNLOADERS, PAGE_RECENT};
 use app::model::{DoneEvent, LiveMessage, TrackerStats};
@@ -113,7 +113,7 @@ impl Hub {
                         let (store, tx) = (store.clone(), figures_tx.clone());
                         tokio::spawn(async move {
                             for slug in busy {
-                                match store.tracker_figures(&slug, now_ms()).await {
+                                match store.live_figures(&slug, now_ms()).await {
                                     Ok(figures) => {
                                         if tx.send((slug, figures)).await.is_err() {
                                             return;
@@ -237,8 +237,16 @@ impl Hub {
     pub fn set_figures(&self, slug: &str, figures: TrackerStats, now: Instant) -> Option<Instant> {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         let feed = feeds.get_mut(slug)?;
+        feed.latest = Some(Arc::new(figures.clone()));
         feed.figures = Some(figures);
         feed.flush_if_due(now)
+    }
+
+    /// The tracker statistics last read for `slug`'s watchers (`None` while nobody watches or
+    /// before the first read): the compatibility feed's rates and queue sizes.
+    pub fn latest_figures(&self, slug: &str) -> Option<Arc<TrackerStats>> {
+        let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        feeds.get(slug)?.latest.clone()
     }
 
     /// Tells every watcher to start over from a snapshot (after a reconnect, or when Redis

@@ -58,6 +58,8 @@
 //! ns:{SLUG}:uploads            list    recent `uploaded` reports (capped)
 //! ns:{SLUG}:filter             hash    backfeed filter layers: count/capacity/blocks/k
 //! ns:{SLUG}:filter:<i>         hash    layer i: block number -> 64 bytes (absent = zeros)
+//! ns:{SLUG}:fed                hash    "<key id>:records" / ":added" / ":last" -> what each
+//!                                      backfeed key fed (records, new ones, last time, ms)
 //! ns:{SLUG}:seq                string  sequence number of the last completion event
 //! ns:{SLUG}:history            list    recent completion events (JSON), newest first, capped
 //! ns:{SLUG}:events             channel completion events (sharded pub/sub: SPUBLISH, SSUBSCRIBE)

@@ -218,8 +218,8 @@ pub fn router(state: AppState) -> Router {
 /// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
 fn admin_api(state: &AppState) -> Router<AppState> {
     use crate::admin::{
-        archive, auth, claims, csrf, fleet, items, listing, login, logs, people, pipelines,
-        projects, session_layer, settings, tokens, warrior,
+        archive, auth, claims, csrf, dictionary, fleet, items, listing, login, logs, people,
+        pipelines, projects, session_layer, settings, tokens, warrior,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
     // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
@@ -275,6 +275,12 @@ fn admin_api(state: &AppState) -> Router<AppState> {
             get(listing::show_listing).put(listing::save_listing),
         )
         .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
+        .route(
+            "/{slug}/dictionary",
+            get(dictionary::show_dictionary)
+                .put(dictionary::set_dictionary)
+                .layer(DefaultBodyLimit::max(crate::store::dictionary::MAX_BYTES)),
+        )
         .route("/{slug}/targets", post(projects::change_target))
         .route("/{slug}/queues", get(items::show_queues))
         .route("/{slug}/item", get(items::show_item))

@@ -40,6 +40,7 @@ mod check;
 pub use check::queue_parts;
 pub mod contributors;
 pub mod dictionary;
+pub mod fed;
 mod fleet;
 mod item_status;
 mod items;

@@ -80,6 +80,29 @@ impl<'a> Panel<'a> {
         r
     }
 
+    /// `method` with the cookie, the CSRF token and a same-origin `Origin`, raw `body` (a file
+    /// the page uploads).
+    pub async fn send_bytes(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Reply {
+        let origin = format!("http://{}", self.app.addr);
+        let req = self
+            .app
+            .http
+            .request(method, self.app.url(path))
+            .header("cookie", &self.cookie)
+            .header("x-csrf-token", &self.csrf)
+            .header("origin", origin)
+            .header("content-type", "application/octet-stream")
+            .body(body);
+        let r = self.app.send(req).await;
+        self.take_cookie(&r);
+        r
+    }
+
     /// POST JSON.
     pub async fn post(&mut self, path: &str, body: serde_json::Value) -> Reply {
         self.send(reqwest::Method::POST, path, body).await

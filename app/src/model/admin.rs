@@ -29,10 +29,10 @@ pub use item::{ItemInfo, TimelineEntry};
 pub use listing::{AutoCandidate, AutoProject, Listing, ProjectListing};
 pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
-    ArchiveFile, Archived, BackfeedKey, ClaimGroup, Destroyed, FailedItem, FailedList,
-    OffloadState, PatternLimit, ProjectSettings, Queues, Settings, UploadTargets,
-    DEFAULT_DECAY_THRESHOLD, DEFAULT_LOG_KEEP, DEFAULT_OFFLOAD_KEEP, DEFAULT_QUEUE_HIGH,
-    DEFAULT_SEGMENT_ITEMS, DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
+    ArchiveFile, Archived, BackfeedKey, BackfeedKeyChange, BackfeedKeyUse, ClaimGroup, Destroyed,
+    DictionaryInfo, FailedItem, FailedList, OffloadState, PatternLimit, ProjectSettings, Queues,
+    Settings, UploadTargets, DEFAULT_DECAY_THRESHOLD, DEFAULT_LOG_KEEP, DEFAULT_OFFLOAD_KEEP,
+    DEFAULT_QUEUE_HIGH, DEFAULT_SEGMENT_ITEMS, DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
 };
 pub use warrior::{
     RestoredList, SavedList, WarriorEntry, WarriorList, WarriorPreview, WarriorVersion,

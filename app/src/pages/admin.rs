@@ -7,6 +7,7 @@ mod audit;
 mod blocks;
 mod bulk;
 mod claims;
+mod dictionary;
 mod fleet;
 mod frame;
 mod item;

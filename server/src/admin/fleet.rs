@@ -9,8 +9,11 @@ use crate::{
     web::{ApiError, ApiResult},
     AppState,
 };
-use app::model::admin::{
-    FleetClient, FleetProjectTotal, FleetSort, FleetVersionTotal, FleetView, FleetWarrior,
+use app::model::{
+    admin::{
+        FleetClient, FleetProjectTotal, FleetSort, FleetVersionTotal, FleetView, FleetWarrior,
+    },
+    MAX_SELECTED, OTHER_SELECTED,
 };
 use axum::{
     extract::{Query, State},
@@ -149,12 +152,77 @@ fn totals(
         })
         .collect();
     versions.sort_by(|a, b| app::model::admin::version_order(&b.version, &a.version));
-    (projects, versions)
+    (capped_projects(projects), capped_versions(versions))
+}
+
+/// At most [`MAX_SELECTED`] projects, the busiest, and the rest added up under
+/// [`OTHER_SELECTED`]: HQ instances name any slug they like.
+fn capped_projects(mut projects: Vec<FleetProjectTotal>) -> Vec<FleetProjectTotal> {
+    if projects.len() <= MAX_SELECTED {
+        return projects;
+    }
+    let weight = |t: &FleetProjectTotal| t.downloaders + t.warriors;
+    projects.sort_by(|a, b| {
+        weight(b)
+            .cmp(&weight(a))
+            .then_with(|| a.project.cmp(&b.project))
+    });
+    let mut other = FleetProjectTotal {
+        project: OTHER_SELECTED.into(),
+        ..Default::default()
+    };
+    for t in projects.drain(MAX_SELECTED..) {
+        other.downloaders += t.downloaders;
+        other.names += t.names;
+        other.warriors += t.warriors;
+        other.in_flight += t.in_flight;
+        other.items_per_s += t.items_per_s;
+    }
+    projects.sort_by(|a, b| a.project.cmp(&b.project));
+    projects.push(other);
+    projects
+}
+
+/// At most [`MAX_SELECTED`] versions, newest first, and the rest added up under
+/// [`OTHER_SELECTED`]: versions come from what clients say.
+fn capped_versions(mut versions: Vec<FleetVersionTotal>) -> Vec<FleetVersionTotal> {
+    if versions.len() <= MAX_SELECTED {
+        return versions;
+    }
+    let mut other = FleetVersionTotal {
+        version: OTHER_SELECTED.into(),
+        ..Default::default()
+    };
+    for t in versions.drain(MAX_SELECTED..) {
+        other.downloaders += t.downloaders;
+        other.warriors += t.warriors;
+    }
+    versions.push(other);
+    versions
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn totals_of_made_up_projects_and_versions_are_capped_and_added_up() {
+        let warriors: Vec<FleetWarrior> = (0..500u64)
+            .map(|i| FleetWarrior {
+                id: i,
+                project: format!("made-up-{i}"),
+                version: format!("9.{i}"),
+                ..Default::default()
+            })
+            .collect();
+        let (projects, versions) = totals(&[], &warriors);
+        assert_eq!(projects.len(), MAX_SELECTED + 1);
+        assert_eq!(projects.iter().map(|p| p.warriors).sum::<u64>(), 500);
+        assert_eq!(projects.last().unwrap().project, OTHER_SELECTED);
+        assert_eq!(versions.len(), MAX_SELECTED + 1);
+        assert_eq!(versions.iter().map(|v| v.warriors).sum::<u64>(), 500);
+        assert_eq!(versions[0].version, "9.499", "newest first");
+    }
 
     #[test]
     fn totals_count_claims_once_per_name_and_versions_newest_first() {

@@ -2,14 +2,18 @@
 //! destroying projects (settings are in [`super::settings`]).
 
 use super::auth::Caller;
+use crate::{ops::settings::MAX_BACKFEED_KEYS, store::fed::key_id};
 use crate::{
     ops::{self, projects::TargetAction},
     store::now_ms,
     web::{known_project, ApiError, ApiResult},
     AppState,
 };
-use app::model::admin::{BackfeedKey, Destroyed, Overview, ProjectRow, UploadTargets};
+use app::model::admin::{
+    BackfeedKey, BackfeedKeyChange, Destroyed, Overview, ProjectRow, UploadTargets,
+};
 use axum::{
+    body::Bytes,
     extract::{Path, Query, State},
     http::StatusCode,
     Json,
@@ -140,19 +144,76 @@ pub async fn destroy_project(
     Ok(Json(Destroyed { keys }))
 }
 
-/// `POST /admin/api/SLUG/backfeed-key`: a new random backfeed secret (the old one stops working).
+/// `POST /admin/api/SLUG/backfeed-key` ([`BackfeedKeyChange`]): `{}` replaces every key with
+/// one new random key (the old ones stop working); `add` adds one (a project fed by several
+/// grab scripts has a key for each, up to [`MAX_BACKFEED_KEYS`]); `rotate` replaces the key of
+/// `id` alone and `revoke` removes it. Answers the keys now; audited with the key's id.
 pub async fn rotate_backfeed_key(
     State(state): State<AppState>,
     caller: Caller,
     Path(slug): Path<String>,
+    body: Bytes,
 ) -> ApiResult<Json<BackfeedKey>> {
     caller.may_change(&slug)?;
+    let change: BackfeedKeyChange = match body.iter().all(u8::is_ascii_whitespace) {
+        true => BackfeedKeyChange::default(),
+        false => serde_json::from_slice(&body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "The body is {{}} or {{\"action\": \"add\" | \"rotate\" | \"revoke\", \"id\": ID}}: {e}"
+            ))
+        })?,
+    };
     let mut settings = (*known_project(&state, &slug).await?).clone();
-    settings.backfeed_key = super::random_token(24);
+    let mut keys: Vec<String> = settings
+        .backfeed_key
+        .split(',')
+        .filter(|k| !k.is_empty())
+        .map(String::from)
+        .collect();
+    let position = |keys: &[String]| -> ApiResult<usize> {
+        let id = change.id.as_deref().unwrap_or_default();
+        keys.iter()
+            .position(|k| key_id(k) == id)
+            .ok_or_else(|| ApiError::not_found("No backfeed key of this project has that id."))
+    };
+    let fresh = super::random_token(24);
+    let (action, id, gone) = match change.action.as_deref() {
+        None => {
+            let gone: Vec<String> = keys.iter().map(|k| key_id(k)).collect();
+            keys = vec![fresh.clone()];
+            ("backfeed_key.rotate", String::new(), gone)
+        }
+        Some("add") => {
+            if keys.len() >= MAX_BACKFEED_KEYS {
+                return Err(ApiError::bad_request(format!(
+                    "A project has at most {MAX_BACKFEED_KEYS} backfeed keys: revoke one first."
+                )));
+            }
+            keys.push(fresh.clone());
+            ("backfeed_key.add", key_id(&fresh), Vec::new())
+        }
+        Some("rotate") => {
+            let i = position(&keys)?;
+            let old = std::mem::replace(&mut keys[i], fresh.clone());
+            ("backfeed_key.rotate", key_id(&old), vec![key_id(&old)])
+        }
+        Some("revoke") => {
+            let i = position(&keys)?;
+            let old = keys.remove(i);
+            ("backfeed_key.revoke", key_id(&old), vec![key_id(&old)])
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "action is add, rotate or revoke (none: replace every key).",
+            ))
+        }
+    };
+    settings.backfeed_key = keys.join(",");
     state.store.save_settings(&slug, &settings).await?;
-    caller
-        .record(&state, "backfeed_key.rotate", &slug, 0, "")
-        .await?;
+    for id in &gone {
+        state.store.forget_fed(&slug, id).await?;
+    }
+    caller.record(&state, action, &slug, 0, id).await?;
     Ok(Json(BackfeedKey {
         backfeed_key: settings.backfeed_key,
     }))

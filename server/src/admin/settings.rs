@@ -26,6 +26,10 @@ pub async fn show_settings(
     // Read-only accounts see everything but secrets: whoever holds the backfeed key may queue
     // items.
     let secrets_hidden = caller.role == Role::ReadOnly;
+    let backfeed_keys = state
+        .store
+        .fed_by_keys(&slug, &settings.backfeed_key, secrets_hidden)
+        .await?;
     if secrets_hidden {
         settings.backfeed_key.clear();
     }
@@ -43,6 +47,7 @@ pub async fn show_settings(
         targets: state.store.upload_targets(&slug).await?,
         admins: Some(admins),
         secrets_hidden,
+        backfeed_keys,
     }))
 }
 

@@ -108,24 +108,28 @@ pub async fn add_backfeed(
         false => return Err(forbidden()),
     };
     // Any of the project's keys (one per grab script that feeds it: `backfeed_key=k1,k2`).
-    let known = settings
+    // Every key is compared (in constant time), so the time taken tells nothing of which.
+    let fed_by = settings
         .backfeed_key
         .split(',')
         .filter(|k| !k.is_empty())
-        .fold(false, |hit, k| {
-            constant_time_eq(secret.as_bytes(), k.as_bytes()) | hit
-        });
-    if !known {
-        return Err(forbidden());
-    }
+        .fold(None, |hit, k| {
+            match constant_time_eq(secret.as_bytes(), k.as_bytes()) {
+                true => Some(k),
+                false => hit,
+            }
+        })
+        .ok_or_else(forbidden)?;
     let delimiter = one_char(query.delimiter.as_deref(), '\0', "delimiter")?;
     let separator = query
         .itemseparator
         .as_deref()
         .map(|s| one_char(Some(s), '\x1f', "itemseparator"))
         .transpose()?;
+    let patterns = state.store.patterns(slug).await?;
     // Shards are made when first named (urls-grab names a new one every day:
-    // `periodic<YEAR><DAY>`), up to a cap of shard queues per project.
+    // `periodic<YEAR><DAY>`), if the project's shard pattern admits the name, up to a cap of
+    // shard queues per project.
     let queue = match query.shard.as_deref() {
         None | Some("") => "todo:backfeed".to_string(),
         Some(shard) if settings.backfeed_shards.iter().any(|s| s == shard) => {
@@ -136,13 +140,35 @@ pub async fn add_backfeed(
                 "A shard name is 1 to {MAX_SHARD_NAME} of A-Z, a-z, 0-9, '_', '.', ':' and '-'."
             )))
         }
+        Some(shard) if !patterns.shard_allowed(shard) => {
+            return Err(ApiError::bad_request(format!(
+                "This project makes backfeed shards only of names matching {:?} (or those in \
+                 backfeed_shards).",
+                settings.shard_pattern
+            )))
+        }
         Some(shard) => {
             let queue = format!("todo:backfeed:{shard}");
-            let shards = state.store.backfeed_shards(slug).await?;
-            if !shards.iter().any(|s| s == shard) && shards.len() >= MAX_SHARDS {
+            let mut shards = state.store.backfeed_shards(slug).await?;
+            let full = |shards: &[String]| {
+                !shards.iter().any(|s| s == shard) && shards.len() >= MAX_SHARDS
+            };
+            if full(&shards) {
+                // Yesterday's shards that were drained make room for today's.
+                let retired = state
+                    .store
+                    .retire_empty_shards(slug, &settings.backfeed_shards)
+                    .await?;
+                if !retired.is_empty() {
+                    tracing::info!(%slug, retired = retired.len(), "retired empty backfeed shards");
+                    shards = state.store.backfeed_shards(slug).await?;
+                }
+            }
+            if full(&shards) {
                 return Err(ApiError::bad_request(format!(
-                    "This project has {MAX_SHARDS} backfeed shards already; an admin retires \
-                     empty ones (tracker queue clear) or names shards in backfeed_shards."
+                    "This project has {MAX_SHARDS} backfeed shards holding items already; \
+                     empty ones are retired when a new one is needed. Drain or clear one \
+                     (tracker queue clear), or name the shard in backfeed_shards."
                 )));
             }
             queue
@@ -167,7 +193,6 @@ pub async fn add_backfeed(
             max_item: limits.item,
         },
     );
-    let patterns = state.store.patterns(slug).await?;
     let turn = slots.0.clone().acquire_owned().await.ok();
     // Decompressing and hashing megabytes is CPU work: off the async workers. The turn goes
     // with it, so a call that times out meanwhile still holds it until the work ends.
@@ -192,6 +217,15 @@ pub async fn add_backfeed(
         )
         .await?;
     let (added, duplicates) = outcome.ok_or_else(forbidden)?;
+    // Which key fed how many (a statistic: its failure does not fail the queued records).
+    let id = crate::store::fed::key_id(fed_by);
+    if let Err(e) = state
+        .store
+        .count_fed(slug, &id, added + duplicates, added, now_ms())
+        .await
+    {
+        tracing::warn!(%slug, error = %e, "could not count what a backfeed key fed");
+    }
     let mut answer =
         serde_json::json!({ "status_code": 200, "added": added, "duplicates": duplicates });
     if rejected.count > 0 {

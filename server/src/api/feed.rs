@@ -32,7 +32,11 @@ pub async fn get_recent(
 ) -> ApiResult<Response> {
     crate::web::known_project(&state, &slug).await?;
     let events = history::recent(&state.store, &slug, RECENT_JSON_LEN).await?;
-    let legacy: Vec<LegacyEvent> = events.iter().map(LegacyEvent::from).collect();
+    let figures = state.hub.latest_figures(&slug);
+    let legacy: Vec<LegacyEvent> = events
+        .iter()
+        .map(|e| LegacyEvent::new(e, figures.as_deref()))
+        .collect();
     Ok(Json(legacy).into_response())
 }
 
@@ -76,7 +80,8 @@ pub async fn stream_live_events(
     if let Some(since) = last_id {
         match history::events_after(&state.store, &slug, since).await? {
             Some(events) => {
-                first.push_str(&sse_chunk(&events));
+                let figures = state.hub.latest_figures(&slug);
+                first.push_str(&sse_chunk(&events, figures.as_deref()));
                 sent = Some(events.last().map_or(since, |e| e.seq));
             }
             None => first.push_str(": the completions after that id are gone; going on live\n\n"),
@@ -167,7 +172,8 @@ impl Feed {
         if frame.first() > sent {
             Some(frame.sse())
         } else {
-            Some(sse_chunk(rest).into())
+            let figures = self.state.hub.latest_figures(&self.slug);
+            Some(sse_chunk(rest, figures.as_deref()).into())
         }
     }
 
@@ -178,7 +184,8 @@ impl Feed {
         match history::events_after(&self.state.store, &self.slug, sent).await {
             Ok(Some(events)) if !events.is_empty() => {
                 self.sent = events.last().map(|e| e.seq);
-                Some(sse_chunk(&events).into())
+                let figures = self.state.hub.latest_figures(&self.slug);
+                Some(sse_chunk(&events, figures.as_deref()).into())
             }
             Ok(Some(_)) => None,
             Ok(None) | Err(_) => {

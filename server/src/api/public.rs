@@ -2,6 +2,7 @@
 
 use crate::web::{ApiError, ApiResult};
 use crate::{
+    hub::LegacyRates,
     keys::Counter,
     store::{stats, tracker_stats},
     AppState,
@@ -77,7 +78,7 @@ pub async fn get_stats(
         .store
         .minutes(&slug, crate::store::now_ms(), 60)
         .await?;
-    let rates = legacy_rates(&minutes);
+    let rates = LegacyRates::from(&tracker_stats(&minutes, &[], 0));
     Ok(Json(json!({
         "domain_bytes": b.domain_bytes,
         "downloader_bytes": bytes,
@@ -95,40 +96,6 @@ pub async fn get_stats(
         },
     }))
     .into_response())
-}
-
-/// The production tracker's rate fields (`counts.rcr` ...), over `minutes` (see [`get_stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct LegacyRates {
-    /// Reclaims per item handed out.
-    pub rcr: f64,
-    /// Reclaimed items per item served.
-    pub rcsr: f64,
-    /// Claims served per claim.
-    pub irsr: f64,
-    /// Backfed records filtered as known per record backfed.
-    pub ifir: f64,
-    /// Items failed per item finished.
-    pub ifar: f64,
-}
-
-/// [`LegacyRates`] of `minutes`.
-pub fn legacy_rates(minutes: &[crate::store::stats::Minute]) -> LegacyRates {
-    let s = |c: Counter| stats::sum(minutes, c);
-    let r = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    LegacyRates {
-        rcr: r(s(Counter::Reclaimed), s(Counter::Claimed)),
-        rcsr: r(s(Counter::ServedReclaimed), s(Counter::Served)),
-        irsr: r(s(Counter::Served), s(Counter::Requests)),
-        ifir: r(
-            s(Counter::BackfeedDuplicates),
-            s(Counter::Backfed) + s(Counter::BackfeedDuplicates),
-        ),
-        ifar: r(
-            s(Counter::Failed),
-            s(Counter::DoneItems) + s(Counter::Failed),
-        ),
-    }
 }
 
 /// `GET /SLUG/charts.json`: cumulative series, one point per minute at most.

@@ -60,6 +60,9 @@ pub(super) struct Feed {
     pub(super) snapshot: Arc<tokio::sync::Mutex<Option<Snapshot>>>,
     /// Tracker statistics read and not yet sent.
     pub(super) figures: Option<TrackerStats>,
+    /// The tracker statistics last read, sent or not: every frame's compatibility events carry
+    /// their rates and queue sizes.
+    pub(super) latest: Option<Arc<TrackerStats>>,
     /// Whether events came since the statistics were last read.
     pub(super) busy: bool,
     /// When the statistics were last read (`None`: not yet).
@@ -75,6 +78,7 @@ impl Feed {
             flushed: 0,
             snapshot: Default::default(),
             figures: None,
+            latest: None,
             busy: false,
             figures_read: None,
         }
@@ -99,7 +103,7 @@ impl Feed {
         self.last_frame = Some(now);
         self.flushed = events.last().map_or(self.flushed, |e| e.seq);
         let figures = self.figures.take();
-        let frame = Frame::new(events, figures.as_ref());
+        let frame = Frame::new(events, figures.as_ref(), self.latest.clone());
         let _ = self.tx.send(Signal::Frame(Arc::new(frame)));
     }
 

@@ -4,11 +4,17 @@
 use app::model::{DoneEvent, TrackerStats, RECENT_LEN};
 use axum::body::Bytes;
 use serde::Serialize;
-use std::{collections::BTreeMap, fmt::Write, sync::OnceLock};
+use std::{
+    collections::BTreeMap,
+    fmt::Write,
+    sync::{Arc, OnceLock},
+};
 
 /// Consecutive events of one project, with their serialised forms.
 pub struct Frame {
     events: Vec<DoneEvent>,
+    /// The project's tracker statistics last read, for the compatibility feed.
+    legacy: Option<Arc<TrackerStats>>,
     /// The websocket message, framed ([`crate::websocket::text`]).
     ws: Bytes,
     sse: OnceLock<Bytes>,
@@ -17,11 +23,17 @@ pub struct Frame {
 impl Frame {
     /// A frame of `events` (sorted by `seq`, no repeats), with the project's tracker statistics
     /// when they were read again since the last frame. A frame without events carries only
-    /// the statistics (see [`Frame::is_figures_only`]).
-    pub(super) fn new(events: Vec<DoneEvent>, tracker: Option<&TrackerStats>) -> Self {
+    /// the statistics (see [`Frame::is_figures_only`]). `latest`: the statistics last read,
+    /// new or not, for the compatibility feed's rates and queue sizes.
+    pub(super) fn new(
+        events: Vec<DoneEvent>,
+        tracker: Option<&TrackerStats>,
+        latest: Option<Arc<TrackerStats>>,
+    ) -> Self {
         let ws = crate::websocket::text(&message(&events, tracker));
         Self {
             events,
+            legacy: latest,
             ws,
             sse: OnceLock::new(),
         }
@@ -63,7 +75,7 @@ impl Frame {
     /// The compatibility feed's chunk (see [`sse_chunk`]), built by the first watcher that asks.
     pub fn sse(&self) -> Bytes {
         self.sse
-            .get_or_init(|| sse_chunk(&self.events).into())
+            .get_or_init(|| sse_chunk(&self.events, self.legacy.as_deref()).into())
             .clone()
     }
 
@@ -112,18 +124,24 @@ fn message(events: &[DoneEvent], tracker: Option<&TrackerStats>) -> String {
     .unwrap_or_default()
 }
 
-/// One completion as the old broadcaster published it (PROTOCOL.md, "Live event"):
+/// One completion as the old broadcaster published it (PROTOCOL.md, "Live event"), with the
+/// fields the production tracker added:
 ///
 /// ```text
 /// {"downloader","user_agent","item","items":[...],"move_items":[...],"bytes","megabytes",
-///  "domain_bytes":{...},"version","is_duplicate","counts":{"todo","out","done"}}
+///  "domain_bytes":{...},"version","is_duplicate",
+///  "counts":{"todo","out","done","rcr","rcsr","irsr","ifir","ifar"},
+///  "stats":{"queues":{queue: n},"values":{name: x}},"queuestats":{queue: n}}
 /// ```
 ///
 /// `item` is the reported items joined by NUL, as the done call carries them (the one item for a
 /// single-item done). Events only exist for completions that counted something, so
 /// `is_duplicate` is always false, and `move_items` (the items moved to done, which the
 /// production dashboard compares with `items` to show duplicates) are the items. `bytes` is the
-/// report's total: the production dashboard drops a message without it.
+/// report's total: the production dashboard drops a message without it. The rates, `stats`
+/// and `queuestats` come from the project's tracker statistics last read for its watchers
+/// (every few seconds while it is busy; see [`TrackerStats::queues`] for the queue names):
+/// zeros and empty objects before the first read, so a dashboard that reads them finds them.
 #[derive(Serialize)]
 pub struct LegacyEvent<'a> {
     downloader: &'a str,
@@ -137,6 +155,8 @@ pub struct LegacyEvent<'a> {
     version: &'a str,
     is_duplicate: bool,
     counts: LegacyCounts,
+    stats: LegacyStats<'a>,
+    queuestats: &'a BTreeMap<String, u64>,
 }
 
 #[derive(Serialize)]
@@ -144,10 +164,35 @@ struct LegacyCounts {
     todo: u64,
     out: u64,
     done: u64,
+    #[serde(flatten)]
+    rates: LegacyRates,
 }
 
-impl<'a> From<&'a DoneEvent> for LegacyEvent<'a> {
-    fn from(e: &'a DoneEvent) -> Self {
+/// The production tracker's `stats`: queue sizes and named figures.
+#[derive(Serialize)]
+struct LegacyStats<'a> {
+    queues: &'a BTreeMap<String, u64>,
+    values: BTreeMap<&'static str, f64>,
+}
+
+/// The empty queue sizes of a project whose statistics were not read yet.
+static NO_QUEUES: BTreeMap<String, u64> = BTreeMap::new();
+
+impl<'a> LegacyEvent<'a> {
+    /// The old form of `e`, with the rates and queue sizes of `figures` when known.
+    pub fn new(e: &'a DoneEvent, figures: Option<&'a TrackerStats>) -> Self {
+        let rates = figures.map(LegacyRates::from).unwrap_or_default();
+        let queues = figures.map_or(&NO_QUEUES, |f| &f.queues);
+        let values = [
+            ("reclaim_rate", rates.rcr),
+            ("reclaim_serve_rate", rates.rcsr),
+            ("item_request_serve_rate", rates.irsr),
+            ("item_filter_rate", rates.ifir),
+            ("item_fail_rate", rates.ifar),
+            ("done_counter", e.counts.done as f64),
+        ]
+        .into_iter()
+        .collect();
         Self {
             downloader: &e.downloader,
             user_agent: &e.user_agent,
@@ -163,7 +208,39 @@ impl<'a> From<&'a DoneEvent> for LegacyEvent<'a> {
                 todo: e.counts.todo,
                 out: e.counts.out,
                 done: e.counts.done,
+                rates,
             },
+            stats: LegacyStats { queues, values },
+            queuestats: queues,
+        }
+    }
+}
+
+/// The production tracker's rate fields (`counts.rcr` ...) as fractions of 1, 0 when nothing
+/// was counted (its dashboard shows them as percentages).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LegacyRates {
+    /// Reclaims per item handed out (`reclaim_rate`).
+    pub rcr: f64,
+    /// Reclaimed items per item served (`reclaim_serve_rate`).
+    pub rcsr: f64,
+    /// Claims served per claim (`item_request_serve_rate`).
+    pub irsr: f64,
+    /// Backfed records filtered as known per record backfed (`item_filter_rate`).
+    pub ifir: f64,
+    /// Items failed per item finished (`item_fail_rate`).
+    pub ifar: f64,
+}
+
+impl From<&TrackerStats> for LegacyRates {
+    fn from(t: &TrackerStats) -> Self {
+        let r = |x: Option<f64>| x.unwrap_or(0.0);
+        Self {
+            rcr: r(t.reclaim_rate),
+            rcsr: r(t.reclaim_serve_rate),
+            irsr: r(t.item_request_serve_rate),
+            ifir: r(t.item_filter_rate),
+            ifar: r(t.item_fail_rate),
         }
     }
 }
@@ -176,10 +253,10 @@ impl<'a> From<&'a DoneEvent> for LegacyEvent<'a> {
 /// data: {...LegacyEvent...}
 ///
 /// ```
-pub fn sse_chunk(events: &[DoneEvent]) -> String {
-    let mut out = String::with_capacity(events.len() * 400);
+pub fn sse_chunk(events: &[DoneEvent], figures: Option<&TrackerStats>) -> String {
+    let mut out = String::with_capacity(events.len() * 700);
     for e in events {
-        let json = serde_json::to_string(&LegacyEvent::from(e)).unwrap_or_default();
+        let json = serde_json::to_string(&LegacyEvent::new(e, figures)).unwrap_or_default();
         let _ = write!(out, "id: {}\ndata: {json}\n\n", e.seq);
     }
     out
@@ -221,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_websocket_form_parses_as_a_live_message() {
-        let f = Frame::new(vec![ev(5), ev(6), ev(7)], None);
+        let f = Frame::new(vec![ev(5), ev(6), ev(7)], None, None);
         let events = events_of(&f);
         assert_eq!(events[2], f.events()[2], "the last event goes out whole");
         assert_eq!(events[0].items, ["a", "b"], "within the log's length");
@@ -251,7 +328,7 @@ mod tests {
                 ..ev(seq)
             })
             .collect();
-        let f = Frame::new(full.clone(), None);
+        let f = Frame::new(full.clone(), None, None);
         let sent = events_of(&f);
         let brief = sent.len() - RECENT_LEN;
         assert!(sent[..brief]
@@ -293,19 +370,51 @@ mod tests {
 
     #[test]
     fn the_legacy_form_has_the_old_fields_and_the_production_dashboards() {
-        let chunk = sse_chunk(&[ev(9)]);
-        let data = chunk
-            .strip_prefix("id: 9\ndata: ")
-            .and_then(|s| s.strip_suffix("\n\n"))
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_str(data).unwrap();
+        let data = |chunk: String| -> serde_json::Value {
+            let data = chunk
+                .strip_prefix("id: 9\ndata: ")
+                .and_then(|s| s.strip_suffix("\n\n"))
+                .unwrap()
+                .to_string();
+            serde_json::from_str(&data).unwrap()
+        };
+        let zero = serde_json::json!({"reclaim_rate": 0.0, "reclaim_serve_rate": 0.0,
+            "item_request_serve_rate": 0.0, "item_filter_rate": 0.0, "item_fail_rate": 0.0,
+            "done_counter": 3.0});
         assert_eq!(
-            v,
+            data(sse_chunk(&[ev(9)], None)),
             serde_json::json!({"downloader": "bob", "user_agent": "ua", "item": "a\u{0}b",
                 "items": ["a", "b"], "move_items": ["a", "b"], "bytes": 3145728,
                 "megabytes": 3.0, "domain_bytes": {"data": 3145728},
                 "version": "v1", "is_duplicate": false,
-                "counts": {"todo": 1, "out": 2, "done": 3}})
+                "counts": {"todo": 1, "out": 2, "done": 3, "rcr": 0.0, "rcsr": 0.0,
+                    "irsr": 0.0, "ifir": 0.0, "ifar": 0.0},
+                "stats": {"queues": {}, "values": zero}, "queuestats": {}})
+        );
+        // With the statistics last read: the rates as fractions, the queues by the old names.
+        let figures = TrackerStats {
+            reclaim_rate: Some(0.25),
+            item_request_serve_rate: Some(0.5),
+            item_fail_rate: Some(0.125),
+            queues: [("todo".to_string(), 7), ("claims".to_string(), 2)].into(),
+            ..Default::default()
+        };
+        let v = data(sse_chunk(&[ev(9)], Some(&figures)));
+        assert_eq!(v["counts"]["rcr"], 0.25);
+        assert_eq!(v["counts"]["irsr"], 0.5);
+        assert_eq!(v["counts"]["ifar"], 0.125);
+        assert_eq!(v["counts"]["rcsr"], 0.0, "none counted: 0");
+        assert_eq!(v["stats"]["values"]["item_request_serve_rate"], 0.5);
+        assert_eq!(
+            v["stats"]["queues"],
+            serde_json::json!({"todo": 7, "claims": 2})
+        );
+        assert_eq!(v["queuestats"], v["stats"]["queues"]);
+        // A frame keeps the statistics last read for its compatibility chunk.
+        let f = Frame::new(vec![ev(9)], None, Some(Arc::new(figures)));
+        assert_eq!(
+            data(String::from_utf8(f.sse().to_vec()).unwrap())["counts"]["rcr"],
+            0.25
         );
     }
 }

@@ -130,6 +130,10 @@ impl ProjectKeys {
     pub fn bloom_layer(&self, i: usize) -> String {
         self.key(&format!("filter:{i}"))
     }
+    /// What each backfeed key fed: `<key id>:records`, `:added`, `:last` (ms).
+    pub fn fed(&self) -> String {
+        self.key("fed")
+    }
     /// Project counters.
     pub fn stats(&self) -> String {
         self.key("stats")

@@ -6,6 +6,8 @@ use crate::store::{valid_part_name, Settings, Store};
 
 /// The most backfeed keys one project takes (one per grab script that feeds it).
 pub const MAX_BACKFEED_KEYS: usize = 16;
+/// The longest `shard_pattern`.
+pub const MAX_SHARD_PATTERN: usize = 256;
 
 /// The most backfeed shards a project may declare.
 const MAX_SHARDS: usize = 64;
@@ -107,6 +109,17 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
     }
     if !s.item_pattern.is_empty() {
         regex::Regex::new(&s.item_pattern).map_err(|e| format!("item_pattern: {e}"))?;
+    }
+    if s.shard_pattern.len() > MAX_SHARD_PATTERN {
+        return Err(format!(
+            "shard_pattern is at most {MAX_SHARD_PATTERN} characters"
+        ));
+    }
+    if !s.shard_pattern.is_empty() {
+        regex::RegexBuilder::new(&format!("^(?:{})$", s.shard_pattern))
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("shard_pattern: {e}"))?;
     }
     if !s.backfeed_key.is_empty() {
         let keys: Vec<&str> = s.backfeed_key.split(',').collect();

@@ -7,25 +7,13 @@
 
 use super::{now_ms, Store, StoreError, StoreResult};
 use fred::prelude::*;
-use serde::{Deserialize, Serialize};
 
 /// Dictionaries kept per project (the current one and the ones before it).
 pub const KEPT: u64 = 8;
 /// The largest dictionary taken, as uploaded and once decompressed.
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 
-/// What is known of one dictionary.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DictionaryInfo {
-    /// Its id, in the project.
-    pub id: u64,
-    /// SHA-256 of its bytes as served (lowercase hex): the grab scripts check it.
-    pub sha256: String,
-    /// Its size as served.
-    pub bytes: u64,
-    /// When it was set (ms).
-    pub t: u64,
-}
+pub use app::model::admin::DictionaryInfo;
 
 /// Why bytes are not a dictionary the grab scripts can use, if they are not: a raw zstd
 /// dictionary (magic `37 A4 30 EC`), or one in a zstd frame (`28 B5 2F FD`) whose header

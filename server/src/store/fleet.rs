@@ -226,7 +226,7 @@ impl Store {
             }
         }
         stats.positions = places.into_iter().map(|((a, b), n)| (a, b, n)).collect();
-        Ok(stats)
+        Ok(stats.capped())
     }
 
     /// Removes the instances whose last update is older than [`FLEET_TTL_MS`]. Two processes

@@ -57,14 +57,24 @@ fn queue_order(s: &Settings, shards: &[String]) -> String {
         .join(",")
 }
 
-/// Compiled pattern limits: which queue part an item goes to.
+/// A project's compiled patterns: its pattern limits (which queue part an item goes to), and
+/// the shard names a backfeed call may make.
 #[derive(Default)]
-pub struct Patterns(Vec<(String, Regex)>);
+pub struct Patterns {
+    limits: Vec<(String, Regex)>,
+    shard: Option<Regex>,
+}
 
 impl Patterns {
+    /// Whether a backfeed call may make a shard named `name` (already a valid shard name):
+    /// it matches the project's `shard_pattern` whole, or the project has none.
+    pub fn shard_allowed(&self, name: &str) -> bool {
+        self.shard.as_ref().is_none_or(|re| re.is_match(name))
+    }
+
     /// `"#name"` of the first pattern `item` matches, or `""`.
     pub fn part_of(&self, item: &str) -> String {
-        self.0
+        self.limits
             .iter()
             .find(|(_, re)| re.is_match(item))
             .map(|(n, _)| format!("#{n}"))
@@ -203,6 +213,7 @@ impl Store {
             ("item_pattern".into(), s.item_pattern.clone()),
             ("backfeed_key".into(), s.backfeed_key.clone()),
             ("backfeed_shards".into(), s.backfeed_shards.join(",")),
+            ("shard_pattern".into(), s.shard_pattern.clone()),
             ("bloom_capacity".into(), s.bloom_capacity.to_string()),
             (
                 "extra".into(),
@@ -240,6 +251,35 @@ impl Store {
             .hget(self.keys.project(slug).meta(), "queues")
             .await?;
         Ok(shards_in(queues.as_ref()))
+    }
+
+    /// Forgets the backfeed shard queues of `slug` that hold nothing (in Redis or on disk) and
+    /// that `declared` does not name; the queue parts retired. A later backfeed of a retired
+    /// name makes its queue again.
+    pub async fn retire_empty_shards(
+        &self,
+        slug: &str,
+        declared: &[String],
+    ) -> StoreResult<Vec<String>> {
+        #[derive(serde::Deserialize)]
+        struct Retired {
+            #[serde(deserialize_with = "super::scripts::lua_list")]
+            retired: Vec<String>,
+        }
+        let k = self.keys.project(slug);
+        let mut args = vec![Value::from(k.prefix())];
+        args.extend(declared.iter().map(|d| Value::from(d.as_str())));
+        let reply: Retired = self
+            .scripts
+            .call(
+                self.pool.next(),
+                &self.scripts.retire_shards,
+                vec![k.meta(), k.segs()],
+                args,
+            )
+            .await?
+            .map_err(StoreError::Refused)?;
+        Ok(reply.retired)
     }
 
     /// The slugs of every project, unordered (the hub subscribes to their event channels).
@@ -322,6 +362,7 @@ impl Store {
                     .collect(),
                 None => shards_in(meta.get("queues")),
             },
+            shard_pattern: text("shard_pattern"),
             bloom_capacity: num("bloom_capacity").unwrap_or(defaults.bloom_capacity),
             extra: serde_json::from_str(&text("extra")).unwrap_or_default(),
             pattern_limits: serde_json::from_str(&text("pattern_limits")).unwrap_or_default(),
@@ -340,13 +381,17 @@ impl Store {
             segment_items: num("segment_items").unwrap_or(defaults.segment_items),
             log_keep: num("log_keep").unwrap_or(defaults.log_keep),
         };
-        let patterns = Patterns(
-            settings
+        let patterns = Patterns {
+            limits: settings
                 .pattern_limits
                 .iter()
                 .filter_map(|p| Some((p.name.clone(), Regex::new(&p.pattern).ok()?)))
                 .collect(),
-        );
+            // Anchored whole: `periodic\d+` admits `periodic2026330`, not `xperiodic1`.
+            shard: (!settings.shard_pattern.is_empty())
+                .then(|| Regex::new(&format!("^(?:{})$", settings.shard_pattern)).ok())
+                .flatten(),
+        };
         let entry = (Arc::new(settings), Arc::new(patterns));
         self.settings_cache
             .lock()

@@ -55,6 +55,7 @@
 //! fleet_flush    {"stored":n,"dropped":n,"forgotten":n}
 //! offload_commit {"moved":n} | refusal: lease, stale {item}
 //! refill         {"restored":n} | refusal: lease, stale {item}
+//! retire_shards  {"retired":["todo:backfeed:NAME", ...]}
 //! ```
 
 mod reply;
@@ -203,6 +204,8 @@ pub struct Scripts {
     pub fleet_flush: LuaScript,
     pub offload_commit: LuaScript,
     pub refill: LuaScript,
+    /// `retire_shards.lua`
+    pub retire_shards: LuaScript,
     header_lines: usize,
 }
 
@@ -236,12 +239,13 @@ impl Scripts {
             fleet_flush: lua!(h, "fleet_flush", 2),
             offload_commit: lua!(h, "offload_commit", 7),
             refill: lua!(h, "refill", 6),
+            retire_shards: lua!(h, "retire_shards", 2),
             header_lines: h.lines().count(),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 19] {
+    pub fn all(&self) -> [&LuaScript; 20] {
         [
             &self.add_items,
             &self.backfeed,
@@ -262,6 +266,7 @@ impl Scripts {
             &self.fleet_flush,
             &self.offload_commit,
             &self.refill,
+            &self.retire_shards,
         ]
     }
 

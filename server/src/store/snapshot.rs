@@ -103,6 +103,16 @@ impl Store {
         self.figures_of(slug, &last_hour, now_ms).await
     }
 
+    /// [`Store::tracker_figures`] with the queue sizes under the old tracker's names
+    /// ([`TrackerStats::queues`]), for the live feeds (one more script call).
+    pub async fn live_figures(&self, slug: &str, now_ms: u64) -> StoreResult<TrackerStats> {
+        let mut figures = self.tracker_figures(slug, now_ms).await?;
+        if let Some((board, parts)) = self.snapshot(slug, 0, 0).await? {
+            figures.queues = legacy_queues(&board.counts, &parts);
+        }
+        Ok(figures)
+    }
+
     /// The tracker statistics from `last_hour`'s per-minute counters, the backfeed filter and
     /// the unique contributors.
     async fn figures_of(
@@ -418,5 +428,73 @@ mod window_tests {
             }
         }
         assert_eq!(window_buckets(119, 60), [Bucket::Hour(1)]);
+    }
+}
+
+/// The queue sizes as the old tracker named its queues: the parts of a queue (patterns,
+/// backfeed shards) added up under the queue's name, personal queues and the items waiting on
+/// disk under `todo`; `claims`, `done` and `unretrievable` (failed) from `counts`.
+pub fn legacy_queues(
+    counts: &app::model::Counts,
+    parts: &[(String, u64)],
+) -> std::collections::BTreeMap<String, u64> {
+    use crate::keys::{BACKFEED, REDO, SECONDARY, TODO};
+    let mut queues = std::collections::BTreeMap::new();
+    for q in [TODO, SECONDARY, REDO, BACKFEED] {
+        queues.insert(q.to_string(), 0u64);
+    }
+    let mut in_redis = 0;
+    for (part, n) in parts {
+        let queue = part.split('#').next().unwrap_or_default();
+        let name = match queue {
+            q if q == BACKFEED || q.starts_with(&format!("{BACKFEED}:")) => BACKFEED,
+            q if q == SECONDARY => SECONDARY,
+            q if q == REDO => REDO,
+            _ => TODO,
+        };
+        *queues.entry(name.to_string()).or_default() += n;
+        in_redis += n;
+    }
+    *queues.entry(TODO.to_string()).or_default() += counts.todo.saturating_sub(in_redis);
+    queues.insert("claims".into(), counts.out);
+    queues.insert("done".into(), counts.done);
+    queues.insert("unretrievable".into(), counts.failed);
+    queues
+}
+
+#[cfg(test)]
+mod legacy_tests {
+    #[test]
+    fn queue_parts_add_up_under_the_old_names() {
+        let counts = app::model::Counts {
+            todo: 100,
+            out: 7,
+            done: 9,
+            failed: 2,
+        };
+        let parts: Vec<(String, u64)> = [
+            ("todo", 10),
+            ("todo#img", 5),
+            ("todo:backfeed", 3),
+            ("todo:backfeed:periodic2026330", 4),
+            ("todo:backfeed:onetime#img", 1),
+            ("todo:secondary", 6),
+            ("todo:redo", 2),
+            ("todo:d:alice", 1),
+        ]
+        .iter()
+        .map(|(p, n)| (p.to_string(), *n))
+        .collect();
+        let q = super::legacy_queues(&counts, &parts);
+        assert_eq!(
+            q["todo"],
+            10 + 5 + 1 + (100 - 32),
+            "with personal queues and the disk"
+        );
+        assert_eq!(q["todo:backfeed"], 8);
+        assert_eq!(q["todo:secondary"], 6);
+        assert_eq!(q["todo:redo"], 2);
+        assert_eq!((q["claims"], q["done"], q["unretrievable"]), (7, 9, 2));
+        assert_eq!(q.len(), 7);
     }
 }

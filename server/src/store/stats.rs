@@ -67,6 +67,16 @@ pub fn tracker_stats(minutes: &[Minute], layers: &[BloomLayer], unique_dl: u64) 
         unique_downloaders_30d: unique_dl,
         // From the fleet, not the counters: the caller's.
         warriors: 0,
+        item_fail_rate: ratio(
+            s(Counter::Failed),
+            s(Counter::DoneItems) + s(Counter::Failed),
+        ),
+        item_filter_rate: ratio(
+            s(Counter::BackfeedDuplicates),
+            s(Counter::Backfed) + s(Counter::BackfeedDuplicates),
+        ),
+        // From the states, not the counters: the caller's.
+        queues: Default::default(),
     }
 }
 

@@ -235,3 +235,159 @@ async fn read_only_accounts_see_no_secrets() {
         .await;
     assert_eq!(r.status, 403, "nor makes a new one");
 }
+
+/// A project fed by several grab scripts has a key for each: the panel shows what each fed (by
+/// an id that names it without showing it), and adds, rotates or revokes one key alone.
+#[tokio::test]
+async fn backfeed_keys_are_counted_and_changed_one_by_one() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    app.settings("p1", |s| s.backfeed_key = "urlsgrab1,redditgrab2".into())
+        .await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "ro", Role::ReadOnly, &[]).await;
+    let fed = |key: &'static str, body: &'static str| {
+        let app = &app;
+        async move {
+            let r = app.post(&format!("/backfeed/legacy/p1-{key}"), body).await;
+            assert_eq!(r.status, 200, "{key}: {}", r.body);
+        }
+    };
+    fed("urlsgrab1", "a\0b\0c\0").await;
+    fed("urlsgrab1", "c\0d\0").await;
+    fed("redditgrab2", "e\0").await;
+    let mut p = Panel::logged_in(&app, "root").await;
+    let keys = json(&p.get("/admin/api/p1/settings").await)["backfeed_keys"].clone();
+    let id = |k: &serde_json::Value| k["id"].as_str().unwrap().to_string();
+    let (urls, reddit) = (keys[0].clone(), keys[1].clone());
+    assert_eq!(urls["key"], "urlsgrab1");
+    assert_eq!(
+        (urls["records"].as_u64(), urls["added"].as_u64()),
+        (Some(5), Some(4))
+    );
+    assert_eq!(
+        (reddit["records"].as_u64(), reddit["added"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(urls["last"].as_u64().unwrap() > 0);
+    assert_eq!(id(&urls).len(), 8);
+    // Read-only accounts see the counts and ids, not the secrets.
+    let mut ro = Panel::logged_in(&app, "ro").await;
+    let seen = json(&ro.get("/admin/api/p1/settings").await)["backfeed_keys"].clone();
+    assert_eq!(seen[0]["id"], urls["id"]);
+    assert_eq!(seen[0]["key"], "");
+    assert_eq!(seen[0]["records"], 5);
+
+    // Rotate one key: it alone changes, and its count starts again.
+    let r = p
+        .post(
+            "/admin/api/p1/backfeed-key",
+            serde_json::json!({"action": "rotate", "id": id(&reddit)}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let now = json(&r)["backfeed_key"].as_str().unwrap().to_string();
+    let list: Vec<&str> = now.split(',').collect();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0], "urlsgrab1", "the other key is kept");
+    assert_ne!(list[1], "redditgrab2");
+    assert_eq!(
+        app.post("/backfeed/legacy/p1-redditgrab2", "f\0")
+            .await
+            .status,
+        403
+    );
+    let audit = last_audit(&mut p, "backfeed_key.rotate").await;
+    assert_eq!(audit["detail"], id(&reddit), "{audit}");
+    let keys = json(&p.get("/admin/api/p1/settings").await)["backfeed_keys"].clone();
+    assert_eq!(keys[1]["records"], 0);
+    assert_eq!(keys[0]["records"], 5);
+
+    // Add a key, then revoke the first one alone.
+    let r = p
+        .post(
+            "/admin/api/p1/backfeed-key",
+            serde_json::json!({"action": "add"}),
+        )
+        .await;
+    assert_eq!(
+        json(&r)["backfeed_key"]
+            .as_str()
+            .unwrap()
+            .split(',')
+            .count(),
+        3
+    );
+    let r = p
+        .post(
+            "/admin/api/p1/backfeed-key",
+            serde_json::json!({"action": "revoke", "id": id(&urls)}),
+        )
+        .await;
+    let now = json(&r)["backfeed_key"].as_str().unwrap().to_string();
+    assert_eq!(now.split(',').count(), 2);
+    assert!(!now.contains("urlsgrab1"));
+    assert_eq!(
+        app.post("/backfeed/legacy/p1-urlsgrab1", "g\0")
+            .await
+            .status,
+        403
+    );
+    assert_eq!(
+        last_audit(&mut p, "backfeed_key.revoke").await["detail"],
+        id(&urls)
+    );
+
+    // Bad changes are refused with the reason and change nothing.
+    let before = app
+        .store
+        .project("p1")
+        .await
+        .unwrap()
+        .unwrap()
+        .backfeed_key
+        .clone();
+    for (body, status, says) in [
+        (
+            serde_json::json!({"action": "revoke", "id": "00000000"}),
+            404,
+            "that id",
+        ),
+        (
+            serde_json::json!({"action": "explode"}),
+            400,
+            "add, rotate or revoke",
+        ),
+        (serde_json::json!({"action": 5}), 400, "The body is"),
+    ] {
+        let r = p.post("/admin/api/p1/backfeed-key", body).await;
+        assert_eq!(r.status, status, "{}", r.body);
+        assert!(r.body.contains(says), "{}", r.body);
+    }
+    for _ in 0..14 {
+        let r = p
+            .post(
+                "/admin/api/p1/backfeed-key",
+                serde_json::json!({"action": "add"}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let r = p
+        .post(
+            "/admin/api/p1/backfeed-key",
+            serde_json::json!({"action": "add"}),
+        )
+        .await;
+    assert_eq!(r.status, 400, "16 keys at most: {}", r.body);
+    let after = app
+        .store
+        .project("p1")
+        .await
+        .unwrap()
+        .unwrap()
+        .backfeed_key
+        .clone();
+    assert_eq!(after.split(',').count(), 16);
+    assert!(after.starts_with(&before), "keys are added at the end");
+}

@@ -426,7 +426,11 @@ async fn shards_are_made_when_first_named_up_to_a_cap() {
         match r.status {
             200 => {}
             400 => {
-                assert!(r.body.contains("backfeed shards already"), "{}", r.body);
+                assert!(
+                    r.body.contains("shards holding items already"),
+                    "{}",
+                    r.body
+                );
                 refused += 1;
             }
             other => panic!("{other}: {}", r.body),
@@ -446,7 +450,71 @@ async fn shards_are_made_when_first_named_up_to_a_cap() {
     let queues: String = app.store.client().hget(&meta, "queues").await.unwrap();
     assert!(queues.contains("todo:backfeed:north"), "{queues}");
     assert!(refused_setting(&app, |s| s.backfeed_shards = vec!["a/b".into()]).await);
+    // Drained shards make room: a new name past the cap retires the empty ones (urls-grab
+    // names one a day), but never a declared one or one that holds items.
+    let cleared = app.store.clear_queue("p", "todo:backfeed", false).await;
+    assert_eq!(cleared.unwrap(), (1 + 3 + cap - 4) as u64);
+    let r = app
+        .post("/backfeed/legacy/p-s3cret?shard=busy", "busy-1\0")
+        .await;
+    assert_eq!(reply(&r), (1, 0));
+    let r = app
+        .post("/backfeed/legacy/p-s3cret?shard=periodic2026124", "day-2\0")
+        .await;
+    assert_eq!(
+        reply(&r),
+        (1, 0),
+        "a new day's shard once the old ones are drained"
+    );
+    let mut shards = app.store.backfeed_shards("p").await.unwrap();
+    shards.sort();
+    assert_eq!(shards, ["busy", "north", "periodic2026124"]);
+    let retired = app.store.retire_empty_shards("p", &["north".into()]).await;
+    assert_eq!(retired.unwrap(), Vec::<String>::new(), "both hold an item");
+    assert_eq!(app.counts("p").await.todo, 2);
     app.assert_invariant("p").await;
+}
+
+/// A project may narrow the shard names calls make (`shard_pattern`, matched whole): urls-grab's
+/// `periodic<YEAR><DAY>` and `onetime` pass, a typo does not, and declared shards always do.
+#[tokio::test]
+async fn a_shard_pattern_admits_only_the_names_it_matches() {
+    let app = TestApp::start().await;
+    with_backfeed(&app).await;
+    app.settings("p", |s| {
+        s.shard_pattern = r"periodic\d{7}|onetime".into();
+        s.backfeed_shards = vec!["telegram".into()];
+    })
+    .await;
+    for (i, (shard, status)) in [
+        ("periodic2026330", 200),
+        ("onetime", 200),
+        ("telegram", 200),
+        ("periodic2026330x", 400),
+        ("xonetime", 400),
+        ("error_age_restricted", 400),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = app
+            .post(
+                &format!("/backfeed/legacy/p-s3cret?shard={shard}"),
+                format!("i{i}\0"),
+            )
+            .await;
+        assert_eq!(r.status, status, "{shard}: {}", r.body);
+        if status == 400 {
+            assert!(r.body.contains("matching"), "{}", r.body);
+        }
+    }
+    assert_eq!(
+        app.counts("p").await.todo,
+        3,
+        "the refused ones queued nothing"
+    );
+    assert!(refused_setting(&app, |s| s.shard_pattern = "(unclosed".into()).await);
+    assert!(refused_setting(&app, |s| s.shard_pattern = "a".repeat(300)).await);
 }
 
 /// A project saved before `backfeed_shards` existed has no such field: the shards its claim

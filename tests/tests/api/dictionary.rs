@@ -127,3 +127,71 @@ async fn a_trained_dictionary_is_served_checked_and_compresses_what_the_grab_dow
     let r = app.get("/dictionary/p/99").await;
     assert_eq!(r.status, 404);
 }
+
+/// The panel uploads a dictionary as the CLI sets one: checked, served under a new id, audited;
+/// what is not a dictionary, too large, or sent by a read-only account changes nothing.
+#[tokio::test]
+async fn the_panel_uploads_a_dictionary_and_refuses_what_is_not_one() {
+    use server::store::Role;
+    use tests::panel::{account, json as reply_json, last_audit, Panel};
+    let app = TestApp::start().await;
+    app.project("p", &[]).await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "ro", Role::ReadOnly, &[]).await;
+    let mut p = Panel::logged_in(&app, "root").await;
+    assert_eq!(p.get("/admin/api/p/dictionary").await.body.trim(), "null");
+    let samples: Vec<Vec<u8>> = (0..300).map(sample).collect();
+    let dict = zstd::dict::from_samples(&samples, 16384).unwrap();
+    let r = p
+        .send_bytes(
+            reqwest::Method::PUT,
+            "/admin/api/p/dictionary",
+            dict.clone(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let info = reply_json(&r);
+    assert_eq!(info["id"], 1);
+    assert_eq!(info["bytes"], dict.len());
+    let (_, meta) = json(&app, "/dictionary?project=p").await;
+    assert_eq!(meta["id"], 1);
+    assert_eq!(meta["sha256"], info["sha256"]);
+    assert_eq!(fetch_checked(&app, &meta).await, dict);
+    assert_eq!(reply_json(&p.get("/admin/api/p/dictionary").await), info);
+    let audit = last_audit(&mut p, "dictionary.set").await;
+    assert!(
+        audit["detail"].as_str().unwrap().starts_with("id 1 "),
+        "{audit}"
+    );
+
+    for (body, status, says) in [
+        (
+            b"not a dictionary at all".to_vec(),
+            400,
+            "Not a zstd dictionary",
+        ),
+        (vec![0u8; 17 << 20], 413, ""),
+    ] {
+        let r = p
+            .send_bytes(reqwest::Method::PUT, "/admin/api/p/dictionary", body)
+            .await;
+        assert_eq!(r.status, status, "{}", r.body);
+        assert!(r.body.contains(says), "{}", r.body);
+    }
+    let mut ro = Panel::logged_in(&app, "ro").await;
+    let r = ro
+        .send_bytes(
+            reqwest::Method::PUT,
+            "/admin/api/p/dictionary",
+            dict.clone(),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let (_, now) = json(&app, "/dictionary?project=p").await;
+    assert_eq!(now, meta, "nothing changed");
+    assert_eq!(
+        p.get("/admin/api/nope/dictionary").await.status,
+        404,
+        "an unknown project"
+    );
+}

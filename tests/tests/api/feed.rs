@@ -86,8 +86,26 @@ async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
     assert_eq!(r.status, 200, "{}", r.body);
     let events = feed.until("\n\n", Duration::from_secs(5)).await;
     assert_eq!(ids(&events), [1]);
+    // The production tracker's fields: rates, queue sizes and figures, from the statistics
+    // last read for the project's watchers (numbers whenever they were read).
+    let mut event = events[0].1.clone();
+    let counts = event["counts"].as_object_mut().unwrap();
+    for rate in ["rcr", "rcsr", "irsr", "ifir", "ifar"] {
+        let r = counts
+            .remove(rate)
+            .unwrap_or_else(|| panic!("counts.{rate}"));
+        assert!((0.0..=1.0).contains(&r.as_f64().unwrap()), "{rate}: {r}");
+    }
+    let stats = event.as_object_mut().unwrap().remove("stats").unwrap();
+    assert!(
+        stats["queues"].is_object() && stats["values"].is_object(),
+        "{stats}"
+    );
+    assert_eq!(stats["values"]["done_counter"], 2.0);
+    let queuestats = event.as_object_mut().unwrap().remove("queuestats").unwrap();
+    assert_eq!(queuestats, stats["queues"]);
     assert_eq!(
-        events[0].1,
+        event,
         serde_json::json!({
             "downloader": "alice",
             "user_agent": "ArchiveTeam Warrior/0.10.3 Warrior",
@@ -102,6 +120,58 @@ async fn the_live_feed_sends_each_completion_in_the_old_broadcaster_shape() {
             "counts": {"todo": 0, "out": 1, "done": 2},
         })
     );
+}
+
+/// The production dashboard lists `stats.queues` and `stats.values` and shows the `counts`
+/// rates as percentages: once the statistics were read for the feed's watchers, every event
+/// carries them, the queues under the old tracker's names.
+#[tokio::test]
+async fn live_events_carry_the_production_trackers_rates_and_queue_sizes() {
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b", "c", "d"]).await;
+    app.claim_all("p1").await;
+    let mut feed = Feed::open(&app, "p1", None).await;
+    feed.until("retry: ", Duration::from_secs(5)).await;
+    app.done("p1", "bob", "a", 1).await;
+    feed.until("id: 1\n", Duration::from_secs(5)).await;
+    // The statistics are read for watched projects every few seconds; recent.json (a new URL
+    // each time: public reads are cached for a second) shows them once read after that done.
+    let mut n = 0;
+    tests::wait_for(
+        "the statistics read after the done",
+        Duration::from_secs(20),
+        || {
+            n += 1;
+            let app = &app;
+            async move {
+                let list = app.get(&format!("/p1/recent.json?n={n}")).await;
+                let list: serde_json::Value = serde_json::from_str(&list.body).ok()?;
+                (list[0]["queuestats"]["done"] == 1).then_some(())
+            }
+        },
+    )
+    .await;
+    app.done("p1", "bob", "b", 1).await;
+    let events = feed.until("id: 2\n", Duration::from_secs(5)).await;
+    let e = &events.last().unwrap().1;
+    assert_eq!(e["counts"]["done"], 2, "{e}");
+    let queues = &e["stats"]["queues"];
+    for (queue, n) in [
+        ("todo", 0),
+        ("todo:secondary", 0),
+        ("todo:redo", 0),
+        ("todo:backfeed", 0),
+        ("claims", 3),
+        ("done", 1),
+        ("unretrievable", 0),
+    ] {
+        assert_eq!(queues[queue], n, "{queue}, as last read: {queues}");
+    }
+    assert_eq!(e["queuestats"], *queues);
+    let irsr = e["counts"]["irsr"].as_f64().unwrap();
+    assert!(irsr > 0.0 && irsr <= 1.0, "claims were served: {e}");
+    assert_eq!(e["stats"]["values"]["item_request_serve_rate"], irsr);
+    assert_eq!(e["stats"]["values"]["done_counter"], 2.0);
 }
 
 #[tokio::test]
@@ -184,6 +254,8 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
         "item",
         "items",
         "megabytes",
+        "queuestats",
+        "stats",
         "user_agent",
         "version",
     ];
@@ -193,7 +265,9 @@ async fn recent_json_lists_the_last_twenty_completions_newest_first() {
     assert_eq!(keys, want);
     assert_eq!(
         list[0]["counts"],
-        serde_json::json!({"todo": 0, "out": 0, "done": 25})
+        serde_json::json!({"todo": 0, "out": 0, "done": 25,
+            "rcr": 0.0, "rcsr": 0.0, "irsr": 0.0, "ifir": 0.0, "ifar": 0.0}),
+        "nobody watches: no statistics read, rates 0"
     );
     assert_eq!(app.get("/nope/recent.json").await.status, 404);
 }

@@ -295,12 +295,22 @@ async fn a_private_redis_that_dies_is_restarted_from_its_append_only_file() {
     drop(stdin);
     assert!(add.wait().await.unwrap().success());
 
+    // The tracker serves (and so supervises the Redis it started) before that Redis is killed.
+    let http = reqwest::Client::new();
+    tests::wait_for("the tracker to serve", Duration::from_secs(30), || {
+        let req = http.get(format!("{base}/demo/stats.json"));
+        async move { (req.send().await.ok()?.status() == 200).then_some(()) }
+    })
+    .await;
+    assert!(
+        serve.try_wait().expect("the tracker's status").is_none(),
+        "the tracker is running"
+    );
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &first.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let http = reqwest::Client::new();
     let second = tests::wait_for("a new redis-server", Duration::from_secs(20), || async {
         dir.redis_pid().await.filter(|&p| p != first)
     })

@@ -79,6 +79,11 @@ pub struct Settings {
     /// its claim order already has.
     #[serde(default)]
     pub backfeed_shards: Vec<String>,
+    /// The shard names a backfeed call may make beyond `backfeed_shards` (a regular
+    /// expression the whole name must match; empty: any name of 1-64 of `[A-Za-z0-9_.:-]`,
+    /// which names must be in any case).
+    #[serde(default)]
+    pub shard_pattern: String,
     /// Records the backfeed filter holds at its target false-positive rate before growing.
     pub bloom_capacity: u64,
     /// Static string fields sent with every claim (api_version 2).
@@ -206,12 +211,45 @@ pub struct ProjectSettings {
     /// Whether secrets (the backfeed key) were left out: the caller is read-only.
     #[serde(default)]
     pub secrets_hidden: bool,
+    /// Each backfeed key, in the order of `backfeed_key`, with what it fed.
+    #[serde(default)]
+    pub backfeed_keys: Vec<BackfeedKeyUse>,
+}
+
+/// One of a project's backfeed keys and what it fed (a project fed by several grab scripts has
+/// a key for each).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfeedKeyUse {
+    /// The key's id: the first 8 hex digits of its SHA-256 (shown to read-only accounts too).
+    pub id: String,
+    /// The secret (empty when hidden from the caller).
+    pub key: String,
+    /// Records it sent that were queued or found known (rejected ones not counted).
+    pub records: u64,
+    /// Of those, the ones queued as new.
+    pub added: u64,
+    /// When it last fed (ms; 0: never).
+    pub last: u64,
+}
+
+/// Body of `POST /admin/api/SLUG/backfeed-key`: `{}` replaces every key with one new key;
+/// `{"action": "add"}` adds a key; `{"action": "rotate" | "revoke", "id": ID}` replaces or
+/// removes the key of that id alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfeedKeyChange {
+    /// `add`, `rotate` or `revoke`; absent: replace them all.
+    #[serde(default)]
+    pub action: Option<String>,
+    /// The [`BackfeedKeyUse::id`] to rotate or revoke.
+    #[serde(default)]
+    pub id: Option<String>,
 }
 
 /// Answer of `POST /admin/api/SLUG/backfeed-key`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackfeedKey {
-    /// The new secret of `/backfeed/legacy/SLUG-SECRET`.
+    /// The project's keys now, comma-separated (each the secret of
+    /// `/backfeed/legacy/SLUG-SECRET`).
     pub backfeed_key: String,
 }
 
@@ -274,4 +312,18 @@ pub struct Archived {
     pub affected: Affected,
     /// The file written.
     pub file: Option<String>,
+}
+
+/// What is known of one zstd dictionary of a project (`GET /dictionary?project=SLUG` serves
+/// the current one; `GET`/`PUT /admin/api/SLUG/dictionary`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DictionaryInfo {
+    /// Its id, in the project.
+    pub id: u64,
+    /// SHA-256 of its bytes as served (lowercase hex): the grab scripts check it.
+    pub sha256: String,
+    /// Its size as served.
+    pub bytes: u64,
+    /// When it was set (ms).
+    pub t: u64,
 }

@@ -188,6 +188,7 @@ fn project_settings() {
         targets: vec![("rsync://h/m/".into(), true)],
         admins: Some(vec!["ann".into()]),
         secrets_hidden: true,
+        backfeed_keys: vec![],
     };
     let text = serde_json::to_string(&shown).expect("serialises");
     let wire: Value = serde_json::from_str(&text).expect("is JSON");

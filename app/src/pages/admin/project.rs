@@ -80,6 +80,7 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
         <super::settings::SettingsEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
         <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change/>
         <super::targets::Targets slug=slug.clone() bulk may_change/>
+        <super::dictionary::Dictionary slug=slug.clone() bulk may_change/>
         <super::logs::Logs slug=slug.clone() bulk may_change/>
         {global.then(|| view! { <super::targets::Destroy slug=slug.clone() bulk/> })}
     }

@@ -59,7 +59,7 @@ macro_rules! field {
 }
 
 /// The plain fields of the form.
-const FIELDS: [Field; 19] = [
+const FIELDS: [Field; 20] = [
     field!(title, "Title", Text),
     field!(banner, "Banner (a message on the pages)", Text),
     field!(domains, "Byte domains (comma-separated)", List),
@@ -83,8 +83,13 @@ const FIELDS: [Field; 19] = [
     ),
     field!(
         backfeed_shards,
-        "Backfeed shards a call may name (comma-separated)",
+        "Backfeed shards always accepted (comma-separated)",
         List
+    ),
+    field!(
+        shard_pattern,
+        "New backfeed shard names a call may make (regular expression, whole name; empty: any of 1-64 of A-Z a-z 0-9 _ . : -)",
+        Text
     ),
     field!(
         tags,

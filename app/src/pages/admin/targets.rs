@@ -10,7 +10,8 @@ use crate::model::admin::ProjectSettings;
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::json;
 
-/// The backfeed key (shown, rotated after confirmation) and the upload targets.
+/// The backfeed keys (each with what it fed, rotated or revoked alone after confirmation) and
+/// the upload targets.
 #[component]
 pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let settings_path = format!("/admin/api/{slug}/settings");
@@ -18,21 +19,20 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
         bulk.version.track();
         api::get::<ProjectSettings>(settings_path.clone())
     });
-    let key_path = format!("/admin/api/{slug}/backfeed-key");
+    let key_path = StoredValue::new(format!("/admin/api/{slug}/backfeed-key"));
     let targets_path = StoredValue::new(format!("/admin/api/{slug}/targets"));
     let slug = StoredValue::new(slug);
-    let rotate = move |had_key: bool| {
+    // Every key at once (`{}`), or one key alone by its id (`rotate`, `revoke`), or a new one.
+    let keys_change = move |text: String, body: serde_json::Value| {
+        bulk.ask(text, "POST", key_path.get_value(), BodyKind::Json(body));
+    };
+    let rotate_all = move |had_key: bool| {
         let text = if had_key {
-            "Rotate the backfeed key? The old key stops working at once: grab scripts need the new URL."
+            "Replace every backfeed key with one new key? The old keys stop working at once: grab scripts need the new URL."
         } else {
             "Generate a backfeed key? Backfeed opens at the new URL."
         };
-        bulk.ask(
-            text.into(),
-            "POST",
-            key_path.clone(),
-            BodyKind::Json(json!({})),
-        );
+        keys_change(text.into(), json!({}));
     };
     let change = move |target: String, action: &'static str| {
         let body = Body::Json(json!({"target": target, "action": action}));
@@ -51,27 +51,61 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     };
     view! {
         <section class="card" aria-label="Backfeed and upload targets">
-            <h2>"Backfeed key"</h2>
+            <h2>"Backfeed keys"</h2>
             <Loaded reply=loaded show={move |v: ProjectSettings| {
-                let rotate = rotate.clone();
-                let key = v.settings.backfeed_key;
-                let had = !key.is_empty();
-                // One URL per key (a project fed by several grab scripts has one each).
-                let url = if v.secrets_hidden {
-                    "hidden from read-only accounts".into()
-                } else if had {
-                    key.split(',')
-                        .map(|k| format!("/backfeed/legacy/{}-{k}", slug.get_value()))
-                        .collect::<Vec<_>>()
-                        .join("  ")
-                } else {
-                    "none: backfeed is closed".into()
-                };
+                let had = !v.backfeed_keys.is_empty();
+                let hidden = v.secrets_hidden;
+                // One URL per key: a project fed by several grab scripts has one each, and the
+                // table says which fed how much.
+                let rows = v.backfeed_keys.into_iter().map(|k| {
+                    let url = if hidden {
+                        "hidden from read-only accounts".to_string()
+                    } else {
+                        format!("/backfeed/legacy/{}-{}", slug.get_value(), k.key)
+                    };
+                    let (rid, vid) = (k.id.clone(), k.id.clone());
+                    let id = k.id.clone();
+                    view! {
+                        <tr>
+                            <td class="mono">{k.id.clone()}</td>
+                            <td><code aria-label=format!("Backfeed URL {id}")>{url}</code></td>
+                            <td class="num">{crate::format::thousands(k.records)}</td>
+                            <td class="num">{crate::format::thousands(k.added)}</td>
+                            <td>{if k.last == 0 { "never".to_string() } else { format!("{} ago", api::age(k.last)) }}</td>
+                            <td>{may_change.then(|| view! {
+                                <button aria-label=format!("Rotate key {rid}") on:click=move |_| keys_change(
+                                    format!("Rotate key {rid}? Its URL stops working at once; the other keys keep working."),
+                                    json!({"action": "rotate", "id": rid}),
+                                )>"Rotate"</button>
+                                " "
+                                <button aria-label=format!("Revoke key {vid}") on:click=move |_| keys_change(
+                                    format!("Revoke key {vid}? Its URL stops working at once; the other keys keep working."),
+                                    json!({"action": "revoke", "id": vid}),
+                                )>"Revoke"</button>
+                            })}</td>
+                        </tr>
+                    }
+                }).collect_view();
                 let targets = v.targets;
                 view! {
-                    <p>"Backfeed URL: " <code aria-label="Backfeed URL">{url}</code></p>
+                    {(!had).then(|| view! { <p class="muted">"No backfeed key: backfeed is closed."</p> })}
+                    {had.then(|| view! {
+                        <table aria-label="Backfeed keys">
+                            <thead><tr><th>"Key"</th><th>"URL"</th><th>"Records fed"</th><th>"New"</th><th>"Last fed"</th><th></th></tr></thead>
+                            <tbody>{rows}</tbody>
+                        </table>
+                    })}
                     {may_change.then(|| view! {
-                        <button on:click=move |_| rotate(had)>{if had { "Rotate backfeed key" } else { "Generate backfeed key" }}</button>
+                        <p class="row">
+                            <button on:click=move |_| rotate_all(had)>{if had { "Replace all keys" } else { "Generate backfeed key" }}</button>
+                            {had.then(|| view! {
+                                " "
+                                <button on:click=move |_| keys_change(
+                                    "Add a backfeed key? The existing keys keep working.".into(),
+                                    json!({"action": "add"}),
+                                )>"Add a key"</button>
+                            })}
+                        </p>
                     })}
                     <h2>"Upload targets"</h2>
                     {targets.is_empty().then(|| view! { <p class="muted">"No upload targets."</p> })}
