@@ -1,11 +1,12 @@
 // The admin panel's management pages in a real browser: the settings form, creating and
-// destroying a project, blocks, the Warrior list, failed items, uploading a .gz of items, and
-// API tokens.
+// destroying a project, blocks, the Warrior list, failed items, uploading a .gz of items,
+// API tokens, backfeed keys and the compression dictionary.
 import { test, expect, asRoot, type Tracker } from './fixtures';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
 
 function show(tracker: Tracker, slug: string) {
   return JSON.parse(tracker.cli(['project', 'show', slug]));
@@ -231,4 +232,49 @@ test('the completion log is archived to a file listed for download', async ({ pa
   // The entries left Redis for the file; the download reads the archives, then Redis: the same
   // three entries, in the same order.
   expect(await read()).toBe(before);
+});
+
+test('each backfeed key shows what it fed and is revoked alone; a dictionary is uploaded from a file', async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['project', 'set', 'demo', 'backfeed_key=urlsgrab1,redditgrab2']);
+  const fed = await fetch(`${tracker.base}/backfeed/legacy/demo-urlsgrab1`, { method: 'POST', body: 'a\0b\0c\0' });
+  expect(fed.status).toBe(200);
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const keys = page.getByRole('table', { name: 'Backfeed keys' });
+  const urls = keys.getByRole('row').filter({ hasText: '/backfeed/legacy/demo-urlsgrab1' });
+  await expect(urls.getByRole('cell', { name: '3', exact: true })).toHaveCount(2);
+  const reddit = keys.getByRole('row').filter({ hasText: '/backfeed/legacy/demo-redditgrab2' });
+  await expect(reddit).toContainText('never');
+  await reddit.getByRole('button', { name: /^Revoke key / }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('the other keys keep working');
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done.');
+  await expect(reddit).toHaveCount(0);
+  await expect(urls).toBeVisible();
+  expect(show(tracker, 'demo').backfeed_key).toBe('urlsgrab1');
+
+  // A dictionary trained by the CLI for another project, downloaded, and uploaded here.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'dict-'));
+  const samples = Array.from({ length: 200 }, (_, i) => {
+    const f = path.join(dir, `s${i}`);
+    writeFileSync(f, `<html><head><title>Post ${i} - Example</title></head><body><nav>Home Latest Top</nav><p>${'lorem ipsum '.repeat(1 + (i % 9))}</p><footer>Example forum</footer></body></html>`);
+    return f;
+  });
+  tracker.cli(['project', 'create', 'src']);
+  tracker.cli(['dictionary', 'train', 'src', '--max-size', '8192', ...samples]);
+  const bytes = Buffer.from(await (await fetch(`${tracker.base}/dictionary/src/1`)).arrayBuffer());
+  const file = path.join(dir, 'demo.dict');
+  writeFileSync(file, bytes);
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  const dict = page.getByRole('region', { name: 'Dictionary' });
+  await expect(dict).toContainText('None');
+  await dict.getByLabel('Dictionary file').setInputFiles(file);
+  await dict.getByRole('button', { name: 'Upload dictionary' }).click();
+  await expect(dialog).toContainText("as the project's dictionary?");
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(dict.getByRole('table', { name: 'Dictionary served' })).toContainText(sha);
+  const served = await (await fetch(`${tracker.base}/dictionary?project=demo`)).json();
+  expect([served.id, served.sha256]).toEqual([1, sha]);
 });

@@ -65,19 +65,8 @@ impl<'a> Panel<'a> {
         path: &str,
         body: serde_json::Value,
     ) -> Reply {
-        let origin = format!("http://{}", self.app.addr);
-        let req = self
-            .app
-            .http
-            .request(method, self.app.url(path))
-            .header("cookie", &self.cookie)
-            .header("x-csrf-token", &self.csrf)
-            .header("origin", origin)
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        let r = self.app.send(req).await;
-        self.take_cookie(&r);
-        r
+        self.request(method, path, "application/json", body.to_string())
+            .await
     }
 
     /// `method` with the cookie, the CSRF token and a same-origin `Origin`, raw `body` (a file
@@ -88,6 +77,17 @@ impl<'a> Panel<'a> {
         path: &str,
         body: Vec<u8>,
     ) -> Reply {
+        self.request(method, path, "application/octet-stream", body)
+            .await
+    }
+
+    async fn request(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
         let origin = format!("http://{}", self.app.addr);
         let req = self
             .app
@@ -96,7 +96,7 @@ impl<'a> Panel<'a> {
             .header("cookie", &self.cookie)
             .header("x-csrf-token", &self.csrf)
             .header("origin", origin)
-            .header("content-type", "application/octet-stream")
+            .header("content-type", content_type)
             .body(body);
         let r = self.app.send(req).await;
         self.take_cookie(&r);

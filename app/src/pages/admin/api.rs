@@ -89,6 +89,16 @@ pub async fn get<T: DeserializeOwned>(path: String) -> Result<T, String> {
     call("GET", &path, "", Body::Empty).await
 }
 
+/// The first file chosen in the file input `input`, if any.
+#[cfg(feature = "hydrate")]
+pub fn chosen_file(
+    input: leptos::prelude::NodeRef<leptos::html::Input>,
+) -> Option<send_wrapper::SendWrapper<web_sys::File>> {
+    use leptos::prelude::GetUntracked;
+    let file = input.get_untracked()?.files()?.get(0)?;
+    Some(send_wrapper::SendWrapper::new(file))
+}
+
 /// Reloads the page (after logging in or out).
 pub fn reload() {
     #[cfg(feature = "hydrate")]

@@ -17,11 +17,7 @@ pub fn Dictionary(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let upload = move |_| {
         #[cfg(feature = "hydrate")]
         {
-            let file = file_input
-                .get_untracked()
-                .and_then(|i| i.files())
-                .and_then(|f| f.get(0));
-            let Some(file) = file else {
+            let Some(file) = api::chosen_file(file_input) else {
                 return bulk.message.set("Choose a dictionary file first.".into());
             };
             let text = format!(
@@ -29,8 +25,12 @@ pub fn Dictionary(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                 file.name(),
                 bytes(file.size() as u64)
             );
-            let body = super::bulk::BodyKind::File(send_wrapper::SendWrapper::new(file));
-            bulk.ask(text, "PUT", path.get_value(), body);
+            bulk.ask(
+                text,
+                "PUT",
+                path.get_value(),
+                super::bulk::BodyKind::File(file),
+            );
         }
         #[cfg(not(feature = "hydrate"))]
         let _ = file_input;

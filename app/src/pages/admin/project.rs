@@ -112,11 +112,7 @@ fn AddItems(slug: String, bulk: Bulk) -> impl IntoView {
     let preview_file = move |_| {
         #[cfg(feature = "hydrate")]
         {
-            let file = file_input
-                .get_untracked()
-                .and_then(|i| i.files())
-                .and_then(|f| f.get(0));
-            let Some(file) = file else {
+            let Some(file) = api::chosen_file(file_input) else {
                 return bulk.message.set("Choose a file first.".into());
             };
             let path = format!(
@@ -124,8 +120,7 @@ fn AddItems(slug: String, bulk: Bulk) -> impl IntoView {
                 path.get_value(),
                 api::encode(&queue.get_untracked())
             );
-            let body = BodyKind::File(send_wrapper::SendWrapper::new(file));
-            bulk.preview(path, body, move |c| {
+            bulk.preview(path, BodyKind::File(file), move |c| {
                 format!(
                     "Add the file's {} new items to {}?",
                     thousands(c),
