@@ -168,9 +168,31 @@ pub(super) async fn every_script(app: &TestApp) {
         1
     );
     assert!(store.segment_entries("p1").await.unwrap().is_empty());
+    flush().await;
+    // A drained shard is retired, a declared one kept even when empty.
+    let recs = [BackfeedRecord {
+        hash: 43,
+        part: String::new(),
+        item: "shard-one".into(),
+    }];
+    let fed = store.backfeed("p1", "todo:backfeed:daily1", false, 1000, &recs, now);
+    assert_eq!(fed.await.unwrap(), Some((1, 0)), "queued in a new shard");
+    assert_eq!(
+        store.retire_empty_shards("p1", &[]).await.unwrap(),
+        Vec::<String>::new()
+    );
+    store
+        .clear_queue("p1", "todo:backfeed", false)
+        .await
+        .unwrap();
+    flush().await;
+    assert_eq!(
+        store.retire_empty_shards("p1", &[]).await.unwrap(),
+        ["todo:backfeed:daily1"]
+    );
     assert_eq!(
         store.scripts().all().len(),
-        19,
+        20,
         "every script is exercised above"
     );
 }
