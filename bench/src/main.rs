@@ -1,7 +1,8 @@
 //! The load generator: starts a private Redis and the release tracker, then measures warrior
 //! request+done pairs, multi=100 claims, backfeed, and the ceiling of the same scripts called
 //! directly. Prints figures and the command that produced them. Run: `make bench`. Other modes:
-//! `--viewers` (viewers.rs), `--attack` (hostile.rs), `--chaos` (chaos.rs, `make chaos`).
+//! `--viewers` (viewers.rs), `--attack` (hostile.rs), `--chaos` (chaos.rs, `make chaos`),
+//! `--against BIN` (against.rs: this build and another, alternated in one run).
 
 use server::{
     batcher::Batcher,
@@ -14,6 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod against;
 mod chaos;
 mod fsync;
 mod hostile;
@@ -321,6 +323,9 @@ async fn main() {
     }
     if let Some(at) = args.iter().position(|a| a == "--attack") {
         return hostile::attack_for(&args[at + 1..]).await;
+    }
+    if args.iter().any(|a| a == "--against") {
+        return against::run(&args);
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     // `--cluster`: Redis is a local cluster of 3 masters (the `spread` phase puts its projects
