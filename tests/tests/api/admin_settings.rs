@@ -339,14 +339,16 @@ async fn backfeed_keys_are_counted_and_changed_one_by_one() {
     );
 
     // Bad changes are refused with the reason and change nothing.
-    let before = app
-        .store
-        .project("p1")
-        .await
-        .unwrap()
-        .unwrap()
-        .backfeed_key
-        .clone();
+    let keys_now = || async {
+        app.store
+            .project("p1")
+            .await
+            .unwrap()
+            .unwrap()
+            .backfeed_key
+            .clone()
+    };
+    let before = keys_now().await;
     for (body, status, says) in [
         (
             serde_json::json!({"action": "revoke", "id": "00000000"}),
@@ -375,14 +377,7 @@ async fn backfeed_keys_are_counted_and_changed_one_by_one() {
         let want = if n <= 16 { 200 } else { 400 };
         assert_eq!(r.status, want, "key {n} (16 at most): {}", r.body);
     }
-    let after = app
-        .store
-        .project("p1")
-        .await
-        .unwrap()
-        .unwrap()
-        .backfeed_key
-        .clone();
+    let after = keys_now().await;
     assert_eq!(after.split(',').count(), 16);
     assert!(after.starts_with(&before), "keys are added at the end");
 }
