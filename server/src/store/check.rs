@@ -1,10 +1,57 @@
-//! `tracker check`: verifies a project's central invariant. Reads whole structures, so it is
-//! meant for quiet moments (and tests), not for a busy project of hundreds of millions of items.
+//! `tracker check`: verifies a project's central invariant. Big keys (queues, claimed, done,
+//! failed, claim records, decay scores) are read a page at a time with `SCAN`-family commands, so
+//! no reply holds a key whole (a whole read of millions of members outlasted the client's
+//! timeout and held Redis meanwhile); what it finds is still held in this process's memory, so a
+//! project of hundreds of millions of items wants a machine to match.
 
 use super::{scripts::Refusal, Store, StoreError, StoreResult};
 use crate::keys::{ProjectKeys, PERSONAL, QUEUES};
 use fred::prelude::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// Members asked for per `SSCAN`/`ZSCAN`/`HSCAN` call.
+const SCAN_PAGE: &str = "10000";
+
+/// Every member of a set (`SSCAN`) or sorted set (`ZSCAN`), or every field of a hash
+/// (`HSCAN`), with its value for the last two, read a page at a time. A scan may return a
+/// member twice while the key changes: each is kept once (the last value read).
+async fn scan_all(
+    client: &Client,
+    command: &'static str,
+    key: &str,
+) -> StoreResult<Vec<(String, String)>> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut out = Vec::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let args = vec![key.to_string(), cursor, "COUNT".into(), SCAN_PAGE.into()];
+        let (next, page): (String, Vec<String>) = client.custom(fred::cmd!(command), args).await?;
+        let mut page = page.into_iter();
+        while let Some(member) = page.next() {
+            let value = match command {
+                "SSCAN" => String::new(),
+                _ => page.next().unwrap_or_default(),
+            };
+            if seen.insert(member.clone()) {
+                out.push((member, value));
+            }
+        }
+        if next == "0" {
+            return Ok(out);
+        }
+        cursor = next;
+    }
+}
+
+/// The members of a set or sorted set, or the fields of a hash, read as [`scan_all`] reads
+/// them.
+async fn scan_names(client: &Client, command: &'static str, key: &str) -> StoreResult<Vec<String>> {
+    Ok(scan_all(client, command, key)
+        .await?
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect())
+}
 
 /// The keys of the queue parts in claim order `order` (meta `queues`; `None`: the default), in
 /// that order. Personal queues are not in it (see [`Store::personal_queues`]).
@@ -163,16 +210,13 @@ impl Store {
         }
         queue_keys.extend(personal);
         for key in &queue_keys {
-            let items: Vec<String> = client.zrange(key, 0, -1, None, false, None, false).await?;
-            for item in items {
+            for item in scan_names(client, "ZSCAN", key).await? {
                 places.entry(item).or_default().push(key.clone());
             }
         }
-        let out: Vec<String> = client
-            .zrange(k.out(), 0, -1, None, false, None, false)
-            .await?;
-        let done: Vec<String> = client.smembers(k.done()).await?;
-        let failed: Vec<String> = client.hkeys(k.failed()).await?;
+        let out = scan_names(client, "ZSCAN", &k.out()).await?;
+        let done = scan_names(client, "SSCAN", &k.done()).await?;
+        let failed = scan_names(client, "HSCAN", &k.failed()).await?;
         for (list, name) in [(&out, "out"), (&done, "done"), (&failed, "failed")] {
             for item in list.iter() {
                 places
@@ -229,10 +273,16 @@ impl Store {
                 format!("item {item:?} is in {} places: {}", p.len(), p.join(", "))
             }),
         );
-        let decay: HashMap<String, String> = client.hgetall(k.decay()).await?;
+        let decay: HashMap<String, String> = scan_all(client, "HSCAN", &k.decay())
+            .await?
+            .into_iter()
+            .collect();
         problems.extend(decay_problems(&decay, &places));
 
-        let claims: HashMap<String, String> = client.hgetall(k.claims()).await?;
+        let claims: HashMap<String, String> = scan_all(client, "HSCAN", &k.claims())
+            .await?
+            .into_iter()
+            .collect();
         let mut held: HashMap<String, i64> = HashMap::new();
         for item in &out {
             match claims
