@@ -304,16 +304,18 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                      what was lost before cannot be seen"
                 );
             }
+            let started = std::time::Instant::now();
             let problems = store.check(&slug).await?;
+            let took = format!("checked in {:.1} s", started.elapsed().as_secs_f64());
             for p in &problems {
                 println!("{p}");
             }
             if problems.is_empty() {
-                println!("ok: {slug} holds its invariant");
+                println!("ok: {slug} holds its invariant ({took})");
                 Ok(())
             } else {
                 Err(CliError::Usage(format!(
-                    "{} violations in {slug}",
+                    "{} violations in {slug} ({took})",
                     problems.len()
                 )))
             }
