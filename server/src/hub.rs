@@ -237,8 +237,8 @@ impl Hub {
     pub fn set_figures(&self, slug: &str, figures: TrackerStats, now: Instant) -> Option<Instant> {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         let feed = feeds.get_mut(slug)?;
-        feed.latest = Some(Arc::new(figures.clone()));
-        feed.figures = Some(figures);
+        feed.latest = Some(Arc::new(figures));
+        feed.figures_fresh = true;
         feed.flush_if_due(now)
     }
 
@@ -247,6 +247,12 @@ impl Hub {
     pub fn latest_figures(&self, slug: &str) -> Option<Arc<TrackerStats>> {
         let feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         feeds.get(slug)?.latest.clone()
+    }
+
+    /// The compatibility feed's chunk of `events` of `slug` ([`sse_chunk`]), with the tracker
+    /// statistics last read for it.
+    pub fn sse_chunk(&self, slug: &str, events: &[DoneEvent]) -> String {
+        sse_chunk(events, self.latest_figures(slug).as_deref())
     }
 
     /// Tells every watcher to start over from a snapshot (after a reconnect, or when Redis

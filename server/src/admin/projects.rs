@@ -210,9 +210,7 @@ pub async fn rotate_backfeed_key(
     };
     settings.backfeed_key = keys.join(",");
     state.store.save_settings(&slug, &settings).await?;
-    for id in &gone {
-        state.store.forget_fed(&slug, id).await?;
-    }
+    state.store.forget_fed(&slug, &gone).await?;
     caller.record(&state, action, &slug, 0, id).await?;
     Ok(Json(BackfeedKey {
         backfeed_key: settings.backfeed_key,

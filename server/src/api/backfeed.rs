@@ -161,7 +161,7 @@ pub async fn add_backfeed(
                     .await?;
                 if !retired.is_empty() {
                     tracing::info!(%slug, retired = retired.len(), "retired empty backfeed shards");
-                    shards = state.store.backfeed_shards(slug).await?;
+                    shards.retain(|s| !retired.contains(&format!("todo:backfeed:{s}")));
                 }
             }
             if full(&shards) {

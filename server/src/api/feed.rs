@@ -4,7 +4,7 @@
 
 use crate::web::{ApiError, ApiResult};
 use crate::{
-    hub::{history, sse_chunk, Frame, LegacyEvent, Signal},
+    hub::{history, Frame, LegacyEvent, Signal},
     AppState,
 };
 use axum::{
@@ -80,8 +80,7 @@ pub async fn stream_live_events(
     if let Some(since) = last_id {
         match history::events_after(&state.store, &slug, since).await? {
             Some(events) => {
-                let figures = state.hub.latest_figures(&slug);
-                first.push_str(&sse_chunk(&events, figures.as_deref()));
+                first.push_str(&state.hub.sse_chunk(&slug, &events));
                 sent = Some(events.last().map_or(since, |e| e.seq));
             }
             None => first.push_str(": the completions after that id are gone; going on live\n\n"),
@@ -172,8 +171,7 @@ impl Feed {
         if frame.first() > sent {
             Some(frame.sse())
         } else {
-            let figures = self.state.hub.latest_figures(&self.slug);
-            Some(sse_chunk(rest, figures.as_deref()).into())
+            Some(self.state.hub.sse_chunk(&self.slug, rest).into())
         }
     }
 
@@ -184,8 +182,7 @@ impl Feed {
         match history::events_after(&self.state.store, &self.slug, sent).await {
             Ok(Some(events)) if !events.is_empty() => {
                 self.sent = events.last().map(|e| e.seq);
-                let figures = self.state.hub.latest_figures(&self.slug);
-                Some(sse_chunk(&events, figures.as_deref()).into())
+                Some(self.state.hub.sse_chunk(&self.slug, &events).into())
             }
             Ok(Some(_)) => None,
             Ok(None) | Err(_) => {

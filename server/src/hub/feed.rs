@@ -58,11 +58,11 @@ pub(super) struct Feed {
     /// Sequence number of the last event sent.
     pub(super) flushed: u64,
     pub(super) snapshot: Arc<tokio::sync::Mutex<Option<Snapshot>>>,
-    /// Tracker statistics read and not yet sent.
-    pub(super) figures: Option<TrackerStats>,
-    /// The tracker statistics last read, sent or not: every frame's compatibility events carry
-    /// their rates and queue sizes.
+    /// The tracker statistics last read: every frame's compatibility events carry their rates
+    /// and queue sizes; the websocket message carries them once, in the next frame.
     pub(super) latest: Option<Arc<TrackerStats>>,
+    /// Whether `latest` was read since the last frame (the next one sends it to viewers).
+    pub(super) figures_fresh: bool,
     /// Whether events came since the statistics were last read.
     pub(super) busy: bool,
     /// When the statistics were last read (`None`: not yet).
@@ -77,8 +77,8 @@ impl Feed {
             last_frame: None,
             flushed: 0,
             snapshot: Default::default(),
-            figures: None,
             latest: None,
+            figures_fresh: false,
             busy: false,
             figures_read: None,
         }
@@ -86,7 +86,7 @@ impl Feed {
 
     /// When the pending events (or statistics) may go out.
     fn due(&self, now: Instant) -> Option<Instant> {
-        if self.pending.is_empty() && self.figures.is_none() {
+        if self.pending.is_empty() && !self.figures_fresh {
             return None;
         }
         Some(
@@ -102,8 +102,8 @@ impl Feed {
         events.dedup_by_key(|e| e.seq);
         self.last_frame = Some(now);
         self.flushed = events.last().map_or(self.flushed, |e| e.seq);
-        let figures = self.figures.take();
-        let frame = Frame::new(events, figures.as_ref(), self.latest.clone());
+        let fresh = std::mem::take(&mut self.figures_fresh);
+        let frame = Frame::new(events, fresh, self.latest.clone());
         let _ = self.tx.send(Signal::Frame(Arc::new(frame)));
     }
 

@@ -21,15 +21,16 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// A frame of `events` (sorted by `seq`, no repeats), with the project's tracker statistics
-    /// when they were read again since the last frame. A frame without events carries only
-    /// the statistics (see [`Frame::is_figures_only`]). `latest`: the statistics last read,
-    /// new or not, for the compatibility feed's rates and queue sizes.
+    /// A frame of `events` (sorted by `seq`, no repeats), with `latest`, the project's tracker
+    /// statistics last read: the compatibility feed's rates and queue sizes, and in the
+    /// websocket message when `fresh` (read again since the last frame). A frame without
+    /// events carries only the statistics (see [`Frame::is_figures_only`]).
     pub(super) fn new(
         events: Vec<DoneEvent>,
-        tracker: Option<&TrackerStats>,
+        fresh: bool,
         latest: Option<Arc<TrackerStats>>,
     ) -> Self {
+        let tracker = latest.as_deref().filter(|_| fresh);
         let ws = crate::websocket::text(&message(&events, tracker));
         Self {
             events,
@@ -298,7 +299,7 @@ mod tests {
 
     #[test]
     fn the_websocket_form_parses_as_a_live_message() {
-        let f = Frame::new(vec![ev(5), ev(6), ev(7)], None, None);
+        let f = Frame::new(vec![ev(5), ev(6), ev(7)], false, None);
         let events = events_of(&f);
         assert_eq!(events[2], f.events()[2], "the last event goes out whole");
         assert_eq!(events[0].items, ["a", "b"], "within the log's length");
@@ -328,7 +329,7 @@ mod tests {
                 ..ev(seq)
             })
             .collect();
-        let f = Frame::new(full.clone(), None, None);
+        let f = Frame::new(full.clone(), false, None);
         let sent = events_of(&f);
         let brief = sent.len() - RECENT_LEN;
         assert!(sent[..brief]
@@ -411,7 +412,7 @@ mod tests {
         );
         assert_eq!(v["queuestats"], v["stats"]["queues"]);
         // A frame keeps the statistics last read for its compatibility chunk.
-        let f = Frame::new(vec![ev(9)], None, Some(Arc::new(figures)));
+        let f = Frame::new(vec![ev(9)], false, Some(Arc::new(figures)));
         assert_eq!(
             data(String::from_utf8(f.sse().to_vec()).unwrap())["counts"]["rcr"],
             0.25

@@ -67,11 +67,14 @@ impl Store {
             .collect())
     }
 
-    /// Forgets what the key `id` of `slug` fed (it was revoked or rotated).
-    pub async fn forget_fed(&self, slug: &str, id: &str) -> StoreResult<()> {
-        let fields: Vec<String> = ["records", "added", "last"]
+    /// Forgets what the keys `ids` of `slug` fed (they were revoked or rotated), in one call.
+    pub async fn forget_fed(&self, slug: &str, ids: &[String]) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let fields: Vec<String> = ids
             .iter()
-            .map(|w| format!("{id}:{w}"))
+            .flat_map(|id| ["records", "added", "last"].map(|w| format!("{id}:{w}")))
             .collect();
         let _: () = self
             .pool
