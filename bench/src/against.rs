@@ -93,6 +93,7 @@ fn figures(text: &str) -> Figures {
         let started = [
             ("pairs (", "pairs/s"),
             ("spread (", "spread pairs/s"),
+            ("crowd (", "crowd pairs/s"),
             ("multi=100 ", "multi items/s"),
             ("backfeed (", "backfeed records/s"),
         ]

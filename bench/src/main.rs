@@ -16,6 +16,7 @@ use std::{
 };
 
 mod against;
+mod bullmq;
 mod chaos;
 mod fsync;
 mod hostile;
@@ -56,6 +57,8 @@ fn run_wrk(args: &mut Command) -> (String, f64) {
 
 const SECONDS: u64 = 10;
 const CONNECTIONS: usize = 32;
+/// Warriors of the `crowd` phase: enough that the batches reach 32 and more.
+const CROWD: usize = 256;
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     assert!(
@@ -94,12 +97,23 @@ impl Latencies {
 /// measured at that rate, from the time a claim was due to go out (a claim held up by a slow
 /// one before it counts its wait: no coordinated omission). Failed calls are counted apart.
 async fn pairs(base: &str, slugs: &[&str], secs: u64, pace: Option<f64>) -> Latencies {
+    pairs_of(CONNECTIONS, base, slugs, secs, pace).await
+}
+
+/// [`pairs`] with `warriors` warriors instead of `CONNECTIONS`.
+async fn pairs_of(
+    warriors: usize,
+    base: &str,
+    slugs: &[&str],
+    secs: u64,
+    pace: Option<f64>,
+) -> Latencies {
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(CONNECTIONS * 2)
+        .pool_max_idle_per_host(warriors * 2)
         .build()
         .unwrap();
     let end = Instant::now() + Duration::from_secs(secs);
-    let tasks: Vec<_> = (0..CONNECTIONS)
+    let tasks: Vec<_> = (0..warriors)
         .map(|i| {
             let (http, base) = (http.clone(), base.to_string());
             let slug = slugs[i % slugs.len()].to_string();
@@ -113,7 +127,7 @@ async fn pairs(base: &str, slugs: &[&str], secs: u64, pace: Option<f64>) -> Late
                     failed_requests: 0,
                     failed_dones: 0,
                 };
-                let interval = pace.map(|rate| Duration::from_secs_f64(CONNECTIONS as f64 / rate));
+                let interval = pace.map(|rate| Duration::from_secs_f64(warriors as f64 / rate));
                 let mut next = Instant::now();
                 while Instant::now() < end {
                     // Paced: timed from when the claim was due, not from when it went out.
@@ -335,8 +349,8 @@ async fn main() {
     let (dir, url, store, base) = (&rig.dir, &rig.url, &rig.store, &rig.base);
     let meter = || rig.meter();
     println!("# tracker bench: {CONNECTIONS} connections, {SECONDS} s per phase, redis {url}");
-    // `--phases a,b`: only those phases (pairs, spread, ceiling, half, multi, backfeed, wrk,
-    // floor, hostile; fsync only when named, as it turns on the append-only file and takes a
+    // `--phases a,b`: only those phases (pairs, crowd, spread, ceiling, half, multi, backfeed,
+    // wrk, floor, bullmq, hostile; fsync only when named, as it turns on the append-only file and takes a
     // minute; memory only when named, as it takes a quarter of an hour).
     let args: Vec<String> = std::env::args().collect();
     let only = args
@@ -349,6 +363,7 @@ async fn main() {
     // Enough items that no phase runs dry on this machine (about 3x the rates seen).
     for (slug, items, phase) in [
         ("bench", 600_000, "pairs"),
+        ("crowd", 600_000, "crowd"),
         ("multi", 5_000_000, "multi"),
         ("direct", 600_000, "ceiling"),
         ("paced", 200_000, "half"),
@@ -369,10 +384,35 @@ async fn main() {
         project(store, "fsync", fsync::ITEMS).await;
     }
     let mut peak_rate = 0.0;
+    let mut last_redis_us = None;
     if run("pairs") || run("half") || run("hostile") {
         let m = meter();
         peak_rate = phase_pairs(base).await;
-        println!("{}", m.report(peak_rate * SECONDS as f64, "pair"));
+        let line = m.report(peak_rate * SECONDS as f64, "pair");
+        println!("{line}");
+        last_redis_us = rig::redis_us(&line);
+    }
+    // Per unit of work: Redis µs per pair (32 and 256 warriors) and per multi item, for the
+    // comparison with BullMQ's per job at the end.
+    let mut redis_per: Vec<(&str, f64)> = Vec::new();
+    if let Some(us) = last_redis_us.take() {
+        redis_per.push(("pair, 32 warriors", us));
+    }
+    if run("crowd") {
+        let m = meter();
+        let crowd = pairs_of(CROWD, base, &["crowd"], SECONDS, None).await;
+        let rate = crowd.pairs as f64 / SECONDS as f64;
+        println!(
+            "crowd ({CROWD} warriors, request+done over HTTP): {rate:.0}/s; request p50 {:.2} ms p99 {:.2} ms; done p50 {:.2} ms p99 {:.2} ms{}",
+            percentile(&crowd.request, 0.5),
+            percentile(&crowd.request, 0.99),
+            percentile(&crowd.done, 0.5),
+            percentile(&crowd.done, 0.99),
+            crowd.failures()
+        );
+        let line = m.report(rate * SECONDS as f64, "pair");
+        println!("{line}");
+        redis_per.extend(rig::redis_us(&line).map(|us| ("pair, 256 warriors", us)));
     }
     if run("spread") {
         let slugs = ["spread0", "spread1", "spread2", "spread3"];
@@ -420,7 +460,9 @@ async fn main() {
             "multi=100 (claim + done of 100): {:.0} items/s",
             m as f64 / SECONDS as f64
         );
-        println!("{}", cpu.report(m as f64, "item"));
+        let line = cpu.report(m as f64, "item");
+        println!("{line}");
+        redis_per.extend(rig::redis_us(&line).map(|us| ("multi=100 item", us)));
     }
     if run("backfeed") {
         let cpu = meter();
@@ -484,6 +526,9 @@ async fn main() {
     }
     if !wrk {
         println!("# wrk not installed (apt-get install wrk): wrk phases skipped");
+    }
+    if run("bullmq") {
+        bullmq::run(&root, &redis_per);
     }
     // Last: the append-only file it turns on would weigh on any phase after it.
     if named("fsync") && on_cluster {

@@ -49,6 +49,12 @@ impl CpuMeter {
     }
 }
 
+/// The Redis µs of a `#   CPU per UNIT: tracker N µs, redis M µs` line.
+pub fn redis_us(line: &str) -> Option<f64> {
+    let (_, rest) = line.split_once("redis ")?;
+    rest.split(' ').next()?.parse().ok()
+}
+
 /// The Redis of a bench run, held until the run ends (dropped: stopped).
 enum Redis {
     Server(#[allow(dead_code)] Killed),

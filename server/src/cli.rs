@@ -10,6 +10,7 @@ use crate::{
 mod admin;
 pub mod dictionary;
 mod pipeline;
+pub mod progress;
 pub use admin::AdminCommand;
 pub use dictionary::DictionaryCommand;
 pub use pipeline::PipelineCommand;
@@ -230,12 +231,21 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             Ok(())
         }
         Command::Items(ItemsCommand::Add { slug, queue, file }) => {
-            let source: Box<dyn std::io::Read + Send> = if file == "-" {
-                Box::new(std::io::stdin())
+            let (source, size): (Box<dyn std::io::Read + Send>, _) = if file == "-" {
+                (Box::new(std::io::stdin()), None)
             } else {
-                Box::new(std::fs::File::open(&file).map_err(|e| CliError::Io(file.clone(), e))?)
+                let f = std::fs::File::open(&file).map_err(|e| CliError::Io(file.clone(), e))?;
+                let size = f.metadata().ok().map(|m| m.len());
+                (Box::new(f), size)
             };
-            let added = ops::items::add(store, &cli, &slug, &queue, source, false).await?;
+            let shown = progress::Progress::new("items add", size);
+            let source = shown.reader(source);
+            let added = ops::items::add(store, &cli, &slug, &queue, source, false, &|n| {
+                shown.items(n)
+            })
+            .await;
+            shown.finish();
+            let added = added?;
             println!("{added} new items added to {slug} {queue}");
             Ok(())
         }

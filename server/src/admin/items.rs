@@ -109,7 +109,16 @@ pub async fn add_items(
     let stream = body.into_data_stream().map_err(std::io::Error::other);
     let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
     let actor = caller.actor();
-    let count = ops::items::add(&state.store, &actor, &slug, &q.queue, reader, dry_run).await?;
+    let count = ops::items::add(
+        &state.store,
+        &actor,
+        &slug,
+        &q.queue,
+        reader,
+        dry_run,
+        &|_| {},
+    )
+    .await?;
     Ok(Json(Affected { count, dry_run }))
 }
 

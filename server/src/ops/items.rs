@@ -27,7 +27,8 @@ pub fn check_queue(queue: &str) -> OpsResult<()> {
 /// `queue` of project `slug`, streamed in batches; with `dry_run`, only counts them. Items the
 /// project knows in any state are skipped. Returns how many were new (a dry run may count a
 /// line repeated far apart twice). A bad line refuses the rest of the stream: what was added
-/// before it stays, and is audited as partial.
+/// before it stays, and is audited as partial. `progress` hears the running count after each
+/// batch.
 pub async fn add(
     store: &Store,
     actor: &Actor,
@@ -35,6 +36,7 @@ pub async fn add(
     queue: &str,
     source: impl Read + Send + 'static,
     dry_run: bool,
+    progress: &(dyn Fn(u64) + Sync),
 ) -> OpsResult<u64> {
     super::project(store, slug).await?;
     check_queue(queue)?;
@@ -48,6 +50,7 @@ pub async fn add(
         } else {
             store.add_items(slug, queue, &items).await?
         };
+        progress(count);
     }
     let read = reading.await.unwrap_or_else(|e| {
         Err(LineError::Read {
