@@ -1,56 +1,443 @@
-//! `tracker check`: verifies a project's central invariant. Big keys (queues, claimed, done,
-//! failed, claim records, decay scores) are read a page at a time with `SCAN`-family commands, so
-//! no reply holds a key whole (a whole read of millions of members outlasted the client's
-//! timeout and held Redis meanwhile); what it finds is still held in this process's memory, so a
-//! project of hundreds of millions of items wants a machine to match.
+//! `tracker check`: verifies a project's central invariant in bounded memory, while the project
+//! serves. Big keys (queues, claimed, done, failed, claim records, decay scores) are read a page
+//! at a time with `SCAN`-family commands and each page is looked up where it must not also be;
+//! segments on disk are streamed and looked up in each other's indexes. What a page finds is
+//! looked at again in one atomic step (`places.lua`) before it is reported, and the counts come
+//! from one atomic step too.
 
-use super::{scripts::Refusal, Store, StoreError, StoreResult};
-use crate::keys::{ProjectKeys, PERSONAL, QUEUES};
+use super::{offload::OnDisk, scripts::Refusal, Store, StoreError, StoreResult};
+use crate::{
+    keys::{ProjectKeys, PERSONAL, QUEUES},
+    segment::Segment,
+};
 use fred::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{BTreeSet, HashMap, HashSet},
+    sync::Arc,
+};
 
 /// Members asked for per `SSCAN`/`ZSCAN`/`HSCAN` call.
 const SCAN_PAGE: &str = "10000";
+/// Items per look of `places.lua` (Lua's `unpack` takes a few thousand at most).
+const PLACES_CHUNK: usize = 1000;
+/// Claimed sets up to this size are tallied in one atomic look (`places.lua`'s `claims`, about
+/// 2 µs a claim of Redis's time); bigger ones a page at a time, read again while they disagree.
+const ATOMIC_CLAIMS: i64 = 200_000;
 
-/// Every member of a set (`SSCAN`) or sorted set (`ZSCAN`), or every field of a hash
-/// (`HSCAN`), with its value for the last two, read a page at a time. A scan may return a
-/// member twice while the key changes: each is kept once (the last value read).
-async fn scan_all(
-    client: &Client,
+/// What `places.lua` answers in its `claims` mode.
+#[derive(serde::Deserialize)]
+struct ClaimTally {
+    held: HashMap<String, i64>,
+    counted: HashMap<String, i64>,
+    missing: Vec<String>,
+}
+
+/// The disagreements of per-downloader claim counts `held` (from the claim records) and
+/// `counted` (`dl:claims`).
+fn tally_problems(held: &HashMap<String, i64>, counted: &HashMap<String, i64>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (who, n) in counted.iter().filter(|(_, n)| **n != 0) {
+        if held.get(who) != Some(n) {
+            problems.push(format!(
+                "dl:claims says {who} holds {n}, claims say {}",
+                held.get(who).unwrap_or(&0)
+            ));
+        }
+    }
+    for (who, n) in held {
+        if counted.get(who) != Some(n) {
+            problems.push(format!(
+                "{who} holds {n} claims, dl:claims says {}",
+                counted.get(who).unwrap_or(&0)
+            ));
+        }
+    }
+    problems
+}
+
+/// A key's members (`SSCAN`, `ZSCAN`) or fields (`HSCAN`), with their scores or values, a
+/// page at a time. A scan may return a member twice while the key changes.
+struct Scan<'a> {
+    client: &'a Client,
     command: &'static str,
-    key: &str,
-) -> StoreResult<Vec<(String, String)>> {
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut out = Vec::new();
-    let mut cursor = "0".to_string();
-    loop {
-        let args = vec![key.to_string(), cursor, "COUNT".into(), SCAN_PAGE.into()];
-        let (next, page): (String, Vec<String>) = client.custom(fred::cmd!(command), args).await?;
-        let mut page = page.into_iter();
-        while let Some(member) = page.next() {
-            let value = match command {
+    key: String,
+    cursor: Option<String>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(client: &'a Client, command: &'static str, key: &str) -> Self {
+        Self {
+            client,
+            command,
+            key: key.to_string(),
+            cursor: Some("0".into()),
+        }
+    }
+
+    /// The next page, or `None` after the last.
+    async fn next_page(&mut self) -> StoreResult<Option<Vec<(String, String)>>> {
+        let Some(cursor) = self.cursor.take() else {
+            return Ok(None);
+        };
+        let args = vec![self.key.clone(), cursor, "COUNT".into(), SCAN_PAGE.into()];
+        let (next, page): (String, Vec<String>) =
+            self.client.custom(fred::cmd!(self.command), args).await?;
+        let mut members = page.into_iter();
+        let mut out = Vec::new();
+        while let Some(member) = members.next() {
+            let value = match self.command {
                 "SSCAN" => String::new(),
-                _ => page.next().unwrap_or_default(),
+                _ => members.next().unwrap_or_default(),
             };
-            if seen.insert(member.clone()) {
-                out.push((member, value));
-            }
+            out.push((member, value));
         }
-        if next == "0" {
-            return Ok(out);
-        }
-        cursor = next;
+        self.cursor = (next != "0").then_some(next);
+        Ok(Some(out))
     }
 }
 
-/// The members of a set or sorted set, or the fields of a hash, read as [`scan_all`] reads
-/// them.
-async fn scan_names(client: &Client, command: &'static str, key: &str) -> StoreResult<Vec<String>> {
-    Ok(scan_all(client, command, key)
+/// The type of a state's key.
+#[derive(Clone, Copy)]
+enum Kind {
+    Zset,
+    Set,
+    Hash,
+}
+
+impl Kind {
+    fn scan(self) -> &'static str {
+        match self {
+            Kind::Zset => "ZSCAN",
+            Kind::Set => "SSCAN",
+            Kind::Hash => "HSCAN",
+        }
+    }
+}
+
+/// Which of `names` the key of a state holds, in their order (one variadic call per
+/// [`PLACES_CHUNK`]).
+async fn present(
+    client: &Client,
+    kind: Kind,
+    key: &str,
+    names: &[String],
+) -> StoreResult<Vec<bool>> {
+    let mut out = Vec::with_capacity(names.len());
+    for chunk in names.chunks(PLACES_CHUNK) {
+        let command = match kind {
+            Kind::Zset => "ZMSCORE",
+            Kind::Set => "SMISMEMBER",
+            Kind::Hash => "HMGET",
+        };
+        let mut args = vec![key.to_string()];
+        args.extend(chunk.iter().cloned());
+        let replies: Vec<Value> = client.custom(fred::cmd!(command), args).await?;
+        out.extend(replies.into_iter().map(|v| match kind {
+            Kind::Set => v.as_i64() == Some(1),
+            _ => !v.is_null(),
+        }));
+    }
+    Ok(out)
+}
+
+/// Runs `f` on a blocking thread (segment reads).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> StoreResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StoreError::Disk(e.to_string()))?
+        .map_err(|e| StoreError::Disk(e.to_string()))
+}
+
+/// One registered segment as the check reads it: queue segments without the records already
+/// back in Redis (their first `restored`).
+struct DiskSegment {
+    /// `disk KIND ID`, as the problems name it.
+    place: String,
+    kind: String,
+    file: Arc<Segment>,
+    /// What the entry says it holds (a discard segment is counted, not read).
+    count: u64,
+    /// The names of the records back in Redis (a queue segment's first `restored`).
+    restored: HashSet<String>,
+}
+
+impl DiskSegment {
+    fn holds(&self, name: &str) -> std::io::Result<bool> {
+        Ok(self.kind != "discard"
+            && !self.restored.contains(name)
+            && self.file.get(name)?.is_some())
+    }
+}
+
+/// The project's segments, to look names up in.
+struct DiskIndex {
+    segments: Vec<DiskSegment>,
+}
+
+impl DiskIndex {
+    async fn open(disk: &OnDisk, restored: &HashMap<String, u64>) -> StoreResult<Self> {
+        let mut segments = Vec::new();
+        for seg in &disk.segments {
+            let skip = if seg.entry.kind == "queue" {
+                restored.get(&seg.id).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            let file = seg.file.clone();
+            let restored = blocking(move || {
+                let mut names = HashSet::new();
+                if skip > 0 {
+                    let mut left = skip;
+                    file.for_each(|name, _| {
+                        if left > 0 {
+                            left -= 1;
+                            names.insert(name);
+                        }
+                        Ok(())
+                    })?;
+                }
+                Ok(names)
+            })
+            .await?;
+            segments.push(DiskSegment {
+                place: format!("disk {} {}", seg.entry.kind, seg.id),
+                kind: seg.entry.kind.clone(),
+                file: seg.file.clone(),
+                count: seg.entry.count,
+                restored,
+            });
+        }
+        Ok(Self { segments })
+    }
+
+    /// Done items on disk (discarded ones included), waiting items on disk, and both.
+    fn counts(&self) -> (i64, i64, i64) {
+        let (mut done, mut todo) = (0i64, 0i64);
+        for s in &self.segments {
+            match s.kind.as_str() {
+                "discard" => done += s.count as i64,
+                "queue" => todo += s.file.records().saturating_sub(s.restored.len() as u64) as i64,
+                _ => done += s.file.records() as i64,
+            }
+        }
+        (done, todo, done + todo)
+    }
+
+    /// The places on disk that hold `name`.
+    fn places(&self, name: &str) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for s in &self.segments {
+            if s.holds(name)? {
+                out.push(s.place.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Which of `names` some segment holds.
+    fn held_anywhere(&self, names: &[String]) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for name in names {
+            for s in &self.segments {
+                if s.holds(name)? {
+                    out.push(name.clone());
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Names held by two segments: each segment's records, streamed, against the segments
+    /// after it.
+    fn held_twice(&self) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (i, s) in self.segments.iter().enumerate() {
+            if s.kind == "discard" || i + 1 == self.segments.len() {
+                continue;
+            }
+            s.file.for_each(|name, _| {
+                if !s.restored.contains(&name) {
+                    for later in &self.segments[i + 1..] {
+                        if later.holds(&name)? {
+                            out.push(name);
+                            break;
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// What `places.lua` counts, in one atomic look.
+#[derive(serde::Deserialize)]
+struct Counts {
+    parts: Vec<i64>,
+    out: i64,
+    done: i64,
+    failed: i64,
+    claims: i64,
+    known: Option<i64>,
+    done_items: i64,
+    disk_done: i64,
+    disk_todo: i64,
+    pq: i64,
+    dl_items: i64,
+}
+
+/// Where one item is, in Redis and on disk, and whether it has a claim record.
+struct Places {
+    places: Vec<String>,
+    record: bool,
+}
+
+/// A project's states as the check looks at them.
+struct Look<'a> {
+    store: &'a Store,
+    k: &'a ProjectKeys,
+    /// Queue parts, then personal queues, without the prefix.
+    parts: &'a [String],
+}
+
+impl Look<'_> {
+    /// Every Redis state in order: (what the problems call it, key, kind).
+    fn states(&self) -> Vec<(String, String, Kind)> {
+        let mut states: Vec<(String, String, Kind)> = self
+            .parts
+            .iter()
+            .map(|p| (self.k.key(p), self.k.key(p), Kind::Zset))
+            .collect();
+        states.push(("out".into(), self.k.out(), Kind::Zset));
+        states.push(("done".into(), self.k.done(), Kind::Set));
+        states.push(("failed".into(), self.k.failed(), Kind::Hash));
+        states
+    }
+
+    fn keys(&self) -> Vec<String> {
+        vec![
+            self.k.out(),
+            self.k.done(),
+            self.k.failed(),
+            self.k.claims(),
+            self.k.stats(),
+            self.k.dl_items(),
+            self.k.dl_claims(),
+        ]
+    }
+
+    fn args(&self, mode: &str) -> Vec<Value> {
+        let mut args = vec![
+            Value::from(self.k.prefix()),
+            Value::from(mode),
+            Value::from(self.parts.len() as i64),
+        ];
+        args.extend(self.parts.iter().map(|p| Value::from(p.as_str())));
+        args
+    }
+
+    async fn counts(&self) -> StoreResult<Counts> {
+        let s = &self.store.scripts;
+        s.call::<Counts>(
+            self.store.pool.next(),
+            &s.places,
+            self.keys(),
+            self.args("count"),
+        )
         .await?
-        .into_iter()
-        .map(|(m, _)| m)
-        .collect())
+        .map_err(StoreError::Refused)
+    }
+
+    async fn claim_tally(&self) -> StoreResult<ClaimTally> {
+        let s = &self.store.scripts;
+        s.call::<ClaimTally>(
+            self.store.pool.next(),
+            &s.places,
+            self.keys(),
+            self.args("claims"),
+        )
+        .await?
+        .map_err(StoreError::Refused)
+    }
+
+    /// Where each of `items` (at most [`PLACES_CHUNK`]) is: Redis in one atomic look, then disk.
+    async fn places(&self, items: &[String], disk: &Arc<DiskIndex>) -> StoreResult<Vec<Places>> {
+        let mut args = self.args("places");
+        args.extend(items.iter().map(|i| Value::from(i.as_str())));
+        let s = &self.store.scripts;
+        let raw = s
+            .call::<Vec<String>>(self.store.pool.next(), &s.places, self.keys(), args)
+            .await?
+            .map_err(StoreError::Refused)?;
+        let states = self.states();
+        let names = items.to_vec();
+        let on_disk = disk.clone();
+        let disk_places = blocking(move || {
+            names
+                .iter()
+                .map(|n| on_disk.places(n))
+                .collect::<std::io::Result<Vec<_>>>()
+        })
+        .await?;
+        Ok(raw
+            .into_iter()
+            .zip(disk_places)
+            .map(|(held, disk)| {
+                let (held, record) = match held.strip_suffix("|c") {
+                    Some(h) => (h.to_string(), true),
+                    None => (held, false),
+                };
+                let mut places: Vec<String> = held
+                    .split(',')
+                    .filter_map(|i| i.parse::<usize>().ok())
+                    .filter_map(|i| states.get(i.wrapping_sub(1)).map(|s| s.0.clone()))
+                    .collect();
+                places.extend(disk);
+                Places { places, record }
+            })
+            .collect())
+    }
+
+    /// Claimed items without a claim record, and who holds how many against `dl:claims`.
+    async fn claim_problems(&self, disk: &Arc<DiskIndex>) -> StoreResult<Vec<String>> {
+        let client = self.store.pool.next();
+        let mut problems = Vec::new();
+        let mut held: HashMap<String, i64> = HashMap::new();
+        let mut scan = Scan::new(client, "ZSCAN", &self.k.out());
+        while let Some(page) = scan.next_page().await? {
+            let names: Vec<String> = page.into_iter().map(|(m, _)| m).collect();
+            for chunk in names.chunks(PLACES_CHUNK) {
+                let records: Vec<Option<String>> =
+                    client.hmget(self.k.claims(), chunk.to_vec()).await?;
+                let mut missing = Vec::new();
+                for (item, record) in chunk.iter().zip(records) {
+                    // A member the scan returns twice (while the key changes under it) counts
+                    // twice: the caller reads again while the counts disagree.
+                    match record.and_then(|c| serde_json::from_str::<serde_json::Value>(&c).ok()) {
+                        Some(c) => {
+                            *held
+                                .entry(c["d"].as_str().unwrap_or_default().to_string())
+                                .or_default() += 1
+                        }
+                        None => missing.push(item.clone()),
+                    }
+                }
+                // Still claimed, still without a record, in one atomic look?
+                for (item, at) in missing.iter().zip(self.places(&missing, disk).await?) {
+                    if at.places.iter().any(|p| p == "out") && !at.record {
+                        problems.push(format!("claimed item {item:?} has no claim record"));
+                    }
+                }
+            }
+        }
+        let counted: HashMap<String, i64> = client.hgetall(self.k.dl_claims()).await?;
+        problems.extend(tally_problems(&held, &counted));
+        Ok(problems)
+    }
 }
 
 /// The keys of the queue parts in claim order `order` (meta `queues`; `None`: the default), in
@@ -193,6 +580,14 @@ impl Store {
     /// the project knows (added minus dropped: nothing lost); claim records matching the
     /// claimed set; decay scores only for items waiting or claimed; counters matching what
     /// they count.
+    ///
+    /// In bounded memory, while the project serves: every big key is read a page at a time
+    /// and each page is looked up in the states after it (in Redis with variadic lookups, on
+    /// disk in the segments' indexes), so nothing holds every name. What a page finds in two
+    /// places is looked at again in one atomic step (`places.lua`) before it is reported, and
+    /// the counts come from one atomic step too, so items moving while the check runs are
+    /// not reported. Counts that disagree, which the offloader moving items between Redis and
+    /// disk meanwhile could cause, are read again before they are reported.
     pub async fn check(&self, slug: &str) -> StoreResult<Vec<String>> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
@@ -200,37 +595,22 @@ impl Store {
         if !meta.contains_key("title") {
             return Ok(vec![format!("no project {slug}")]);
         }
-        let mut places: HashMap<String, Vec<String>> = HashMap::new();
-        let mut queue_keys = queue_part_keys(&k, meta.get("queues").map(String::as_str));
+        let mut parts = queue_parts(meta.get("queues").map(String::as_str));
         let personal = self.personal_queues(slug).await?;
-        let mut personal_total = 0;
-        for key in &personal {
-            let n: u64 = client.zcard(key).await?;
-            personal_total += n;
-        }
-        queue_keys.extend(personal);
-        for key in &queue_keys {
-            for item in scan_names(client, "ZSCAN", key).await? {
-                places.entry(item).or_default().push(key.clone());
-            }
-        }
-        let out = scan_names(client, "ZSCAN", &k.out()).await?;
-        let done = scan_names(client, "SSCAN", &k.done()).await?;
-        let failed = scan_names(client, "HSCAN", &k.failed()).await?;
-        for (list, name) in [(&out, "out"), (&done, "done"), (&failed, "failed")] {
-            for item in list.iter() {
-                places
-                    .entry(item.clone())
-                    .or_default()
-                    .push(name.to_string());
-            }
-        }
-        // On disk: done and queue segments by name (a queue segment's first `restored` records
-        // are back in Redis), discard segments by count.
+        let personal_parts: Vec<String> = personal
+            .iter()
+            .filter_map(|key| key.strip_prefix(k.prefix()).map(String::from))
+            .collect();
+        parts.extend(personal_parts.iter().cloned());
+        let look = Look {
+            store: self,
+            k: &k,
+            parts: &parts,
+        };
+        let mut problems: Vec<String> = Vec::new();
         let disk = self.on_disk(slug).await?;
         let restored = self.restored_counts(slug).await?;
-        let (mut disk_done, mut disk_todo, mut discarded) = (0i64, 0i64, 0usize);
-        let mut problems: Vec<String> = Vec::new();
+        let segs = Arc::new(DiskIndex::open(&disk, &restored).await?);
         for seg in &disk.segments {
             if seg.file.records() != seg.entry.count {
                 problems.push(format!(
@@ -240,126 +620,146 @@ impl Store {
                     seg.entry.count
                 ));
             }
-            match seg.entry.kind.as_str() {
-                "discard" => {
-                    discarded += seg.entry.count as usize;
-                    disk_done += seg.entry.count as i64;
-                }
-                kind => {
-                    let skip = if kind == "queue" {
-                        restored.get(&seg.id).copied().unwrap_or(0)
-                    } else {
-                        0
-                    };
-                    let (file, place) = (seg.file.clone(), format!("disk {kind} {}", seg.id));
-                    let records = tokio::task::spawn_blocking(move || file.all())
-                        .await
-                        .map_err(|e| StoreError::Disk(e.to_string()))?
-                        .map_err(|e| StoreError::Disk(e.to_string()))?;
-                    let n = records.len().saturating_sub(skip as usize) as i64;
-                    if kind == "queue" {
-                        disk_todo += n;
-                    } else {
-                        disk_done += n;
-                    }
-                    for (item, _) in records.into_iter().skip(skip as usize) {
-                        places.entry(item).or_default().push(place.clone());
-                    }
-                }
-            }
         }
-        problems.extend(
-            places.iter().filter(|(_, p)| p.len() > 1).map(|(item, p)| {
-                format!("item {item:?} is in {} places: {}", p.len(), p.join(", "))
-            }),
-        );
-        let decay: HashMap<String, String> = scan_all(client, "HSCAN", &k.decay())
-            .await?
-            .into_iter()
-            .collect();
-        problems.extend(decay_problems(&decay, &places));
 
-        let claims: HashMap<String, String> = scan_all(client, "HSCAN", &k.claims())
-            .await?
-            .into_iter()
-            .collect();
-        let mut held: HashMap<String, i64> = HashMap::new();
-        for item in &out {
-            match claims
-                .get(item)
-                .and_then(|c| serde_json::from_str::<serde_json::Value>(c).ok())
-            {
-                Some(c) => {
-                    *held
-                        .entry(c["d"].as_str().unwrap_or_default().to_string())
-                        .or_default() += 1
+        // Items in two places: each Redis state a page at a time against the states after it
+        // and the disk, then each segment against the segments after it.
+        let mut candidates: BTreeSet<String> = BTreeSet::new();
+        let states = look.states();
+        for (i, (_, key, kind)) in states.iter().enumerate() {
+            let mut scan = Scan::new(client, kind.scan(), key);
+            while let Some(page) = scan.next_page().await? {
+                let names: Vec<String> = page.into_iter().map(|(m, _)| m).collect();
+                for (_, later, later_kind) in &states[i + 1..] {
+                    let held = present(client, *later_kind, later, &names).await?;
+                    candidates.extend(
+                        names
+                            .iter()
+                            .zip(held)
+                            .filter(|(_, h)| *h)
+                            .map(|(n, _)| n.clone()),
+                    );
                 }
-                None => problems.push(format!("claimed item {item:?} has no claim record")),
+                let on_disk = segs.clone();
+                let found = blocking(move || on_disk.held_anywhere(&names)).await?;
+                candidates.extend(found);
             }
         }
-        if claims.len() != out.len() {
-            problems.push(format!(
-                "{} claim records for {} claimed items",
-                claims.len(),
-                out.len()
-            ));
-        }
-        let counted: HashMap<String, i64> = client.hgetall(k.dl_claims()).await?;
-        for (who, n) in counted.iter().filter(|(_, n)| **n != 0) {
-            if held.get(who) != Some(n) {
-                problems.push(format!(
-                    "dl:claims says {who} holds {n}, claims say {}",
-                    held.get(who).unwrap_or(&0)
-                ));
-            }
-        }
-        for (who, n) in &held {
-            if counted.get(who) != Some(n) {
-                problems.push(format!(
-                    "{who} holds {n} claims, dl:claims says {}",
-                    counted.get(who).unwrap_or(&0)
-                ));
+        let on_disk = segs.clone();
+        candidates.extend(blocking(move || on_disk.held_twice()).await?);
+
+        let mut extra = 0usize;
+        let names: Vec<String> = candidates.into_iter().collect();
+        for chunk in names.chunks(PLACES_CHUNK) {
+            let places = look.places(chunk, &segs).await?;
+            for (item, at) in chunk.iter().zip(places) {
+                if at.places.len() > 1 {
+                    extra += at.places.len() - 1;
+                    problems.push(format!(
+                        "item {item:?} is in {} places: {}",
+                        at.places.len(),
+                        at.places.join(", ")
+                    ));
+                }
             }
         }
 
-        let stats: HashMap<String, i64> = client.hgetall(k.stats()).await?;
-        let done_items = stats.get("done_items").copied().unwrap_or(0);
-        if done_items != done.len() as i64 + disk_done {
-            problems.push(format!(
-                "stats.done_items is {done_items}, done holds {} and the disk {disk_done}",
-                done.len()
-            ));
+        // Decay scores, a page at a time.
+        let mut scan = Scan::new(client, "HSCAN", &k.decay());
+        while let Some(page) = scan.next_page().await? {
+            let decay: HashMap<String, String> = page.into_iter().collect();
+            let items: Vec<String> = decay.keys().cloned().collect();
+            let mut places: HashMap<String, Vec<String>> = HashMap::new();
+            for chunk in items.chunks(PLACES_CHUNK) {
+                for (item, at) in chunk.iter().zip(look.places(chunk, &segs).await?) {
+                    places.insert(item.clone(), at.places);
+                }
+            }
+            problems.extend(decay_problems(&decay, &places));
         }
-        for (field, found) in [("disk_done", disk_done), ("disk_todo", disk_todo)] {
-            let kept = stats.get(field).copied().unwrap_or(0);
-            if kept != found {
-                problems.push(format!(
-                    "stats.{field} is {kept}, the segments hold {found}"
+
+        // Claims: each claimed item's record and who holds it, against `dl:claims`: in one
+        // atomic look up to ATOMIC_CLAIMS; beyond, a page at a time, read again (a few times)
+        // while they disagree, as claims made and ended meanwhile would.
+        let claimed: i64 = client.zcard(k.out()).await?;
+        if claimed <= ATOMIC_CLAIMS {
+            let tally = look.claim_tally().await?;
+            problems.extend(
+                tally
+                    .missing
+                    .iter()
+                    .map(|item| format!("claimed item {item:?} has no claim record")),
+            );
+            problems.extend(tally_problems(&tally.held, &tally.counted));
+        } else {
+            let mut claim_problems = Vec::new();
+            for _ in 0..3 {
+                claim_problems = look.claim_problems(&segs).await?;
+                if claim_problems.is_empty() {
+                    break;
+                }
+            }
+            problems.extend(claim_problems);
+        }
+
+        // Counts, from one atomic look; read again while they disagree.
+        let mut count_problems = Vec::new();
+        for attempt in 0..3 {
+            let (disk_done, disk_todo, disk_items) = if attempt == 0 {
+                segs.counts()
+            } else {
+                let disk = self.on_disk(slug).await?;
+                let restored = self.restored_counts(slug).await?;
+                DiskIndex::open(&disk, &restored).await?.counts()
+            };
+            let c = look.counts().await?;
+            count_problems = Vec::new();
+            let done_items = c.done_items;
+            if done_items != c.done + disk_done {
+                count_problems.push(format!(
+                    "stats.done_items is {done_items}, done holds {} and the disk {disk_done}",
+                    c.done
                 ));
             }
+            for (field, kept, found) in [
+                ("disk_done", c.disk_done, disk_done),
+                ("disk_todo", c.disk_todo, disk_todo),
+            ] {
+                if kept != found {
+                    count_problems.push(format!(
+                        "stats.{field} is {kept}, the segments hold {found}"
+                    ));
+                }
+            }
+            if c.dl_items != done_items {
+                count_problems.push(format!(
+                    "downloaders' items sum to {}, stats.done_items is {done_items}",
+                    c.dl_items
+                ));
+            }
+            let personal_total: i64 = c.parts[parts.len() - personal_parts.len()..].iter().sum();
+            if c.pq != personal_total {
+                count_problems.push(format!(
+                    "stats.pq is {}, personal queues hold {personal_total}",
+                    c.pq
+                ));
+            }
+            if c.claims != c.out {
+                count_problems.push(format!(
+                    "{} claim records for {} claimed items",
+                    c.claims, c.out
+                ));
+            }
+            // Loss: the items found in a state, each once (an item both lost and duplicated
+            // elsewhere still shows), against the count the scripts keep.
+            let in_state = c.parts.iter().sum::<i64>() + c.out + c.done + c.failed + disk_items;
+            let in_state = (in_state as usize).saturating_sub(extra);
+            count_problems.extend(count_problem(slug, c.known, in_state));
+            if count_problems.is_empty() {
+                break;
+            }
         }
-        let per_downloader: Vec<(String, f64)> = client
-            .zrange(k.dl_items(), 0, -1, None, false, None, true)
-            .await?;
-        let sum: f64 = per_downloader.iter().map(|(_, n)| n).sum();
-        if sum as i64 != done_items {
-            problems.push(format!(
-                "downloaders' items sum to {sum}, stats.done_items is {done_items}"
-            ));
-        }
-        let pq = stats.get("pq").copied().unwrap_or(0);
-        if pq != personal_total as i64 {
-            problems.push(format!(
-                "stats.pq is {pq}, personal queues hold {personal_total}"
-            ));
-        }
-        // Loss: the items found in a state (each once, so that an item both lost and
-        // duplicated elsewhere still shows) against the count the scripts keep.
-        if let Some(problem) =
-            count_problem(slug, stats.get("known").copied(), places.len() + discarded)
-        {
-            problems.push(problem);
-        }
+        problems.extend(count_problems);
         problems.sort();
         Ok(problems)
     }

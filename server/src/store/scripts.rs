@@ -56,6 +56,10 @@
 //! offload_commit {"moved":n} | refusal: lease, stale {item}
 //! refill         {"restored":n} | refusal: lease, stale {item}
 //! retire_shards  {"retired":["todo:backfeed:NAME", ...]}
+//! places         count: {"parts":[n, ...],"out","done","failed","claims","known"|null,
+//!                  "done_items","disk_done","disk_todo","pq","dl_items"}
+//!                places: ["1,5|c", ...] (per item: the states holding it; |c: a claim record)
+//!                claims: {"held":{who: n},"counted":{who: n},"missing":[item, ...]}
 //! ```
 
 mod reply;
@@ -206,6 +210,8 @@ pub struct Scripts {
     pub refill: LuaScript,
     /// `retire_shards.lua`
     pub retire_shards: LuaScript,
+    /// `places.lua`
+    pub places: LuaScript,
     header_lines: usize,
 }
 
@@ -240,12 +246,13 @@ impl Scripts {
             offload_commit: lua!(h, "offload_commit", 7),
             refill: lua!(h, "refill", 6),
             retire_shards: lua!(h, "retire_shards", 2),
+            places: lua!(h, "places", 7),
             header_lines: h.lines().count(),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 20] {
+    pub fn all(&self) -> [&LuaScript; 21] {
         [
             &self.add_items,
             &self.backfeed,
@@ -267,6 +274,7 @@ impl Scripts {
             &self.offload_commit,
             &self.refill,
             &self.retire_shards,
+            &self.places,
         ]
     }
 

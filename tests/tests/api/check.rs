@@ -295,3 +295,68 @@ async fn projects_from_before_the_count_are_recounted_on_request() {
     assert_eq!(store.recount("nope").await.unwrap(), None);
     assert!(!cli(&app, &["--recount", "nope"]).0);
 }
+
+/// The check reads big keys a page at a time while the project serves: items claimed, done and
+/// released meanwhile, moving from page to page and state to state, are never reported in two
+/// places or lost (what a page finds is looked at again atomically, the counts are read in one
+/// atomic step).
+#[tokio::test]
+async fn the_check_is_clean_while_the_project_serves() {
+    let app = TestApp::start().await;
+    let names: Vec<String> = (0..60_000).map(|i| format!("item-{i:05}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project("p", &refs).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let moved = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let (store, stop, moved) = (app.store.clone(), stop.clone(), moved.clone());
+            tokio::spawn(async move {
+                let who = format!("w{w}");
+                let request = ClaimRequest {
+                    downloader: who.clone(),
+                    n: 50,
+                    name_ok: true,
+                    ..Default::default()
+                };
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let ClaimOutcome::Items(got) =
+                        store.claim("p", &request, now_ms()).await.unwrap()
+                    else {
+                        break;
+                    };
+                    // Half done, half given back to the queue.
+                    let (done, back) = got.split_at(got.len() / 2);
+                    let report = DoneReport {
+                        downloader: who.clone(),
+                        bytes: vec![("data".into(), 1)],
+                        items: done.to_vec(),
+                        ..Default::default()
+                    };
+                    store.done("p", &report, now_ms()).await.unwrap();
+                    for item in back {
+                        store
+                            .release("p", item, &who, "", false, now_ms())
+                            .await
+                            .unwrap();
+                    }
+                    moved.fetch_add(got.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        let before = moved.load(std::sync::atomic::Ordering::Relaxed);
+        let problems = app.store.check("p").await.unwrap();
+        assert!(problems.is_empty(), "while serving: {problems:?}");
+        assert!(
+            moved.load(std::sync::atomic::Ordering::Relaxed) > before,
+            "items moved while the check ran"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+    app.assert_invariant("p").await;
+}
