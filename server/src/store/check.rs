@@ -340,25 +340,14 @@ impl Look<'_> {
         args
     }
 
-    async fn counts(&self) -> StoreResult<Counts> {
+    /// `places.lua`'s answer in `mode` (`count` or `claims`).
+    async fn ask<T: serde::de::DeserializeOwned>(&self, mode: &str) -> StoreResult<T> {
         let s = &self.store.scripts;
-        s.call::<Counts>(
+        s.call::<T>(
             self.store.pool.next(),
             &s.places,
             self.keys(),
-            self.args("count"),
-        )
-        .await?
-        .map_err(StoreError::Refused)
-    }
-
-    async fn claim_tally(&self) -> StoreResult<ClaimTally> {
-        let s = &self.store.scripts;
-        s.call::<ClaimTally>(
-            self.store.pool.next(),
-            &s.places,
-            self.keys(),
-            self.args("claims"),
+            self.args(mode),
         )
         .await?
         .map_err(StoreError::Refused)
@@ -683,7 +672,7 @@ impl Store {
         // while they disagree, as claims made and ended meanwhile would.
         let claimed: i64 = client.zcard(k.out()).await?;
         if claimed <= ATOMIC_CLAIMS {
-            let tally = look.claim_tally().await?;
+            let tally: ClaimTally = look.ask("claims").await?;
             problems.extend(
                 tally
                     .missing
@@ -712,7 +701,7 @@ impl Store {
                 let restored = self.restored_counts(slug).await?;
                 DiskIndex::open(&disk, &restored).await?.counts()
             };
-            let c = look.counts().await?;
+            let c: Counts = look.ask("count").await?;
             count_problems = Vec::new();
             let done_items = c.done_items;
             if done_items != c.done + disk_done {
