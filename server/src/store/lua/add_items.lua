@@ -3,7 +3,8 @@
   add_items: queues items the project does not know yet, each in its queue part.
 
   An item known anywhere (any queue part, claimed, done or failed) is skipped, so an item is
-  always in exactly one state. Personal queues other than the target are not searched.
+  always in exactly one state. Where the items are is read with a few variadic calls for the
+  whole call, and each part's new items are written with one ZADD. Personal queues other than the target are not searched.
   Scores (see _lib queue_scorer): in FIFO projects, the order they were added; else a draw
   that shuffles them with the items queued within a day of them.
 
@@ -25,7 +26,7 @@
   Output: number of items added (or that would be); -1 when the segments changed since the
   caller read them (an item may have moved between Redis and disk): nothing changed, check again.
   Events: none.
-  Uses: Q, queue_groups, find_in_queues, queue_scorer, count_known.
+  Uses: Q, queue_groups, queue_scorer, count_known, bulk, bulk_read.
 ]]
 local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, queue, counting = ARGV[1], ARGV[2], ARGV[3] == 'count'
@@ -34,24 +35,55 @@ local m = rcall('HMGET', meta, 'queues', 'fifo')
 local groups, fifo = queue_groups(m[1]), m[2] == '1'
 local personal = string.sub(queue, 1, #Q.personal) == Q.personal
 
-local npairs = (#ARGV - 4) / 2
-local score   -- the scorer (_lib queue_scorer), made at the first item added
-local added, seen = 0, {}
+-- The items and their target parts, in order.
+local items, targets = {}, {}
 for i = 5, #ARGV, 2 do
-  local part, item = queue .. ARGV[i], ARGV[i + 1]
-  local known = seen[item] or rcall('ZSCORE', out, item) or rcall('SISMEMBER', done, item) == 1
-    or rcall('HEXISTS', failed, item) == 1 or rcall('ZSCORE', prefix .. part, item)
-    or find_in_queues(prefix, groups, item, nil)
-  if not known then
-    if counting then
-      seen[item] = true
-      added = added + 1
-    else
-      score = score or queue_scorer(qseq, npairs, fifo)
-      added = added + rcall('ZADD', prefix .. part, score(added + 1), item)
+  items[#items + 1] = ARGV[i + 1]
+  targets[#items] = queue .. ARGV[i]
+end
+-- Which are known: a few variadic reads for the whole call (claimed, done, failed, every queue
+-- part of the claim order and every target part), not a read per item and state.
+local known = {}
+local function mark(replies, present)
+  for i = 1, #items do
+    if present(replies[i]) then known[i] = true end
+  end
+end
+local function is_set(v) return v and true or false end
+local function is_one(v) return v == 1 end
+if #items > 0 then
+  mark(bulk_read('ZMSCORE', out, items), is_set)
+  mark(bulk_read('SMISMEMBER', done, items), is_one)
+  mark(bulk_read('HMGET', failed, items), is_set)
+  local looked = {}
+  local function look(part)
+    if not looked[part] then
+      looked[part] = true
+      mark(bulk_read('ZMSCORE', prefix .. part, items), is_set)
+    end
+  end
+  for _, parts in ipairs(groups) do
+    for _, part in ipairs(parts) do look(part) end
+  end
+  for i = 1, #items do look(targets[i]) end
+end
+
+local score   -- the scorer (_lib queue_scorer), made at the first item added
+local added, seen, writes = 0, {}, {}
+for i, item in ipairs(items) do
+  if not known[i] and not seen[item] then
+    seen[item] = true
+    added = added + 1
+    if not counting then
+      score = score or queue_scorer(qseq, #items, fifo)
+      local w = writes[targets[i]] or {}
+      w[#w + 1] = score(added)
+      w[#w + 1] = item
+      writes[targets[i]] = w
     end
   end
 end
+for part, w in pairs(writes) do bulk('ZADD', prefix .. part, w) end
 if personal and added > 0 and not counting then rcall('HINCRBY', stats, 'pq', added) end
 if not counting then count_known(stats, added) end
 return added
