@@ -134,27 +134,47 @@ pub fn write(
 }
 
 /// A Bloom filter of 64-byte blocks, as the backfeed filter lays them out.
-struct Filter {
+pub(crate) struct Filter {
     bits: Vec<u8>,
     blocks: u64,
     k: u32,
 }
 
 impl Filter {
-    fn build<'a>(names: impl Iterator<Item = &'a str>, n: usize, target: f64) -> Filter {
-        let (blocks, k) = crate::store::bloom_geometry(n as u64, target);
-        let mut bits = vec![0u8; blocks as usize * 64];
-        for name in names {
-            let (b, offs) = crate::store::bloom_spot(bloom_hash(name.as_bytes()), blocks, k);
-            let block = &mut bits[b as usize * 64..b as usize * 64 + 64];
-            for off in offs {
-                block[off >> 3] |= 0x80 >> (off & 7);
-            }
+    /// An empty filter sized for `n` names at false-positive rate `target`.
+    pub(crate) fn empty(n: u64, target: f64) -> Filter {
+        let (blocks, k) = crate::store::bloom_geometry(n, target);
+        Filter {
+            bits: vec![0u8; blocks as usize * 64],
+            blocks,
+            k,
         }
-        Filter { bits, blocks, k }
     }
 
-    fn may_hold(&self, hash: u64) -> bool {
+    /// The bytes its bits take for `n` names at `target`, before it is made.
+    pub(crate) fn bytes_for(n: u64, target: f64) -> u64 {
+        crate::store::bloom_geometry(n, target).0 * 64
+    }
+
+    fn build<'a>(names: impl Iterator<Item = &'a str>, n: usize, target: f64) -> Filter {
+        let mut filter = Filter::empty(n as u64, target);
+        for name in names {
+            filter.insert(bloom_hash(name.as_bytes()));
+        }
+        filter
+    }
+
+    /// Sets the bits of a name's [`bloom_hash`] `hash`.
+    pub(crate) fn insert(&mut self, hash: u64) {
+        let (b, offs) = crate::store::bloom_spot(hash, self.blocks, self.k);
+        let block = &mut self.bits[b as usize * 64..b as usize * 64 + 64];
+        for off in offs {
+            block[off >> 3] |= 0x80 >> (off & 7);
+        }
+    }
+
+    /// Whether a name of [`bloom_hash`] `hash` may have been inserted: always when it was.
+    pub(crate) fn may_hold(&self, hash: u64) -> bool {
         let (b, mut offs) = crate::store::bloom_spot(hash, self.blocks, self.k);
         let block = &self.bits[b as usize * 64..b as usize * 64 + 64];
         offs.all(|off| block[off >> 3] & (0x80 >> (off & 7)) != 0)

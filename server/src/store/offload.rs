@@ -11,11 +11,14 @@ use super::{Store, StoreError, StoreResult};
 use crate::segment::Segment;
 use fred::prelude::*;
 use serde::{Deserialize, Serialize};
+use union_filter::UnionFilter;
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
     sync::{Arc, Mutex, RwLock},
 };
+
+mod union_filter;
 
 /// A segment's registry entry (`ns:{SLUG}:segs`, JSON).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -78,6 +81,8 @@ pub struct OnDisk {
     pub gen: u64,
     /// The segments, oldest first.
     pub segments: Vec<OpenSegment>,
+    /// One filter over the names of the project's segments, shared by its successive gens.
+    union: Arc<RwLock<UnionFilter>>,
 }
 
 impl OnDisk {
@@ -85,9 +90,19 @@ impl OnDisk {
     /// async threads ([`Store::find_on_disk`]).
     pub fn find(&self, items: &[String]) -> std::io::Result<HashMap<String, DiskHit>> {
         let mut found = HashMap::new();
+        let union = self.union.read().unwrap_or_else(|e| e.into_inner());
+        // The segments the shared filter does not hold: a name it rules out is asked of
+        // these alone.
+        let outside: Vec<&OpenSegment> = self
+            .segments
+            .iter()
+            .filter(|s| !union.holds(&s.id))
+            .collect();
+        let all: Vec<&OpenSegment> = self.segments.iter().collect();
         for item in items {
             let hash = super::bloom_hash(item.as_bytes());
-            for s in &self.segments {
+            let asked = if union.may_hold(hash) { &all } else { &outside };
+            for s in asked {
                 if !s.file.may_hold(hash) {
                     continue;
                 }
@@ -174,6 +189,12 @@ impl Store {
             .clone()
     }
 
+    /// The wake-up counter of the offloaders ([`crate::keys::Keys::offload_wake`]).
+    pub async fn offload_wakes(&self) -> StoreResult<u64> {
+        let n: Option<u64> = self.pool.next().get(self.keys.offload_wake()).await?;
+        Ok(n.unwrap_or(0))
+    }
+
     /// The segment registry of `slug`: id -> entry.
     pub async fn segment_entries(&self, slug: &str) -> StoreResult<Vec<(String, SegmentEntry)>> {
         let k = self.keys.project(slug);
@@ -214,6 +235,7 @@ impl Store {
             let none = Arc::new(OnDisk {
                 gen,
                 segments: Vec::new(),
+                union: Arc::default(),
             });
             self.remember_disk(slug, none.clone());
             return Ok(none);
@@ -223,6 +245,7 @@ impl Store {
                 "project {slug} has items on disk but this process has no offload directory"
             ))
         })?;
+        let union = cached.as_ref().map(|c| c.union.clone()).unwrap_or_default();
         let open: HashMap<String, Arc<Segment>> = cached
             .map(|c| {
                 c.segments
@@ -232,8 +255,9 @@ impl Store {
             })
             .unwrap_or_default();
         let slug_owned = slug.to_string();
+        let shared = union.clone();
         let segments = tokio::task::spawn_blocking(move || {
-            entries
+            let segments = entries
                 .into_iter()
                 .map(|(id, entry)| {
                     let file = match open.get(&id) {
@@ -245,12 +269,18 @@ impl Store {
                     };
                     Ok(OpenSegment { id, entry, file })
                 })
-                .collect::<Result<Vec<_>, String>>()
+                .collect::<Result<Vec<_>, String>>()?;
+            union_filter::cover(&shared, &segments).map_err(|e| format!("reading segments: {e}"))?;
+            Ok::<_, String>(segments)
         })
         .await
         .map_err(disk_err)?
         .map_err(disk_err)?;
-        let now = Arc::new(OnDisk { gen, segments });
+        let now = Arc::new(OnDisk {
+            gen,
+            segments,
+            union,
+        });
         self.remember_disk(slug, now.clone());
         Ok(now)
     }
