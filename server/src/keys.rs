@@ -167,6 +167,12 @@ impl Keys {
         format!("{}:settings", self.ns)
     }
 
+    /// A counter that a bulk add waiting for the offloader bumps, so that every process's
+    /// offloader looks at the projects at once instead of at its next round.
+    pub fn offload_wake(&self) -> String {
+        format!("{}:offload:wake", self.ns)
+    }
+
     /// The global set of project slugs.
     pub fn projects(&self) -> String {
         format!("{}:projects", self.ns)

@@ -44,6 +44,8 @@ const LOG_STEP: u64 = 10_000;
 const LOG_AGE_MS: u64 = 24 * 3600 * 1000;
 /// How long a project with nothing to do is left alone (its lease lasts longer).
 const IDLE_PAUSE: Duration = Duration::from_secs(5);
+/// How often a resting offloader reads the wake-up counter (one `GET`).
+const WAKE_POLL: Duration = Duration::from_millis(50);
 /// Unregistered files younger than this are left alone (another process may be about to
 /// register one, or a Redis that lost its last second may name one again).
 pub const ORPHAN_AGE: Duration = Duration::from_secs(60);
@@ -138,6 +140,7 @@ impl Offloader {
         tokio::spawn(async move {
             let mut last_sweep = std::time::Instant::now() - Duration::from_secs(3600);
             let mut held: Vec<String> = Vec::new();
+            let mut wakes = self.store.offload_wakes().await.unwrap_or(0);
             let mut idle: std::collections::HashMap<String, std::time::Instant> =
                 Default::default();
             loop {
@@ -195,14 +198,36 @@ impl Offloader {
                         tracing::warn!(error = %e, "deleting the files of destroyed projects; tried again later");
                     }
                 }
-                let pause = if busy {
-                    Duration::from_millis(10)
-                } else {
-                    Duration::from_secs(1)
-                };
-                tokio::select! {
-                    () = closing.cancelled() => break,
-                    () = tokio::time::sleep(pause) => {}
+                if busy {
+                    tokio::select! {
+                        () = closing.cancelled() => break,
+                        () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                    }
+                    continue;
+                }
+                // Resting for a second, unless a bulk add waiting for a spill wakes it: then
+                // every project is looked at again at once.
+                let rest = std::time::Instant::now();
+                let mut closed = false;
+                while rest.elapsed() < Duration::from_secs(1) {
+                    tokio::select! {
+                        () = closing.cancelled() => closed = true,
+                        () = tokio::time::sleep(WAKE_POLL) => {}
+                    }
+                    if closed {
+                        break;
+                    }
+                    match self.store.offload_wakes().await {
+                        Ok(n) if n != wakes => {
+                            wakes = n;
+                            idle.clear();
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                if closed {
+                    break;
                 }
             }
             for slug in held {

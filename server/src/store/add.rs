@@ -45,52 +45,75 @@ impl Store {
         ];
         let patterns = self.patterns(slug).await?;
         let personal = queue.starts_with(PERSONAL);
+        let call = Chunk {
+            keys: &keys,
+            prefix: k.prefix().to_string(),
+            queue,
+            mode: if count_only { "count" } else { "add" },
+            patterns: &patterns,
+            personal,
+        };
         let mut added = 0;
-        for chunk in items.chunks(ADD_BATCH) {
-            // Items on disk are known: left out, against the segments of one gen, which the
-            // script checks is still the current one (else the segments moved: again).
-            let mut tries = 0;
-            let n = loop {
-                tries += 1;
-                let (gen, on_disk) = self.find_on_disk(slug, chunk).await?;
-                let mut args = Vec::with_capacity(4 + 2 * chunk.len());
-                args.push(Value::from(k.prefix()));
-                args.push(Value::from(queue));
-                args.push(Value::from(if count_only { "count" } else { "add" }));
-                args.push(Value::from(gen.to_string()));
-                for item in chunk.iter().filter(|i| !on_disk.contains_key(*i)) {
-                    let part = if personal {
-                        String::new()
-                    } else {
-                        patterns.part_of(item)
-                    };
-                    args.push(Value::from(part));
-                    args.push(Value::from(item.as_str()));
-                }
-                let n: i64 = self
-                    .scripts
-                    .run(
-                        self.pool.next(),
-                        &self.scripts.add_items,
-                        keys.clone(),
-                        args,
-                    )
-                    .await?;
-                if n >= 0 {
-                    break n as u64;
-                }
-                if tries >= 20 {
-                    return Err(StoreError::Unavailable(
-                        "the segments on disk kept changing while items were added".into(),
-                    ));
-                }
-            };
-            added += n;
+        // Two calls in flight: the second chunk's arguments (and disk lookups) are made while
+        // Redis runs the first. Each call checks its items against all that came before.
+        for pair in items.chunks(2 * ADD_BATCH) {
+            let (a, b) = pair.split_at(pair.len().min(ADD_BATCH));
+            let (x, y) = futures::future::try_join(
+                self.add_chunk(slug, &call, a),
+                self.add_chunk(slug, &call, b),
+            )
+            .await?;
+            added += x + y;
             if !count_only && !personal && added > 0 {
                 self.wait_for_spill(slug, queue).await?;
             }
         }
         Ok(added)
+    }
+
+    /// One `add_items` call for `chunk` (none when it is empty). Items on disk are known: left
+    /// out, against the segments of one gen, which the script checks is still the current one
+    /// (else the segments moved: again).
+    async fn add_chunk(&self, slug: &str, call: &Chunk<'_>, chunk: &[String]) -> StoreResult<u64> {
+        if chunk.is_empty() {
+            return Ok(0);
+        }
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (gen, on_disk) = self.find_on_disk(slug, chunk).await?;
+            let mut args = Vec::with_capacity(4 + 2 * chunk.len());
+            args.push(Value::from(call.prefix.as_str()));
+            args.push(Value::from(call.queue));
+            args.push(Value::from(call.mode));
+            args.push(Value::from(gen.to_string()));
+            for item in chunk.iter().filter(|i| !on_disk.contains_key(*i)) {
+                let part = if call.personal {
+                    String::new()
+                } else {
+                    call.patterns.part_of(item)
+                };
+                args.push(Value::from(part));
+                args.push(Value::from(item.as_str()));
+            }
+            let n: i64 = self
+                .scripts
+                .run(
+                    self.pool.next(),
+                    &self.scripts.add_items,
+                    call.keys.to_vec(),
+                    args,
+                )
+                .await?;
+            if n >= 0 {
+                return Ok(n as u64);
+            }
+            if tries >= 20 {
+                return Err(StoreError::Unavailable(
+                    "the segments on disk kept changing while items were added".into(),
+                ));
+            }
+        }
     }
 
     /// While a bulk add runs past a queue's high-water mark (plus four segments) and an
@@ -108,6 +131,7 @@ impl Store {
         let limit = s.queue_high + 4 * s.segment_items;
         let client = self.pool.next();
         let (mut last, mut since) = (u64::MAX, std::time::Instant::now());
+        let mut poked = since;
         loop {
             let size: u64 = client.zcard(k.queue(queue)).await?;
             if size <= limit {
@@ -117,13 +141,29 @@ impl Store {
             if !offloading {
                 return Ok(());
             }
+            // The offloader may be resting between rounds: woken, at each step and every
+            // quarter of a second.
+            if size < last || poked.elapsed() > std::time::Duration::from_millis(250) {
+                let _: i64 = client.incr(self.keys.offload_wake()).await?;
+                poked = std::time::Instant::now();
+            }
             if size < last {
                 (last, since) = (size, std::time::Instant::now());
             } else if since.elapsed() > std::time::Duration::from_secs(30) {
                 tracing::warn!(slug, queue, size, "the offloader does not spill; adding on");
                 return Ok(());
             }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
+}
+
+/// What every `add_items` call of one add shares.
+struct Chunk<'a> {
+    keys: &'a [String],
+    prefix: String,
+    queue: &'a str,
+    mode: &'static str,
+    patterns: &'a super::projects::Patterns,
+    personal: bool,
 }
