@@ -1,0 +1,72 @@
+"""`tracker items add` into an offloading project, one or more tracker binaries side by side.
+
+Usage: pip install redis; python3 bench/ab/load_offload.py BIN [BIN ...]
+Env: N (items, default 3000000), ROUNDS (1), KEEP=1 (also time a `keep` project).
+
+Per binary and round: a private redis-server, the binary's `tracker serve` (its offloader spills
+the queue to disk as `items add` fills it), one project with `done_policy=offload`,
+`offload_keep=50000`, `queue_high=100000`, `segment_items=10000` (as the memory phase of
+`bench`), and `tracker items add` of N names of 32 bytes from a file. Prints seconds and items/s
+per run, then the medians; rounds alternate the binaries.
+"""
+import os, shutil, socket, statistics, subprocess, sys, tempfile, time
+from common import private_redis
+
+BINS = sys.argv[1:]
+N = int(os.environ.get('N', '3000000'))
+ROUNDS = int(os.environ.get('ROUNDS', '1'))
+KEEP = os.environ.get('KEEP') == '1'
+if not BINS:
+    sys.exit(__doc__)
+
+work = tempfile.mkdtemp()
+items = os.path.join(work, 'items')
+with open(items, 'w') as f:
+    f.writelines(f'item-{i:027d}\n' for i in range(N))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def run(binary, policy):
+    proc, r = private_redis()
+    sock = r.connection_pool.connection_kwargs['path']
+    data = tempfile.mkdtemp(dir=work)
+    env = dict(os.environ, REDIS_URL=f'redis+unix://{sock}', TRACKER_DATA_DIR=data,
+               TRACKER_OFFLOAD_DIR=os.path.join(data, 'offload'),
+               TRACKER_LISTEN=f'127.0.0.1:{free_port()}', RUST_LOG='warn')
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([binary, 'project', 'create', 'load'], env=env, check=True, **quiet)
+    if policy == 'offload':
+        subprocess.run([binary, 'project', 'set', 'load', 'done_policy=offload', 'offload_keep=50000',
+                        'queue_high=100000', 'segment_items=10000'], env=env, check=True, **quiet)
+    server = subprocess.Popen([binary, 'serve'], env=env, start_new_session=True, **quiet)
+    try:
+        t = time.monotonic()
+        subprocess.run([binary, 'items', 'add', 'load', items], env=env, check=True, **quiet)
+        secs = time.monotonic() - t
+    finally:
+        server.terminate()
+        server.wait()
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+    return secs
+
+
+policies = ['offload'] + (['keep'] if KEEP else [])
+times = {(b, p): [] for b in BINS for p in policies}
+for rnd in range(ROUNDS):
+    for p in policies:
+        for b in BINS:
+            secs = run(b, p)
+            times[(b, p)].append(secs)
+            print(f'round {rnd + 1} {p:8} {b}: {secs:.1f} s, {N / secs:,.0f} items/s', flush=True)
+for (b, p), ts in times.items():
+    med = statistics.median(ts)
+    print(f'median {p:8} {b}: {med:.1f} s, {N / med:,.0f} items/s')
+print(f'# command: N={N} ROUNDS={ROUNDS} python3 bench/ab/load_offload.py {" ".join(BINS)}')
+shutil.rmtree(work, ignore_errors=True)
