@@ -260,7 +260,7 @@ async fn backfeed(base: &str, key: &str, secs: u64) -> u64 {
 /// recorded as one newly counted item; anything else stops the run.
 async fn ceiling(store: &Store, slug: &str, secs: u64, batched: bool) -> u64 {
     let end = Instant::now() + Duration::from_secs(secs);
-    let batcher = Batcher::new(store.clone(), server::batcher::DEFAULT_WORKERS);
+    let batcher = Batcher::new(store.clone(), server::config::DEFAULT_BATCH_WORKERS);
     let tasks: Vec<_> = (0..CONNECTIONS)
         .map(|i| {
             let (store, batcher, slug) = (store.clone(), batcher.clone(), slug.to_string());

@@ -1,10 +1,56 @@
 //! What a bench run measures: its Redis (a private server, or with `--cluster` a local
 //! 3-master Redis Cluster) and the release tracker, and the CPU they use.
 
-use super::viewers;
 use server::store::Store;
 use std::time::Duration;
 use tests::{cluster::Cluster, Killed};
+
+/// CPU ticks (user, system) and resident memory of a process, from /proc.
+pub(crate) struct ProcSample {
+    pub(crate) user: u64,
+    pub(crate) system: u64,
+    pub(crate) rss_kib: u64,
+    pub(crate) hwm_kib: u64,
+}
+
+/// The CPU times and memory of process `pid` from `/proc`; stops the run when they cannot be
+/// read (a figure of 0 would look like a result).
+pub(crate) fn sample(pid: u32) -> ProcSample {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/stat: {e} (has the tracker exited?)"));
+    // Fields after the command name: state is the first, utime the 12th, stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, rest)| rest.split(' ').collect())
+        .unwrap_or_default();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("field {i} of /proc/{pid}/stat: {stat}"))
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
+    let kib = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in /proc/{pid}/status"))
+    };
+    ProcSample {
+        user: field(11),
+        system: field(12),
+        rss_kib: kib("VmRSS:"),
+        hwm_kib: kib("VmHWM:"),
+    }
+}
+
+/// The unit of `/proc/PID/stat`'s CPU times.
+pub(crate) fn ticks_per_second() -> f64 {
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+}
 
 /// CPU seconds (user + kernel) that processes have used, read before a phase and compared
 /// after it: the cost of one unit of work in each, which the machine's other load (and the load
@@ -19,8 +65,8 @@ impl CpuMeter {
     fn seconds(pids: &[u32]) -> f64 {
         pids.iter()
             .map(|&pid| {
-                let s = viewers::sample(pid);
-                (s.user + s.system) as f64 / viewers::ticks_per_second()
+                let s = sample(pid);
+                (s.user + s.system) as f64 / ticks_per_second()
             })
             .sum()
     }

@@ -83,17 +83,7 @@ pub async fn prepare_setup(store: &Store) -> Result<Option<String>, crate::store
     if store.account_count().await? > 0 {
         return Ok(None);
     }
-    let token = random_token(32);
+    let token = crate::store::random_token(32);
     store.set_setup_token(&token).await?;
     Ok(Some(token))
-}
-
-/// `n` random letters and digits.
-pub fn random_token(n: usize) -> String {
-    use rand::{distr::Alphanumeric, Rng};
-    rand::rng()
-        .sample_iter(Alphanumeric)
-        .take(n)
-        .map(char::from)
-        .collect()
 }

@@ -28,10 +28,6 @@ pub const ABANDONED: &str = "caller-gone";
 
 /// The most requests one script call serves.
 pub const MAX_BATCH: usize = 128;
-/// Script calls in flight per lane unless configured (`TRACKER_BATCH_WORKERS`): one runs while
-/// the next batch gathers. Fewer workers make bigger batches, which is what Redis's time
-/// depends on.
-pub const DEFAULT_WORKERS: usize = 2;
 
 type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
 type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
@@ -227,7 +223,13 @@ mod tests {
                 async {}
             }
         };
-        let tx = lane(&lanes, "s", DEFAULT_WORKERS, run, gave_back);
+        let tx = lane(
+            &lanes,
+            "s",
+            crate::config::DEFAULT_BATCH_WORKERS,
+            run,
+            gave_back,
+        );
         // A caller that has gone before its batch runs.
         let (reply, gone) = oneshot::channel();
         drop(gone);

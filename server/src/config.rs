@@ -18,7 +18,7 @@ pub struct RedisArgs {
     /// Memory cap of the private Redis, in Redis's syntax (`512mb`, `2gb`; `0`: none); past it,
     /// writes are refused (503) until memory frees. Default: a quarter of the machine's memory,
     /// at least 64 MB. Ignored with `REDIS_URL` (set `maxmemory` on that server yourself).
-    #[arg(long, env = "TRACKER_REDIS_MAXMEMORY", value_parser = crate::embedded_redis::parse_memory)]
+    #[arg(long, env = "TRACKER_REDIS_MAXMEMORY", value_parser = parse_memory)]
     pub redis_maxmemory: Option<u64>,
     /// When the private Redis forces its append-only file to disk (`appendfsync`): `always`,
     /// before it answers a write (a machine crash loses no acknowledged write), or `everysec`,
@@ -98,7 +98,7 @@ pub struct ServeArgs {
     pub archive_dir: Option<PathBuf>,
     /// Script calls in flight per project for claims, and for dones (1-16): one runs while the
     /// next batch gathers; fewer make bigger batches (bench/README.md).
-    #[arg(long, env = "TRACKER_BATCH_WORKERS", default_value_t = crate::batcher::DEFAULT_WORKERS,
+    #[arg(long, env = "TRACKER_BATCH_WORKERS", default_value_t = DEFAULT_BATCH_WORKERS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16))]
     pub batch_workers: usize,
     /// Seconds without a call after which a downloader of the warrior API counts as gone: the
@@ -179,6 +179,27 @@ pub struct Config {
 }
 
 impl Config {
+    /// The address this tracker is reached at, for links it hands out: `--public-url`, else the
+    /// request's `Host` when it is a plain host name (with a port), else the listening address.
+    pub fn base_url(&self, headers: &axum::http::HeaderMap) -> String {
+        if let Some(url) = &self.public_url {
+            return url.trim_end_matches('/').to_string();
+        }
+        let host = headers
+            .get(axum::http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .filter(|h| {
+                !h.is_empty()
+                    && h.len() <= 255
+                    && h.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+            });
+        match host {
+            Some(h) => format!("http://{h}"),
+            None => format!("http://{}", self.listen),
+        }
+    }
+
     /// The defaults of `tracker serve` (as documented in the README) for the Redis at
     /// `redis_url` and the key prefix `namespace`; reads no environment.
     pub fn new(redis_url: impl Into<String>, namespace: impl Into<String>) -> Self {
@@ -195,7 +216,7 @@ impl Config {
             archive_dir: PathBuf::from("data/archive"),
             offload_dir: PathBuf::from("data/offload"),
             offloader: true,
-            batch_workers: crate::batcher::DEFAULT_WORKERS,
+            batch_workers: DEFAULT_BATCH_WORKERS,
             fleet_silence: std::time::Duration::from_millis(crate::store::DEFAULT_FLEET_SILENCE_MS),
             limits: Default::default(),
         }
@@ -297,6 +318,36 @@ pub fn offload_dir_conflict(
 /// Where `tracker serve` listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+/// Script calls in flight per lane of the batcher unless configured (`TRACKER_BATCH_WORKERS`):
+/// one runs while the next batch gathers. Fewer workers make bigger batches, which is what
+/// Redis's time depends on.
+pub const DEFAULT_BATCH_WORKERS: usize = 2;
+
+/// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
+/// `g` (powers of 1000) or `kb`, `mb`, `gb` (powers of 1024), in any case: `512mb`, `2gb`.
+pub fn parse_memory(text: &str) -> Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(digits);
+    let scale: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1 << 10,
+        "m" => 1000 * 1000,
+        "mb" => 1 << 20,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1 << 30,
+        _ => return Err(format!("{text:?}: use bytes or a unit: 512mb, 2gb")),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{text:?}: use a whole number of bytes or a unit: 512mb, 2gb"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,7 +423,7 @@ mod tests {
             "http://127.0.0.1:8080/admin/setup?token=x"
         );
         assert!(!plain.trust_proxy && !plain.secure_cookies);
-        assert_eq!(plain.batch_workers, crate::batcher::DEFAULT_WORKERS);
+        assert_eq!(plain.batch_workers, DEFAULT_BATCH_WORKERS);
         assert_eq!(
             plain.fleet_silence,
             Config::new("redis://r", "ns").fleet_silence,
@@ -406,6 +457,21 @@ mod tests {
                 offload_dir_conflict(&p(offload), &[(name, &p(other))]).is_some(),
                 "{offload} beside {name} {other}"
             );
+        }
+    }
+
+    #[test]
+    fn sizes_read_as_redis_reads_them() {
+        assert_eq!(parse_memory("512mb"), Ok(512 << 20));
+        assert_eq!(parse_memory("2GB"), Ok(2 << 30));
+        assert_eq!(parse_memory("100k"), Ok(100_000));
+        assert_eq!(parse_memory("3m"), Ok(3_000_000));
+        assert_eq!(parse_memory("1g"), Ok(1_000_000_000));
+        assert_eq!(parse_memory("64kb"), Ok(64 << 10));
+        assert_eq!(parse_memory("1000"), Ok(1000));
+        assert_eq!(parse_memory("0"), Ok(0));
+        for bad in ["", "mb", "1.5gb", "-1", "12tb", "1 gb", "99999999999999gb"] {
+            assert!(parse_memory(bad).is_err(), "{bad:?}");
         }
     }
 }

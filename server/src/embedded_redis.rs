@@ -317,31 +317,6 @@ fn share_of_memory(meminfo: &str, cgroup_max: Option<&str>) -> u64 {
     (available / 4).max(MIN_DEFAULT_MAXMEMORY)
 }
 
-/// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
-/// `g` (powers of 1000) or `kb`, `mb`, `gb` (powers of 1024), in any case: `512mb`, `2gb`.
-pub fn parse_memory(text: &str) -> Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let digits = lower
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(lower.len());
-    let (number, unit) = lower.split_at(digits);
-    let scale: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1 << 10,
-        "m" => 1000 * 1000,
-        "mb" => 1 << 20,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1 << 30,
-        _ => return Err(format!("{text:?}: use bytes or a unit: 512mb, 2gb")),
-    };
-    number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("{text:?}: use a whole number of bytes or a unit: 512mb, 2gb"))
-}
-
 /// Whether a Redis answers `PING` on `socket`.
 fn ping(socket: &Path) -> bool {
     let Ok(mut s) = UnixStream::connect(socket) else {
@@ -369,21 +344,6 @@ mod tests {
         assert_eq!(share_of_memory("", None), 1 << 30);
         assert_eq!(share_of_memory("", Some("1073741824")), 256 << 20);
         assert!(default_maxmemory() >= MIN_DEFAULT_MAXMEMORY);
-    }
-
-    #[test]
-    fn sizes_read_as_redis_reads_them() {
-        assert_eq!(parse_memory("512mb"), Ok(512 << 20));
-        assert_eq!(parse_memory("2GB"), Ok(2 << 30));
-        assert_eq!(parse_memory("100k"), Ok(100_000));
-        assert_eq!(parse_memory("3m"), Ok(3_000_000));
-        assert_eq!(parse_memory("1g"), Ok(1_000_000_000));
-        assert_eq!(parse_memory("64kb"), Ok(64 << 10));
-        assert_eq!(parse_memory("1000"), Ok(1000));
-        assert_eq!(parse_memory("0"), Ok(0));
-        for bad in ["", "mb", "1.5gb", "-1", "12tb", "1 gb", "99999999999999gb"] {
-            assert!(parse_memory(bad).is_err(), "{bad:?}");
-        }
     }
 
     async fn config_get(redis: &EmbeddedRedis, name: &str) -> String {

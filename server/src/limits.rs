@@ -10,6 +10,21 @@ pub const BYTES_MAX: u64 = 1 << 50;
 /// a report that would carry a project's byte total past it is refused.
 pub const COUNTER_MAX: u64 = 1 << 53;
 
+/// The longest item name accepted anywhere, in bytes (the default of [`Limits::item`]).
+pub const MAX_ITEM_LEN: usize = 4096;
+
+/// Whether `name` is a downloader's name: `\A[-_a-zA-Z0-9]{3,30}\z`.
+pub fn valid_downloader(name: &str) -> bool {
+    (3..=30).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Admin logins' password checks running at once (each holds a core and 19 MiB for tens of
+/// milliseconds).
+pub const PASSWORD_CHECKS: usize = 4;
+
 /// The limits, as `tracker serve` reads them (flags, or the environment).
 #[derive(clap::Args, Clone, Debug)]
 pub struct Limits {

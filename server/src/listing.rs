@@ -11,10 +11,7 @@
 //! changes ([`crate::store::Store::record_state`]) and each change of `auto_project`, with an
 //! audit entry by `tracker`. Several processes record each change once (`SET ... GET`).
 
-use crate::{
-    ops::Actor,
-    store::{may_serve, now_ms, Pipeline, Store, StoreResult},
-};
+use crate::store::{may_serve, now_ms, Actor, Pipeline, Store, StoreResult};
 use app::model::admin::{AutoCandidate, AutoProject, Listing};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;

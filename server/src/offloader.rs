@@ -9,7 +9,7 @@
 //!   its Redis part runs low or when they would be served before items in Redis: claims are
 //!   only ever served from Redis;
 //! - **the completion log**: entries past `log_keep` in Redis, or older than a day, go to the
-//!   archive directory ([`crate::admin::archive::write_archive`]);
+//!   archive directory ([`archive::write_archive`]);
 //! - **orphans**: segment files that are not registered (a process stopped between writing one
 //!   and registering it, a commit refused or too late, a segment brought back) are deleted once
 //!   a minute old, and only after the registry was read; the files of a destroyed project once
@@ -29,6 +29,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+pub mod archive;
 mod moves;
 mod sweep;
 

@@ -23,55 +23,10 @@ pub mod settings;
 
 pub use settings::validate_settings;
 
-use crate::store::{now_ms, valid_slug, AuditEntry, Settings, Store, StoreError, StoreResult};
+use crate::store::{valid_slug, Settings, Store, StoreError};
 use std::sync::Arc;
 
-/// The audit name of actions taken with the `tracker` command line.
-pub const CLI_ACTOR: &str = "cli";
-
-/// Who does an action, as the audit log names them.
-#[derive(Clone, Debug)]
-pub struct Actor {
-    /// An account name, `api-token`, or [`CLI_ACTOR`].
-    pub name: String,
-    /// The id of the account's API token the action came with, if any.
-    pub token: Option<String>,
-}
-
-impl Actor {
-    /// The `tracker` command line.
-    pub fn cli() -> Self {
-        Actor {
-            name: CLI_ACTOR.into(),
-            token: None,
-        }
-    }
-
-    /// Records an action in the audit log (with `[token ID]` when it came with a token).
-    pub async fn record(
-        &self,
-        store: &Store,
-        action: &str,
-        project: &str,
-        count: u64,
-        detail: impl Into<String>,
-    ) -> StoreResult<()> {
-        let mut detail = detail.into();
-        if let Some(id) = &self.token {
-            detail = format!("{detail} [token {id}]").trim_start().to_string();
-        }
-        store
-            .audit(&AuditEntry {
-                t: now_ms(),
-                who: self.name.clone(),
-                action: action.into(),
-                project: project.into(),
-                count,
-                detail,
-            })
-            .await
-    }
-}
+pub use crate::store::{Actor, CLI_ACTOR};
 
 /// Why an operation was refused, or failed. The panel answers the first four with a 4xx, the
 /// command line prints them.

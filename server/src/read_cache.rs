@@ -4,7 +4,8 @@
 //! costs Redis one read a second per address, whatever the number of callers. The cache is
 //! bounded in bytes; a page is still rendered per request (each carries its own CSP nonce).
 
-use crate::AppState;
+use crate::store;
+use app::model::DownloaderRow;
 use axum::{
     body::{Body, Bytes},
     extract::{Request, State},
@@ -12,7 +13,11 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 /// How long a computed answer is served to everyone.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -80,7 +85,7 @@ impl ReadCache {
 /// Middleware of the admin panel: after a change (any call but a GET), every cached read is
 /// dropped, so what an admin changes (the Warrior project list, a project's settings) shows at once.
 pub async fn forget_after_change(
-    State(state): State<AppState>,
+    State(cache): State<ReadCache>,
     req: Request,
     next: Next,
 ) -> Response {
@@ -89,7 +94,7 @@ pub async fn forget_after_change(
     // Only a change that was made: a refused call (anonymous, forbidden, invalid) changed
     // nothing and must not cost every reader a fresh computation.
     if change && resp.status().is_success() {
-        state.read_cache.forget_all();
+        cache.forget_all();
     }
     resp
 }
@@ -99,7 +104,7 @@ pub async fn forget_after_change(
 /// request that carries credentials (`Authorization`: a pipeline's view of `/projects.json`),
 /// whose answer is its own. Answers are keyed by URI and `Host` (the links in them follow it),
 /// so one caller's header never reaches another's answer.
-pub async fn serve_cached(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn serve_cached(State(cache): State<ReadCache>, req: Request, next: Next) -> Response {
     if req.method() != Method::GET
         || req.uri().path() == "/healthz"
         || req
@@ -109,8 +114,7 @@ pub async fn serve_cached(State(state): State<AppState>, req: Request, next: Nex
         return next.run(req).await;
     }
     let key = cache_key(&req);
-    let answer = state
-        .read_cache
+    let answer = cache
         .answers
         .get_with(key, async {
             let resp = next.run(req).await;
@@ -149,4 +153,48 @@ fn cache_key(req: &Request) -> String {
         .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
         .unwrap_or_default();
     format!("{host}\0{}", req.uri())
+}
+/// How long one read of a project's downloaders serves every page asked for.
+const DOWNLOADERS_FRESH_FOR: Duration = Duration::from_secs(2);
+
+/// One read of every downloader: when, the server time it is as of, the rows.
+type Read = (Instant, u64, Arc<Vec<DownloaderRow>>);
+
+/// Recent reads of every downloader, by project and window, shared by the pages asked for
+/// within [`DOWNLOADERS_FRESH_FOR`].
+#[derive(Clone, Default)]
+pub struct DownloaderCache {
+    reads: Arc<Mutex<HashMap<(String, u64), Read>>>,
+}
+
+impl DownloaderCache {
+    /// Every downloader of `slug` with its sums over `window` minutes, and the read's time.
+    pub async fn rows(
+        &self,
+        store: &store::Store,
+        slug: &str,
+        window: u64,
+    ) -> store::StoreResult<(u64, Arc<Vec<DownloaderRow>>)> {
+        let key = (slug.to_string(), window);
+        if let Some((at, now, rows)) = self.lock().get(&key) {
+            if at.elapsed() < DOWNLOADERS_FRESH_FOR {
+                return Ok((*now, rows.clone()));
+            }
+        }
+        let now = store::now_ms();
+        let (mut rows, sums) = tokio::try_join!(
+            store.all_downloaders(slug),
+            store.downloader_window(slug, now, window)
+        )?;
+        store::set_window_sums(&mut rows, &sums);
+        let rows = Arc::new(rows);
+        let mut reads = self.lock();
+        reads.retain(|_, (at, _, _)| at.elapsed() < DOWNLOADERS_FRESH_FOR);
+        reads.insert(key, (Instant::now(), now, rows.clone()));
+        Ok((now, rows))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Read>> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }

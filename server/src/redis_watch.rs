@@ -3,13 +3,7 @@
 //! say the tracker is reconnecting, and the live viewers are told; when it answers again the
 //! viewers are sent a fresh snapshot.
 
-use crate::{store::Store, web::ApiError, AppState};
-use axum::{
-    extract::{Request, State},
-    http::{header, HeaderValue, StatusCode},
-    middleware::Next,
-    response::{Html, IntoResponse, Response},
-};
+use crate::store::Store;
 use std::{
     sync::{Arc, Weak},
     time::{Duration, Instant},
@@ -102,50 +96,6 @@ async fn probe(watch: Weak<watch::Sender<bool>>, store: Store) {
     if let Some(c) = client {
         let _ = c.quit().await;
     }
-}
-
-/// Warrior calls while Redis does not answer: 503 with `Retry-After` at once, before the body
-/// is read or anything queues.
-pub async fn refuse_calls_while_down(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if state.redis.is_up() {
-        return next.run(req).await;
-    }
-    ApiError::Internal(crate::store::StoreError::Unavailable(
-        "redis does not answer".into(),
-    ))
-    .into_response()
-}
-
-/// Public pages while Redis does not answer: a 503 page saying the tracker is reconnecting,
-/// which reloads itself a few seconds later.
-pub async fn explain_pages_while_down(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if state.redis.is_up() {
-        return next.run(req).await;
-    }
-    let retry = crate::web::UNAVAILABLE_RETRY_AFTER;
-    let page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"refresh\" content=\"{retry}\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <link rel=\"stylesheet\" href=\"/pkg/tracker.css\">\
-         <title>Reconnecting · Tracker</title></head><body><main>\
-         <h1>Reconnecting…</h1><p role=\"status\">{}</p>\
-         <p>This page reloads itself.</p></main></body></html>",
-        crate::web::RECONNECTING
-    );
-    let mut resp = (StatusCode::SERVICE_UNAVAILABLE, Html(page)).into_response();
-    let headers = resp.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use crate::{
     api::{backfeed, downloaders, extras, feed, hq, live, pages, pipeline, public, warrior},
-    AppState,
+    state::AppState,
 };
 use app::{admin_shell, shell, AdminApp};
 use axum::http::{header, HeaderName, HeaderValue};
@@ -74,7 +74,7 @@ pub fn router(state: AppState) -> Router {
         // While Redis does not answer, every call is refused at once (`crate::redis_watch`).
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::redis_watch::refuse_calls_while_down,
+            crate::web::refuse_calls_while_down,
         ));
 
     // Warrior HQ: a warrior's calls are small, and limited per address like the public reads.
@@ -113,7 +113,7 @@ pub fn router(state: AppState) -> Router {
         .route("/{slug}/live", get(feed::stream_live_events))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::redis_watch::refuse_calls_while_down,
+            crate::web::refuse_calls_while_down,
         ));
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
@@ -135,15 +135,11 @@ pub fn router(state: AppState) -> Router {
         }
     };
     // One address may read the public pages and JSON only so often (`crate::throttle`).
-    let limit_reads =
-        axum::middleware::from_fn_with_state(state.clone(), crate::throttle::limit_reads);
+    let limit_reads = axum::middleware::from_fn_with_state(state.clone(), crate::web::limit_reads);
     // While Redis does not answer, a page says so (the public JSON answers for itself: 503).
     let page_layers = (
         limit_reads.clone(),
-        axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::redis_watch::explain_pages_while_down,
-        ),
+        axum::middleware::from_fn_with_state(state.clone(), crate::web::explain_pages_while_down),
     );
     let pages = Router::new()
         .route("/", get(render_public_page).layer(page_layers.clone()))
@@ -168,7 +164,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(unrouted);
 
     let admin = admin_api(&state).layer(axum::middleware::from_fn_with_state(
-        state.clone(),
+        state.read_cache.clone(),
         crate::read_cache::forget_after_change,
     ));
 
@@ -189,7 +185,7 @@ pub fn router(state: AppState) -> Router {
         .merge(
             public_json
                 .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
+                    state.read_cache.clone(),
                     crate::read_cache::serve_cached,
                 ))
                 .layer(limit_reads.clone())

@@ -19,7 +19,7 @@
 //! bytes per item: [`KEPT_FP`], [`DISCARD_FP`]) and read one block per lookup that the filter
 //! passes.
 
-use crate::store::bloom_hash;
+use crate::blocked_bloom::{hash_key as bloom_hash, Filter};
 use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression};
 use std::{
     fs::File,
@@ -115,13 +115,14 @@ pub fn write(
     }
     let filter_at = at;
     let target = if keep_names { KEPT_FP } else { DISCARD_FP };
-    let filter = Filter::build(records.iter().map(|r| r.0.as_str()), records.len(), target);
-    out.write_all(&filter.bits)?;
-    at += filter.bits.len() as u64;
+    let filter = build_filter(records.iter().map(|r| r.0.as_str()), records.len(), target);
+    let (bits, blocks, k) = filter.parts();
+    out.write_all(bits)?;
+    at += bits.len() as u64;
     out.write_all(&index_at.to_le_bytes())?;
     out.write_all(&filter_at.to_le_bytes())?;
-    out.write_all(&filter.blocks.to_le_bytes())?;
-    out.write_all(&filter.k.to_le_bytes())?;
+    out.write_all(&blocks.to_le_bytes())?;
+    out.write_all(&k.to_le_bytes())?;
     out.write_all(&(records.len() as u64).to_le_bytes())?;
     out.write_all(END)?;
     at += FOOTER;
@@ -133,52 +134,13 @@ pub fn write(
     Ok(at)
 }
 
-/// A Bloom filter of 64-byte blocks, as the backfeed filter lays them out.
-pub(crate) struct Filter {
-    bits: Vec<u8>,
-    blocks: u64,
-    k: u32,
-}
-
-impl Filter {
-    /// An empty filter sized for `n` names at false-positive rate `target`.
-    pub(crate) fn empty(n: u64, target: f64) -> Filter {
-        let (blocks, k) = crate::store::bloom_geometry(n, target);
-        Filter {
-            bits: vec![0u8; blocks as usize * 64],
-            blocks,
-            k,
-        }
+/// A segment's filter of its names.
+fn build_filter<'a>(names: impl Iterator<Item = &'a str>, n: usize, target: f64) -> Filter {
+    let mut filter = Filter::empty(n as u64, target);
+    for name in names {
+        filter.insert(bloom_hash(name.as_bytes()));
     }
-
-    /// The bytes its bits take for `n` names at `target`, before it is made.
-    pub(crate) fn bytes_for(n: u64, target: f64) -> u64 {
-        crate::store::bloom_geometry(n, target).0 * 64
-    }
-
-    fn build<'a>(names: impl Iterator<Item = &'a str>, n: usize, target: f64) -> Filter {
-        let mut filter = Filter::empty(n as u64, target);
-        for name in names {
-            filter.insert(bloom_hash(name.as_bytes()));
-        }
-        filter
-    }
-
-    /// Sets the bits of a name's [`bloom_hash`] `hash`.
-    pub(crate) fn insert(&mut self, hash: u64) {
-        let (b, offs) = crate::store::bloom_spot(hash, self.blocks, self.k);
-        let block = &mut self.bits[b as usize * 64..b as usize * 64 + 64];
-        for off in offs {
-            block[off >> 3] |= 0x80 >> (off & 7);
-        }
-    }
-
-    /// Whether a name of [`bloom_hash`] `hash` may have been inserted: always when it was.
-    pub(crate) fn may_hold(&self, hash: u64) -> bool {
-        let (b, mut offs) = crate::store::bloom_spot(hash, self.blocks, self.k);
-        let block = &self.bits[b as usize * 64..b as usize * 64 + 64];
-        offs.all(|off| block[off >> 3] & (0x80 >> (off & 7)) != 0)
-    }
+    filter
 }
 
 /// One block's place in the file.
@@ -284,11 +246,7 @@ impl Segment {
             uid: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             file,
             blocks,
-            filter: Filter {
-                bits,
-                blocks: filter_blocks,
-                k,
-            },
+            filter: Filter::from_parts(bits, filter_blocks, k),
             records,
             bytes,
         })
@@ -435,7 +393,7 @@ mod tests {
     /// The memory the README promises per item on disk: the filters' bytes per name.
     #[test]
     fn the_filters_cost_the_bytes_per_item_the_readme_says() {
-        let per_item = |fp| crate::store::bloom_geometry(1_000_000, fp).0 as f64 * 64.0 / 1e6;
+        let per_item = |fp| crate::blocked_bloom::geometry(1_000_000, fp).0 as f64 * 64.0 / 1e6;
         let (kept, discarded) = (per_item(KEPT_FP), per_item(DISCARD_FP));
         println!("filter bytes per item: kept {kept:.2}, discarded {discarded:.2}");
         assert!(kept <= 4.0, "{kept}");

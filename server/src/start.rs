@@ -10,7 +10,11 @@
 //!
 //! The background tasks' outcome is [`Running::startup`]: the server logs it, tests wait on it.
 
-use crate::{store::StoreError, App, AppState, Config};
+use crate::{
+    config::Config,
+    state::{App, AppState},
+    store::StoreError,
+};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 /// A built process, listening, not serving yet.
@@ -167,7 +171,7 @@ async fn serve(
     let closing = state.closing.clone();
     let store = state.store.clone();
     let limits = state.config.limits.clone();
-    let app = crate::router(state);
+    let app = crate::routes::router(state);
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections()));
     let mut http = auto::Builder::new(TokioExecutor::new());
     http.http1()

@@ -57,8 +57,8 @@ mod tokens;
 mod warrior;
 
 pub use accounts::{
-    new_session_gen, user_name_problem, valid_user_name, Account, AuditEntry, Role,
-    RESERVED_USER_NAMES,
+    new_session_gen, user_name_problem, valid_user_name, Account, Actor, AuditEntry, Role,
+    CLI_ACTOR, RESERVED_USER_NAMES,
 };
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use api_fleet::{
@@ -84,7 +84,10 @@ pub use scripts::Refusal;
 pub use settings_version::SettingsVersion;
 pub use snapshot::{set_window_sums, QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
-pub use tokens::{token_hash, ApiToken};
+pub use tokens::{random_token, token_hash, ApiToken};
+
+/// The reason given to every caller (and page) while Redis cannot be reached.
+pub const RECONNECTING: &str = "The tracker is reconnecting to its database; retry shortly.";
 pub use warrior::ListVersion;
 
 use crate::keys::Keys;

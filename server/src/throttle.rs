@@ -3,12 +3,6 @@
 //! cache makes each read cheap; this keeps one address from taking the cores from the warriors.
 //! Memory is bounded: addresses whose allowance is full again are forgotten.
 
-use crate::{web::ApiError, AppState};
-use axum::{
-    extract::{Request, State},
-    middleware::Next,
-    response::{IntoResponse, Response},
-};
 use std::{
     collections::HashMap,
     sync::Mutex,
@@ -44,22 +38,6 @@ impl Throttle {
         }
         tats.insert(who.to_string(), tat + interval);
         Ok(())
-    }
-}
-
-/// Middleware of the public pages and JSON: 429 with `Retry-After` for an address past its
-/// allowance ([`crate::limits::Limits::public_reads`]).
-pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let ip = crate::web::request_ip(req.extensions(), req.headers(), state.config.trust_proxy);
-    let limits = &state.config.limits;
-    match state.read_throttle.check(
-        &ip,
-        limits.public_reads,
-        limits.public_reads_burst,
-        Instant::now(),
-    ) {
-        Ok(()) => next.run(req).await,
-        Err(wait) => ApiError::RateLimited(wait.as_secs().max(1)).into_response(),
     }
 }
 

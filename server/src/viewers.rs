@@ -2,14 +2,14 @@
 //! caps of [`crate::limits::Limits`]: so many in all and so many per IP. A viewer holds its
 //! [`Slot`] while it watches; the slot is given back when it is dropped, however the viewer ends.
 
-use crate::{limits::Limits, web::ApiError};
+use crate::limits::Limits;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
 };
 
 /// How long a viewer refused for the caps is asked to wait.
-const RETRY_AFTER_S: u64 = 10;
+pub const RETRY_AFTER_S: u64 = 10;
 
 /// The viewers watching now; cheap to clone.
 #[derive(Clone, Default)]
@@ -21,6 +21,10 @@ struct Counts {
     by_ip: HashMap<String, usize>,
 }
 
+/// No room for another viewer: why (answered 503, retry in [`RETRY_AFTER_S`]).
+#[derive(Debug)]
+pub struct Full(pub String);
+
 /// A watching viewer's place, given back on drop.
 pub struct Slot {
     viewers: Viewers,
@@ -29,26 +33,20 @@ pub struct Slot {
 
 impl Viewers {
     /// A slot for a viewer from `ip`, or 503 when the tracker or that IP has its maximum.
-    pub fn admit(&self, ip: &str, limits: &Limits) -> Result<Slot, ApiError> {
+    pub fn admit(&self, ip: &str, limits: &Limits) -> Result<Slot, Full> {
         let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if c.total >= limits.viewers {
-            return Err(ApiError::Unavailable(
-                RETRY_AFTER_S,
-                format!(
-                    "The tracker has its maximum of {} live viewers.",
-                    limits.viewers
-                ),
-            ));
+            return Err(Full(format!(
+                "The tracker has its maximum of {} live viewers.",
+                limits.viewers
+            )));
         }
         let mine = c.by_ip.get(ip).copied().unwrap_or(0);
         if mine >= limits.viewers_per_ip {
-            return Err(ApiError::Unavailable(
-                RETRY_AFTER_S,
-                format!(
-                    "Your address has its maximum of {} live viewers.",
-                    limits.viewers_per_ip
-                ),
-            ));
+            return Err(Full(format!(
+                "Your address has its maximum of {} live viewers.",
+                limits.viewers_per_ip
+            )));
         }
         c.total += 1;
         c.by_ip.insert(ip.to_string(), mine + 1);

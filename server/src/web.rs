@@ -1,13 +1,16 @@
 //! The HTTP plumbing every front door shares (warrior API, public JSON, admin API, websocket):
 //! the error type and its answers, the Redis deadline, project lookup, the client's address and
-//! user agent, and secrets compared in constant time.
+//! user agent, secrets compared in constant time, and the middleware that answers before a
+//! handler does (per-address read limits, Redis out of reach).
 
-use crate::AppState;
+use crate::state::AppState;
 use axum::{
+    extract::{Request, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
-    response::{IntoResponse, Response},
+    middleware::Next,
+    response::{Html, IntoResponse, Response},
 };
-use std::net::SocketAddr;
+use std::{net::SocketAddr, time::Instant};
 
 /// An API failure. Client mistakes carry a short reason; internal errors are logged and
 /// answered with a generic body.
@@ -35,8 +38,14 @@ pub const FULL_RETRY_AFTER: u64 = 5;
 /// `Retry-After` seconds while Redis cannot be reached.
 pub const UNAVAILABLE_RETRY_AFTER: u64 = 2;
 
+impl From<crate::viewers::Full> for ApiError {
+    fn from(full: crate::viewers::Full) -> Self {
+        ApiError::Unavailable(crate::viewers::RETRY_AFTER_S, full.0)
+    }
+}
+
 /// The reason given to every caller while Redis cannot be reached.
-pub const RECONNECTING: &str = "The tracker is reconnecting to its database; retry shortly.";
+pub use crate::store::RECONNECTING;
 
 /// Whether `last` (seconds, shared by one kind of warning) is a minute old, and if so moves it
 /// to now: under load every request would log the same warning.
@@ -208,16 +217,38 @@ pub fn user_agent(headers: &HeaderMap) -> String {
         .collect()
 }
 
+/// The secret of an `Authorization: Bearer SECRET` header, if the request has one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// What attempts from `ip` are counted under (logins, Warrior HQ registrations, rescues): the address, or for IPv6 its /64 (one
+/// host's usual share, of which it may use any address).
+pub fn network(ip: &str) -> String {
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+        _ => ip.to_string(),
+    }
+}
+
 /// Whether the request carries the admin API token (`Authorization: Bearer TOKEN`).
 pub fn is_admin(headers: &HeaderMap, token: Option<&str>) -> bool {
     let Some(token) = token.filter(|t| !t.is_empty()) else {
         return false;
     };
-    let sent = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()))
+    bearer(headers).is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()))
 }
 
 /// Compares secrets without leaking where they differ.
@@ -225,23 +256,62 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The address this tracker is reached at, for links it hands out: `--public-url`, else the
-/// request's `Host` when it is a plain host name (with a port), else the listening address.
-pub fn base_url(config: &crate::config::Config, headers: &HeaderMap) -> String {
-    if let Some(url) = &config.public_url {
-        return url.trim_end_matches('/').to_string();
+/// Middleware of the public pages and JSON: 429 with `Retry-After` for an address past its
+/// allowance ([`crate::limits::Limits::public_reads`]).
+pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let ip = request_ip(req.extensions(), req.headers(), state.config.trust_proxy);
+    let limits = &state.config.limits;
+    match state.read_throttle.check(
+        &ip,
+        limits.public_reads,
+        limits.public_reads_burst,
+        Instant::now(),
+    ) {
+        Ok(()) => next.run(req).await,
+        Err(wait) => ApiError::RateLimited(wait.as_secs().max(1)).into_response(),
     }
-    let host = headers
-        .get(axum::http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .filter(|h| {
-            !h.is_empty()
-                && h.len() <= 255
-                && h.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
-        });
-    match host {
-        Some(h) => format!("http://{h}"),
-        None => format!("http://{}", config.listen),
+}
+
+/// Warrior calls while Redis does not answer: 503 with `Retry-After` at once, before the body
+/// is read or anything queues.
+pub async fn refuse_calls_while_down(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if state.redis.is_up() {
+        return next.run(req).await;
     }
+    ApiError::Internal(crate::store::StoreError::Unavailable(
+        "redis does not answer".into(),
+    ))
+    .into_response()
+}
+
+/// Public pages while Redis does not answer: a 503 page saying the tracker is reconnecting,
+/// which reloads itself a few seconds later.
+pub async fn explain_pages_while_down(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if state.redis.is_up() {
+        return next.run(req).await;
+    }
+    let retry = UNAVAILABLE_RETRY_AFTER;
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"{retry}\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"stylesheet\" href=\"/pkg/tracker.css\">\
+         <title>Reconnecting · Tracker</title></head><body><main>\
+         <h1>Reconnecting…</h1><p role=\"status\">{}</p>\
+         <p>This page reloads itself.</p></main></body></html>",
+        RECONNECTING
+    );
+    let mut resp = (StatusCode::SERVICE_UNAVAILABLE, Html(page)).into_response();
+    let headers = resp.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
 }

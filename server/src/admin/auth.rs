@@ -3,14 +3,14 @@
 
 use crate::{
     ops::Actor,
+    state::AppState,
     store::{token_hash, Account, Role},
-    web::{is_admin, ApiError, ApiResult},
-    AppState,
+    web::{bearer, is_admin, ApiError, ApiResult},
 };
 pub use app::model::admin::AdminSession;
 use axum::{
     extract::{FromRequestParts, State},
-    http::{request::Parts, HeaderMap, StatusCode},
+    http::{request::Parts, StatusCode},
     Json,
 };
 use tower_sessions::Session;
@@ -134,17 +134,6 @@ impl FromRequestParts<AppState> for Caller {
             token: None,
         })
     }
-}
-
-/// The secret of an `Authorization: Bearer SECRET` header, if the request has one.
-pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
 }
 
 /// A session store failure: logged, answered with a generic 500 (503 when Redis is full; the

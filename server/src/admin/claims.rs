@@ -6,9 +6,9 @@ use super::{
     items::{parse_regex, Affected},
 };
 use crate::{
+    state::AppState,
     store::{now_ms, ClaimFilter, ClaimGroup},
     web::{known_project, ApiError, ApiResult},
-    AppState,
 };
 use app::model::admin::FailedList;
 use axum::{

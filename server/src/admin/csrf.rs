@@ -5,7 +5,8 @@
 //! no cookie, so they need neither: a cross-site page cannot set that header (no CORS is
 //! offered), and a request carrying it is judged by the token alone, never by the session.
 
-use super::auth::{bearer, session_error, CSRF};
+use super::auth::{session_error, CSRF};
+use crate::web::bearer;
 use crate::web::{constant_time_eq, ApiError};
 use axum::{
     extract::Request,

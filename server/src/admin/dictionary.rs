@@ -4,9 +4,9 @@
 
 use super::auth::Caller;
 use crate::{
+    state::AppState,
     store::dictionary::{dictionary_problem, DictionaryInfo},
     web::{known_project, ApiError, ApiResult},
-    AppState,
 };
 use axum::{
     body::Bytes,

@@ -5,9 +5,9 @@
 
 use super::auth::Caller;
 use crate::{
+    state::AppState,
     store::now_ms,
     web::{ApiError, ApiResult},
-    AppState,
 };
 use app::model::{
     admin::{

@@ -6,8 +6,8 @@ use super::auth::Caller;
 use crate::{
     keys::QUEUES,
     ops,
+    state::AppState,
     web::{known_project, ApiError, ApiResult},
-    AppState,
 };
 pub use app::model::admin::Affected;
 use app::model::admin::{ItemInfo, Queues, TimelineEntry};

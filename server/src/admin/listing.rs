@@ -4,9 +4,9 @@
 use super::auth::Caller;
 use crate::{
     listing,
+    state::AppState,
     store::valid_slug,
-    web::{base_url, known_project, ApiError, ApiResult},
-    AppState,
+    web::{known_project, ApiError, ApiResult},
 };
 use app::model::admin::{AutoProject, Listing, ProjectListing};
 use axum::{
@@ -82,7 +82,7 @@ async fn listing_of(
     headers: &HeaderMap,
     slug: &str,
 ) -> ApiResult<ProjectListing> {
-    let generated = listing::generate(&state.store, &base_url(&state.config, headers)).await?;
+    let generated = listing::generate(&state.store, &state.config.base_url(headers)).await?;
     let project = generated.projects.iter().find(|p| p.slug == slug);
     Ok(ProjectListing {
         listing: state.store.listing(slug).await?,
@@ -127,7 +127,7 @@ pub async fn show_auto(
 }
 
 async fn auto_of(state: &AppState, headers: &HeaderMap) -> ApiResult<AutoProject> {
-    let generated = listing::generate(&state.store, &base_url(&state.config, headers)).await?;
+    let generated = listing::generate(&state.store, &state.config.base_url(headers)).await?;
     let chosen = generated.choose(None);
     listing::record_auto(&state.store, &generated, chosen.as_deref()).await?;
     Ok(generated.auto_project(chosen))

@@ -9,9 +9,9 @@
 
 use super::auth::{info, session_error, AdminSession, Caller, CSRF, GEN, USER};
 use crate::{
+    state::AppState,
     store::{valid_user_name, Role},
     web::{client_ip, constant_time_eq, ApiError, ApiResult},
-    AppState,
 };
 use axum::{
     extract::{ConnectInfo, State},
@@ -28,8 +28,6 @@ pub const MAX_ATTEMPTS_PER_NAME_AND_NET: u64 = 5;
 pub const MAX_ATTEMPTS_PER_NET: u64 = 20;
 /// The window attempts are counted in (seconds), from the first.
 pub const ATTEMPT_WINDOW_S: u64 = 15 * 60;
-/// Password checks running at once (each holds a core and 19 MiB for tens of milliseconds).
-pub const PASSWORD_CHECKS: usize = 4;
 /// How long a login waits for a password check before it is answered 429.
 pub const PASSWORD_CHECK_WAIT: Duration = Duration::from_secs(2);
 
@@ -59,7 +57,7 @@ pub async fn log_in(
         return Err(wrong());
     }
     let ip = client_ip(peer, &headers, state.config.trust_proxy);
-    let net = network(&ip);
+    let net = crate::web::network(&ip);
     let store = &state.store;
     let limits = (MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET);
     if let Some(wait) = store
@@ -99,21 +97,6 @@ pub async fn log_in(
     Ok(Json(info(&state, &session).await?))
 }
 
-/// What login attempts from `ip` are counted under: the address, or for IPv6 its /64 (one
-/// host's usual share, of which it may use any address).
-pub fn network(ip: &str) -> String {
-    match ip.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let s = v6.segments();
-                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-            }
-        },
-        _ => ip.to_string(),
-    }
-}
-
 /// Logs account `name` (session generation `gen`) in on `session`: a new session id (no
 /// fixation) and a new CSRF token.
 async fn start_session(session: &Session, name: &str, gen: u64) -> ApiResult<()> {
@@ -124,7 +107,7 @@ async fn start_session(session: &Session, name: &str, gen: u64) -> ApiResult<()>
     session.insert(USER, name).await.map_err(session_error)?;
     session.insert(GEN, gen).await.map_err(session_error)?;
     session
-        .insert(CSRF, super::random_token(32))
+        .insert(CSRF, crate::store::random_token(32))
         .await
         .map_err(session_error)?;
     Ok(())
@@ -209,7 +192,7 @@ async fn verify_password(password: String, hash: Option<String>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::network;
+    use crate::web::network;
 
     #[test]
     fn ipv6_addresses_count_by_their_64_and_mapped_ipv4_as_ipv4() {

@@ -2,9 +2,8 @@
 
 use super::auth::Caller;
 use crate::{
-    store::Store,
+    state::AppState,
     web::{known_project, ApiResult},
-    AppState,
 };
 use axum::{
     body::Body,
@@ -13,9 +12,6 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
-
-/// Entries read per Redis call.
-const PAGE: u64 = 1000;
 
 /// Query of `GET /admin/api/SLUG/log`.
 #[derive(Debug, Deserialize)]
@@ -57,7 +53,7 @@ pub async fn download_log(
         .await?;
     let (from_ms, to_ms) = (range.from.unwrap_or(0), range.to.unwrap_or(u64::MAX));
     let files = archives_between(
-        &super::archive::project_dir(&state, &slug),
+        &crate::offloader::archive::project_dir(&state.config.archive_dir, &slug),
         &slug,
         from_ms,
         to_ms,
@@ -77,7 +73,7 @@ pub async fn download_log(
         (state.store.clone(), slug, Some(start), end),
         |(store, slug, start, end)| async move {
             let start = start?;
-            let page = page_text(&store, &slug, &start, &end).await;
+            let page = crate::offloader::archive::page_text(&store, &slug, &start, &end).await;
             let (text, next) = match page {
                 Ok(p) => (p.text, p.next),
                 Err(e) => {
@@ -153,56 +149,4 @@ fn archived_lines(path: &std::path::Path, from: u64, to: u64) -> std::io::Result
         }
     }
     Ok(out)
-}
-
-/// One page of the log as NDJSON.
-pub struct Page {
-    /// One JSON object a line.
-    pub text: String,
-    /// The exclusive start of the next page (none after the last).
-    pub next: Option<String>,
-    /// The stream id of the first entry.
-    pub first: Option<String>,
-    /// The stream id of the last entry.
-    pub last: Option<String>,
-    /// How many entries.
-    pub count: u64,
-}
-
-/// The page of up to [`PAGE`] entries from stream id `start` to `end`.
-pub async fn page_text(
-    store: &Store,
-    slug: &str,
-    start: &str,
-    end: &str,
-) -> Result<Page, crate::store::StoreError> {
-    let entries = store.log_page(slug, start, end, PAGE).await?;
-    let next = (entries.len() as u64 == PAGE)
-        .then(|| entries.last().map(|(id, _)| format!("({id}")))
-        .flatten();
-    let count = entries.len() as u64;
-    let first = entries.first().map(|(id, _)| id.clone());
-    let last = entries.last().map(|(id, _)| id.clone());
-    let mut text = String::new();
-    for (id, fields) in entries {
-        let mut obj = serde_json::Map::new();
-        obj.insert("log_id".into(), id.into());
-        for (k, v) in fields {
-            let value = match k.as_str() {
-                "t" => v.parse::<u64>().map(Into::into).unwrap_or(v.into()),
-                "items" | "claimed" | "bytes" => serde_json::from_str(&v).unwrap_or(v.into()),
-                _ => v.into(),
-            };
-            obj.insert(k, value);
-        }
-        text.push_str(&serde_json::Value::Object(obj).to_string());
-        text.push('\n');
-    }
-    Ok(Page {
-        text,
-        next,
-        first,
-        last,
-        count,
-    })
 }

@@ -3,9 +3,9 @@
 use super::auth::Caller;
 use crate::{
     ops::{accounts, blocks},
+    state::AppState,
     store::{now_ms, Account, AuditEntry, BlockKind, Role},
     web::{known_project, ApiError, ApiResult},
-    AppState,
 };
 use app::model::admin::{AccountInfo, BlockRow};
 use axum::{

@@ -4,9 +4,9 @@
 use super::auth::Caller;
 use crate::{
     ops::pipelines::{self, NewPipeline},
+    state::AppState,
     store::{CreatedPipeline, Pipeline},
     web::ApiResult,
-    AppState,
 };
 use axum::{
     extract::{Path, State},

@@ -5,9 +5,9 @@ use super::auth::Caller;
 use crate::{ops::settings::MAX_BACKFEED_KEYS, store::fed::key_id};
 use crate::{
     ops::{self, projects::TargetAction},
+    state::AppState,
     store::now_ms,
     web::{known_project, ApiError, ApiResult},
-    AppState,
 };
 use app::model::admin::{
     BackfeedKey, BackfeedKeyChange, Destroyed, Overview, ProjectRow, UploadTargets,
@@ -176,7 +176,7 @@ pub async fn rotate_backfeed_key(
             .position(|k| key_id(k) == id)
             .ok_or_else(|| ApiError::not_found("No backfeed key of this project has that id."))
     };
-    let fresh = super::random_token(24);
+    let fresh = crate::store::random_token(24);
     let (action, id, gone) = match change.action.as_deref() {
         None => {
             let gone: Vec<String> = keys.iter().map(|k| key_id(k)).collect();

@@ -5,9 +5,9 @@
 use super::auth::Caller;
 use crate::{
     ops,
+    state::AppState,
     store::Role,
     web::{known_project, ApiError, ApiResult},
-    AppState,
 };
 use app::model::admin::ProjectSettings;
 use axum::{

@@ -5,9 +5,9 @@
 
 use super::auth::Caller;
 use crate::{
+    state::AppState,
     store::{now_ms, token_hash, ApiToken, Role},
     web::{ApiError, ApiResult},
-    AppState,
 };
 use app::model::admin::CreatedToken;
 use axum::{
@@ -69,11 +69,11 @@ pub async fn create_token(
         )));
     }
     let token = ApiToken {
-        id: super::random_token(8).to_lowercase(),
+        id: crate::store::random_token(8).to_lowercase(),
         name: name.to_string(),
         t: now_ms(),
     };
-    let secret = format!("trk_{}", super::random_token(40));
+    let secret = format!("trk_{}", crate::store::random_token(40));
     store
         .create_token(&caller.name, &token, &token_hash(&secret))
         .await?;

@@ -3,9 +3,9 @@
 
 use super::auth::Caller;
 use crate::{
+    state::AppState,
     store::now_ms,
     web::{ApiError, ApiResult},
-    AppState,
 };
 use app::model::admin::{RestoredList, SavedList, WarriorList, WarriorVersion};
 use axum::{
@@ -207,7 +207,7 @@ pub async fn get_projects_json(
     pipeline: crate::api::pipeline::CallerPipeline,
     Query(q): Query<Jsonp>,
 ) -> ApiResult<Response> {
-    let base = crate::web::base_url(&state.config, &headers);
+    let base = state.config.base_url(&headers);
     let body = crate::listing::body(&state.store, &base, pipeline.0.as_deref()).await?;
     let (body, kind) = match q.callback.filter(|c| !c.is_empty()) {
         Some(cb) => {

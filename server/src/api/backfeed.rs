@@ -3,7 +3,7 @@
 //! the caps of [`crate::limits::Limits`] ([`body`]).
 
 use crate::web::{constant_time_eq, ApiError, ApiResult};
-use crate::{store::now_ms, AppState};
+use crate::{state::AppState, store::now_ms};
 use axum::{
     body::Bytes,
     extract::{Extension, Path, Query, State},

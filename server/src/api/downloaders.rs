@@ -2,20 +2,15 @@
 //! sorted on the server, so that the leaderboard stays light with 50,000 downloaders (its
 //! snapshot carries only the top rows).
 
+use crate::state::AppState;
 use crate::web::{ApiError, ApiResult};
-use crate::{store, AppState};
 use app::model::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
 use axum::{
     extract::{Path, Query, State},
     response::{IntoResponse, Response},
     Json,
 };
-use std::{
-    cmp::Reverse,
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{cmp::Reverse, collections::HashMap};
 
 /// Rows per page when the query does not say.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -23,8 +18,6 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 500;
 /// The longest search text.
 const MAX_QUERY: usize = 200;
-/// How long one read of a project's downloaders serves every page asked for.
-const FRESH_FOR: Duration = Duration::from_secs(2);
 
 /// What a page asks for, checked.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,48 +117,6 @@ pub fn page_of(rows: &[DownloaderRow], query: &PageQuery) -> (u64, Vec<RankedRow
         })
         .collect();
     (hits.len() as u64, page)
-}
-
-/// One read of every downloader: when, the server time it is as of, the rows.
-type Read = (Instant, u64, Arc<Vec<DownloaderRow>>);
-
-/// Recent reads of every downloader, by project and window, shared by the pages asked for
-/// within [`FRESH_FOR`].
-#[derive(Clone, Default)]
-pub struct DownloaderCache {
-    reads: Arc<Mutex<HashMap<(String, u64), Read>>>,
-}
-
-impl DownloaderCache {
-    /// Every downloader of `slug` with its sums over `window` minutes, and the read's time.
-    async fn rows(
-        &self,
-        store: &store::Store,
-        slug: &str,
-        window: u64,
-    ) -> store::StoreResult<(u64, Arc<Vec<DownloaderRow>>)> {
-        let key = (slug.to_string(), window);
-        if let Some((at, now, rows)) = self.lock().get(&key) {
-            if at.elapsed() < FRESH_FOR {
-                return Ok((*now, rows.clone()));
-            }
-        }
-        let now = store::now_ms();
-        let (mut rows, sums) = tokio::try_join!(
-            store.all_downloaders(slug),
-            store.downloader_window(slug, now, window)
-        )?;
-        store::set_window_sums(&mut rows, &sums);
-        let rows = Arc::new(rows);
-        let mut reads = self.lock();
-        reads.retain(|_, (at, _, _)| at.elapsed() < FRESH_FOR);
-        reads.insert(key, (Instant::now(), now, rows.clone()));
-        Ok((now, rows))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Read>> {
-        self.reads.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// `GET /SLUG/downloaders.json?offset=0&limit=100&q=&name=&sort=rank&dir=natural&window=5`:

@@ -1,9 +1,10 @@
 //! The smaller warrior calls: upload targets, upload reports, server time, and the public
 //! rescue form (posts limited per IP, [`crate::limits::Limits::rescue_per_minute`]).
 
-use super::warrior::{parse, valid_downloader};
+use super::warrior::parse;
+use crate::limits::valid_downloader;
 use crate::web::{client_ip, known_project, ApiError, ApiResult};
-use crate::{store::now_ms, AppState};
+use crate::{state::AppState, store::now_ms};
 use axum::{
     body::Bytes,
     extract::{ConnectInfo, FromRequest, Path, Request, State},
@@ -77,7 +78,7 @@ pub async fn report_uploaded(
     if !valid_downloader(&req.uploader) {
         return Err(ApiError::bad_request("Invalid uploader name."));
     }
-    if item.len() > super::warrior::MAX_ITEM_LEN * 100 || req.server.len() > 1024 {
+    if item.len() > crate::limits::MAX_ITEM_LEN * 100 || req.server.len() > 1024 {
         return Err(ApiError::bad_request("Item or server too long."));
     }
     known_project(&state, &slug).await?;
@@ -144,8 +145,7 @@ pub async fn rescue_items(
 ) -> ApiResult<Response> {
     let limits = &state.config.limits;
     if limits.rescue_per_minute > 0 {
-        let net =
-            crate::admin::login::network(&client_ip(peer, &headers, state.config.trust_proxy));
+        let net = crate::web::network(&client_ip(peer, &headers, state.config.trust_proxy));
         if let Some(wait) = state
             .store
             .rescue_attempt(&net, limits.rescue_per_minute, now_ms())
@@ -214,7 +214,7 @@ pub async fn get_dictionary(
     let Some(d) = state.store.dictionary(&q.project).await? else {
         return Err(ApiError::not_found("This project has no dictionary."));
     };
-    let base = crate::web::base_url(&state.config, &headers);
+    let base = state.config.base_url(&headers);
     Ok(Json(serde_json::json!({
         "id": d.id,
         "url": format!("{base}/dictionary/{}/{}", q.project, d.id),

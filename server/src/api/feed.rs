@@ -5,7 +5,7 @@
 use crate::web::{ApiError, ApiResult};
 use crate::{
     hub::{history, Frame, LegacyEvent, Signal},
-    AppState,
+    state::AppState,
 };
 use axum::{
     body::{Body, Bytes},

@@ -5,9 +5,9 @@
 
 use super::warrior::parse;
 use crate::{
+    state::AppState,
     store::{now_ms, valid_slug, FleetRefusal, WarriorRecord},
     web::{client_ip, ApiError, ApiResult},
-    AppState,
 };
 use app::model::FleetStats;
 use axum::{
@@ -52,7 +52,7 @@ pub async fn register_warrior(
 ) -> ApiResult<Json<serde_json::Value>> {
     let _: Envelope<serde_json::Value> = parse(&body)?;
     let ip = client_ip(peer, &headers, state.config.trust_proxy);
-    let net = format!("register {}", crate::admin::login::network(&ip));
+    let net = format!("register {}", crate::web::network(&ip));
     throttle(&state, &net, HQ_REGISTERS_PER_S, HQ_REGISTERS_BURST)?;
     let id = state.store.register_warrior().await?;
     Ok(Json(serde_json::json!({ "warrior_id": id.to_string() })))
@@ -76,7 +76,7 @@ pub async fn update_warrior(
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .unwrap_or_default();
     // One network (an IPv6 /64) may flood HQ only so fast.
-    let net = crate::admin::login::network(&ip);
+    let net = crate::web::network(&ip);
     throttle(&state, &net, HQ_UPDATES_PER_S, HQ_UPDATES_BURST)?;
     // Ours, or derived for this network and user agent (an empty, unknown or foreign id).
     let id = state
@@ -114,7 +114,7 @@ pub async fn update_warrior(
             ))
         }
     }
-    let base = crate::web::base_url(&state.config, &headers);
+    let base = state.config.base_url(&headers);
     let list = crate::listing::body_cached(&state.store, &base, pipeline.0.as_deref()).await?;
     let mut resp = list.into_response();
     resp.headers_mut().insert(

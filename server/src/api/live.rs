@@ -6,8 +6,8 @@
 use crate::web::ApiResult;
 use crate::{
     hub::{events_frame, history, Signal},
+    state::AppState,
     websocket::{Incoming, Socket, Upgrade, CLOSE_GOING_AWAY, CLOSE_NORMAL},
-    AppState,
 };
 use axum::{
     body::Bytes,

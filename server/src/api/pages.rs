@@ -3,8 +3,8 @@
 //! first data comes with the page itself. The project list, a page and its charts are here too,
 //! for tools.
 
+use crate::state::AppState;
 use crate::web::{ApiError, ApiResult};
-use crate::AppState;
 use app::backend::Backend;
 use axum::{
     extract::{Path, Query, State},

@@ -16,10 +16,10 @@
 //! `Authorization: Bearer SECRET` (the admin token there is not a pipeline's).
 
 use crate::{
-    admin::auth::bearer,
+    state::AppState,
     store::Pipeline,
+    web::bearer,
     web::{is_admin, within_deadline, ApiError, ApiResult},
-    AppState,
 };
 use axum::{
     extract::{FromRequestParts, Request},

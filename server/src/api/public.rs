@@ -4,8 +4,8 @@ use crate::web::{ApiError, ApiResult};
 use crate::{
     hub::LegacyRates,
     keys::Counter,
+    state::AppState,
     store::{stats, tracker_stats},
-    AppState,
 };
 use axum::{
     extract::{Path, State},
@@ -200,7 +200,7 @@ pub async fn get_tracker_stats(
         "requests_per_minute": series(Counter::Requests),
         "backfeed_added": sum(Counter::Backfed),
         "backfeed_duplicates": sum(Counter::BackfeedDuplicates),
-        "offload": public_offload(crate::admin::archive::offload_state(&state, &slug).await?),
+        "offload": public_offload(crate::offloader::archive::offload_state(&state.store, &state.config.archive_dir, &slug).await?),
         "bloom": {
             "layers": stats.bloom_layers,
             "records": records,

@@ -6,9 +6,9 @@ use crate::web::{
     is_admin, known_project, request_ip, user_agent, within_deadline, ApiError, ApiResult,
 };
 use crate::{
-    limits::Limits,
+    limits::{valid_downloader, Limits},
+    state::AppState,
     store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, StoreError},
-    AppState,
 };
 use axum::{
     body::Bytes,
@@ -19,8 +19,6 @@ use axum::{
 };
 use serde::Deserialize;
 
-/// The longest item name accepted anywhere, in bytes (the default of [`crate::limits::Limits::item`]).
-pub const MAX_ITEM_LEN: usize = 4096;
 /// Keys never sent as extra item fields: seesaw copies every key into its item.
 const RESERVED_FIELDS: [&str; 5] = [
     "item_name",
@@ -69,14 +67,6 @@ pub struct ReleaseBody {
     item: String,
     #[serde(default)]
     downloader: String,
-}
-
-/// `\A[-_a-zA-Z0-9]{3,30}\z`
-pub fn valid_downloader(name: &str) -> bool {
-    (3..=30).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Parses a JSON body; 400 with the reason otherwise.

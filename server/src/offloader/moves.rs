@@ -205,15 +205,15 @@ impl Offloader {
 
     pub(super) async fn archive_log(&self, slug: &str, end: &str) -> StoreResult<u64> {
         let dir = self.archive_dir.join(slug);
-        match crate::admin::archive::write_archive(&self.store, dir, slug, end, &self.token).await {
+        match super::archive::write_archive(&self.store, dir, slug, end, &self.token).await {
             Ok(Some(w)) => {
                 tracing::info!(slug, file = %w.name, count = w.count, "archived the completion log");
                 Ok(w.count)
             }
             Ok(None) => Ok(0),
-            Err(crate::admin::archive::ArchiveError::Store(e)) => Err(e),
-            Err(crate::admin::archive::ArchiveError::Io(e)) => Err(io(e)),
-            Err(crate::admin::archive::ArchiveError::Leased) => Ok(0),
+            Err(super::archive::ArchiveError::Store(e)) => Err(e),
+            Err(super::archive::ArchiveError::Io(e)) => Err(io(e)),
+            Err(super::archive::ArchiveError::Leased) => Ok(0),
         }
     }
 }

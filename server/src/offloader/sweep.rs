@@ -54,7 +54,7 @@ pub async fn purge_project_files(
     if slug.is_empty() || !slug.bytes().all(plain) {
         return Err(StoreError::Disk(format!("not a slug: {slug:?}")));
     }
-    let _one = crate::admin::archive::ARCHIVING.lock().await;
+    let _one = super::archive::ARCHIVING.lock().await;
     let dirs = [offload_dir.join(slug), archive_dir.join(slug)];
     tokio::task::spawn_blocking(move || {
         for dir in dirs {

@@ -5,7 +5,7 @@ use super::{
     lines::{read_items, LineError},
     Actor, OpsError, OpsResult,
 };
-use crate::{api::warrior::valid_downloader, keys::QUEUES, store::Store};
+use crate::{keys::QUEUES, limits::valid_downloader, store::Store};
 use std::io::Read;
 
 /// Whether items may be added to `queue`: one of [`QUEUES`], or a downloader's personal queue

@@ -8,7 +8,7 @@
 //!                 refused at that line (the batches before it were handed on)
 //! ```
 
-use crate::api::warrior::MAX_ITEM_LEN;
+use crate::limits::MAX_ITEM_LEN;
 use std::io::{BufRead, BufReader, Read};
 
 /// Items a batch holds at most.

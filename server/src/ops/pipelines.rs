@@ -55,7 +55,7 @@ pub async fn create(store: &Store, actor: &Actor, new: NewPipeline) -> OpsResult
         match_only: new.match_only,
         t: now_ms(),
     };
-    let secret = format!("{SECRET_PREFIX}{}", crate::admin::random_token(40));
+    let secret = format!("{SECRET_PREFIX}{}", crate::store::random_token(40));
     if !store
         .create_pipeline(&pipeline, &token_hash(&secret))
         .await?

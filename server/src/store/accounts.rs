@@ -92,6 +92,53 @@ pub fn user_name_problem(name: &str) -> Option<String> {
         .then(|| format!("{name:?} is reserved: the logs use it for actors that are no account."))
 }
 
+/// The audit name of actions taken with the `tracker` command line.
+pub const CLI_ACTOR: &str = "cli";
+
+/// Who does an action, as the audit log names them.
+#[derive(Clone, Debug)]
+pub struct Actor {
+    /// An account name, `api-token`, or [`CLI_ACTOR`].
+    pub name: String,
+    /// The id of the account's API token the action came with, if any.
+    pub token: Option<String>,
+}
+
+impl Actor {
+    /// The `tracker` command line.
+    pub fn cli() -> Self {
+        Actor {
+            name: CLI_ACTOR.into(),
+            token: None,
+        }
+    }
+
+    /// Records an action in the audit log (with `[token ID]` when it came with a token).
+    pub async fn record(
+        &self,
+        store: &Store,
+        action: &str,
+        project: &str,
+        count: u64,
+        detail: impl Into<String>,
+    ) -> StoreResult<()> {
+        let mut detail = detail.into();
+        if let Some(id) = &self.token {
+            detail = format!("{detail} [token {id}]").trim_start().to_string();
+        }
+        store
+            .audit(&AuditEntry {
+                t: super::now_ms(),
+                who: self.name.clone(),
+                action: action.into(),
+                project: project.into(),
+                count,
+                detail,
+            })
+            .await
+    }
+}
+
 impl Store {
     /// Creates an account; `Ok(false)` if the name is taken.
     pub async fn create_account(&self, account: &Account) -> StoreResult<bool> {

@@ -13,7 +13,7 @@ const CHART_DOWNLOADERS: i64 = 10;
 fn read_failed(e: StoreError, what: &str, slug: &str) -> String {
     if matches!(e, StoreError::Unavailable(_)) {
         tracing::warn!(error = %e, slug, what, "reading page data");
-        return crate::web::RECONNECTING.to_string();
+        return super::RECONNECTING.to_string();
     }
     tracing::error!(error = %e, slug, what, "reading page data");
     "The tracker could not read its data.".to_string()

@@ -4,7 +4,7 @@
 //! (`r = 1/2`), so the rates of all layers sum to at most `P` = 1e-6 however many layers the
 //! filter grows. A record touches one 64-byte block per layer, so a batch of thousands of
 //! records reads one `HMGET` per layer; the block's bits cost some extra memory over a classic
-//! filter, which the sizing ([`layers`]) accounts for exactly. The bits are tested and set here, and
+//! filter, which the sizing ([`crate::blocked_bloom`]) accounts for exactly. The bits are tested and set here, and
 //! `backfeed.lua` only applies blocks that are unchanged since they were read (see
 //! [`Store::backfeed`]).
 
@@ -14,10 +14,8 @@ use super::{
 };
 use fred::prelude::*;
 
-mod layers;
-
-use layers::{bit_set, cached_layer_params, spot};
-pub use layers::{estimated_fp, geometry, hash_key, spot_in, BloomLayer};
+use crate::blocked_bloom::{bit_set, cached_layer_params, spot};
+pub use crate::blocked_bloom::{estimated_fp, geometry, hash_key, spot_in, BloomLayer};
 
 /// One record of a backfeed batch.
 #[derive(Clone, Debug)]

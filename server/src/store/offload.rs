@@ -11,12 +11,12 @@ use super::{Store, StoreError, StoreResult};
 use crate::segment::Segment;
 use fred::prelude::*;
 use serde::{Deserialize, Serialize};
-use union_filter::UnionFilter;
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
     sync::{Arc, Mutex, RwLock},
 };
+use union_filter::UnionFilter;
 
 mod union_filter;
 
@@ -270,7 +270,8 @@ impl Store {
                     Ok(OpenSegment { id, entry, file })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            union_filter::cover(&shared, &segments).map_err(|e| format!("reading segments: {e}"))?;
+            union_filter::cover(&shared, &segments)
+                .map_err(|e| format!("reading segments: {e}"))?;
             Ok::<_, String>(segments)
         })
         .await

@@ -8,6 +8,16 @@ use std::collections::HashMap;
 
 pub use app::model::admin::ApiToken;
 
+/// `n` random letters and digits.
+pub fn random_token(n: usize) -> String {
+    use rand::{distr::Alphanumeric, Rng};
+    rand::rng()
+        .sample_iter(Alphanumeric)
+        .take(n)
+        .map(char::from)
+        .collect()
+}
+
 /// What an account's token index holds per id.
 #[derive(Serialize, Deserialize)]
 struct IndexEntry {

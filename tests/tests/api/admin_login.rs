@@ -2,8 +2,11 @@
 //! guards, and login throttling (per name and address, per address, per IPv6 /64, the password
 //! checks in flight).
 
-use server::admin::login::{MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET, PASSWORD_CHECKS};
 use server::store::Role;
+use server::{
+    admin::login::{MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET},
+    limits::PASSWORD_CHECKS,
+};
 use tests::panel::{account, json, log_in_from, Panel};
 use tests::TestApp;
 

@@ -10,7 +10,7 @@
 //! one, as before.
 
 use super::OpenSegment;
-use crate::{segment::Filter, store::bloom_hash};
+use crate::blocked_bloom::{hash_key as bloom_hash, Filter};
 use std::{collections::HashSet, sync::RwLock};
 
 /// The filter's false-positive rate: a false positive asks every segment's own filter.
@@ -115,7 +115,10 @@ pub fn cover(union: &RwLock<UnionFilter>, segments: &[OpenSegment]) -> std::io::
     }
     for s in new {
         let h = hashes(s)?;
-        union.write().unwrap_or_else(|e| e.into_inner()).insert(s, &h);
+        union
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(s, &h);
     }
     Ok(())
 }

@@ -353,7 +353,7 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
     let dir = app.dir.join("archive/twice");
     let end = format!("{}-{}", server::store::now_ms(), u64::MAX);
     let first =
-        server::admin::archive::write_archive(&app.store, dir.clone(), "twice", &end, &token)
+        server::offloader::archive::write_archive(&app.store, dir.clone(), "twice", &end, &token)
             .await
             .unwrap()
             .expect("an archive");
@@ -373,7 +373,7 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
             .await
             .unwrap();
     }
-    let again = server::admin::archive::write_archive(&app.store, dir, "twice", &end, &token)
+    let again = server::offloader::archive::write_archive(&app.store, dir, "twice", &end, &token)
         .await
         .unwrap();
     assert!(again.is_none(), "nothing new to archive");

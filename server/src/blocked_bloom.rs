@@ -1,6 +1,8 @@
-//! The filter's geometry: how its layers are sized for their share of the target rate, where a
-//! record's bits fall in a layer, and the false-positive rate a layer's fill gives. Pure
-//! arithmetic; [`super`] reads and writes the blocks.
+//! Blocked Bloom filters (every record's bits in one 64-byte block), as the backfeed filter in
+//! Redis and the segments on disk lay them out: how a filter's layers are sized for their share
+//! of the target rate, where a record's bits fall in a layer, the false-positive rate a layer's
+//! fill gives, and [`Filter`], a one-layer filter in memory. [`crate::store`]'s backfeed filter
+//! reads and writes its blocks in Redis.
 
 /// The filter's target false-positive rate over all its layers.
 pub const TARGET_FP: f64 = 1e-6;
@@ -89,7 +91,7 @@ pub fn spot_in(h: u64, blocks: u64, k: u32) -> (u64, impl Iterator<Item = usize>
 }
 
 /// [`layer_params`], computed once per capacity: the sizing takes tens of milliseconds.
-pub(super) fn cached_layer_params(capacity: u64) -> std::sync::Arc<str> {
+pub(crate) fn cached_layer_params(capacity: u64) -> std::sync::Arc<str> {
     type Cache = std::sync::Mutex<std::collections::HashMap<u64, std::sync::Arc<str>>>;
     static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -152,7 +154,7 @@ fn mix(z: u64) -> u64 {
 /// usual double hashing, is not: within a 512-bit block, records with the same step cover each
 /// other's bits far more often than chance, and the filter missed its target by orders of
 /// magnitude; the test below measures the real rate.)
-pub(super) fn spot(
+pub(crate) fn spot(
     h: u64,
     layer: usize,
     blocks: u64,
@@ -169,10 +171,60 @@ pub(super) fn spot(
 
 /// Whether bit `off` (most significant bit of byte 0 first) of `block` is set; bytes past
 /// its end read as zeros.
-pub(super) fn bit_set(block: &[u8], off: usize) -> bool {
+pub(crate) fn bit_set(block: &[u8], off: usize) -> bool {
     block
         .get(off >> 3)
         .is_some_and(|b| b & (0x80 >> (off & 7)) != 0)
+}
+
+/// A one-layer filter in memory (a segment's, or one over many segments).
+pub struct Filter {
+    bits: Vec<u8>,
+    blocks: u64,
+    k: u32,
+}
+
+impl Filter {
+    /// An empty filter sized for `n` records at false-positive rate `target`.
+    pub fn empty(n: u64, target: f64) -> Filter {
+        let (blocks, k) = geometry(n, target);
+        Filter {
+            bits: vec![0u8; blocks as usize * 64],
+            blocks,
+            k,
+        }
+    }
+
+    /// A filter as stored: `bits` of `blocks` blocks, `k` bits a record.
+    pub fn from_parts(bits: Vec<u8>, blocks: u64, k: u32) -> Filter {
+        Filter { bits, blocks, k }
+    }
+
+    /// Its bits, blocks and bits per record, to store.
+    pub fn parts(&self) -> (&[u8], u64, u32) {
+        (&self.bits, self.blocks, self.k)
+    }
+
+    /// The bytes a filter for `n` records at `target` takes, before it is made.
+    pub fn bytes_for(n: u64, target: f64) -> u64 {
+        geometry(n, target).0 * 64
+    }
+
+    /// Sets the bits of record hash `hash` ([`hash_key`]).
+    pub fn insert(&mut self, hash: u64) {
+        let (b, offs) = spot_in(hash, self.blocks, self.k);
+        let block = &mut self.bits[b as usize * 64..b as usize * 64 + 64];
+        for off in offs {
+            block[off >> 3] |= 0x80 >> (off & 7);
+        }
+    }
+
+    /// Whether a record of hash `hash` may have been inserted: always when it was.
+    pub fn may_hold(&self, hash: u64) -> bool {
+        let (b, mut offs) = spot_in(hash, self.blocks, self.k);
+        let block = &self.bits[b as usize * 64..b as usize * 64 + 64];
+        offs.all(|off| block[off >> 3] & (0x80 >> (off & 7)) != 0)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,353 @@
+//! The completion log's archive files: the log's entries after the last archived, written to a
+//! gzip NDJSON file (fsynced and renamed) and only then trimmed from Redis; the last entry a
+//! directory's files hold; their count and bytes. The offloader archives old entries
+//! ([`super::Offloader`]); the panel's "Archive" button and log download read and write the same
+//! files ([`crate::admin`]).
+
+use crate::store::{Store, StoreError};
+use app::model::admin::OffloadState;
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+/// One archive run at a time in this process.
+pub static ARCHIVING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Entries read per Redis call.
+const PAGE: u64 = 1000;
+
+/// One page of the log as NDJSON.
+pub struct Page {
+    /// One JSON object a line.
+    pub text: String,
+    /// The exclusive start of the next page (none after the last).
+    pub next: Option<String>,
+    /// The stream id of the first entry.
+    pub first: Option<String>,
+    /// The stream id of the last entry.
+    pub last: Option<String>,
+    /// How many entries.
+    pub count: u64,
+}
+
+/// The page of up to [`PAGE`] entries from stream id `start` to `end`.
+pub async fn page_text(
+    store: &Store,
+    slug: &str,
+    start: &str,
+    end: &str,
+) -> Result<Page, StoreError> {
+    let entries = store.log_page(slug, start, end, PAGE).await?;
+    let next = (entries.len() as u64 == PAGE)
+        .then(|| entries.last().map(|(id, _)| format!("({id}")))
+        .flatten();
+    let count = entries.len() as u64;
+    let first = entries.first().map(|(id, _)| id.clone());
+    let last = entries.last().map(|(id, _)| id.clone());
+    let mut text = String::new();
+    for (id, fields) in entries {
+        let mut obj = serde_json::Map::new();
+        obj.insert("log_id".into(), id.into());
+        for (k, v) in fields {
+            let value = match k.as_str() {
+                "t" => v.parse::<u64>().map(Into::into).unwrap_or(v.into()),
+                "items" | "claimed" | "bytes" => serde_json::from_str(&v).unwrap_or(v.into()),
+                _ => v.into(),
+            };
+            obj.insert(k, value);
+        }
+        text.push_str(&serde_json::Value::Object(obj).to_string());
+        text.push('\n');
+    }
+    Ok(Page {
+        text,
+        next,
+        first,
+        last,
+        count,
+    })
+}
+
+/// The archive directory of `slug` under `archive_dir`.
+pub fn project_dir(archive_dir: &Path, slug: &str) -> PathBuf {
+    archive_dir.join(slug)
+}
+
+/// Why an archive could not be written.
+#[derive(Debug)]
+pub enum ArchiveError {
+    /// The file.
+    Io(std::io::Error),
+    /// Reading or trimming the log.
+    Store(StoreError),
+    /// Another process holds the project's offload lease (and archives).
+    Leased,
+}
+
+impl std::fmt::Display for ArchiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiveError::Io(e) => write!(f, "writing the archive: {e}"),
+            ArchiveError::Store(e) => write!(f, "reading the log: {e}"),
+            ArchiveError::Leased => write!(f, "another process holds the offload lease"),
+        }
+    }
+}
+
+/// An archive written.
+pub struct Written {
+    /// Its file name.
+    pub name: String,
+    /// Entries in it.
+    pub count: u64,
+    /// Entries trimmed from Redis after it was written.
+    pub trimmed: u64,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// Writes the log entries of `slug` after the last one archived through stream id `end`
+/// (inclusive) to a new file in `dir` (written, fsynced and renamed) and only then trims them
+/// from Redis; `None` when there are none. Holds the offload lease of `slug` with `token`
+/// ([`ArchiveError::Leased`] when another holds it); one at a time in this process: the panel's
+/// archive and the offloader's ([`crate::offloader`]) share it.
+pub async fn write_archive(
+    store: &Store,
+    dir: PathBuf,
+    slug: &str,
+    end: &str,
+    token: &str,
+) -> Result<Option<Written>, ArchiveError> {
+    let _one = ARCHIVING.lock().await;
+    if !store
+        .offload_lease(slug, token, crate::offloader::LEASE_MS)
+        .await
+        .map_err(ArchiveError::Store)?
+    {
+        return Err(ArchiveError::Leased);
+    }
+    private_dir(&dir).await.map_err(ArchiveError::Io)?;
+    // After the last archive: the trim after it may have failed, so it is done again first.
+    let through = {
+        let (dir, slug) = (dir.clone(), slug.to_string());
+        tokio::task::spawn_blocking(move || last_archived(&dir, &slug))
+            .await
+            .map_err(std::io::Error::other)
+            .map_err(ArchiveError::Io)?
+    };
+    if let Some(id) = &through {
+        store
+            .trim_log_through(slug, id)
+            .await
+            .map_err(ArchiveError::Store)?;
+    }
+    // Through the last entry at `end` as of now (entries written meanwhile wait for the
+    // next archive); its id goes into the file's header.
+    let Some(upto) = store
+        .log_last_id(slug, end)
+        .await
+        .map_err(ArchiveError::Store)?
+    else {
+        return Ok(None);
+    };
+    if through
+        .as_deref()
+        .is_some_and(|t| !stream_id_after(&upto, t))
+    {
+        return Ok(None);
+    }
+    let tmp = dir.join(format!(".partial-{}", crate::store::random_token(12)));
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
+    let (tmp_path, comment) = (tmp.clone(), format!("{THROUGH}{upto}"));
+    let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let file = private_file(&tmp_path)?;
+        let mut gz = flate2::GzBuilder::new()
+            .comment(comment.into_bytes())
+            .write(
+                std::io::BufWriter::new(file),
+                flate2::Compression::default(),
+            );
+        while let Some(text) = rx.blocking_recv() {
+            gz.write_all(text.as_bytes())?;
+        }
+        let file = gz.finish()?.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()
+    });
+    let (mut first, mut last, mut count) = (None::<String>, None::<String>, 0u64);
+    let mut start = Some(through.map_or_else(|| "-".to_string(), |id| format!("({id}")));
+    let mut failure = None;
+    while let Some(from) = start.take() {
+        let page = match page_text(store, slug, &from, &upto).await {
+            Ok(p) => p,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        if page.count == 0 {
+            break;
+        }
+        first = first.or(page.first);
+        last = page.last;
+        count += page.count;
+        if tx.send(page.text).await.is_err() {
+            break;
+        }
+        start = page.next;
+    }
+    drop(tx);
+    let written = writer.await.map_err(std::io::Error::other).and_then(|r| r);
+    let (first, last) = match (written, failure, first, last) {
+        (Ok(()), None, Some(first), Some(last)) => (first, last),
+        (written, failure, ..) => {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            written.map_err(ArchiveError::Io)?;
+            if let Some(e) = failure {
+                return Err(ArchiveError::Store(e));
+            }
+            return Ok(None);
+        }
+    };
+    let ms = |id: &str| id.split('-').next().unwrap_or_default().to_string();
+    let mut name = format!("{slug}-{}-{}.ndjson.gz", ms(&first), ms(&last));
+    let mut n = 1;
+    while tokio::fs::try_exists(dir.join(&name))
+        .await
+        .unwrap_or(false)
+    {
+        n += 1;
+        name = format!("{slug}-{}-{}-{n}.ndjson.gz", ms(&first), ms(&last));
+    }
+    tokio::fs::rename(&tmp, dir.join(&name))
+        .await
+        .map_err(ArchiveError::Io)?;
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    let bytes = tokio::fs::metadata(dir.join(&name))
+        .await
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let trimmed = store
+        .trim_log_through(slug, &last)
+        .await
+        .map_err(ArchiveError::Store)?;
+    Ok(Some(Written {
+        name,
+        count,
+        trimmed,
+        bytes,
+    }))
+}
+
+/// The gzip comment of an archive file: this, then the id of its last entry.
+const THROUGH: &str = "through=";
+
+/// Whether stream id `a` (`ms-seq`) comes after `b`.
+fn stream_id_after(a: &str, b: &str) -> bool {
+    let parse = |id: &str| -> (u64, u64) {
+        let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+        (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
+    };
+    parse(a) > parse(b)
+}
+
+/// The id of the last entry archived in `dir` (the newest file's header), if any file says.
+/// Files written before headers named it say nothing (then archiving starts at the oldest
+/// entry in Redis, as it did).
+pub fn last_archived(dir: &std::path::Path, slug: &str) -> Option<String> {
+    let prefix = format!("{slug}-");
+    let last_ms = |name: &str| -> Option<u64> {
+        let rest = name.strip_prefix(&prefix)?.strip_suffix(".ndjson.gz")?;
+        rest.split('-').nth(1)?.parse().ok()
+    };
+    let names: Vec<(u64, String)> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (valid_archive_name(&name)).then_some(())?;
+            Some((last_ms(&name)?, name))
+        })
+        .collect();
+    let newest = names.iter().map(|(ms, _)| *ms).max()?;
+    names
+        .iter()
+        .filter(|(ms, _)| *ms == newest)
+        .filter_map(|(_, name)| {
+            let file = std::fs::File::open(dir.join(name)).ok()?;
+            let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
+            let comment = gz.header()?.comment()?;
+            let id = std::str::from_utf8(comment).ok()?.strip_prefix(THROUGH)?;
+            Some(id.to_string())
+        })
+        .max_by(|a, b| {
+            if stream_id_after(a, b) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Less
+            }
+        })
+}
+
+/// Creates `dir` (and its parents) if missing, readable by this user only (0700): archives
+/// hold addresses and user agents.
+async fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// A new file at `path`, readable by this user only (0600).
+fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Whether `name` can be an archive's file name (and nothing else: no path).
+pub fn valid_archive_name(name: &str) -> bool {
+    name.ends_with(".ndjson.gz")
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
+}
+
+/// The count and bytes of the log archive files of `slug`.
+pub fn archive_totals(archive_dir: &Path, slug: &str) -> (u64, u64) {
+    let Ok(read) = std::fs::read_dir(project_dir(archive_dir, slug)) else {
+        return (0, 0);
+    };
+    read.flatten()
+        .filter(|e| valid_archive_name(&e.file_name().to_string_lossy()))
+        .fold((0, 0), |(n, b), e| {
+            (n + 1, b + e.metadata().map(|m| m.len()).unwrap_or(0))
+        })
+}
+
+/// What of `slug` is on disk: segments and log archives ([`OffloadState`]).
+pub async fn offload_state(
+    store: &Store,
+    archive_dir: &Path,
+    slug: &str,
+) -> Result<OffloadState, StoreError> {
+    let mut out = store.offload_summary(slug).await?;
+    // A directory listing: off the async workers.
+    let (dir, sl) = (archive_dir.to_path_buf(), slug.to_string());
+    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archive_totals(&dir, &sl))
+        .await
+        .unwrap_or((0, 0));
+    Ok(out)
+}
