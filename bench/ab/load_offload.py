@@ -1,7 +1,8 @@
 """`tracker items add` into an offloading project, one or more tracker binaries side by side.
 
 Usage: pip install redis; python3 bench/ab/load_offload.py BIN [BIN ...]
-Env: N (items, default 3000000), ROUNDS (1), KEEP=1 (also time a `keep` project).
+Env: N (items, default 3000000), ROUNDS (1), KEEP=1 (also time a `keep` project), CHECK=1
+(then `tracker check` of the project as loaded, timed, with its peak memory).
 
 Per binary and round: a private redis-server, the binary's `tracker serve` (its offloader spills
 the queue to disk as `items add` fills it), one project with `done_policy=offload`,
@@ -16,6 +17,7 @@ BINS = sys.argv[1:]
 N = int(os.environ.get('N', '3000000'))
 ROUNDS = int(os.environ.get('ROUNDS', '1'))
 KEEP = os.environ.get('KEEP') == '1'
+CHECK = os.environ.get('CHECK') == '1'
 if not BINS:
     sys.exit(__doc__)
 
@@ -48,6 +50,14 @@ def run(binary, policy):
         t = time.monotonic()
         subprocess.run([binary, 'items', 'add', 'load', items], env=env, check=True, **quiet)
         secs = time.monotonic() - t
+        if CHECK:
+            t = time.monotonic()
+            out = subprocess.run(['/usr/bin/time', '-f', '%M', binary, 'check', 'load'], env=env,
+                                 capture_output=True, text=True)
+            peak = out.stderr.strip().splitlines()[-1]
+            verdict = (out.stdout.strip().splitlines() or ['?'])[-1]
+            print(f'  check {policy} {binary}: {time.monotonic() - t:.1f} s, {int(peak) / 1024:.0f} MB peak, '
+                  f'exit {out.returncode}: {verdict}', flush=True)
     finally:
         server.terminate()
         server.wait()

@@ -391,3 +391,70 @@ async fn only_the_lease_holder_may_change_what_is_on_disk() {
     assert_eq!(status.state.as_deref(), Some("todo"), "{status:?}");
     app.assert_invariant("lease").await;
 }
+
+/// `tracker check` looks names up on disk through one filter of all the segments' names: an
+/// item put back into Redis behind the tracker's back, and a segment registered twice, are
+/// still found in two places.
+#[tokio::test]
+async fn check_finds_items_in_redis_and_on_disk_and_on_two_segments() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    project(&app, "dup", 3000, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 1000;
+        s.segment_items = 1000;
+    })
+    .await;
+    assert_eq!(complete_all(&app, "dup").await, 3000);
+    settle(&offloader(&app), "dup").await;
+    let check = app.cli(&["check", "dup"], b"");
+    assert!(check.ok, "tracker check: {} {}", check.out, check.err);
+
+    let k = app.store.keys().project("dup");
+    let redis_done: Vec<String> = app.store.client().smembers(k.done()).await.unwrap();
+    let offloaded = names("dup", 3000)
+        .into_iter()
+        .find(|i| !redis_done.contains(i))
+        .expect("an item on disk");
+    let _: u64 = app.store.client().sadd(k.done(), &offloaded).await.unwrap();
+    let check = app.cli(&["check", "dup"], b"");
+    assert!(
+        !check.ok && check.out.contains(&format!("{offloaded:?} is in 2 places")),
+        "tracker check: {} {}",
+        check.out,
+        check.err
+    );
+    let _: u64 = app.store.client().srem(k.done(), &offloaded).await.unwrap();
+
+    // One done segment registered again under another id, its file copied.
+    let segs: std::collections::HashMap<String, String> =
+        app.store.client().hgetall(k.segs()).await.unwrap();
+    let (id, entry) = segs
+        .iter()
+        .find(|(_, e)| e.contains("\"done\""))
+        .expect("a done segment");
+    let dir = app.dir.join("offload").join("dup");
+    std::fs::copy(
+        dir.join(format!("{id}.seg")),
+        dir.join(format!("{id}x.seg")),
+    )
+    .unwrap();
+    let _: u64 = app
+        .store
+        .client()
+        .hset(k.segs(), (format!("{id}x"), entry.as_str()))
+        .await
+        .unwrap();
+    let check = app.cli(&["check", "dup"], b"");
+    let twice = format!("disk done {id}x");
+    assert!(
+        !check.ok
+            && check
+                .out
+                .lines()
+                .any(|l| l.contains("is in 2 places") && l.contains(&twice)),
+        "tracker check: {} {}",
+        check.out,
+        check.err
+    );
+}
