@@ -142,13 +142,17 @@ pub enum ProjectCommand {
 #[derive(clap::Subcommand, Debug)]
 pub enum ItemsCommand {
     /// Queue items, one per line (plain, gzip or zstd), from FILE or `-` (standard input);
-    /// prints how many were new. A bad line (not UTF-8, over 4 KiB, NUL) stops it there.
+    /// prints how many were new. A bad line (not UTF-8, longer than the longest item, NUL)
+    /// stops it there.
     Add {
         /// Project slug.
         slug: String,
         /// Queue to add to.
         #[arg(long, default_value = "todo")]
         queue: String,
+        /// Longest item name, in bytes: the same setting as `tracker serve`'s.
+        #[arg(long = "max-item", env = "TRACKER_MAX_ITEM", default_value_t = crate::limits::MAX_ITEM_LEN)]
+        max_item: usize,
         /// File of items, or `-` for standard input.
         #[arg(default_value = "-")]
         file: String,
@@ -230,7 +234,12 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             );
             Ok(())
         }
-        Command::Items(ItemsCommand::Add { slug, queue, file }) => {
+        Command::Items(ItemsCommand::Add {
+            slug,
+            queue,
+            max_item,
+            file,
+        }) => {
             let (source, size): (Box<dyn std::io::Read + Send>, _) = if file == "-" {
                 (Box::new(std::io::stdin()), None)
             } else {
@@ -240,10 +249,12 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             };
             let shown = progress::Progress::new("items add", size);
             let source = shown.reader(source);
-            let added = ops::items::add(store, &cli, &slug, &queue, source, false, &|n| {
-                shown.items(n)
-            })
-            .await;
+            let how = ops::items::Adding {
+                queue: &queue,
+                dry_run: false,
+                max_item,
+            };
+            let added = ops::items::add(store, &cli, &slug, how, source, &|n| shown.items(n)).await;
             shown.finish();
             let added = added?;
             println!("{added} new items added to {slug} {queue}");

@@ -41,7 +41,7 @@ pub struct Limits {
     #[arg(long, env = "TRACKER_MAX_USER_AGENT", default_value_t = 256)]
     pub user_agent: usize,
     /// Longest item name, in bytes.
-    #[arg(long, env = "TRACKER_MAX_ITEM", default_value_t = 4096)]
+    #[arg(long, env = "TRACKER_MAX_ITEM", default_value_t = MAX_ITEM_LEN)]
     pub item: usize,
     /// The most items of one `multi=N` claim, or of one done.
     #[arg(long, env = "TRACKER_MAX_MULTI", default_value_t = 1000)]

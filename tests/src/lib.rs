@@ -286,9 +286,15 @@ impl TestApp {
     /// Runs `tracker ARGS...` (the CLI) against this app's Redis and namespace, with `stdin`
     /// as its standard input.
     pub fn cli(&self, args: &[&str], stdin: &[u8]) -> CliRun {
+        self.cli_with(args, &[], stdin)
+    }
+
+    /// [`TestApp::cli`] with more environment variables.
+    pub fn cli_with(&self, args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> CliRun {
         use std::io::Write;
         let mut child = Command::new(tracker_bin())
             .args(args)
+            .envs(env.iter().copied())
             .env("REDIS_URL", &self.redis_url)
             .env("TRACKER_NAMESPACE", &self.namespace)
             .env("TRACKER_OFFLOAD_DIR", self.dir.join("offload"))

@@ -113,9 +113,12 @@ pub async fn add_items(
         &state.store,
         &actor,
         &slug,
-        &q.queue,
+        ops::items::Adding {
+            queue: &q.queue,
+            dry_run,
+            max_item: state.config.limits.item,
+        },
         reader,
-        dry_run,
         &|_| {},
     )
     .await?;

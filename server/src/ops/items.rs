@@ -23,9 +23,20 @@ pub fn check_queue(queue: &str) -> OpsResult<()> {
     }
 }
 
+/// Where and how [`add`] adds.
+pub struct Adding<'a> {
+    /// The queue ([`check_queue`]).
+    pub queue: &'a str,
+    /// Only count.
+    pub dry_run: bool,
+    /// The longest item, in bytes (the configured `TRACKER_MAX_ITEM`): a longer line is a bad
+    /// line.
+    pub max_item: usize,
+}
+
 /// Adds the items of `source` (one a line, plain, gzip or zstd; see [`super::lines`]) to
-/// `queue` of project `slug`, streamed in batches; with `dry_run`, only counts them. Items the
-/// project knows in any state are skipped. Returns how many were new (a dry run may count a
+/// `how.queue` of project `slug`, streamed in batches; with `how.dry_run`, only counts them.
+/// Items the project knows in any state are skipped. Returns how many were new (a dry run may count a
 /// line repeated far apart twice). A bad line refuses the rest of the stream: what was added
 /// before it stays, and is audited as partial. `progress` hears the running count after each
 /// batch.
@@ -33,16 +44,21 @@ pub async fn add(
     store: &Store,
     actor: &Actor,
     slug: &str,
-    queue: &str,
+    how: Adding<'_>,
     source: impl Read + Send + 'static,
-    dry_run: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> OpsResult<u64> {
+    let Adding {
+        queue,
+        dry_run,
+        max_item,
+    } = how;
     super::project(store, slug).await?;
     check_queue(queue)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<String>>(2);
-    let reading =
-        tokio::task::spawn_blocking(move || read_items(source, |b| tx.blocking_send(b).is_ok()));
+    let reading = tokio::task::spawn_blocking(move || {
+        read_items(source, max_item, |b| tx.blocking_send(b).is_ok())
+    });
     let mut count = 0;
     while let Some(items) = rx.recv().await {
         count += if dry_run {

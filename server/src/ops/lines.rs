@@ -4,11 +4,10 @@
 //! ```text
 //! item\n          an item (a trailing \r is dropped: CRLF files read the same)
 //! \n              an empty line: skipped
-//! any other line  not UTF-8, over MAX_ITEM_LEN bytes, or holding NUL: the whole stream is
+//! any other line  not UTF-8, over the longest item (`TRACKER_MAX_ITEM`), or holding NUL: the whole stream is
 //!                 refused at that line (the batches before it were handed on)
 //! ```
 
-use crate::limits::MAX_ITEM_LEN;
 use std::io::{BufRead, BufReader, Read};
 
 /// Items a batch holds at most.
@@ -25,9 +24,10 @@ pub enum LineError {
         /// What went wrong.
         detail: String,
     },
-    /// A line that is no item.
-    #[error("line {0} is not UTF-8, too long or has NUL")]
-    Bad(u64),
+    /// A line that is no item: not UTF-8, longer than the longest item (the second), or
+    /// holding NUL.
+    #[error("line {0} is not UTF-8, too long or has NUL (an item is at most {1} bytes)")]
+    Bad(u64, usize),
 }
 
 /// Reads the items of `raw`, decompressing it if it is gzip or zstd, and hands them to `sink`
@@ -35,6 +35,7 @@ pub enum LineError {
 /// more). Blocking: run it off the async workers.
 pub fn read_items(
     raw: impl Read,
+    max_item: usize,
     mut sink: impl FnMut(Vec<String>) -> bool,
 ) -> Result<(), LineError> {
     let read_error = |line, e: std::io::Error| LineError::Read {
@@ -68,8 +69,8 @@ pub fn read_items(
             continue;
         }
         match std::str::from_utf8(line) {
-            Ok(s) if s.len() <= MAX_ITEM_LEN && !s.contains('\0') => batch.push(s.to_string()),
-            _ => return Err(LineError::Bad(n)),
+            Ok(s) if s.len() <= max_item && !s.contains('\0') => batch.push(s.to_string()),
+            _ => return Err(LineError::Bad(n, max_item)),
         }
         if batch.len() >= BATCH && !sink(std::mem::take(&mut batch)) {
             return Ok(());
@@ -84,12 +85,13 @@ pub fn read_items(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_ITEM_LEN;
     use std::io::Write;
 
     /// The batches read from `raw`, or the refusal.
     fn read(raw: &[u8]) -> Result<Vec<Vec<String>>, LineError> {
         let mut batches = Vec::new();
-        read_items(raw, |b| {
+        read_items(raw, MAX_ITEM_LEN, |b| {
             batches.push(b);
             true
         })
@@ -130,11 +132,11 @@ mod tests {
     #[test]
     fn a_bad_line_refuses_the_stream_at_that_line() {
         let long = format!("ok\n{}\n", "x".repeat(MAX_ITEM_LEN + 1));
-        assert_eq!(read(long.as_bytes()), Err(LineError::Bad(2)));
+        assert_eq!(read(long.as_bytes()), Err(LineError::Bad(2, MAX_ITEM_LEN)));
         let longest = "x".repeat(MAX_ITEM_LEN);
         assert_eq!(read(longest.as_bytes()), Ok(items(&[&longest])));
-        assert_eq!(read(b"a\n\nb\0c\n"), Err(LineError::Bad(3)));
-        assert_eq!(read(b"a\n\xff\xfe\n"), Err(LineError::Bad(2)));
+        assert_eq!(read(b"a\n\nb\0c\n"), Err(LineError::Bad(3, MAX_ITEM_LEN)));
+        assert_eq!(read(b"a\n\xff\xfe\n"), Err(LineError::Bad(2, MAX_ITEM_LEN)));
     }
 
     #[test]
@@ -162,7 +164,7 @@ mod tests {
             .collect();
         assert_eq!(sizes, [BATCH, BATCH, 5]);
         let mut calls = 0;
-        let stopped = read_items(many.as_bytes(), |_| {
+        let stopped = read_items(many.as_bytes(), MAX_ITEM_LEN, |_| {
             calls += 1;
             false
         });

@@ -240,6 +240,44 @@ async fn the_cli_reads_gzip_and_zstd_item_files_like_the_panel() {
     app.assert_invariant("cli").await;
 }
 
+/// The longest item is one setting, `TRACKER_MAX_ITEM`, for the warrior API, the panel and the
+/// command line alike.
+#[tokio::test]
+async fn both_doors_take_the_configured_longest_item() {
+    let app = TestApp::start_with(|c| c.limits.item = 20).await;
+    app.project("cli", &[]).await;
+    app.project("panel", &[]).await;
+    let body = format!("short\n{}\n", "x".repeat(21));
+    let file = TempFile::new("long", body.as_bytes());
+    let r = panel(&app, "/admin/api/panel/items", body.clone().into_bytes()).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("at most 20 bytes"), "{}", r.body);
+    let path = file.path().to_string();
+    let run = app.cli_with(
+        &["items", "add", "cli", &path],
+        &[("TRACKER_MAX_ITEM", "20")],
+        b"",
+    );
+    assert!(
+        !run.ok && run.err.contains("at most 20 bytes"),
+        "{} {}",
+        run.out,
+        run.err
+    );
+    // 21 bytes pass where the setting allows them.
+    let run = app.cli_with(
+        &["items", "add", "cli", &path],
+        &[("TRACKER_MAX_ITEM", "21")],
+        b"",
+    );
+    assert!(
+        run.ok && run.out.contains("2 new items"),
+        "{} {}",
+        run.out,
+        run.err
+    );
+}
+
 #[tokio::test]
 async fn both_doors_refuse_the_same_bad_input() {
     let app = TestApp::start().await;
