@@ -147,6 +147,17 @@ enum Redis {
     Cluster(String),
 }
 
+/// A claim request of up to `n` items for downloader `name` from 10.0.0.1, its name valid.
+pub fn who(name: &str, n: usize) -> server::store::ClaimRequest {
+    server::store::ClaimRequest {
+        downloader: name.into(),
+        ip: "10.0.0.1".into(),
+        n,
+        name_ok: true,
+        ..Default::default()
+    }
+}
+
 impl TestApp {
     /// Starts Redis (unless `REDIS_URL` is set) and the server on port 0.
     pub async fn start() -> TestApp {
@@ -281,6 +292,17 @@ impl TestApp {
             .expect("a Redis of its own: start the app with TestApp::start_private");
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    /// Claims up to `n` items of `slug` for downloader `name` through the store at `now` (ms):
+    /// the items, none when there is nothing to give; panics on any other refusal.
+    pub async fn claim_items(&self, slug: &str, name: &str, n: usize, now: u64) -> Vec<String> {
+        use server::store::{ClaimOutcome, Refusal};
+        match self.store.claim(slug, &who(name, n), now).await.unwrap() {
+            ClaimOutcome::Items(items) => items,
+            ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     /// Runs `tracker ARGS...` (the CLI) against this app's Redis and namespace, with `stdin`

@@ -2,29 +2,10 @@
 //! decayed item waits behind fresher work, decay off keeps `max_attempts`, the settings'
 //! checks, and the score on the item's timeline in the panel, the item JSON and the CLI.
 
-use server::store::{now_ms, ClaimOutcome, ClaimRequest, Refusal, Role};
+use server::store::{now_ms, Role};
 use std::time::Duration;
 use tests::panel::{account, json, Panel};
 use tests::{wait_for, TestApp};
-
-fn who(name: &str, n: usize) -> ClaimRequest {
-    ClaimRequest {
-        downloader: name.into(),
-        ip: "10.0.0.1".into(),
-        n,
-        name_ok: true,
-        ..Default::default()
-    }
-}
-
-/// Claims up to `n` items for `name` through the store, at `now` (ms).
-async fn claim(app: &TestApp, name: &str, n: usize, now: u64) -> Vec<String> {
-    match app.store.claim("p", &who(name, n), now).await.unwrap() {
-        ClaimOutcome::Items(items) => items,
-        ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
-        other => panic!("unexpected {other:?}"),
-    }
-}
 
 /// One claim over HTTP: the item, or `None` when there is nothing to give.
 async fn http_claim(app: &TestApp, downloader: &str) -> Option<String> {
@@ -151,13 +132,13 @@ async fn a_decayed_item_waits_behind_fresher_items_fifo_or_shuffled() {
             .await
             .unwrap();
         let t0 = now_ms();
-        assert_eq!(claim(&app, "alice", 1, t0).await, ["old"]);
+        assert_eq!(app.claim_items("p", "alice", 1, t0).await, ["old"]);
         let fresh: Vec<String> = (0..5).map(|i| format!("fresh{i}")).collect();
         app.store.add_items("p", "todo", &fresh[..3]).await.unwrap();
         // The claim has expired: taken back, decayed to 0.8, queued 6 h (plus a day when
         // shuffled) behind; bob gets fresher work instead.
         let t1 = t0 + 60_000;
-        let got = claim(&app, "bob", 1, t1).await;
+        let got = app.claim_items("p", "bob", 1, t1).await;
         assert!(got[0].starts_with("fresh"), "fifo {fifo}: {got:?}");
         let status = app.store.item_status("p", "old").await.unwrap();
         assert_eq!(status.state.as_deref(), Some("todo"), "fifo {fifo}");
@@ -165,7 +146,7 @@ async fn a_decayed_item_waits_behind_fresher_items_fifo_or_shuffled() {
         assert_eq!((status.score, status.reclaims), (Some(0.8), 1));
         // Work queued after the reclaim goes ahead of it too.
         app.store.add_items("p", "todo", &fresh[3..]).await.unwrap();
-        let rest = claim(&app, "carol", 10, t1).await;
+        let rest = app.claim_items("p", "carol", 10, t1).await;
         assert_eq!(rest.len(), 5, "fifo {fifo}: {rest:?}");
         assert_eq!(
             rest.last().map(String::as_str),
@@ -203,11 +184,11 @@ async fn with_decay_off_reclaims_are_handed_out_and_max_attempts_fails_items() {
         0.0
     );
     let t0 = now_ms();
-    let mut mine = claim(&app, "alice", 2, t0).await;
+    let mut mine = app.claim_items("p", "alice", 2, t0).await;
     mine.sort();
     assert_eq!(mine, ["x", "y"]);
     // Expired: handed straight to the next claimant, marked reclaimed, no score.
-    let mut again = claim(&app, "bob", 2, t0 + 60_000).await;
+    let mut again = app.claim_items("p", "bob", 2, t0 + 60_000).await;
     again.sort();
     assert_eq!(again, ["x", "y"]);
     let status = app.store.item_status("p", "x").await.unwrap();
@@ -215,7 +196,8 @@ async fn with_decay_off_reclaims_are_handed_out_and_max_attempts_fails_items() {
     let events: Vec<String> = history(&app, "x").await.into_iter().map(|e| e.0).collect();
     assert_eq!(events, ["claimed", "reclaimed"]);
     // A third claim (after 2 x 60 s) fails them instead.
-    assert!(claim(&app, "carol", 2, t0 + 60_000 + 120_000)
+    assert!(app
+        .claim_items("p", "carol", 2, t0 + 60_000 + 120_000)
         .await
         .is_empty());
     for item in ["x", "y"] {
@@ -241,11 +223,12 @@ async fn decay_and_max_attempts_together_and_a_cleared_queue_drops_the_scores() 
     })
     .await;
     let t0 = now_ms();
-    assert_eq!(claim(&app, "alice", 1, t0).await, ["x"]);
+    assert_eq!(app.claim_items("p", "alice", 1, t0).await, ["x"]);
     // Reclaimed (0.5) and served again: its second claim.
-    assert_eq!(claim(&app, "bob", 1, t0 + 60_000).await, ["x"]);
+    assert_eq!(app.claim_items("p", "bob", 1, t0 + 60_000).await, ["x"]);
     // Reclaimed again (0.25), then a third claim is one too many.
-    assert!(claim(&app, "carol", 1, t0 + 60_000 + 120_000)
+    assert!(app
+        .claim_items("p", "carol", 1, t0 + 60_000 + 120_000)
         .await
         .is_empty());
     let status = app.store.item_status("p", "x").await.unwrap();
@@ -264,10 +247,10 @@ async fn decay_and_max_attempts_together_and_a_cleared_queue_drops_the_scores() 
         .await
         .unwrap();
     let t2 = t0 + 1_000_000;
-    assert_eq!(claim(&app, "dave", 1, t2).await, ["z"]);
+    assert_eq!(app.claim_items("p", "dave", 1, t2).await, ["z"]);
     app.settings("p", |s| s.max_attempts = 0).await;
     // Expired: it decays to 0.5; dave asks for more than there is, so z comes back to him.
-    assert_eq!(claim(&app, "dave", 1, t2 + 60_000).await, ["z"]);
+    assert_eq!(app.claim_items("p", "dave", 1, t2 + 60_000).await, ["z"]);
     let release = app
         .store
         .release("p", "z", "dave", "10.0.0.1", false, t2 + 60_001)
@@ -365,8 +348,8 @@ async fn the_panel_shows_an_items_score_and_its_timeline() {
     })
     .await;
     let t0 = now_ms();
-    assert_eq!(claim(&app, "alice", 1, t0).await, ["x"]);
-    assert_eq!(claim(&app, "bob", 1, t0 + 60_000).await, ["x"]);
+    assert_eq!(app.claim_items("p", "alice", 1, t0).await, ["x"]);
+    assert_eq!(app.claim_items("p", "bob", 1, t0 + 60_000).await, ["x"]);
     account(&app, "ro", Role::ReadOnly, &[]).await;
     let mut panel = Panel::logged_in(&app, "ro").await;
     let info: app::model::admin::ItemInfo =

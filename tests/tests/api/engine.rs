@@ -3,27 +3,9 @@
 
 use fred::prelude::*;
 use server::store::{ClaimOutcome, ClaimRequest, PatternLimit, Refusal};
-use tests::TestApp;
+use tests::{who, TestApp};
 
 const T0: u64 = 1_700_000_000_000;
-
-fn who(name: &str, n: usize) -> ClaimRequest {
-    ClaimRequest {
-        downloader: name.into(),
-        ip: "10.0.0.1".into(),
-        n,
-        name_ok: true,
-        ..Default::default()
-    }
-}
-
-async fn claim(app: &TestApp, slug: &str, name: &str, n: usize, now: u64) -> Vec<String> {
-    match app.store.claim(slug, &who(name, n), now).await.unwrap() {
-        ClaimOutcome::Items(items) => items,
-        ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
-        other => panic!("unexpected {other:?}"),
-    }
-}
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -38,8 +20,8 @@ async fn fifo_projects_serve_items_in_the_order_added() {
         .add_items("p", "todo", &strings(&["a", "b", "c", "d"]))
         .await
         .unwrap();
-    assert_eq!(claim(&app, "p", "alice", 2, T0).await, ["a", "b"]);
-    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["c"]);
+    assert_eq!(app.claim_items("p", "alice", 2, T0).await, ["a", "b"]);
+    assert_eq!(app.claim_items("p", "alice", 1, T0).await, ["c"]);
 }
 
 /// `n` items `i0000`, `i0001`, ... in the order they are added.
@@ -78,7 +60,7 @@ async fn random_projects_serve_a_bulk_load_in_random_order() {
             "{item} scored {score}, outside [{before}, {after} + a day]"
         );
     }
-    let got = claim(&app, "p", "alice", 100, T0).await;
+    let got = app.claim_items("p", "alice", 100, T0).await;
     assert_eq!(got.len(), 100);
     assert_ne!(got, items[..100], "not served in the order added");
     // A random tenth of the load: about half from its second half (odds of 20 or fewer: ~1e-9).
@@ -108,7 +90,7 @@ async fn older_projects_draw_at_random_until_their_queues_are_scored() {
         .await
         .unwrap();
     let _: () = client.set(k.qseq(), 1000, None, None, false).await.unwrap();
-    let got = claim(&app, "p", "alice", 100, T0).await;
+    let got = app.claim_items("p", "alice", 100, T0).await;
     assert!(
         from_second_half(&got, 1000) > 20,
         "drawn at random, not by score: {got:?}"
@@ -125,7 +107,7 @@ async fn older_projects_draw_at_random_until_their_queues_are_scored() {
         .await
         .unwrap();
     assert!(lowest[0].1 > 1e12, "scored on the clock: {lowest:?}");
-    let got = claim(&app, "p", "alice", 100, T0).await;
+    let got = app.claim_items("p", "alice", 100, T0).await;
     assert!(
         from_second_half(&got, 1000) > 20,
         "popped by the new scores, in random order: {got:?}"
@@ -159,12 +141,12 @@ async fn queues_are_served_in_claim_order_personal_queue_first() {
         .await
         .unwrap();
     assert_eq!(
-        claim(&app, "p", "bob", 1, T0).await,
+        app.claim_items("p", "bob", 1, T0).await,
         ["main"],
         "bob never gets alice's item"
     );
     assert_eq!(
-        claim(&app, "p", "alice", 5, T0).await,
+        app.claim_items("p", "alice", 5, T0).await,
         ["mine", "fed", "second", "redo"]
     );
     app.assert_invariant("p").await;
@@ -174,7 +156,7 @@ async fn queues_are_served_in_claim_order_personal_queue_first() {
 async fn known_items_are_never_added_twice() {
     let app = TestApp::start().await;
     app.project("p", &["a"]).await;
-    let a = claim(&app, "p", "alice", 1, T0).await;
+    let a = app.claim_items("p", "alice", 1, T0).await;
     assert_eq!(
         app.store
             .add_items("p", "todo:secondary", &strings(&["a", "b", "b"]))
@@ -191,22 +173,24 @@ async fn stale_claims_are_reclaimed_after_ttl_times_claim_count() {
     let app = TestApp::start().await;
     app.project("p", &["x"]).await;
     app.settings("p", |s| s.reclaim_ttl = 60).await;
-    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["x"]);
+    assert_eq!(app.claim_items("p", "alice", 1, T0).await, ["x"]);
     assert!(
-        claim(&app, "p", "bob", 1, T0 + 59_000).await.is_empty(),
+        app.claim_items("p", "bob", 1, T0 + 59_000).await.is_empty(),
         "not yet stale"
     );
     assert_eq!(
-        claim(&app, "p", "bob", 1, T0 + 60_000).await,
+        app.claim_items("p", "bob", 1, T0 + 60_000).await,
         ["x"],
         "stale after 1 x 60 s"
     );
     // Claimed twice now: stale after 2 x 60 s.
-    assert!(claim(&app, "p", "carol", 1, T0 + 60_000 + 119_000)
+    assert!(app
+        .claim_items("p", "carol", 1, T0 + 60_000 + 119_000)
         .await
         .is_empty());
     assert_eq!(
-        claim(&app, "p", "carol", 1, T0 + 60_000 + 120_000).await,
+        app.claim_items("p", "carol", 1, T0 + 60_000 + 120_000)
+            .await,
         ["x"]
     );
     let status = app.store.item_status("p", "x").await.unwrap();
@@ -224,10 +208,12 @@ async fn items_claimed_more_than_max_attempts_fail() {
         s.max_attempts = 2;
     })
     .await;
-    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["x"]);
-    assert_eq!(claim(&app, "p", "bob", 1, T0 + 10_000).await, ["x"]);
+    assert_eq!(app.claim_items("p", "alice", 1, T0).await, ["x"]);
+    assert_eq!(app.claim_items("p", "bob", 1, T0 + 10_000).await, ["x"]);
     assert!(
-        claim(&app, "p", "carol", 1, T0 + 60_000).await.is_empty(),
+        app.claim_items("p", "carol", 1, T0 + 60_000)
+            .await
+            .is_empty(),
         "a third claim fails it instead"
     );
     let status = app.store.item_status("p", "x").await.unwrap();
@@ -245,11 +231,11 @@ async fn a_batch_done_writes_each_item_its_own_claim_line() {
     let app = TestApp::start().await;
     app.project("p", &["a", "b", "c"]).await;
     app.settings("p", |s| s.claims_limit = 3).await;
-    let mut mine = claim(&app, "p", "alice", 3, T0).await;
+    let mut mine = app.claim_items("p", "alice", 3, T0).await;
     mine.sort();
     assert_eq!(mine, ["a", "b", "c"]);
     // At the claims limit, bob's claim takes back the oldest claim (the first by name).
-    assert_eq!(claim(&app, "p", "bob", 1, T0 + 1).await, ["a"]);
+    assert_eq!(app.claim_items("p", "bob", 1, T0 + 1).await, ["a"]);
     let report = server::store::DoneReport {
         downloader: "alice".into(),
         version: "20240101.01".into(),
@@ -321,7 +307,7 @@ async fn released_items_keep_their_claim_count_and_their_history() {
     };
     let pair = |e: &str, d: &str| (e.to_string(), d.to_string());
 
-    assert_eq!(claim(&app, "p", "alice", 1, T0).await, ["x"]);
+    assert_eq!(app.claim_items("p", "alice", 1, T0).await, ["x"]);
     let status = app.store.item_status("p", "x").await.unwrap();
     assert_eq!(events(&status.timeline), [pair("claimed", "alice")]);
     assert!(app
@@ -329,14 +315,14 @@ async fn released_items_keep_their_claim_count_and_their_history() {
         .release("p", "x", "alice", "10.0.0.1", false, T0 + 1)
         .await
         .unwrap());
-    assert_eq!(claim(&app, "p", "bob", 1, T0 + 2).await, ["x"]);
+    assert_eq!(app.claim_items("p", "bob", 1, T0 + 2).await, ["x"]);
     assert!(app
         .store
         .release("p", "x", "bob", "10.0.0.1", false, T0 + 3)
         .await
         .unwrap());
     assert!(
-        claim(&app, "p", "carol", 1, T0 + 4).await.is_empty(),
+        app.claim_items("p", "carol", 1, T0 + 4).await.is_empty(),
         "the third claim fails it: the two released claims counted"
     );
     let status = app.store.item_status("p", "x").await.unwrap();
@@ -373,9 +359,9 @@ async fn at_the_claims_limit_claims_are_served_reclaims() {
         .add_items("p", "todo", &strings(&["a", "b", "c"]))
         .await
         .unwrap();
-    assert_eq!(claim(&app, "p", "alice", 2, T0).await, ["a", "b"]);
+    assert_eq!(app.claim_items("p", "alice", 2, T0).await, ["a", "b"]);
     assert_eq!(
-        claim(&app, "p", "bob", 1, T0 + 1).await,
+        app.claim_items("p", "bob", 1, T0 + 1).await,
         ["a"],
         "the oldest claim, not a new item"
     );
@@ -396,7 +382,7 @@ async fn rate_limit_is_smooth_with_burst() {
     })
     .await;
     assert_eq!(
-        claim(&app, "p", "alice", 100, T0).await.len(),
+        app.claim_items("p", "alice", 100, T0).await.len(),
         5,
         "the burst"
     );
@@ -404,12 +390,12 @@ async fn rate_limit_is_smooth_with_burst() {
         matches!(app.store.claim("p", &who("alice", 1), T0).await.unwrap(), ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) if wait_ms > 0 && wait_ms <= 100)
     );
     assert_eq!(
-        claim(&app, "p", "alice", 100, T0 + 100).await.len(),
+        app.claim_items("p", "alice", 100, T0 + 100).await.len(),
         1,
         "one per 100 ms"
     );
     assert_eq!(
-        claim(&app, "p", "alice", 100, T0 + 1100).await.len(),
+        app.claim_items("p", "alice", 100, T0 + 1100).await.len(),
         5,
         "refilled up to the burst only"
     );
@@ -432,14 +418,14 @@ async fn pattern_limits_do_not_starve_the_other_items() {
     items.extend((0..5).map(|i| format!("https://x/page{i}")));
     app.store.add_items("p", "todo", &items).await.unwrap();
     // Most of the queue is limited, yet a claim gets every unlimited item plus the burst.
-    let got = claim(&app, "p", "alice", 20, T0).await;
+    let got = app.claim_items("p", "alice", 20, T0).await;
     let jpg = got.iter().filter(|i| i.ends_with(".jpg")).count();
     assert_eq!((got.len() - jpg, jpg), (5, 2), "{got:?}");
     assert!(
-        claim(&app, "p", "alice", 20, T0).await.is_empty(),
+        app.claim_items("p", "alice", 20, T0).await.is_empty(),
         "limited items wait for their rate"
     );
-    assert_eq!(claim(&app, "p", "alice", 20, T0 + 1000).await.len(), 1);
+    assert_eq!(app.claim_items("p", "alice", 20, T0 + 1000).await.len(), 1);
     app.assert_invariant("p").await;
 }
 
