@@ -147,11 +147,12 @@ impl Rig {
             let pid = child.id();
             (Redis::Server(Killed(child)), url, vec![pid])
         };
-        let store = Store::connect(&url, "bench", pool).await.unwrap();
         // The tracker's files: the same directory for its segments and this store's lookups.
         let files = tests::files_dir("bench");
         let _ = std::fs::remove_dir_all(&files);
-        store.set_offload_dir(files.join("offload"));
+        let store = Store::connect(&url, "bench", pool, files.join("offload"))
+            .await
+            .unwrap();
         let port = tests::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let _tracker = tests::spawn_tracker(&bin, &url, "bench", port);

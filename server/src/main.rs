@@ -66,15 +66,16 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let stop = stop.expect("caught for serve");
             run_server(server::Config::from_args(url, &args.redis, &serve), stop).await
         }
-        admin => match Store::connect(&url, &args.redis.namespace, 2).await {
-            Ok(store) => {
-                store.set_offload_dir(args.redis.offload_dir());
-                let result = cli::run_admin(&store, admin).await;
-                store.quit().await;
-                result.map_err(Into::into)
+        admin => {
+            match Store::connect(&url, &args.redis.namespace, 2, args.redis.offload_dir()).await {
+                Ok(store) => {
+                    let result = cli::run_admin(&store, admin).await;
+                    store.quit().await;
+                    result.map_err(Into::into)
+                }
+                Err(e) => Err(e.into()),
             }
-            Err(e) => Err(e.into()),
-        },
+        }
     };
     if let Some(redis) = embedded {
         redis.stop().await;

@@ -112,10 +112,10 @@ fn io(e: std::io::Error) -> StoreError {
 }
 
 impl Offloader {
-    /// An offloader writing segments under `dir` and log archives under `archive_dir`, with a
-    /// lease token of its own.
-    pub fn new(store: Store, dir: PathBuf, archive_dir: PathBuf) -> Self {
-        store.set_offload_dir(dir.clone());
+    /// An offloader writing segments under the store's offload directory and log archives
+    /// under `archive_dir`, with a lease token of its own.
+    pub fn new(store: Store, archive_dir: PathBuf) -> Self {
+        let dir = store.offload_dir();
         let token = format!("{:032x}", rand::random::<u128>());
         store.set_offload_token(&token);
         Self {

@@ -96,7 +96,13 @@ impl App {
         {
             return Err(store::StoreError::Disk(why));
         }
-        let mut store = Store::connect(&config.redis_url, &config.namespace, 8).await?;
+        let mut store = Store::connect(
+            &config.redis_url,
+            &config.namespace,
+            8,
+            config.offload_dir.clone(),
+        )
+        .await?;
         store.set_fleet_silence(config.fleet_silence);
         let hub = hub::Hub::start(&store).await?;
         let leptos = LeptosOptions::builder()
@@ -135,18 +141,13 @@ impl App {
             closing.clone(),
             config.base_url(&Default::default()),
         );
-        store.set_offload_dir(config.offload_dir.clone());
         // Warrior HQ's key, made now if it is not yet: later it is only read.
         if let Err(e) = store.hq_key().await {
             tracing::warn!(error = %e, "reading Warrior HQ's key; tried again at the first update");
         }
         if config.offloader {
-            offloader::Offloader::new(
-                store.clone(),
-                config.offload_dir.clone(),
-                config.archive_dir.clone(),
-            )
-            .spawn(closing.clone());
+            offloader::Offloader::new(store.clone(), config.archive_dir.clone())
+                .spawn(closing.clone());
         }
         let batcher = batcher::Batcher::new(store.clone(), config.batch_workers);
         let fleet = Arc::new(fleet::ApiFleet::default());

@@ -214,9 +214,14 @@ pub struct Store {
 
 impl Store {
     /// Connects a pool of `size` connections to `url` (see [`crate::redis_url`]), with
-    /// [`COMMAND_TIMEOUT`].
-    pub async fn connect(url: &str, namespace: &str, size: usize) -> StoreResult<Self> {
-        Self::connect_with(url, namespace, size, COMMAND_TIMEOUT).await
+    /// [`COMMAND_TIMEOUT`]; segment files live under `offload_dir` (`TRACKER_OFFLOAD_DIR`).
+    pub async fn connect(
+        url: &str,
+        namespace: &str,
+        size: usize,
+        offload_dir: std::path::PathBuf,
+    ) -> StoreResult<Self> {
+        Self::connect_with(url, namespace, size, COMMAND_TIMEOUT, offload_dir).await
     }
 
     /// [`Store::connect`] with a command timeout of `timeout` (the CLI's `check` of a big
@@ -230,6 +235,7 @@ impl Store {
         namespace: &str,
         size: usize,
         timeout: std::time::Duration,
+        offload_dir: std::path::PathBuf,
     ) -> StoreResult<Self> {
         let config = if let Some(path) = url.strip_prefix("redis+unix://") {
             Config {
@@ -260,7 +266,7 @@ impl Store {
             settings_version: Default::default(),
             pending_contributors: Default::default(),
             fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
-            disk: Default::default(),
+            disk: std::sync::Arc::new(offload::DiskCache::new(offload_dir)),
             hq_key: Default::default(),
         })
     }

@@ -211,14 +211,15 @@ pub async fn run(cfg: &Config) -> Report {
     let fleet = Arc::new(Fleet::start(&cfg.tracker_bin, cfg.processes).await);
     // Reads of whole structures at the end (a check of a million items) take seconds.
     let timeout = Duration::from_secs(120);
-    let store = match Store::connect_with(&fleet.redis_url, &fleet.namespace, 2, timeout).await {
-        Ok(s) => s,
-        Err(e) => {
-            report.violations.push(format!("connect to redis: {e}"));
-            return report;
-        }
-    };
-    store.set_offload_dir(crate::files_dir(&fleet.namespace).join("offload"));
+    let offload = crate::files_dir(&fleet.namespace).join("offload");
+    let store =
+        match Store::connect_with(&fleet.redis_url, &fleet.namespace, 2, timeout, offload).await {
+            Ok(s) => s,
+            Err(e) => {
+                report.violations.push(format!("connect to redis: {e}"));
+                return report;
+            }
+        };
     if let Err(e) = load(&store, cfg).await {
         report.violations.push(format!("load the project: {e}"));
         return report;

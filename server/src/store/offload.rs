@@ -130,11 +130,22 @@ impl OnDisk {
 /// The offload directory and the segments this process has open, per project.
 #[derive(Default)]
 pub struct DiskCache {
-    dir: RwLock<Option<PathBuf>>,
+    /// Where segment files live (`TRACKER_OFFLOAD_DIR`), given when the store connects.
+    pub(super) dir: PathBuf,
     token: RwLock<Option<String>>,
     /// Each address's allowance of dones that look items up on disk.
     pub(super) lookups: crate::throttle::Throttle,
     projects: Mutex<HashMap<String, Arc<OnDisk>>>,
+}
+
+impl DiskCache {
+    /// Nothing open yet; segment files under `dir`.
+    pub fn new(dir: PathBuf) -> Self {
+        DiskCache {
+            dir,
+            ..Default::default()
+        }
+    }
 }
 
 /// The path of segment `id` of `slug` under `dir`.
@@ -159,12 +170,6 @@ struct Restored {
 }
 
 impl Store {
-    /// Sets where segment files live (`TRACKER_OFFLOAD_DIR`); without it, a project with
-    /// segments refuses what needs them.
-    pub fn set_offload_dir(&self, dir: PathBuf) {
-        *self.disk.dir.write().unwrap_or_else(|e| e.into_inner()) = Some(dir);
-    }
-
     /// Sets the offload lease token of this process's offloader, which the panel's log archive
     /// uses too (one archive per project at a time, across processes).
     pub fn set_offload_token(&self, token: &str) {
@@ -180,13 +185,9 @@ impl Store {
             .clone()
     }
 
-    /// The offload directory, if set.
-    pub fn offload_dir(&self) -> Option<PathBuf> {
-        self.disk
-            .dir
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// The offload directory, where segment files live.
+    pub fn offload_dir(&self) -> PathBuf {
+        self.disk.dir.clone()
     }
 
     /// The wake-up counter of the offloaders ([`crate::keys::Keys::offload_wake`]).
@@ -240,11 +241,7 @@ impl Store {
             self.remember_disk(slug, none.clone());
             return Ok(none);
         }
-        let dir = self.offload_dir().ok_or_else(|| {
-            disk_err(format!(
-                "project {slug} has items on disk but this process has no offload directory"
-            ))
-        })?;
+        let dir = self.offload_dir();
         let union = cached.as_ref().map(|c| c.union.clone()).unwrap_or_default();
         let open: HashMap<String, Arc<Segment>> = cached
             .map(|c| {

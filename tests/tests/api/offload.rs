@@ -15,11 +15,7 @@ mod faults;
 mod queues;
 
 fn offloader(app: &TestApp) -> Offloader {
-    Offloader::new(
-        app.store.clone(),
-        app.dir.join("offload"),
-        app.dir.join("archive"),
-    )
+    Offloader::new(app.store.clone(), app.dir.join("archive"))
 }
 
 fn names(prefix: &str, n: usize) -> Vec<String> {
