@@ -53,11 +53,15 @@ impl Store {
             patterns: &patterns,
             personal,
         };
+        // A FIFO project's order is the order of its `add_items` calls: one at a time. Others
+        // draw each item's place at random, so two calls are in flight: the second chunk's
+        // arguments (and disk lookups) are made while Redis runs the first. Each call checks
+        // its items against all that came before.
+        let fifo = self.project(slug).await?.is_none_or(|s| s.fifo);
+        let at_once = if fifo { 1 } else { 2 };
         let mut added = 0;
-        // Two calls in flight: the second chunk's arguments (and disk lookups) are made while
-        // Redis runs the first. Each call checks its items against all that came before.
-        for pair in items.chunks(2 * ADD_BATCH) {
-            let (a, b) = pair.split_at(pair.len().min(ADD_BATCH));
+        for group in items.chunks(at_once * ADD_BATCH) {
+            let (a, b) = group.split_at(group.len().min(ADD_BATCH));
             let (x, y) = futures::future::try_join(
                 self.add_chunk(slug, &call, a),
                 self.add_chunk(slug, &call, b),

@@ -264,7 +264,7 @@ async fn both_doors_take_the_configured_longest_item() {
         run.out,
         run.err
     );
-    // 21 bytes pass where the setting allows them.
+    // Nothing of the refused file was added; 21 bytes pass where the setting allows them.
     let run = app.cli_with(
         &["items", "add", "cli", &path],
         &[("TRACKER_MAX_ITEM", "21")],
@@ -276,6 +276,7 @@ async fn both_doors_take_the_configured_longest_item() {
         run.out,
         run.err
     );
+    assert_eq!(app.counts("cli").await.todo, 2);
 }
 
 #[tokio::test]

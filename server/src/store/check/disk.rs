@@ -46,7 +46,7 @@ impl DiskSegment {
 
 /// The false-positive rate of the check's filters: a false positive asks every segment.
 const FILTER_FP: f64 = 0.01;
-/// The most names a check's filter is sized for (about 64 MiB at [`FILTER_FP`]); past it, its
+/// The most names a check's filter is sized for (about 100 MB at [`FILTER_FP`]); past it, its
 /// rate rises, and so does the check's time, never its answer.
 const FILTER_NAMES: u64 = 50_000_000;
 
