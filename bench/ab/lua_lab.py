@@ -28,7 +28,9 @@ ST = ("requests='rq', served='ok', claimed='cl', reclaimed='rc', served_reclaime
 PRELUDE = ("local Q = { todo = 'todo', backfeed = 'todo:backfeed', secondary = 'todo:secondary', "
            "redo = 'todo:redo', personal = 'todo:d:' }\n"
            "local DEFAULT_QUEUES = 'todo,todo:backfeed,todo:secondary,todo:redo'\n"
-           f"local ST = {{ {ST} }}\n")
+           f"local ST = {{ {ST} }}\n"
+           "local K = { dl_chart = 'dlc:', dl_chart_last = 'dlc_last', dl_minute = 'dw:', dl_hour = 'dwh:', "
+           "minute_stats = 'st:', uniques_dl = 'u:dl:', uniques_ip = 'u:ip:', bloom_layer = 'filter:' }\n")
 CLAIM_KEYS = ['meta', 'out', 'claims', 'attempts', 'failed', 'dl:claims', 'blocked:ip', 'blocked:dl',
               'ratelimit', 'timeline', 'stats', 'decay']
 DONE_KEYS = ['meta', 'out', 'claims', 'done', 'failed', 'attempts', 'dl:claims', 'stats', 'dl:items',

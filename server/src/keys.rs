@@ -134,7 +134,7 @@ pub const QUEUES: [&str; 4] = [TODO, BACKFEED, SECONDARY, REDO];
 mod counter;
 mod project;
 pub use counter::Counter;
-pub use project::ProjectKeys;
+pub use project::{ProjectKeys, DERIVED};
 
 /// How many entries the audit log keeps.
 pub const AUDIT_LEN: usize = 100_000;

@@ -8,6 +8,35 @@ pub struct ProjectKeys {
     pub(super) prefix: String,
 }
 
+/// Stems of the keys the scripts derive from a project's prefix and a value (a minute, a day, a
+/// downloader), spelled here once: [`DERIVED`] gives them to Lua through the generated prelude
+/// (table `K`), and the methods below to Rust.
+pub const DL_CHART: &str = "dlc:";
+/// See [`DL_CHART`].
+pub const DL_CHART_LAST: &str = "dlc_last";
+/// See [`DL_CHART`].
+pub const DL_MINUTE: &str = "dw:";
+/// See [`DL_CHART`].
+pub const DL_HOUR: &str = "dwh:";
+/// See [`DL_CHART`].
+pub const MINUTE_STATS: &str = "st:";
+/// See [`DL_CHART`]; `dl:` or `ip:` and the day follow.
+pub const UNIQUES: &str = "u:";
+/// See [`DL_CHART`].
+pub const BLOOM_LAYER: &str = "filter:";
+
+/// The derived stems by their Lua name (`K.<name>` in the scripts).
+pub const DERIVED: [(&str, &str); 8] = [
+    ("dl_chart", DL_CHART),
+    ("dl_chart_last", DL_CHART_LAST),
+    ("dl_minute", DL_MINUTE),
+    ("dl_hour", DL_HOUR),
+    ("minute_stats", MINUTE_STATS),
+    ("uniques_dl", "u:dl:"),
+    ("uniques_ip", "u:ip:"),
+    ("bloom_layer", BLOOM_LAYER),
+];
+
 impl ProjectKeys {
     /// The prefix of every key of the project, `ns:{SLUG}:`, for keys scripts derive.
     pub fn prefix(&self) -> &str {
@@ -84,27 +113,27 @@ impl ProjectKeys {
     }
     /// The cumulative bytes chart of one downloader.
     pub fn dl_chart(&self, downloader: &str) -> String {
-        self.key(&format!("dlc:{downloader}"))
+        self.key(&format!("{DL_CHART}{downloader}"))
     }
     /// Each downloader's minute of its last report (the chart's last point, not in its list).
     pub fn dl_chart_last(&self) -> String {
-        self.key("dlc_last")
+        self.key(DL_CHART_LAST)
     }
     /// Items and bytes per downloader done in minute `minute` (minutes since the epoch).
     pub fn dl_minute(&self, minute: u64) -> String {
-        self.key(&format!("dw:{minute}"))
+        self.key(&format!("{DL_MINUTE}{minute}"))
     }
     /// Items and bytes per downloader done in hour `hour` (hours since the epoch).
     pub fn dl_hour(&self, hour: u64) -> String {
-        self.key(&format!("dwh:{hour}"))
+        self.key(&format!("{DL_HOUR}{hour}"))
     }
     /// Per-minute counters of day `day` (days since the epoch).
     pub fn minute_stats(&self, day: u64) -> String {
-        self.key(&format!("st:{day}"))
+        self.key(&format!("{MINUTE_STATS}{day}"))
     }
     /// Unique `kind` (`dl` or `ip`) of day `day`.
     pub fn uniques(&self, kind: &str, day: u64) -> String {
-        self.key(&format!("u:{kind}:{day}"))
+        self.key(&format!("{UNIQUES}{kind}:{day}"))
     }
     /// Unique downloaders of calendar month `month` (`YYYY-MM`).
     pub fn monthly_contributors(&self, month: &str) -> String {
@@ -128,7 +157,7 @@ impl ProjectKeys {
     }
     /// Layer `i` of the backfeed filter.
     pub fn bloom_layer(&self, i: usize) -> String {
-        self.key(&format!("filter:{i}"))
+        self.key(&format!("{BLOOM_LAYER}{i}"))
     }
     /// What each backfeed key fed: `<key id>:records`, `:added`, `:last` (ms).
     pub fn fed(&self) -> String {

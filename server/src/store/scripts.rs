@@ -94,14 +94,20 @@ pub fn prelude() -> String {
         .iter()
         .map(|c| format!("{} = '{}'", c.lua_name(), c.code()))
         .collect();
+    let derived: Vec<String> = crate::keys::DERIVED
+        .iter()
+        .map(|(name, stem)| format!("{name} = '{stem}'"))
+        .collect();
     format!(
         "-- _prelude: names shared with Rust, generated from keys.rs (store::scripts::prelude).\n\
          local Q = {{ todo = '{TODO}', backfeed = '{BACKFEED}', secondary = '{SECONDARY}', \
          redo = '{REDO}', personal = '{PERSONAL}' }}\n\
          local DEFAULT_QUEUES = '{}'\n\
-         local ST = {{ {} }}\n",
+         local ST = {{ {} }}\n\
+         local K = {{ {} }}\n",
         QUEUES.join(","),
-        counters.join(", ")
+        counters.join(", "),
+        derived.join(", ")
     )
 }
 

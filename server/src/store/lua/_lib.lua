@@ -82,7 +82,7 @@ end
 local function flush_stats(prefix, now)
   local day = math.floor(now / 86400000)
   local minute = math.floor((now % 86400000) / 60000)
-  local key = prefix .. 'st:' .. day
+  local key = prefix .. K.minute_stats .. day
   -- The expiry is set when a field is new (so at the key's creation), not at every call.
   local new = false
   for field, n in pairs(pending_stats) do

@@ -42,7 +42,7 @@
   sent) to decide again]}; {"err":"filter_changed"} when the filter's layers changed (a layer
   may have been added), or the segments on disk did: read it again; {"err":"no_project"} when the project does not exist.
   Events: none.
-  Uses: Q, DEFAULT_QUEUES, ST, queue_groups, queue_scorer, count_known, stat, flush_stats, bulk,
+  Uses: Q, DEFAULT_QUEUES, ST, K, queue_groups, queue_scorer, count_known, stat, flush_stats, bulk,
   bulk_read.
 ]]
 local meta, out, done, failed, bloom, qseq, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -79,7 +79,7 @@ if not skip then
   local fresh = 0
   local fields = {}
   for b = 1, nblocks do fields[b] = ARGV[7 + 3 * b] end
-  local current = nblocks > 0 and bulk_read('HMGET', prefix .. 'filter:' .. i, fields) or {}
+  local current = nblocks > 0 and bulk_read('HMGET', prefix .. K.bloom_layer .. i, fields) or {}
   for b = 1, nblocks do block_ok[b] = (current[b] or '') == ARGV[8 + 3 * b] end
   for r = first_record, #ARGV, 4 do
     local b = tonumber(ARGV[r])
@@ -99,7 +99,7 @@ if not skip then
       writes[#writes + 1] = ARGV[9 + 3 * b]
     end
   end
-  bulk('HSET', prefix .. 'filter:' .. i, writes)
+  bulk('HSET', prefix .. K.bloom_layer .. i, writes)
   if fresh > 0 then rcall('HINCRBY', bloom, 'n:' .. i, fresh) end
 end
 

@@ -70,7 +70,7 @@
   downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
   one message on KEYS[16], joined by ',' (parse as `[` .. `]`), with SPUBLISH: on a cluster it
   reaches only the subscribers of the project's shard, not every node as PUBLISH would.
-  Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  Uses: Q, ST, K, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
   timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked.
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -446,7 +446,7 @@ if #evs > 0 then
     window[who .. ' i'] = n
     window[who .. ' b'] = dl_add_bytes[who]
   end
-  local minute_key, hour_key = prefix .. 'dw:' .. minute, prefix .. 'dwh:' .. math.floor(minute / 60)
+  local minute_key, hour_key = prefix .. K.dl_minute .. minute, prefix .. K.dl_hour .. math.floor(minute / 60)
   hincr_many(minute_key, window)
   hincr_many(hour_key, window)
   rcall('EXPIRE', minute_key, 25 * 3600, 'NX')
@@ -456,16 +456,16 @@ if #evs > 0 then
   -- total before this batch, read above). `dlc_last` holds the minute of its last report; the
   -- reader adds that minute's point from its current total. One HMGET and one HSET a batch
   -- instead of a read and a write per downloader.
-  local last, moved = bulk_read('HMGET', prefix .. 'dlc_last', whos), {}
+  local last, moved = bulk_read('HMGET', prefix .. K.dl_chart_last, whos), {}
   for i, who in ipairs(whos) do
     local m = tonumber(last[i])
     if not m or m < minute then
-      if m then rcall('RPUSH', prefix .. 'dlc:' .. who, string.format('%d %d', m, dl_base_bytes[who])) end
+      if m then rcall('RPUSH', prefix .. K.dl_chart .. who, string.format('%d %d', m, dl_base_bytes[who])) end
       moved[#moved + 1] = who
       moved[#moved + 1] = minute
     end
   end
-  bulk('HSET', prefix .. 'dlc_last', moved)
+  bulk('HSET', prefix .. K.dl_chart_last, moved)
   bulk('HSET', dl_version, versions)
   bulk('HSET', dl_seen, seen)
   rcall('INCRBY', seq_key, seq - seq0)
@@ -491,8 +491,8 @@ local function uniques(key, set, days)
     if changed > 0 then rcall('EXPIRE', key, days * 86400, 'NX') end
   end
 end
-uniques(prefix .. 'u:dl:' .. day, seen_dl, 31)
-uniques(prefix .. 'u:ip:' .. day, seen_ip, 31)
+uniques(prefix .. K.uniques_dl .. day, seen_dl, 31)
+uniques(prefix .. K.uniques_ip .. day, seen_ip, 31)
 uniques(month_uniques, seen_dl, 400)
 flush_stats(prefix, now)
 return cjson.encode(result)

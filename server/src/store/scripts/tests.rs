@@ -87,6 +87,22 @@ fn the_prelude_spells_the_names_of_keys_rs() {
         !spelled.is_match(&code_of(&format!("]]\n{LIB}"))),
         "_lib.lua"
     );
+    // Nor a derived key's stem: those come from keys/project.rs as `K`.
+    for (name, stem) in crate::keys::DERIVED {
+        assert!(p.contains(&format!("{name} = '{stem}'")), "{p}");
+        let quoted = format!("'{stem}");
+        for s in Scripts::new().all() {
+            assert!(
+                !code_of(s.source).contains(&quoted),
+                "script {} spells {quoted}; use K.{name}",
+                s.name
+            );
+        }
+        assert!(
+            !code_of(&format!("]]\n{LIB}")).contains(&quoted),
+            "_lib.lua spells {quoted}"
+        );
+    }
 }
 
 #[test]
