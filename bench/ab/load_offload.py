@@ -1,7 +1,8 @@
 """`tracker items add` into an offloading project, one or more tracker binaries side by side.
 
 Usage: pip install redis; python3 bench/ab/load_offload.py BIN [BIN ...]
-Env: N (items, default 3000000), ROUNDS (1), KEEP=1 (also time a `keep` project), CHECK=1
+Env: N (items, default 3000000), ROUNDS (1), KEEP=1 (also time a `keep` project; or POLICIES,
+e.g. `keep` or `offload,keep`), CHECK=1
 (then `tracker check` of the project as loaded, timed, with its peak memory).
 
 Per binary and round: a private redis-server, the binary's `tracker serve` (its offloader spills
@@ -67,7 +68,7 @@ def run(binary, policy):
     return secs
 
 
-policies = ['offload'] + (['keep'] if KEEP else [])
+policies = os.environ.get('POLICIES', 'offload,keep' if KEEP else 'offload').split(',')
 times = {(b, p): [] for b in BINS for p in policies}
 for rnd in range(ROUNDS):
     for p in policies:

@@ -16,7 +16,7 @@
 //! | [`archive`] | archiving the completion log to gzip NDJSON files, listed and downloadable |
 //! | [`tokens`] | per-account API tokens for scripts |
 //! | [`pipelines`] | pipeline tokens for warrior clients (global admins) |
-//! | [`warrior`] | the Warrior HQ project list (`projects.json`) and its versions |
+//! | [`project_list`] | the Warrior HQ project list (`projects.json`) and its versions |
 //! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
 //! | [`fleet`] | the fleet: API downloaders and Warrior HQ instances, with addresses and totals |
 
@@ -32,10 +32,10 @@ pub mod login;
 pub mod logs;
 pub mod people;
 pub mod pipelines;
+pub mod project_list;
 pub mod projects;
 pub mod settings;
 pub mod tokens;
-pub mod warrior;
 
 use crate::{ops::OpsError, store::Store, web::ApiError};
 use tower_sessions::{cookie::SameSite, Expiry, SessionManagerLayer};

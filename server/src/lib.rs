@@ -24,7 +24,7 @@
 //! | [`embedded_redis`] | the private `redis-server` started when `REDIS_URL` is unset |
 //! | [`precompress`] | the bundles' brotli and gzip copies served from `/pkg` |
 //! | [`ops`] | the use cases the panel and the command line share, each audited |
-//! | [`listing`] | the generated Warrior HQ list, `auto_project`, recorded lifecycle changes |
+//! | [`project_list`] | the generated Warrior HQ list, `auto_project`, recorded lifecycle changes |
 //! | [`offloader`] | moves done items, long queues' tails and the completion log to disk, under a lease |
 //! | [`segment`] | the segment files those items live in: sorted, compressed, with a filter |
 //! | [`blocked_bloom`] | blocked Bloom filters: layer geometry, where a hash lands, the in-memory filter |
@@ -41,10 +41,10 @@ pub mod fleet;
 pub mod hub;
 pub mod keys;
 pub mod limits;
-pub mod listing;
 pub mod offloader;
 pub mod ops;
 pub mod precompress;
+pub mod project_list;
 pub mod read_cache;
 pub mod redis_watch;
 pub mod routes;

@@ -90,7 +90,7 @@ pub fn router(state: AppState) -> Router {
         .route("/positions.json", get(hq::get_hq_positions))
         .route(
             "/projects.json",
-            get(crate::admin::warrior::get_projects_json),
+            get(crate::admin::project_list::get_projects_json),
         )
         .route("/{slug}/stats.json", get(public::get_stats))
         .route("/{slug}/charts.json", get(public::get_charts))
@@ -215,7 +215,7 @@ pub fn router(state: AppState) -> Router {
 fn admin_api(state: &AppState) -> Router<AppState> {
     use crate::admin::{
         archive, auth, claims, csrf, dictionary, fleet, items, listing, login, logs, people,
-        pipelines, projects, session_layer, settings, tokens, warrior,
+        pipelines, project_list, projects, session_layer, settings, tokens,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
     // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
@@ -248,9 +248,9 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route("/pipelines/{name}", delete(pipelines::revoke_pipeline))
         .route(
             "/warrior/projects",
-            get(warrior::show_list).put(warrior::save_list),
+            get(project_list::show_list).put(project_list::save_list),
         )
-        .route("/warrior/restore", post(warrior::restore_list))
+        .route("/warrior/restore", post(project_list::restore_list))
         .route(
             "/warrior/auto",
             get(listing::show_auto).put(listing::pin_auto),

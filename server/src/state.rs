@@ -9,7 +9,7 @@
 //! | the settings watcher (here) | on a settings change: forgets the cached reads, follows new projects' live channels |
 //! | the Redis probe ([`redis_watch::RedisWatch::start_probing`]) | whether Redis answers, every 250 ms |
 //! | the resync on reconnect (here) | a fresh snapshot to every live viewer when Redis answers again |
-//! | the Warrior HQ listing ([`listing::start_refreshing`]) | the generated project list, kept current |
+//! | the Warrior HQ project list ([`project_list::start_refreshing`]) | the generated project list, kept current |
 //! | the offloader ([`offloader::Offloader::spawn`], unless disabled) | moves done items, long queues' tails and the completion log to disk |
 //! | the fleet's flusher ([`fleet::ApiFleet::start_flushing`]) | the warrior API's callers, written every 2 s |
 //!
@@ -18,7 +18,7 @@
 use crate::{
     batcher,
     config::{self, Config},
-    fleet, hub, listing, offloader, read_cache, redis_watch,
+    fleet, hub, offloader, project_list, read_cache, redis_watch,
     store::{self, Store},
     throttle, viewers,
 };
@@ -136,7 +136,7 @@ impl App {
                 watchers.resync_all();
             }
         });
-        listing::start_refreshing(
+        project_list::start_refreshing(
             store.clone(),
             closing.clone(),
             config.base_url(&Default::default()),

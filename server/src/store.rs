@@ -18,8 +18,8 @@
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
 //! | `tokens` | per-account API tokens (only their SHA-256 stored) |
 //! | `pipelines` | pipeline tokens (only their SHA-256 stored), and which projects serve which |
-//! | `warrior` | the Warrior HQ project list and pages of the completion log |
-//! | `fleet` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
+//! | `project_list` | the Warrior HQ project list and pages of the completion log |
+//! | `hq` | Warrior HQ's instances: registered warriors and what they run, for 15 minutes |
 //! | `listing` | projects' Warrior listings, recorded lifecycle changes, `auto_project` and its pin |
 //! | `api_fleet` | the downloaders seen on the warrior API: flushed by each process, read for the Fleet page and the pages' counts |
 //! | `settings_version` | the settings version every process follows |
@@ -41,12 +41,13 @@ pub use check::queue_parts;
 pub mod contributors;
 pub mod dictionary;
 pub mod fed;
-mod fleet;
+mod hq;
 mod item_status;
 mod items;
 mod listing;
 pub mod offload;
 mod pipelines;
+mod project_list;
 mod projects;
 pub mod scripts;
 mod settings_version;
@@ -54,7 +55,6 @@ mod shuffle;
 mod snapshot;
 pub mod stats;
 mod tokens;
-mod warrior;
 
 pub use accounts::{
     new_session_gen, user_name_problem, valid_user_name, Account, Actor, AuditEntry, Role,
@@ -69,7 +69,7 @@ pub use bloom::{
     estimated_fp, geometry as bloom_geometry, hash_key as bloom_hash, spot_in as bloom_spot,
     BackfeedRecord, BloomLayer,
 };
-pub use fleet::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
+pub use hq::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
 pub use item_status::ItemStatus;
 pub use items::{
     ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
@@ -88,7 +88,7 @@ pub use tokens::{random_token, token_hash, ApiToken};
 
 /// The reason given to every caller (and page) while Redis cannot be reached.
 pub const RECONNECTING: &str = "The tracker is reconnecting to its database; retry shortly.";
-pub use warrior::ListVersion;
+pub use project_list::ListVersion;
 
 use crate::keys::Keys;
 use fred::prelude::*;
@@ -208,7 +208,7 @@ pub struct Store {
     fleet_silence_ms: u64,
     /// The offload directory and the segment files open, per project.
     disk: std::sync::Arc<offload::DiskCache>,
-    /// The install's Warrior HQ key, once read ([`fleet`]).
+    /// The install's Warrior HQ key, once read ([`hq`]).
     hq_key: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 

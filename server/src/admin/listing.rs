@@ -1,9 +1,9 @@
 //! A project's Warrior listing and lifecycle in the panel, and the `auto_project` pin
-//! ([`crate::listing`] builds the list).
+//! ([`crate::project_list`] builds the list).
 
 use super::auth::Caller;
 use crate::{
-    listing,
+    project_list,
     state::AppState,
     store::valid_slug,
     web::{known_project, ApiError, ApiResult},
@@ -38,7 +38,7 @@ pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
         }
     }
     listing.deadline = listing.deadline.trim().to_string();
-    if !listing.deadline.is_empty() && !super::warrior::valid_deadline(&listing.deadline) {
+    if !listing.deadline.is_empty() && !super::project_list::valid_deadline(&listing.deadline) {
         return Err("deadline must be like 2013-04-30T23:59:59Z".into());
     }
     listing.host = listing.host.trim().to_string();
@@ -82,7 +82,7 @@ async fn listing_of(
     headers: &HeaderMap,
     slug: &str,
 ) -> ApiResult<ProjectListing> {
-    let generated = listing::generate(&state.store, &state.config.base_url(headers)).await?;
+    let generated = project_list::generate(&state.store, &state.config.base_url(headers)).await?;
     let project = generated.projects.iter().find(|p| p.slug == slug);
     Ok(ProjectListing {
         listing: state.store.listing(slug).await?,
@@ -127,9 +127,9 @@ pub async fn show_auto(
 }
 
 async fn auto_of(state: &AppState, headers: &HeaderMap) -> ApiResult<AutoProject> {
-    let generated = listing::generate(&state.store, &state.config.base_url(headers)).await?;
+    let generated = project_list::generate(&state.store, &state.config.base_url(headers)).await?;
     let chosen = generated.choose(None);
-    listing::record_auto(&state.store, &generated, chosen.as_deref()).await?;
+    project_list::record_auto(&state.store, &generated, chosen.as_deref()).await?;
     Ok(generated.auto_project(chosen))
 }
 

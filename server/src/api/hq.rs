@@ -115,7 +115,7 @@ pub async fn update_warrior(
         }
     }
     let base = state.config.base_url(&headers);
-    let list = crate::listing::body_cached(&state.store, &base, pipeline.0.as_deref()).await?;
+    let list = crate::project_list::body_cached(&state.store, &base, pipeline.0.as_deref()).await?;
     let mut resp = list.into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

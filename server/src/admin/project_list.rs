@@ -17,7 +17,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::listing::EMPTY_LIST;
+use crate::project_list::EMPTY_LIST;
 
 /// The document with its HTML fields sanitised, or why it cannot be served to Warriors.
 pub fn validate_list(raw: &str) -> Result<Value, String> {
@@ -199,7 +199,7 @@ pub struct Jsonp {
     pub callback: Option<String>,
 }
 
-/// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::listing`]; with a pipeline's
+/// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::project_list`]; with a pipeline's
 /// bearer token, `auto_project` chosen for it), CORS `*`, JSON or JSONP.
 pub async fn get_projects_json(
     State(state): State<AppState>,
@@ -208,7 +208,7 @@ pub async fn get_projects_json(
     Query(q): Query<Jsonp>,
 ) -> ApiResult<Response> {
     let base = state.config.base_url(&headers);
-    let body = crate::listing::body(&state.store, &base, pipeline.0.as_deref()).await?;
+    let body = crate::project_list::body(&state.store, &base, pipeline.0.as_deref()).await?;
     let (body, kind) = match q.callback.filter(|c| !c.is_empty()) {
         Some(cb) => {
             let ok = cb.len() <= 64
