@@ -11,7 +11,8 @@ pub mod chaos;
 
 mod processes;
 pub use processes::{
-    durable_redis, files_dir, spawn_tracker, start_redis, tracker_bin, tracker_command, Killed,
+    connect_store, durable_redis, files_dir, spawn_tracker, start_redis, tracker_bin,
+    tracker_command, Killed,
 };
 
 use server::{store::Store, AppState, Config, StartupReport};

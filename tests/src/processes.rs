@@ -45,6 +45,22 @@ pub fn files_dir(namespace: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tracker-files-{namespace}"))
 }
 
+/// A store of the test's own on `redis_url` under `namespace` (`pool` connections), its segment
+/// files where [`spawn_tracker`]'s process keeps them ([`files_dir`]).
+pub async fn connect_store(
+    redis_url: &str,
+    namespace: &str,
+    pool: usize,
+) -> server::store::StoreResult<server::store::Store> {
+    server::store::Store::connect(
+        redis_url,
+        namespace,
+        pool,
+        files_dir(namespace).join("offload"),
+    )
+    .await
+}
+
 /// Runs `bin serve` against `redis_url` under `namespace` on 127.0.0.1:`port`, quietly.
 pub fn spawn_tracker(bin: &std::path::Path, redis_url: &str, namespace: &str, port: u16) -> Killed {
     Killed(

@@ -152,14 +152,9 @@ async fn sigterm_closes_thousands_of_viewers_and_exits_within_ten_seconds() {
     let redis = tests::Killed(_redis);
     let port = tests::free_port();
     let namespace = tests::random_name("stop");
-    let store = server::store::Store::connect(
-        &redis_url,
-        &namespace,
-        1,
-        tests::files_dir(&namespace).join("offload"),
-    )
-    .await
-    .unwrap();
+    let store = tests::connect_store(&redis_url, &namespace, 1)
+        .await
+        .unwrap();
     store
         .create_project(&server::store::NewProject {
             slug: "p".into(),

@@ -69,14 +69,9 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
     let (redis, redis_url) = start_redis(&dir);
     let _redis = Killed(redis);
     let namespace = "crash";
-    let store = Store::connect(
-        &redis_url,
-        namespace,
-        2,
-        tests::files_dir(namespace).join("offload"),
-    )
-    .await
-    .unwrap();
+    let store = tests::connect_store(&redis_url, namespace, 2)
+        .await
+        .unwrap();
     let project = NewProject {
         slug: "crash".into(),
         title: "Crash".into(),

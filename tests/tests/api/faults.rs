@@ -4,7 +4,6 @@
 //! itself, with no item lost or left claimed by a caller that was refused.
 
 use fred::prelude::*;
-use server::store::Store;
 use std::time::{Duration, Instant};
 use tests::{free_port, random_name, tracker_bin, tracker_command, wait_for, Killed, TestApp};
 
@@ -104,14 +103,9 @@ async fn a_redis_that_dies_gets_503s_within_a_second_and_is_followed_when_it_com
     let mut redis = durable_redis(&dir, redis_port);
     let url = format!("redis://127.0.0.1:{redis_port}");
     let namespace = random_name("t");
-    let store = Store::connect(
-        &url,
-        &namespace,
-        1,
-        tests::files_dir(&namespace).join("offload"),
-    )
-    .await
-    .expect("connect");
+    let store = tests::connect_store(&url, &namespace, 1)
+        .await
+        .expect("connect");
     let p = server::store::NewProject {
         slug: "p1".into(),
         title: "P1".into(),
@@ -207,14 +201,9 @@ async fn a_redis_that_dies_gets_503s_within_a_second_and_is_followed_when_it_com
     .await;
     let (status, _, body, _) = timed_claim(&http, &base, "p1").await;
     assert_eq!(status, 200, "{body}");
-    let store = Store::connect(
-        &url,
-        &namespace,
-        1,
-        tests::files_dir(&namespace).join("offload"),
-    )
-    .await
-    .expect("reconnect");
+    let store = tests::connect_store(&url, &namespace, 1)
+        .await
+        .expect("reconnect");
     // Claims refused while Redis was gone may run once it is back (they were queued in the
     // client); each then finds its caller gone and gives its item back. Only the two claims
     // answered 200 stay (`check` reads structure by structure, so it runs once that settled).

@@ -39,14 +39,9 @@ impl Fleet {
             }
         };
         let namespace = random_name("t");
-        let store = Store::connect(
-            &url,
-            &namespace,
-            2,
-            tests::files_dir(&namespace).join("offload"),
-        )
-        .await
-        .expect("connect");
+        let store = tests::connect_store(&url, &namespace, 2)
+            .await
+            .expect("connect");
         let mut procs = Vec::new();
         let mut bases = Vec::new();
         for _ in 0..n {
