@@ -1,7 +1,7 @@
 //! Adding items to queues: each item the project knows in any state, in Redis or on disk, is
 //! skipped; a bulk add past a queue's high-water mark waits for the offloader to spill.
 
-use super::{Store, StoreError, StoreResult};
+use super::{Settings, Store, StoreError, StoreResult};
 use crate::keys::PERSONAL;
 use fred::prelude::*;
 
@@ -43,8 +43,14 @@ impl Store {
             k.qseq(),
             k.offload(),
         ];
-        let patterns = self.patterns(slug).await?;
+        // The settings, read once: the pattern limits, the order, the high-water mark.
+        let (settings, patterns) = self.cached_settings(slug).await?.unzip();
+        let patterns = patterns.unwrap_or_default();
         let personal = queue.starts_with(PERSONAL);
+        // A bulk add into a queue with a high-water mark waits for the offloader as it goes.
+        let spilling = settings
+            .as_deref()
+            .filter(|s| s.queue_high > 0 && !count_only && !personal);
         let call = Chunk {
             keys: &keys,
             prefix: k.prefix().to_string(),
@@ -57,7 +63,7 @@ impl Store {
         // draw each item's place at random, so two calls are in flight: the second chunk's
         // arguments (and disk lookups) are made while Redis runs the first. Each call checks
         // its items against all that came before.
-        let fifo = self.project(slug).await?.is_none_or(|s| s.fifo);
+        let fifo = settings.as_ref().is_none_or(|s| s.fifo);
         let at_once = if fifo { 1 } else { 2 };
         let mut added = 0;
         for group in items.chunks(at_once * ADD_BATCH) {
@@ -68,8 +74,8 @@ impl Store {
             )
             .await?;
             added += x + y;
-            if !count_only && !personal && added > 0 {
-                self.wait_for_spill(slug, queue).await?;
+            if let Some(s) = spilling.filter(|_| added > 0) {
+                self.wait_for_spill(s, slug, queue).await?;
             }
         }
         Ok(added)
@@ -124,13 +130,7 @@ impl Store {
     /// offloader is at work on the project (its lease is held), waits for it to spill the tail
     /// to disk, so that Redis holds about the mark, not the whole load. Gives up waiting after
     /// 30 s without progress (the load then goes on into Redis).
-    async fn wait_for_spill(&self, slug: &str, queue: &str) -> StoreResult<()> {
-        let Some(s) = self.project(slug).await? else {
-            return Ok(());
-        };
-        if s.queue_high == 0 {
-            return Ok(());
-        }
+    async fn wait_for_spill(&self, s: &Settings, slug: &str, queue: &str) -> StoreResult<()> {
         let k = self.keys.project(slug);
         let limit = s.queue_high + 4 * s.segment_items;
         let client = self.pool.next();

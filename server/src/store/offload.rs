@@ -16,9 +16,11 @@ use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex, RwLock},
 };
-use union_filter::UnionFilter;
 
+mod on_disk;
 mod union_filter;
+
+pub use on_disk::{Asking, DiskHit, OnDisk, OpenSegment};
 
 /// A segment's registry entry (`ns:{SLUG}:segs`, JSON).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -41,90 +43,6 @@ pub struct SegmentEntry {
     /// See `min`.
     #[serde(default)]
     pub max: f64,
-}
-
-/// Where a name was found on disk.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DiskHit {
-    /// Done, in segment `id`, with its stored timeline.
-    Done {
-        /// The segment.
-        id: String,
-        /// Timeline lines as Redis held them.
-        timeline: String,
-    },
-    /// Passed the filter of a discard segment: done, or (at the filter's rate) a new name.
-    Discarded,
-    /// Waiting in queue part `part` with score `score`.
-    Queued {
-        /// The queue part.
-        part: String,
-        /// Its queue score.
-        score: f64,
-    },
-}
-
-/// One registered segment, open.
-pub struct OpenSegment {
-    /// Its id (the file is `DIR/SLUG/ID.seg`).
-    pub id: String,
-    /// Its registry entry.
-    pub entry: SegmentEntry,
-    /// The file.
-    pub file: Arc<Segment>,
-}
-
-/// A project's segments as of one registry `gen`.
-#[derive(Default)]
-pub struct OnDisk {
-    /// The registry version these are.
-    pub gen: u64,
-    /// The segments, oldest first.
-    pub segments: Vec<OpenSegment>,
-    /// One filter over the names of the project's segments, shared by its successive gens.
-    union: Arc<RwLock<UnionFilter>>,
-}
-
-impl OnDisk {
-    /// Where each of `items` is on disk (absent: not on disk). Reads files: call off the
-    /// async threads ([`Store::find_on_disk`]).
-    pub fn find(&self, items: &[String]) -> std::io::Result<HashMap<String, DiskHit>> {
-        let mut found = HashMap::new();
-        let union = self.union.read().unwrap_or_else(|e| e.into_inner());
-        // The segments the shared filter does not hold: a name it rules out is asked of
-        // these alone.
-        let outside: Vec<&OpenSegment> = self
-            .segments
-            .iter()
-            .filter(|s| !union.holds(&s.id))
-            .collect();
-        let all: Vec<&OpenSegment> = self.segments.iter().collect();
-        for item in items {
-            let hash = super::bloom_hash(item.as_bytes());
-            let asked = if union.may_hold(hash) { &all } else { &outside };
-            for s in asked {
-                if !s.file.may_hold(hash) {
-                    continue;
-                }
-                let hit = match s.entry.kind.as_str() {
-                    "discard" => Some(DiskHit::Discarded),
-                    "queue" => s.file.get(item)?.map(|score| DiskHit::Queued {
-                        part: s.entry.part.clone(),
-                        score: score.parse().unwrap_or(0.0),
-                    }),
-                    _ => s.file.get(item)?.map(|timeline| DiskHit::Done {
-                        id: s.id.clone(),
-                        timeline,
-                    }),
-                };
-                if let Some(hit) = hit {
-                    found.insert(item.clone(), hit);
-                    break;
-                }
-            }
-        }
-        Ok(found)
-    }
 }
 
 /// The offload directory and the segments this process has open, per project.

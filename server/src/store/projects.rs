@@ -301,7 +301,7 @@ impl Store {
             .unwrap_or_default())
     }
 
-    async fn cached_settings(
+    pub(super) async fn cached_settings(
         &self,
         slug: &str,
     ) -> StoreResult<Option<(Arc<Settings>, Arc<Patterns>)>> {

@@ -1,7 +1,7 @@
 //! The project's segments as `tracker check` reads them: streamed, and looked up in each other's
-//! indexes. A filter over all their names comes first, so that a name on no segment costs one
-//! probe, not one per segment: with a thousand segments, asking each of them made the check of
-//! 10,000,000 items on disk quadratic.
+//! indexes. A name is asked only of the segments that may hold it (the process's filter over
+//! all of them, [`OnDisk::asking`], and while streaming one of those before it): with a thousand
+//! segments, asking each of them made the check of 10,000,000 items on disk quadratic.
 
 use super::super::{offload::OnDisk, StoreError, StoreResult};
 use crate::{
@@ -46,8 +46,8 @@ impl DiskSegment {
 
 /// The false-positive rate of the check's filters: a false positive asks every segment.
 const FILTER_FP: f64 = 0.01;
-/// The most names a check's filter is sized for (about 100 MB at [`FILTER_FP`]); past it, its
-/// rate rises, and so does the check's time, never its answer.
+/// The most names [`DiskIndex::held_twice`]'s filter is sized for (about 100 MB at
+/// [`FILTER_FP`]); past it, its rate rises, and so does the check's time, never its answer.
 const FILTER_NAMES: u64 = 50_000_000;
 
 /// An empty filter for the names of `segments` (discard segments hold none to read).
@@ -62,13 +62,16 @@ fn filter_for(segments: &[DiskSegment]) -> Filter {
 
 /// The project's segments, to look names up in.
 pub(super) struct DiskIndex {
+    /// In the order of `disk`'s segments.
     pub(super) segments: Vec<DiskSegment>,
-    /// Every name of every segment but discard ones.
-    names: Filter,
+    disk: Arc<OnDisk>,
 }
 
 impl DiskIndex {
-    pub(super) async fn open(disk: &OnDisk, restored: &HashMap<String, u64>) -> StoreResult<Self> {
+    pub(super) async fn open(
+        disk: &Arc<OnDisk>,
+        restored: &HashMap<String, u64>,
+    ) -> StoreResult<Self> {
         let mut segments = Vec::new();
         for seg in &disk.segments {
             let skip = if seg.entry.kind == "queue" {
@@ -100,28 +103,10 @@ impl DiskIndex {
                 restored,
             });
         }
-        let mut index = Self {
-            names: Filter::empty(1, FILTER_FP),
+        Ok(Self {
             segments,
-        };
-        let mut names = filter_for(&index.segments);
-        let files: Vec<Arc<Segment>> = index
-            .segments
-            .iter()
-            .filter(|s| s.kind != "discard")
-            .map(|s| s.file.clone())
-            .collect();
-        index.names = blocking(move || {
-            for file in files {
-                file.for_each(|name, _| {
-                    names.insert(hash_key(name.as_bytes()));
-                    Ok(())
-                })?;
-            }
-            Ok(names)
+            disk: disk.clone(),
         })
-        .await?;
-        Ok(index)
     }
 
     /// Done items on disk (discarded ones included), waiting items on disk, and both.
@@ -151,11 +136,10 @@ impl DiskIndex {
     /// Which of `names` some segment holds.
     pub(super) fn held_anywhere(&self, names: &[String]) -> std::io::Result<Vec<String>> {
         let mut out = Vec::new();
+        let asking = self.disk.asking();
         for name in names {
-            if !self.names.may_hold(hash_key(name.as_bytes())) {
-                continue;
-            }
-            for s in &self.segments {
+            for &at in asking.segments_for(hash_key(name.as_bytes())) {
+                let s = &self.segments[at];
                 if s.holds(name)? {
                     out.push(name.clone());
                     break;
