@@ -2,8 +2,6 @@
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 export PATH := $(CURDIR)/tools/binaryen/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
-# cargo-leptos builds the server with these; plain cargo runs share its cache when they match.
-export LEPTOS_OUTPUT_NAME := tracker
 
 .PHONY: run test build tools tools-test lint unit e2e bench chaos
 
@@ -20,12 +18,10 @@ tools:
 tools-test:
 	@scripts/install-tools.sh test
 
-# The public pages' Wasm (cargo-leptos), then the admin panel's own (same crate, `admin` feature),
-# then the bundles' brotli and gzip copies that /pkg serves.
+# The server, the public pages' Wasm and the admin panel's (same crate, `admin` feature), the
+# stylesheet and assets, and the bundles' brotli and gzip copies that /pkg serves.
 build:
-	cargo leptos build --release
-	scripts/build-admin-wasm.sh
-	./target/release/tracker precompress target/site/pkg
+	scripts/build-site.sh
 
 lint:
 	cargo fmt --all --check

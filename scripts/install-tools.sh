@@ -7,7 +7,6 @@ set -euo pipefail
 WHAT="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 TOOLS="$ROOT/tools"
-CARGO_LEPTOS_VERSION=0.3.11
 WASM_BINDGEN_VERSION=0.2.130
 BINARYEN_VERSION=132.0.0
 CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
@@ -75,4 +74,3 @@ if [ "$WHAT" = test ]; then
 fi
 
 cargo_install_pinned wasm-bindgen-cli "$WASM_BINDGEN_VERSION" webpki-roots 1.0.10 wasm-bindgen
-cargo_install_pinned cargo-leptos "$CARGO_LEPTOS_VERSION" cargo-util-schemas 0.14.1 cargo-leptos

@@ -133,6 +133,7 @@ pub const QUEUES: [&str; 4] = [TODO, BACKFEED, SECONDARY, REDO];
 
 mod counter;
 mod project;
+mod script_keys;
 pub use counter::Counter;
 pub use project::{ProjectKeys, DERIVED};
 

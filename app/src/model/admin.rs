@@ -5,6 +5,8 @@
 //! |---|---|
 //! | here | the session and roles, bulk-action counts, the overview, accounts, audit, blocks, tokens |
 //! | [`project`] (re-exported) | one project: queues, settings, claims, failed items, log archives |
+//! | [`requests`] (re-exported) | the admin API's request bodies, decoded by the server, built by the panel |
+//! | [`setting_codec`] (re-exported) | one codec per setting: name, type, default, label, how the `meta` hash holds it |
 //! | [`item`] (re-exported) | one item: where it is, its decay score, its timeline |
 //! | [`warrior`] (re-exported) | the Warrior HQ project list and its versions |
 //! | [`listing`] (re-exported) | a project's Warrior listing and lifecycle, `auto_project` |
@@ -16,6 +18,8 @@ mod item;
 mod listing;
 mod pipeline;
 mod project;
+mod requests;
+mod setting_codec;
 mod warrior;
 
 #[cfg(test)]
@@ -31,8 +35,15 @@ pub use pipeline::{CreatedPipeline, Pipeline};
 pub use project::{
     ArchiveFile, Archived, BackfeedKey, BackfeedKeyChange, BackfeedKeyUse, ClaimGroup, Destroyed,
     DictionaryInfo, FailedItem, FailedList, OffloadState, PatternLimit, ProjectSettings, Queues,
-    Settings, UploadTargets, DEFAULT_DECAY_THRESHOLD, DEFAULT_LOG_KEEP, DEFAULT_OFFLOAD_KEEP,
-    DEFAULT_QUEUE_HIGH, DEFAULT_SEGMENT_ITEMS, DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
+    Settings, UploadTargets, DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
+};
+pub use requests::{
+    ArchiveLog, BlockChange, ClearQueue, CreateProject, Credentials, MoveItems, NewToken, Pin,
+    PipelineRequest, Release, ResolveFailed, Restore, SaveList, Setup, TargetChange, UserChange,
+};
+pub use setting_codec::{
+    decode_meta, default_settings, pattern_limit_value, setting_field, Kind, SettingField,
+    DERIVED_FIELDS, SETTING_FIELDS,
 };
 pub use warrior::{
     RestoredList, SavedList, WarriorEntry, WarriorList, WarriorPreview, WarriorVersion,

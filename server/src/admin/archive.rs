@@ -20,6 +20,7 @@ use crate::{
     state::AppState,
     web::{known_project, ApiError, ApiResult},
 };
+pub use app::model::admin::ArchiveLog;
 use app::model::admin::{ArchiveFile, Archived, OffloadState};
 use axum::{
     body::Body,
@@ -28,17 +29,6 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use serde::Deserialize;
-
-/// Body of `POST /admin/api/SLUG/log/archive`.
-#[derive(Debug, Deserialize)]
-pub struct ArchiveLog {
-    /// Archive the entries up to this time (ms, inclusive).
-    pub to: u64,
-    /// Only count.
-    #[serde(default)]
-    pub dry_run: bool,
-}
 
 fn write_failed(e: std::io::Error) -> ApiError {
     tracing::error!(error = %e, "writing a log archive");

@@ -11,11 +11,11 @@ use crate::{
     web::{known_project, ApiError, ApiResult},
 };
 use app::model::admin::FailedList;
+pub use app::model::admin::{Release, ResolveFailed};
 use axum::{
     extract::{Path, State},
     Json,
 };
-use serde::Deserialize;
 
 /// `GET /admin/api/SLUG/claims`: claims grouped by downloader.
 pub async fn list_claims(
@@ -26,30 +26,6 @@ pub async fn list_claims(
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
     Ok(Json(state.store.claim_groups(&slug).await?))
-}
-
-/// Body of `POST /admin/api/SLUG/release`: which claims to release (all set fields must
-/// match; at least one must be set).
-#[derive(Debug, Default, Deserialize)]
-pub struct Release {
-    /// Claimed at or before this time (ms since the epoch).
-    #[serde(default)]
-    pub before_ms: Option<u64>,
-    /// Claimed more than this many seconds ago.
-    #[serde(default)]
-    pub older_than_s: Option<u64>,
-    /// Held by this downloader.
-    #[serde(default)]
-    pub downloader: Option<String>,
-    /// This item.
-    #[serde(default)]
-    pub item: Option<String>,
-    /// Items matching this expression.
-    #[serde(default)]
-    pub regex: Option<String>,
-    /// Only count.
-    #[serde(default)]
-    pub dry_run: bool,
 }
 
 /// `POST /admin/api/SLUG/release`: gives matching claims back to `todo`.
@@ -113,19 +89,6 @@ pub async fn list_failed(
     known_project(&state, &slug).await?;
     let (items, total) = state.store.failed_items(&slug, 1000).await?;
     Ok(Json(FailedList { items, total }))
-}
-
-/// Body of `POST /admin/api/SLUG/failed`.
-#[derive(Debug, Deserialize)]
-pub struct ResolveFailed {
-    /// `requeue` or `drop`.
-    pub action: String,
-    /// These items (default: every failed item).
-    #[serde(default)]
-    pub items: Option<Vec<String>>,
-    /// Only count.
-    #[serde(default)]
-    pub dry_run: bool,
 }
 
 /// `POST /admin/api/SLUG/failed`: requeues or drops failed items.

@@ -10,6 +10,7 @@ use crate::{
     web::{known_project, ApiError, ApiResult},
 };
 pub use app::model::admin::Affected;
+pub use app::model::admin::{ClearQueue, MoveItems};
 use app::model::admin::{ItemInfo, Queues, TimelineEntry};
 use axum::{
     body::Body,
@@ -125,21 +126,6 @@ pub async fn add_items(
     Ok(Json(Affected { count, dry_run }))
 }
 
-/// Body of `POST /admin/api/SLUG/move`.
-#[derive(Debug, Deserialize)]
-pub struct MoveItems {
-    /// Source queue.
-    pub from: String,
-    /// Destination queue.
-    pub to: String,
-    /// Only items matching this expression (default: all).
-    #[serde(default)]
-    pub regex: String,
-    /// Only count.
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
 /// `POST /admin/api/SLUG/move`: moves waiting items between queues.
 pub async fn move_items(
     State(state): State<AppState>,
@@ -184,16 +170,6 @@ pub fn parse_regex(raw: &str) -> ApiResult<Option<regex::Regex>> {
         .build()
         .map(Some)
         .map_err(|e| ApiError::bad_request(format!("regex: {e}")))
-}
-
-/// Body of `POST /admin/api/SLUG/clear`.
-#[derive(Debug, Deserialize)]
-pub struct ClearQueue {
-    /// The queue to empty.
-    pub queue: String,
-    /// Only count.
-    #[serde(default)]
-    pub dry_run: bool,
 }
 
 /// `POST /admin/api/SLUG/clear`: drops every item waiting in a queue.

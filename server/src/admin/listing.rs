@@ -8,13 +8,13 @@ use crate::{
     store::valid_slug,
     web::{known_project, ApiError, ApiResult},
 };
+pub use app::model::admin::Pin;
 use app::model::admin::{AutoProject, Listing, ProjectListing};
 use axum::{
     extract::{Path, State},
     http::HeaderMap,
     Json,
 };
-use serde::Deserialize;
 
 /// The longest URL of a listing (repository, logo).
 pub const MAX_URL: usize = 1024;
@@ -131,13 +131,6 @@ async fn auto_of(state: &AppState, headers: &HeaderMap) -> ApiResult<AutoProject
     let chosen = generated.choose(None);
     project_list::record_auto(&state.store, &generated, chosen.as_deref()).await?;
     Ok(generated.auto_project(chosen))
-}
-
-/// Body of `PUT /admin/api/warrior/auto`.
-#[derive(Debug, Deserialize)]
-pub struct Pin {
-    /// The project to pin, or `null` to let the tracker choose.
-    pub pin: Option<String>,
 }
 
 /// `PUT /admin/api/warrior/auto` (global admins): pins `auto_project` to a project, or unpins

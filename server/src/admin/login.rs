@@ -13,12 +13,12 @@ use crate::{
     store::{valid_user_name, Role},
     web::{client_ip, constant_time_eq, ApiError, ApiResult},
 };
+pub use app::model::admin::{Credentials, Setup};
 use axum::{
     extract::{ConnectInfo, State},
     http::{HeaderMap, StatusCode},
     Json,
 };
-use serde::Deserialize;
 use std::{net::SocketAddr, time::Duration};
 use tower_sessions::Session;
 
@@ -30,15 +30,6 @@ pub const MAX_ATTEMPTS_PER_NET: u64 = 20;
 pub const ATTEMPT_WINDOW_S: u64 = 15 * 60;
 /// How long a login waits for a password check before it is answered 429.
 pub const PASSWORD_CHECK_WAIT: Duration = Duration::from_secs(2);
-
-/// Body of `POST /admin/api/login`.
-#[derive(Debug, Deserialize)]
-pub struct Credentials {
-    /// Account name (any case).
-    pub username: String,
-    /// Password.
-    pub password: String,
-}
 
 /// `POST /admin/api/login`: counts the attempt (429 past a limit), checks the password, and
 /// starts a session with a new id and CSRF token.
@@ -117,17 +108,6 @@ async fn start_session(session: &Session, name: &str, gen: u64) -> ApiResult<()>
 pub async fn log_out(session: Session) -> ApiResult<StatusCode> {
     session.flush().await.map_err(session_error)?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Body of `POST /admin/api/setup`.
-#[derive(Debug, Deserialize)]
-pub struct Setup {
-    /// The token of the setup link.
-    pub token: String,
-    /// The first global admin's name.
-    pub username: String,
-    /// Its password.
-    pub password: String,
 }
 
 /// `POST /admin/api/setup`: with the one-time token, creates the first global admin and logs

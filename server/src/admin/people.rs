@@ -8,6 +8,7 @@ use crate::{
     web::{known_project, ApiError, ApiResult},
 };
 use app::model::admin::{AccountInfo, BlockRow};
+pub use app::model::admin::{BlockChange, UserChange};
 use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
@@ -23,23 +24,6 @@ pub async fn list_users(
     caller.must_be_global()?;
     let accounts = state.store.accounts().await?;
     Ok(Json(accounts.iter().map(Account::info).collect()))
-}
-
-/// Body of `POST /admin/api/users` and `PUT /admin/api/users/NAME`.
-#[derive(Debug, Deserialize)]
-pub struct UserChange {
-    /// Name (creating only).
-    #[serde(default)]
-    pub name: String,
-    /// New password (required when creating).
-    #[serde(default)]
-    pub password: Option<String>,
-    /// Role.
-    #[serde(default)]
-    pub role: Option<Role>,
-    /// Projects of a `project` account.
-    #[serde(default)]
-    pub projects: Option<Vec<String>>,
 }
 
 /// `POST /admin/api/users` (global admins): creates an account.
@@ -167,24 +151,6 @@ pub async fn list_blocks(
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.entry.t));
     Ok(Json(rows))
-}
-
-/// Body of `POST /admin/api/blocks` and `/unblock`.
-#[derive(Debug, Deserialize)]
-pub struct BlockChange {
-    /// `ip` or `dl`.
-    pub kind: String,
-    /// The IP or name.
-    pub value: String,
-    /// A project (default: the global lists).
-    #[serde(default)]
-    pub project: Option<String>,
-    /// Why.
-    #[serde(default)]
-    pub reason: String,
-    /// Hours until it lifts (default: never).
-    #[serde(default)]
-    pub hours: Option<u64>,
 }
 
 /// `POST /admin/api/blocks`: blocks an IP or a name.

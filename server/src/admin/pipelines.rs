@@ -8,12 +8,12 @@ use crate::{
     store::{CreatedPipeline, Pipeline},
     web::ApiResult,
 };
+pub use app::model::admin::PipelineRequest;
 use axum::{
     extract::{Path, State},
     http::StatusCode,
     Json,
 };
-use serde::Deserialize;
 
 /// `GET /admin/api/pipelines`: every pipeline, by name (never their secrets).
 pub async fn list_pipelines(
@@ -22,19 +22,6 @@ pub async fn list_pipelines(
 ) -> ApiResult<Json<Vec<Pipeline>>> {
     caller.must_be_global()?;
     Ok(Json(state.store.pipelines().await?))
-}
-
-/// Body of `POST /admin/api/pipelines`.
-#[derive(Debug, Deserialize)]
-pub struct PipelineRequest {
-    /// `[A-Za-z0-9_.-]{1,64}`.
-    pub name: String,
-    /// Up to 16 tags, `[a-z0-9_-]{1,32}` each.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// Served only by projects naming one of its tags.
-    #[serde(default)]
-    pub match_only: bool,
 }
 
 /// `POST /admin/api/pipelines`: issues a pipeline token; the answer is the only place its

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::project_list::EMPTY_LIST;
+pub use app::model::admin::{Restore, SaveList};
 
 /// The document with its HTML fields sanitised, or why it cannot be served to Warriors.
 pub fn validate_list(raw: &str) -> Result<Value, String> {
@@ -120,16 +121,6 @@ pub async fn show_list(
     }))
 }
 
-/// Body of `PUT /admin/api/warrior/projects`.
-#[derive(Debug, Deserialize)]
-pub struct SaveList {
-    /// The new document.
-    pub json: String,
-    /// Only validate and answer the sanitised document (the preview).
-    #[serde(default)]
-    pub dry_run: bool,
-}
-
 /// `PUT /admin/api/warrior/projects` (global admins): validates, sanitises and saves.
 pub async fn save_list(
     State(state): State<AppState>,
@@ -153,13 +144,6 @@ pub async fn save_list(
         json: doc,
         dry_run: req.dry_run,
     }))
-}
-
-/// Body of `POST /admin/api/warrior/restore`.
-#[derive(Debug, Deserialize)]
-pub struct Restore {
-    /// Index in the versions (0 = current).
-    pub index: usize,
 }
 
 /// `POST /admin/api/warrior/restore` (global admins): saves an earlier version again.

@@ -12,6 +12,7 @@ use crate::{
 use app::model::admin::{
     BackfeedKey, BackfeedKeyChange, Destroyed, Overview, ProjectRow, UploadTargets,
 };
+pub use app::model::admin::{CreateProject, TargetChange};
 use axum::{
     body::Bytes,
     extract::{Path, Query, State},
@@ -60,19 +61,6 @@ pub async fn show_overview(
         redis_memory: store.redis_memory().await?,
         version: env!("CARGO_PKG_VERSION").to_string(),
     }))
-}
-
-/// Body of `POST /admin/api/projects`.
-#[derive(Debug, Deserialize)]
-pub struct CreateProject {
-    /// `[a-z0-9-]{1,64}`.
-    pub slug: String,
-    /// Title (default: the slug).
-    #[serde(default)]
-    pub title: String,
-    /// Byte domains (default: `data`).
-    #[serde(default)]
-    pub domains: Vec<String>,
 }
 
 /// `POST /admin/api/projects` (global admins): creates a project.
@@ -215,15 +203,6 @@ pub async fn rotate_backfeed_key(
     Ok(Json(BackfeedKey {
         backfeed_key: settings.backfeed_key,
     }))
-}
-
-/// Body of `POST /admin/api/SLUG/targets`.
-#[derive(Debug, Deserialize)]
-pub struct TargetChange {
-    /// e.g. `rsync://host/module/:downloader/`.
-    pub target: String,
-    /// `activate`, `deactivate` or `remove` (adding is activating a new one).
-    pub action: String,
 }
 
 /// `POST /admin/api/SLUG/targets`: adds, activates, deactivates or removes an upload target.

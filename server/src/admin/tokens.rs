@@ -10,12 +10,12 @@ use crate::{
     web::{ApiError, ApiResult},
 };
 use app::model::admin::CreatedToken;
+pub use app::model::admin::NewToken;
 use axum::{
     extract::{Path, State},
     http::StatusCode,
     Json,
 };
-use serde::Deserialize;
 
 /// Tokens one account may hold.
 const MAX_TOKENS: usize = 20;
@@ -37,13 +37,6 @@ pub async fn list_tokens(
 ) -> ApiResult<Json<Vec<ApiToken>>> {
     needs_session(&caller)?;
     Ok(Json(state.store.tokens(&caller.name).await?))
-}
-
-/// Body of `POST /admin/api/tokens`.
-#[derive(Debug, Deserialize)]
-pub struct NewToken {
-    /// What the token is for, e.g. `ingest script`.
-    pub name: String,
 }
 
 /// `POST /admin/api/tokens`: a new token for the caller, acting with the caller's role.

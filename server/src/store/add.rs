@@ -34,15 +34,7 @@ impl Store {
         count_only: bool,
     ) -> StoreResult<u64> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.done(),
-            k.failed(),
-            k.stats(),
-            k.qseq(),
-            k.offload(),
-        ];
+        let keys = k.add_items_keys();
         // The settings, read once: the pattern limits, the order, the high-water mark.
         let (settings, patterns) = self.cached_settings(slug).await?.unzip();
         let patterns = patterns.unwrap_or_default();

@@ -108,13 +108,7 @@ impl Store {
         }
         let k = self.keys.project(slug);
         let patterns = self.patterns(slug).await?;
-        let keys = vec![
-            k.out(),
-            k.claims(),
-            k.dl_claims(),
-            k.timeline(),
-            k.attempts(),
-        ];
+        let keys = k.release_items_keys();
         let mut released = 0;
         for chunk in matching.chunks(BULK) {
             let mut args = vec![
@@ -197,12 +191,7 @@ impl Store {
                         }
                         let n: u64 = self
                             .scripts
-                            .run(
-                                client,
-                                &self.scripts.move_items,
-                                vec![k.qseq(), k.meta()],
-                                args,
-                            )
+                            .run(client, &self.scripts.move_items, k.queue_order_keys(), args)
                             .await?;
                         total += n;
                     }
@@ -228,7 +217,7 @@ impl Store {
             .run(
                 self.pool.next(),
                 &self.scripts.clear_queue,
-                vec![k.meta(), k.stats(), k.decay()],
+                k.clear_queue_keys(),
                 args,
             )
             .await
@@ -296,7 +285,7 @@ impl Store {
             return Ok(items.len() as u64);
         }
         let patterns = self.patterns(slug).await?;
-        let keys = vec![k.failed(), k.attempts(), k.timeline(), k.stats()];
+        let keys = k.resolve_failed_keys();
         let mut total = 0;
         for chunk in items.chunks(BULK) {
             let mut args = vec![

@@ -132,16 +132,7 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<Option<(u64, u64)>> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.done(),
-            k.failed(),
-            k.bloom(),
-            k.qseq(),
-            k.stats(),
-            k.offload(),
-        ];
+        let keys = k.backfeed_keys();
         let params = cached_layer_params(capacity);
         let client = self.pool.next();
         let (mut added, mut dups) = (0, 0);

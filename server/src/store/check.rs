@@ -220,7 +220,7 @@ impl Store {
     /// Like [`Store::check`], meant for a quiet moment.
     pub async fn recount(&self, slug: &str) -> StoreResult<Option<(Option<i64>, i64)>> {
         let k = self.keys.project(slug);
-        let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats()];
+        let keys = k.recount_keys();
         let mut personal = self.personal_queues(slug).await?;
         // A personal queue made between the scan and the script would be missed: scan again
         // after, and count again if one appeared (a few tries; they are made by hand).

@@ -98,15 +98,7 @@ impl Store {
     /// Where `item` is: in Redis, else on disk (offloaded).
     pub async fn item_status(&self, slug: &str, item: &str) -> StoreResult<ItemStatus> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.claims(),
-            k.done(),
-            k.failed(),
-            k.timeline(),
-            k.decay(),
-        ];
+        let keys = k.item_status_keys();
         let args = vec![Value::from(k.prefix()), Value::from(item)];
         let Whereabouts {
             state,

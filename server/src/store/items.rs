@@ -109,20 +109,7 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<Option<Vec<ClaimOutcome>>> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.claims(),
-            k.attempts(),
-            k.failed(),
-            k.dl_claims(),
-            k.blocked("ip"),
-            k.blocked("dl"),
-            k.ratelimit(),
-            k.timeline(),
-            k.stats(),
-            k.decay(),
-        ];
+        let keys = k.claim_keys();
         let mut args = Vec::with_capacity(3 + 10 * requests.len());
         args.push(Value::from(now_ms as i64));
         args.push(Value::from(k.prefix()));
@@ -267,30 +254,7 @@ impl Store {
     ) -> StoreResult<Vec<DoneOutcome>> {
         let k = self.keys.project(slug);
         let month = app::model::month_name(now_ms);
-        let keys = vec![
-            k.meta(),
-            k.out(),
-            k.claims(),
-            k.done(),
-            k.failed(),
-            k.attempts(),
-            k.dl_claims(),
-            k.stats(),
-            k.dl_items(),
-            k.dl_bytes(),
-            k.dl_version(),
-            k.dl_seen(),
-            k.domain_bytes(),
-            k.seq(),
-            k.history(),
-            k.events(),
-            k.timeline(),
-            k.blocked("ip"),
-            k.log(),
-            k.chart(),
-            k.decay(),
-            k.monthly_contributors(&month),
-        ];
+        let keys = k.done_keys(&month);
         let mut args = vec![
             Value::from(now_ms as i64),
             Value::from(k.prefix()),
@@ -399,14 +363,7 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<bool> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.out(),
-            k.claims(),
-            k.dl_claims(),
-            k.timeline(),
-            k.queue(TODO),
-            k.attempts(),
-        ];
+        let keys = k.release_keys(TODO);
         let args = vec![
             Value::from(now_ms as i64),
             Value::from(item),

@@ -304,15 +304,7 @@ impl Store {
         } else {
             k.done()
         };
-        let keys = vec![
-            k.offload_lease(),
-            k.segs(),
-            k.offload(),
-            k.stats(),
-            k.done(),
-            k.timeline(),
-            part,
-        ];
+        let keys = k.offload_commit_keys(part);
         let mut args = vec![
             Value::from(token),
             Value::from(id),
@@ -348,14 +340,7 @@ impl Store {
         items: &[(String, String)],
     ) -> StoreResult<u64> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.offload_lease(),
-            k.segs(),
-            k.segs_restored(),
-            k.offload(),
-            k.stats(),
-            k.queue(part),
-        ];
+        let keys = k.refill_keys(part);
         let mut args = vec![
             Value::from(token),
             Value::from(id),

@@ -10,7 +10,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub use app::model::admin::{PatternLimit, Settings, DEFAULT_DECAY_THRESHOLD};
+use app::model::admin::SETTING_FIELDS;
+pub use app::model::admin::{PatternLimit, Settings};
 
 /// What `tracker project create` sets.
 #[derive(Clone, Debug)]
@@ -23,21 +24,12 @@ pub struct NewProject {
     pub domains: Vec<String>,
 }
 
-/// The settings of a new project titled `title`.
+/// The settings of a new project titled `title`: the codec's defaults, one byte domain `data`.
 fn defaults(title: &str) -> Settings {
     Settings {
         title: title.to_string(),
-        state: "active".into(),
         domains: vec!["data".into()],
-        auto_block_ttl: 86_400,
-        bloom_capacity: 1_000_000,
-        decay_threshold: DEFAULT_DECAY_THRESHOLD,
-        done_policy: "keep".into(),
-        offload_keep: app::model::admin::DEFAULT_OFFLOAD_KEEP,
-        queue_high: app::model::admin::DEFAULT_QUEUE_HIGH,
-        segment_items: app::model::admin::DEFAULT_SEGMENT_ITEMS,
-        log_keep: app::model::admin::DEFAULT_LOG_KEEP,
-        ..Settings::default()
+        ..app::model::admin::default_settings()
     }
 }
 
@@ -192,50 +184,15 @@ impl Store {
             .iter()
             .map(|s| format!("todo:backfeed:{s}"))
             .collect();
-        let b = |v: bool| if v { "1" } else { "0" }.to_string();
-        let mut fields: Vec<(String, String)> = vec![
-            ("title".into(), s.title.clone()),
-            ("banner".into(), s.banner.clone()),
-            ("state".into(), s.state.clone()),
-            ("domains".into(), s.domains.join(",")),
-            ("min_version".into(), s.min_version.clone()),
-            ("rate".into(), s.rate.to_string()),
-            ("burst".into(), s.burst.to_string()),
-            ("claims_limit".into(), s.claims_limit.to_string()),
-            ("dl_max_claims".into(), s.dl_max_claims.to_string()),
-            ("reclaim_ttl".into(), s.reclaim_ttl.to_string()),
-            ("max_attempts".into(), s.max_attempts.to_string()),
-            ("decay_factor".into(), s.decay_factor.to_string()),
-            ("decay_threshold".into(), s.decay_threshold.to_string()),
-            ("fifo".into(), b(s.fifo)),
-            ("ignore_global_blocks".into(), b(s.ignore_global_blocks)),
-            ("auto_block_ttl".into(), s.auto_block_ttl.to_string()),
-            ("item_pattern".into(), s.item_pattern.clone()),
-            ("backfeed_key".into(), s.backfeed_key.clone()),
-            ("backfeed_shards".into(), s.backfeed_shards.join(",")),
-            ("shard_pattern".into(), s.shard_pattern.clone()),
-            ("bloom_capacity".into(), s.bloom_capacity.to_string()),
-            (
-                "extra".into(),
-                serde_json::to_string(&s.extra).unwrap_or_default(),
-            ),
-            (
-                "pattern_limits".into(),
-                serde_json::to_string(&s.pattern_limits).unwrap_or_default(),
-            ),
-            ("require_token".into(), b(s.require_token)),
-            ("tags".into(), s.tags.join(",")),
-            ("done_policy".into(), s.done_policy.clone()),
-            ("offload_keep".into(), s.offload_keep.to_string()),
-            ("queue_high".into(), s.queue_high.to_string()),
-            ("segment_items".into(), s.segment_items.to_string()),
-            ("log_keep".into(), s.log_keep.to_string()),
-            ("queues".into(), queue_order(s, &shards)),
-        ];
+        let mut fields: Vec<(String, String)> = SETTING_FIELDS
+            .iter()
+            .map(|f| (f.name.to_string(), f.encode(s)))
+            .collect();
+        fields.push(("queues".into(), queue_order(s, &shards)));
         for p in &s.pattern_limits {
             fields.push((
                 format!("pl:{}", p.name),
-                format!("{} {}", p.rate, p.burst.max(1.0)),
+                app::model::admin::pattern_limit_value(p),
             ));
         }
         let _: () = client.hset(k.meta(), fields).await?;
@@ -274,7 +231,7 @@ impl Store {
             .call(
                 self.pool.next(),
                 &self.scripts.retire_shards,
-                vec![k.meta(), k.segs()],
+                k.retire_shards_keys(),
                 args,
             )
             .await?
@@ -324,63 +281,17 @@ impl Store {
         let Some(title) = meta.get("title") else {
             return Ok(None);
         };
-        let text = |k: &str| meta.get(k).cloned().unwrap_or_default();
-        let num = |k: &str| meta.get(k).and_then(|v| v.parse::<u64>().ok());
-        let read_float = |k: &str| meta.get(k).and_then(|v| v.parse::<f64>().ok());
-        let float = |k: &str| read_float(k).unwrap_or(0.0);
-        let defaults = defaults(title);
-        let settings = Settings {
-            title: title.clone(),
-            banner: text("banner"),
-            state: meta.get("state").map_or(defaults.state, |s| {
-                app::model::lifecycle::settable(s).to_string()
-            }),
-            domains: text("domains")
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect(),
-            min_version: text("min_version"),
-            rate: float("rate"),
-            burst: float("burst"),
-            claims_limit: num("claims_limit").unwrap_or(0),
-            dl_max_claims: num("dl_max_claims").unwrap_or(0),
-            reclaim_ttl: num("reclaim_ttl").unwrap_or(0),
-            max_attempts: num("max_attempts").unwrap_or(0),
-            decay_factor: float("decay_factor"),
-            decay_threshold: read_float("decay_threshold").unwrap_or(DEFAULT_DECAY_THRESHOLD),
-            fifo: text("fifo") == "1",
-            ignore_global_blocks: text("ignore_global_blocks") == "1",
-            auto_block_ttl: num("auto_block_ttl").unwrap_or(defaults.auto_block_ttl),
-            item_pattern: text("item_pattern"),
-            backfeed_key: text("backfeed_key"),
-            backfeed_shards: match meta.get("backfeed_shards") {
-                Some(list) => list
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect(),
-                None => shards_in(meta.get("queues")),
-            },
-            shard_pattern: text("shard_pattern"),
-            bloom_capacity: num("bloom_capacity").unwrap_or(defaults.bloom_capacity),
-            extra: serde_json::from_str(&text("extra")).unwrap_or_default(),
-            pattern_limits: serde_json::from_str(&text("pattern_limits")).unwrap_or_default(),
-            require_token: text("require_token") == "1",
-            tags: text("tags")
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect(),
-            done_policy: meta
-                .get("done_policy")
-                .cloned()
-                .unwrap_or(defaults.done_policy),
-            offload_keep: num("offload_keep").unwrap_or(defaults.offload_keep),
-            queue_high: num("queue_high").unwrap_or(defaults.queue_high),
-            segment_items: num("segment_items").unwrap_or(defaults.segment_items),
-            log_keep: num("log_keep").unwrap_or(defaults.log_keep),
-        };
+        // The codec decodes each field; the state is one an operator sets (a derived one
+        // stored by an old build reads as what it derives from), and a project saved before
+        // `backfeed_shards` existed declares the shards its claim order has.
+        let fields: std::collections::BTreeMap<&str, &str> =
+            meta.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut settings = app::model::admin::decode_meta(&fields);
+        settings.title = title.clone();
+        settings.state = app::model::lifecycle::settable(&settings.state).to_string();
+        if !meta.contains_key("backfeed_shards") {
+            settings.backfeed_shards = shards_in(meta.get("queues"));
+        }
         let patterns = Patterns {
             limits: settings
                 .pattern_limits

@@ -16,7 +16,9 @@
 //! A script runs as its shebang line, then [`prelude`] (the names Lua shares with Rust,
 //! generated from [`crate::keys`]: the queue names `Q.todo`, `Q.backfeed`, `Q.secondary`,
 //! `Q.redo`, the personal queue prefix `Q.personal`, `DEFAULT_QUEUES`, and the per-minute
-//! counter codes `ST.<name>` of [`crate::keys::Counter`]), then [`LIB`] (`lua/_lib.lua`, the
+//! counter codes `ST.<name>` of [`crate::keys::Counter`], the derived key stems `K.<name>`, and
+//! from the settings codec the `meta` hash's field names `SET.<name>` and the settings'
+//! defaults `SET_DEFAULT.<name>`), then [`LIB`] (`lua/_lib.lua`, the
 //! shared helpers), then the rest of its file. The header lines before the file's second line
 //! are [`header_lines`]; Redis's error line numbers (`user_script:N`) are those of the composed
 //! source, and [`Scripts::run`] adds the file's own line (`claim.lua:N`) to such an error.
@@ -70,6 +72,7 @@ pub use reply::{lua_count, lua_list, Accepted, Batch, Refusal, Reply};
 
 use super::{StoreError, StoreResult};
 use crate::keys::{Counter, BACKFEED, PERSONAL, QUEUES, REDO, SECONDARY, TODO};
+use app::model::admin::{Kind, DERIVED_FIELDS, SETTING_FIELDS};
 use fred::{prelude::*, types::scripts::Script};
 use serde::de::DeserializeOwned;
 
@@ -99,16 +102,49 @@ pub fn prelude() -> String {
         .map(|(name, stem)| format!("{name} = '{stem}'"))
         .collect();
     format!(
-        "-- _prelude: names shared with Rust, generated from keys.rs (store::scripts::prelude).\n\
+        "-- _prelude: names shared with Rust, generated from keys.rs and the settings codec \
+         (store::scripts::prelude).\n\
          local Q = {{ todo = '{TODO}', backfeed = '{BACKFEED}', secondary = '{SECONDARY}', \
          redo = '{REDO}', personal = '{PERSONAL}' }}\n\
          local DEFAULT_QUEUES = '{}'\n\
          local ST = {{ {} }}\n\
-         local K = {{ {} }}\n",
+         local K = {{ {} }}\n\
+         local SET = {{ {} }}\n\
+         local SET_DEFAULT = {{ {} }}\n",
         QUEUES.join(","),
         counters.join(", "),
-        derived.join(", ")
+        derived.join(", "),
+        setting_names().join(", "),
+        setting_defaults().join(", ")
     )
+}
+
+/// `SET`: the `meta` hash's fields by their Lua name, the settings (named as in the codec,
+/// [`SETTING_FIELDS`]) and the fields derived from them ([`DERIVED_FIELDS`]).
+fn setting_names() -> Vec<String> {
+    SETTING_FIELDS
+        .iter()
+        .map(|f| format!("{0} = '{0}'", f.name))
+        .chain(
+            DERIVED_FIELDS
+                .iter()
+                .map(|(name, field)| format!("{name} = '{field}'")),
+        )
+        .collect()
+}
+
+/// `SET_DEFAULT`: what a project lacking a setting has, for each setting whose default is not
+/// empty or 0 (numbers as numbers, texts quoted).
+fn setting_defaults() -> Vec<String> {
+    SETTING_FIELDS
+        .iter()
+        .filter(|f| !["", "0"].contains(&f.default))
+        .filter_map(|f| match f.kind {
+            Kind::Int | Kind::Float => Some(format!("{} = {}", f.name, f.default)),
+            Kind::Text => Some(format!("{} = '{}'", f.name, f.default)),
+            Kind::List | Kind::Flag | Kind::Json => None,
+        })
+        .collect()
 }
 
 /// [`prelude`] and [`LIB`], as they are inserted into every script; whole lines.

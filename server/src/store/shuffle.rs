@@ -48,12 +48,7 @@ impl Store {
                     args.extend(items.into_iter().map(Value::from));
                     let n: u64 = self
                         .scripts
-                        .run(
-                            client,
-                            &self.scripts.shuffle,
-                            vec![k.qseq(), k.meta()],
-                            args,
-                        )
+                        .run(client, &self.scripts.shuffle, k.queue_order_keys(), args)
                         .await?;
                     scored += n;
                 }

@@ -224,19 +224,7 @@ impl Store {
         recent: usize,
     ) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
         let k = self.keys.project(slug);
-        let keys = vec![
-            k.meta(),
-            k.stats(),
-            k.out(),
-            k.dl_items(),
-            k.dl_bytes(),
-            k.domain_bytes(),
-            k.seq(),
-            k.history(),
-            k.failed(),
-            k.dl_seen(),
-            k.dl_version(),
-        ];
+        let keys = k.snapshot_keys();
         let args = vec![
             Value::from(k.prefix()),
             Value::from(downloaders),

@@ -208,14 +208,7 @@ async fn release_refusals() {
 
     // The script itself names the item that is not claimed.
     let k = Keys::new(&app.namespace).project("p");
-    let keys = vec![
-        k.out(),
-        k.claims(),
-        k.dl_claims(),
-        k.timeline(),
-        k.queue("todo"),
-        k.attempts(),
-    ];
+    let keys = k.release_keys("todo");
     let args = vec![
         Value::from(now_ms() as i64),
         Value::from("zzz"),
@@ -314,7 +307,7 @@ async fn no_project_and_filter_changed() {
     // ... which the script says with `no_project`.
     let k = Keys::new(&app.namespace).project("nope");
     let scripts = Scripts::new();
-    let keys = vec![k.meta(), k.out(), k.done(), k.failed(), k.stats()];
+    let keys = k.recount_keys();
     let reply = scripts
         .call::<serde_json::Value>(
             store.client(),
@@ -329,16 +322,7 @@ async fn no_project_and_filter_changed() {
     // A tracker that read another number of filter layers than there are is told to read again.
     app.project("p", &[]).await;
     let k = Keys::new(&app.namespace).project("p");
-    let keys = vec![
-        k.meta(),
-        k.out(),
-        k.done(),
-        k.failed(),
-        k.bloom(),
-        k.qseq(),
-        k.stats(),
-        k.offload(),
-    ];
+    let keys = k.backfeed_keys();
     let args = |layers: i64, gen: &str| -> Vec<Value> {
         vec![
             Value::from(T0 as i64),

@@ -151,40 +151,28 @@ pub struct OffloadState {
 
 /// The done policies.
 pub const DONE_POLICIES: [&str; 3] = ["keep", "offload", "discard"];
-/// Done items kept in Redis by default.
-pub const DEFAULT_OFFLOAD_KEEP: u64 = 100_000;
-/// A queue part's high-water mark by default.
-pub const DEFAULT_QUEUE_HIGH: u64 = 2_000_000;
-/// Items per segment file by default.
-pub const DEFAULT_SEGMENT_ITEMS: u64 = 50_000;
-/// Completion log entries kept in Redis by default.
-pub const DEFAULT_LOG_KEEP: u64 = 50_000;
-
+// Serde's defaults, for a settings document that lacks the field: the codec's.
 fn default_done_policy() -> String {
-    "keep".into()
+    super::default_settings().done_policy
 }
 fn default_offload_keep() -> u64 {
-    DEFAULT_OFFLOAD_KEEP
+    super::default_settings().offload_keep
 }
 fn default_queue_high() -> u64 {
-    DEFAULT_QUEUE_HIGH
+    super::default_settings().queue_high
 }
 fn default_segment_items() -> u64 {
-    DEFAULT_SEGMENT_ITEMS
+    super::default_settings().segment_items
 }
 fn default_log_keep() -> u64 {
-    DEFAULT_LOG_KEEP
+    super::default_settings().log_keep
+}
+fn default_decay_threshold() -> f64 {
+    super::default_settings().decay_threshold
 }
 
 /// The decay factor the panel suggests when decay is switched on.
 pub const SUGGESTED_DECAY_FACTOR: f64 = 0.8;
-
-/// The decay threshold of a project that sets none.
-pub const DEFAULT_DECAY_THRESHOLD: f64 = 0.005;
-
-fn default_decay_threshold() -> f64 {
-    DEFAULT_DECAY_THRESHOLD
-}
 
 /// Upload targets of a project, each with whether it is active (`[["rsync://…", true]]`):
 /// part of [`ProjectSettings`] and the answer of `POST /admin/api/SLUG/targets`.

@@ -288,3 +288,97 @@ fn warrior_list() {
         ("B", "")
     );
 }
+
+#[test]
+fn the_codec_has_one_field_per_setting_and_round_trips_each() {
+    let json = serde_json::to_value(Settings::default()).unwrap();
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut names: Vec<&str> = SETTING_FIELDS.iter().map(|f| f.name).collect();
+    names.sort();
+    let mut keys = keys.clone();
+    keys.sort();
+    assert_eq!(names, keys, "one codec field per field of Settings");
+    let s = Settings {
+        title: "T".into(),
+        banner: "b, c".into(),
+        state: "paused".into(),
+        domains: vec!["data".into(), "other".into()],
+        rate: 2.5,
+        burst: 7.0,
+        claims_limit: 3,
+        decay_factor: 0.8,
+        decay_threshold: 0.01,
+        fifo: true,
+        require_token: true,
+        tags: vec!["a".into()],
+        extra: [("k".to_string(), "v".to_string())].into(),
+        pattern_limits: vec![PatternLimit {
+            name: "p".into(),
+            pattern: "^x".into(),
+            rate: 1.0,
+            burst: 2.0,
+        }],
+        done_policy: "offload".into(),
+        log_keep: 9_000,
+        ..default_settings()
+    };
+    let encoded: Vec<(&str, String)> = SETTING_FIELDS
+        .iter()
+        .map(|f| (f.name, f.encode(&s)))
+        .collect();
+    let meta: BTreeMap<&str, &str> = encoded.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(decode_meta(&meta), s);
+    // A field that does not decode reads as its default, as a missing one does.
+    let mut broken = meta.clone();
+    broken.insert("rate", "fast");
+    broken.insert("fifo", "yes");
+    let read = decode_meta(&broken);
+    assert_eq!((read.rate, read.fifo), (0.0, false));
+    // Serde's defaults (a document lacking the field) are the codec's.
+    let d = default_settings();
+    assert_eq!(
+        (d.state.as_str(), d.done_policy.as_str()),
+        ("active", "keep")
+    );
+    assert_eq!((d.auto_block_ttl, d.decay_threshold), (86_400, 0.005));
+    let mut partial = serde_json::to_value(&s).unwrap();
+    for k in ["decay_threshold", "done_policy", "log_keep", "queue_high"] {
+        partial.as_object_mut().unwrap().remove(k);
+    }
+    let read: Settings = serde_json::from_value(partial).unwrap();
+    assert_eq!(
+        (
+            read.decay_threshold,
+            read.done_policy,
+            read.log_keep,
+            read.queue_high
+        ),
+        (d.decay_threshold, d.done_policy, d.log_keep, d.queue_high)
+    );
+}
+
+#[test]
+fn the_panel_reads_a_setting_as_its_text_field_shows_it() {
+    let field = |name| setting_field(name).unwrap();
+    let mut s = default_settings();
+    field("domains")
+        .set_text(&mut s, " data , other,, ")
+        .unwrap();
+    assert_eq!(s.domains, ["data", "other"]);
+    assert_eq!(field("domains").panel_text(&s), "data, other");
+    field("rate").set_text(&mut s, " 2 ").unwrap();
+    assert_eq!(field("rate").panel_text(&s), "2.0");
+    assert_eq!(
+        field("rate").set_text(&mut s, "x"),
+        Err("Rate limit (items per second; 0: none): not a number.".into())
+    );
+    assert_eq!(
+        field("reclaim_ttl").set_text(&mut s, "-1"),
+        Err("Reclaim TTL (seconds; 0: never): not a whole number.".into())
+    );
+}

@@ -5,7 +5,13 @@
 
 pub use crate::format::encode;
 use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Serialize;
 use serde_json::Value;
+
+/// A request body of [`crate::model::admin`] (the struct the server decodes) as JSON.
+pub fn json<T: Serialize>(request: &T) -> Value {
+    serde_json::to_value(request).unwrap_or_default()
+}
 
 /// What a call sends.
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]

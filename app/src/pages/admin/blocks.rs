@@ -7,10 +7,9 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AdminSession, BlockRow};
+use crate::model::admin::{AdminSession, BlockChange, BlockRow};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use serde_json::json;
 
 /// The blocks page.
 #[component]
@@ -55,7 +54,12 @@ fn Blocks(session: AdminSession, project: String) -> impl IntoView {
     // The lists of the scope's project, or the global ones (no project).
     let project = move || Some(scope.get_untracked()).filter(|p| !p.is_empty());
     let unblock = move |kind: String, value: String| {
-        let b = json!({"kind": kind, "value": value, "project": project()});
+        let b = api::json(&BlockChange {
+            kind,
+            value,
+            project: project(),
+            ..BlockChange::default()
+        });
         bulk.run(
             "POST",
             "/admin/api/unblock".into(),
@@ -79,9 +83,12 @@ fn Blocks(session: AdminSession, project: String) -> impl IntoView {
                 Err(_) => return bulk.message.set("Hours must be a whole number.".into()),
             },
         };
-        let b = json!({
-            "kind": kind.get_untracked(), "value": value.get_untracked().trim(),
-            "project": project(), "reason": reason.get_untracked(), "hours": hours_given,
+        let b = api::json(&BlockChange {
+            kind: kind.get_untracked(),
+            value: value.get_untracked().trim().to_string(),
+            project: project(),
+            reason: reason.get_untracked(),
+            hours: hours_given,
         });
         bulk.run(
             "POST",

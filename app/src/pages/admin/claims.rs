@@ -9,10 +9,9 @@ use super::{
 };
 use crate::{
     format::thousands,
-    model::admin::{ClaimGroup, FailedList},
+    model::admin::{ClaimGroup, FailedList, Release, ResolveFailed},
 };
 use leptos::prelude::*;
-use serde_json::json;
 
 /// Claims grouped by downloader, and the release form.
 #[component]
@@ -23,10 +22,12 @@ pub fn Claims(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
         api::get::<Vec<ClaimGroup>>(claims_path.clone())
     });
     let release_path = StoredValue::new(format!("/admin/api/{slug}/release"));
-    let release = move |body: serde_json::Value| {
-        bulk.preview(release_path.get_value(), BodyKind::Json(body), |c| {
-            format!("Release {} claims?", thousands(c))
-        })
+    let release = move |body: Release| {
+        bulk.preview(
+            release_path.get_value(),
+            BodyKind::Json(api::json(&body)),
+            |c| format!("Release {} claims?", thousands(c)),
+        )
     };
     let (item, regex, before, minutes) = (
         RwSignal::new(String::new()),
@@ -60,11 +61,13 @@ pub fn Claims(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                 Err(_) => return bulk.message.set("Minutes must be a number.".into()),
             },
         };
-        let item = Some(i.trim()).filter(|i| !i.is_empty());
-        let regex = Some(r).filter(|r| !r.is_empty());
-        release(json!({
-            "item": item, "regex": regex, "before_ms": before_ms, "older_than_s": older_than_s,
-        }))
+        release(Release {
+            item: Some(i.trim().to_string()).filter(|i| !i.is_empty()),
+            regex: Some(r).filter(|r| !r.is_empty()),
+            before_ms,
+            older_than_s,
+            ..Release::default()
+        })
     };
     view! {
         <section class="card" aria-label="Claims">
@@ -88,7 +91,7 @@ pub fn Claims(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                                         <td>{g.ips.join(", ")}</td>
                                         <td>{thousands(g.done)}</td>
                                         <td>{may_change.then(|| view! {
-                                            <button on:click=move |_| release(json!({"downloader": who.clone()}))
+                                            <button on:click=move |_| release(Release { downloader: Some(who.clone()), ..Release::default() })
                                                 aria-label=format!("Release claims of {d}")>"Release"</button>
                                         })}</td>
                                     </tr>
@@ -123,7 +126,11 @@ pub fn Failed(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
         api::get::<FailedList>(path.get_value())
     });
     let act = move |action: &'static str, items: Option<Vec<String>>| {
-        let body = json!({ "action": action, "items": items });
+        let body = api::json(&ResolveFailed {
+            action: action.into(),
+            items,
+            dry_run: false,
+        });
         let verb = if action == "requeue" {
             "Requeue"
         } else {

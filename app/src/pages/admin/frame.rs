@@ -5,10 +5,9 @@ use super::{
     api::{self, Body},
     loaded::Loaded,
 };
-use crate::model::admin::AdminSession;
+use crate::model::admin::{AdminSession, Credentials, Setup};
 use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
-use serde_json::json;
 
 /// Who sees a page in the navigation.
 #[derive(Clone, Copy, PartialEq)]
@@ -121,11 +120,15 @@ pub fn Credentials(csrf: String, purpose: Purpose) -> impl IntoView {
             let (path, body) = match &purpose {
                 Purpose::LogIn => (
                     "/admin/api/login",
-                    json!({"username": username, "password": password}),
+                    api::json(&Credentials { username, password }),
                 ),
                 Purpose::SetUp(token) => (
                     "/admin/api/setup",
-                    json!({"token": token, "username": username, "password": password}),
+                    api::json(&Setup {
+                        token: token.clone(),
+                        username,
+                        password,
+                    }),
                 ),
             };
             match api::send("POST", path, &csrf, Body::Json(body)).await {

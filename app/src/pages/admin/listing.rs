@@ -5,9 +5,8 @@ use super::{
     api::{self, Body},
     loaded::Loaded,
 };
-use crate::model::admin::{AutoProject, Listing, ProjectListing};
+use crate::model::admin::{AutoProject, Listing, Pin, ProjectListing};
 use leptos::{prelude::*, task::spawn_local};
-use serde_json::json;
 
 /// The signals of the listing form, one per field.
 #[derive(Clone, Copy)]
@@ -95,7 +94,7 @@ pub fn ListingEditor(slug: String, csrf: StoredValue<String>, may_change: bool) 
             Err(e) => return message.set(e),
         };
         spawn_local(async move {
-            let body = Body::Json(json!(listing));
+            let body = Body::Json(api::json(&listing));
             let (path, csrf) = (path.get_value(), csrf.get_value());
             match api::call::<ProjectListing>("PUT", &path, &csrf, body).await {
                 Ok(_) => {
@@ -159,7 +158,7 @@ pub fn AutoPin(csrf: StoredValue<String>, global: bool) -> impl IntoView {
     let message = RwSignal::new(String::new());
     let pin = move |slug: Option<String>| {
         spawn_local(async move {
-            let body = Body::Json(json!({ "pin": slug }));
+            let body = Body::Json(api::json(&Pin { pin: slug }));
             match api::call::<AutoProject>("PUT", PATH, &csrf.get_value(), body).await {
                 Ok(a) => {
                     message.set(match a.pinned {

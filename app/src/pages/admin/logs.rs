@@ -7,9 +7,11 @@ use super::{
     bulk::{BodyKind, Bulk},
     loaded::Loaded,
 };
-use crate::{format::thousands, model::admin::ArchiveFile};
+use crate::{
+    format::thousands,
+    model::admin::{ArchiveFile, ArchiveLog},
+};
 use leptos::prelude::*;
-use serde_json::json;
 
 /// The log download form, the archive form and the archive list.
 #[component]
@@ -44,7 +46,10 @@ pub fn Logs(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
         };
         bulk.preview(
             archive_path.get_value(),
-            BodyKind::Json(json!({ "to": ms })),
+            BodyKind::Json(api::json(&ArchiveLog {
+                to: ms,
+                dry_run: false,
+            })),
             |c| {
                 format!(
                     "Archive {} log entries to a gzip file and remove them from Redis?",

@@ -7,7 +7,7 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AdminSession, CreatedPipeline, Pipeline};
+use crate::model::admin::{AdminSession, CreatedPipeline, Pipeline, PipelineRequest};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::json;
 
@@ -40,10 +40,10 @@ fn Pipelines(session: AdminSession) -> impl IntoView {
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())
             .collect();
-        let body = Body::Json(json!({
-            "name": name.get_untracked().trim(),
-            "tags": tag_list,
-            "match_only": match_only.get_untracked(),
+        let body = Body::Json(api::json(&PipelineRequest {
+            name: name.get_untracked().trim().to_string(),
+            tags: tag_list,
+            match_only: match_only.get_untracked(),
         }));
         spawn_local(async move {
             let csrf = bulk.csrf.get_value();

@@ -10,11 +10,10 @@ use super::{
 };
 use crate::{
     format::thousands,
-    model::admin::{AdminSession, Queues},
+    model::admin::{AdminSession, ClearQueue, MoveItems, Queues},
 };
 use leptos::{html, prelude::*};
 use leptos_router::hooks::use_params_map;
-use serde_json::json;
 
 /// The queues items can be added to and moved between.
 pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
@@ -162,14 +161,22 @@ fn MoveOrClear(slug: String, bulk: Bulk) -> impl IntoView {
     );
     let move_path = format!("/admin/api/{slug}/move");
     let preview_move = move |_| {
-        let body = json!({"from": from.get_untracked(), "to": to.get_untracked(), "regex": regex.get_untracked()});
+        let body = api::json(&MoveItems {
+            from: from.get_untracked(),
+            to: to.get_untracked(),
+            regex: regex.get_untracked(),
+            dry_run: false,
+        });
         bulk.preview(move_path.clone(), BodyKind::Json(body), |c| {
             format!("Move {} items?", thousands(c))
         })
     };
     let clear_path = format!("/admin/api/{slug}/clear");
     let preview_clear = move |_| {
-        let body = json!({"queue": from.get_untracked()});
+        let body = api::json(&ClearQueue {
+            queue: from.get_untracked(),
+            dry_run: false,
+        });
         bulk.preview(clear_path.clone(), BodyKind::Json(body), |c| {
             format!("Drop all {} items of the queue?", thousands(c))
         })

@@ -3,116 +3,16 @@
 //! checks them) with its reason shown; the raw JSON stays available under "Advanced".
 
 use super::api::{self, Body};
-use crate::model::admin::{PatternLimit, ProjectSettings, Settings, SUGGESTED_DECAY_FACTOR};
+use crate::model::admin::{
+    PatternLimit, ProjectSettings, SettingField, SETTING_FIELDS, SUGGESTED_DECAY_FACTOR,
+};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::Value;
 
-/// One plain field of the form: its label, its text, and how its text sets it.
-struct Field {
-    label: &'static str,
-    show: fn(&Settings) -> String,
-    set: fn(&mut Settings, &str, &str) -> Result<(), String>,
+/// The plain text fields of the form: the settings the codec labels, in its order.
+fn plain_fields() -> impl Iterator<Item = &'static SettingField> {
+    SETTING_FIELDS.iter().filter(|f| f.label.is_some())
 }
-
-/// A [`Field`] of `Settings.$key`, shown and parsed as text, a list, a float or a whole number.
-macro_rules! field {
-    ($key:ident, $label:expr, Text) => {
-        Field {
-            label: $label,
-            show: |s| s.$key.clone(),
-            set: |s, t, _| {
-                s.$key = t.trim().to_string();
-                Ok(())
-            },
-        }
-    };
-    ($key:ident, $label:expr, List) => {
-        Field {
-            label: $label,
-            show: |s| s.$key.join(", "),
-            set: |s, t, _| {
-                s.$key = split(t);
-                Ok(())
-            },
-        }
-    };
-    ($key:ident, $label:expr, Float) => {
-        Field {
-            label: $label,
-            show: |s| number(s.$key),
-            set: |s, t, label| {
-                s.$key = float(t, label)?;
-                Ok(())
-            },
-        }
-    };
-    ($key:ident, $label:expr, Int) => {
-        Field {
-            label: $label,
-            show: |s| s.$key.to_string(),
-            set: |s, t, label| {
-                s.$key = whole(t, label)?;
-                Ok(())
-            },
-        }
-    };
-}
-
-/// The plain fields of the form.
-const FIELDS: [Field; 20] = [
-    field!(title, "Title", Text),
-    field!(banner, "Banner (a message on the pages)", Text),
-    field!(domains, "Byte domains (comma-separated)", List),
-    field!(
-        item_pattern,
-        "Valid item pattern (regular expression; empty: rescue form closed)",
-        Text
-    ),
-    field!(min_version, "Minimum script version (empty: any)", Text),
-    field!(rate, "Rate limit (items per second; 0: none)", Float),
-    field!(burst, "Burst (items at once)", Float),
-    field!(dl_max_claims, "Max claims per downloader (0: any)", Int),
-    field!(claims_limit, "Claims limit (0: none)", Int),
-    field!(reclaim_ttl, "Reclaim TTL (seconds; 0: never)", Int),
-    field!(max_attempts, "Max attempts (0: never fail)", Int),
-    field!(auto_block_ttl, "Automatic block length (seconds)", Int),
-    field!(
-        bloom_capacity,
-        "Bloom filter capacity (backfeed records)",
-        Int
-    ),
-    field!(
-        backfeed_shards,
-        "Backfeed shards always accepted (comma-separated)",
-        List
-    ),
-    field!(
-        shard_pattern,
-        "New backfeed shard names a call may make (regular expression, whole name; empty: any of 1-64 of A-Z a-z 0-9 _ . : -)",
-        Text
-    ),
-    field!(
-        tags,
-        "Pipeline tags: serve only pipelines carrying one (comma-separated; empty: any)",
-        List
-    ),
-    field!(
-        offload_keep,
-        "Done items kept in Redis (offload, discard: the rest go to disk)",
-        Int
-    ),
-    field!(
-        queue_high,
-        "Queue high-water mark (items a queue keeps in Redis; 0: no mark)",
-        Int
-    ),
-    field!(segment_items, "Items per segment file on disk", Int),
-    field!(
-        log_keep,
-        "Completion log entries kept in Redis (older ones go to disk)",
-        Int
-    ),
-];
 
 /// The entries of a comma-separated list.
 fn split(text: &str) -> Vec<String> {
@@ -135,13 +35,6 @@ fn float(text: &str, label: &str) -> Result<f64, String> {
         .ok()
         .filter(|f| f.is_finite())
         .ok_or(format!("{label}: not a number."))
-}
-
-/// The whole number `text` holds, or why not.
-fn whole(text: &str, label: &str) -> Result<u64, String> {
-    text.trim()
-        .parse::<u64>()
-        .map_err(|_| format!("{label}: not a whole number."))
 }
 
 /// One row of a two- or four-column list editor.
@@ -174,8 +67,7 @@ pub fn SettingsEditor(
     let path = StoredValue::new(format!("/admin/api/{slug}/settings"));
     let loaded = LocalResource::new(move || api::get::<ProjectSettings>(path.get_value()));
     let doc = RwSignal::new(ProjectSettings::default());
-    let fields: Vec<RwSignal<String>> = FIELDS
-        .iter()
+    let fields: Vec<RwSignal<String>> = plain_fields()
         .map(|_| RwSignal::new(String::new()))
         .collect();
     let fields = StoredValue::new(fields);
@@ -214,8 +106,8 @@ pub fn SettingsEditor(
     let next_id = StoredValue::new(1000u32);
     let fill = move |v: ProjectSettings| {
         let s = &v.settings;
-        for (i, field) in FIELDS.iter().enumerate() {
-            fields.with_value(|f| f[i].set((field.show)(s)));
+        for (i, field) in plain_fields().enumerate() {
+            fields.with_value(|f| f[i].set(field.panel_text(s)));
         }
         state.set(s.state.clone());
         done_policy.set(s.done_policy.clone());
@@ -259,9 +151,9 @@ pub fn SettingsEditor(
     let build = move || -> Result<ProjectSettings, String> {
         let mut v = doc.get_untracked();
         let s = &mut v.settings;
-        for (i, field) in FIELDS.iter().enumerate() {
+        for (i, field) in plain_fields().enumerate() {
             let text = fields.with_value(|f| f[i].get_untracked());
-            (field.set)(s, &text, field.label)?;
+            field.set_text(s, &text)?;
         }
         s.state = state.get_untracked();
         s.done_policy = done_policy.get_untracked();
@@ -346,7 +238,7 @@ pub fn SettingsEditor(
         <form class="card settings" aria-label="Settings" on:submit=save>
             <h2>"Settings"</h2>
             <div class="grid2">
-                {FIELDS.iter().enumerate().map(|(i, field)| {
+                {plain_fields().enumerate().map(|(i, field)| {
                     let value = fields.with_value(|f| f[i]);
                     view! { <label>{field.label} <input bind:value=value readonly=ro/></label> }
                 }).collect_view()}

@@ -6,9 +6,16 @@ use super::{
     bulk::{BodyKind, Bulk},
     loaded::Loaded,
 };
-use crate::model::admin::ProjectSettings;
+use crate::model::admin::{BackfeedKeyChange, ProjectSettings, TargetChange};
 use leptos::{prelude::*, task::spawn_local};
-use serde_json::json;
+
+/// A change of one backfeed key (`rotate`, `revoke` by its id) or a new one (`add`).
+fn key_change(action: &str, id: Option<String>) -> BackfeedKeyChange {
+    BackfeedKeyChange {
+        action: Some(action.into()),
+        id,
+    }
+}
 
 /// The backfeed keys (each with what it fed, rotated or revoked alone after confirmation) and
 /// the upload targets.
@@ -23,8 +30,13 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let targets_path = StoredValue::new(format!("/admin/api/{slug}/targets"));
     let slug = StoredValue::new(slug);
     // Every key at once (`{}`), or one key alone by its id (`rotate`, `revoke`), or a new one.
-    let keys_change = move |text: String, body: serde_json::Value| {
-        bulk.ask(text, "POST", key_path.get_value(), BodyKind::Json(body));
+    let keys_change = move |text: String, change: BackfeedKeyChange| {
+        bulk.ask(
+            text,
+            "POST",
+            key_path.get_value(),
+            BodyKind::Json(api::json(&change)),
+        );
     };
     let rotate_all = move |had_key: bool| {
         let text = if had_key {
@@ -32,10 +44,13 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
         } else {
             "Generate a backfeed key? Backfeed opens at the new URL."
         };
-        keys_change(text.into(), json!({}));
+        keys_change(text.into(), BackfeedKeyChange::default());
     };
     let change = move |target: String, action: &'static str| {
-        let body = Body::Json(json!({"target": target, "action": action}));
+        let body = Body::Json(api::json(&TargetChange {
+            target,
+            action: action.into(),
+        }));
         let done = match action {
             "activate" => "Target active.",
             "deactivate" => "Target inactive.",
@@ -75,12 +90,12 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                             <td>{may_change.then(|| view! {
                                 <button aria-label=format!("Rotate key {rid}") on:click=move |_| keys_change(
                                     format!("Rotate key {rid}? Its URL stops working at once; the other keys keep working."),
-                                    json!({"action": "rotate", "id": rid}),
+                                    key_change("rotate", Some(rid.clone())),
                                 )>"Rotate"</button>
                                 " "
                                 <button aria-label=format!("Revoke key {vid}") on:click=move |_| keys_change(
                                     format!("Revoke key {vid}? Its URL stops working at once; the other keys keep working."),
-                                    json!({"action": "revoke", "id": vid}),
+                                    key_change("revoke", Some(vid.clone())),
                                 )>"Revoke"</button>
                             })}</td>
                         </tr>
@@ -102,7 +117,7 @@ pub fn Targets(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
                                 " "
                                 <button on:click=move |_| keys_change(
                                     "Add a backfeed key? The existing keys keep working.".into(),
-                                    json!({"action": "add"}),
+                                    key_change("add", None),
                                 )>"Add a key"</button>
                             })}
                         </p>

@@ -7,7 +7,7 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AdminSession, ApiToken, CreatedToken, Role};
+use crate::model::admin::{AdminSession, ApiToken, CreatedToken, NewToken, Role};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::json;
 
@@ -29,7 +29,9 @@ fn Tokens(session: AdminSession) -> impl IntoView {
     let (name, secret) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
     let create = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body = Body::Json(json!({"name": name.get_untracked()}));
+        let body = Body::Json(api::json(&NewToken {
+            name: name.get_untracked(),
+        }));
         spawn_local(async move {
             let csrf = bulk.csrf.get_value();
             match api::call::<CreatedToken>("POST", "/admin/api/tokens", &csrf, body).await {

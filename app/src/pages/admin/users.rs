@@ -8,7 +8,7 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AccountInfo, AdminSession};
+use crate::model::admin::{AccountInfo, AdminSession, Role, UserChange};
 use leptos::prelude::*;
 use serde_json::json;
 
@@ -46,9 +46,11 @@ fn Users(session: AdminSession) -> impl IntoView {
     );
     let create = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let body = json!({
-            "name": name.get_untracked(), "password": password.get_untracked(),
-            "role": role.get_untracked(), "projects": split(&projects.get_untracked()),
+        let body = api::json(&UserChange {
+            name: name.get_untracked(),
+            password: Some(password.get_untracked()),
+            role: Role::parse(&role.get_untracked()),
+            projects: Some(split(&projects.get_untracked())),
         });
         bulk.run(
             "POST",
@@ -87,12 +89,18 @@ fn UserRow(user: AccountInfo, bulk: Bulk) -> impl IntoView {
     let projects = RwSignal::new(user.projects.join(", "));
     let password = RwSignal::new(String::new());
     let save = move |_| {
-        let body =
-            json!({"role": role.get_untracked(), "projects": split(&projects.get_untracked())});
+        let body = api::json(&UserChange {
+            role: Role::parse(&role.get_untracked()),
+            projects: Some(split(&projects.get_untracked())),
+            ..UserChange::default()
+        });
         bulk.run("PUT", path.get_value(), Body::Json(body), "Account saved.");
     };
     let reset = move |_| {
-        let body = json!({"password": password.get_untracked()});
+        let body = api::json(&UserChange {
+            password: Some(password.get_untracked()),
+            ..UserChange::default()
+        });
         password.set(String::new());
         bulk.run("PUT", path.get_value(), Body::Json(body), "Password reset.");
     };

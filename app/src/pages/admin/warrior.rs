@@ -8,9 +8,11 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AdminSession, SavedList, WarriorList, WarriorPreview};
+use crate::model::admin::{
+    AdminSession, Restore, SaveList, SavedList, WarriorList, WarriorPreview,
+};
 use leptos::{prelude::*, task::spawn_local};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The Warrior list page.
 #[component]
@@ -45,7 +47,10 @@ fn Warrior(session: AdminSession) -> impl IntoView {
         }
     });
     let put = move |dry_run: bool| {
-        let body = json!({"json": text.get_untracked(), "dry_run": dry_run});
+        let body = api::json(&SaveList {
+            json: text.get_untracked(),
+            dry_run,
+        });
         spawn_local(async move {
             let csrf = bulk.csrf.get_value();
             match api::call::<SavedList>("PUT", PATH, &csrf, Body::Json(body)).await {
@@ -70,7 +75,7 @@ fn Warrior(session: AdminSession) -> impl IntoView {
             format!("Restore the version saved {label}? The current list becomes a version too."),
             "POST",
             "/admin/api/warrior/restore".into(),
-            BodyKind::Json(json!({ "index": index })),
+            BodyKind::Json(api::json(&Restore { index })),
         )
     };
     view! {

@@ -52,15 +52,7 @@ impl Look<'_> {
     }
 
     pub(super) fn keys(&self) -> Vec<String> {
-        vec![
-            self.k.out(),
-            self.k.done(),
-            self.k.failed(),
-            self.k.claims(),
-            self.k.stats(),
-            self.k.dl_items(),
-            self.k.dl_claims(),
-        ]
+        self.k.places_keys()
     }
 
     pub(super) fn args(&self, mode: &str) -> Vec<Value> {

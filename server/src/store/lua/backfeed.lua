@@ -43,12 +43,12 @@
   may have been added), or the segments on disk did: read it again; {"err":"no_project"} when the project does not exist.
   Events: none.
   Uses: Q, DEFAULT_QUEUES, ST, K, queue_groups, queue_scorer, count_known, stat, flush_stats, bulk,
-  bulk_read.
+  bulk_read, SET.
 ]]
 local meta, out, done, failed, bloom, qseq, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now, prefix, queue, skip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1'
 
-local m = rcall('HMGET', meta, 'title', 'queues', 'fifo')
+local m = rcall('HMGET', meta, SET.title, SET.queues, SET.fifo)
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
 -- Items moved between Redis and disk since the tracker checked: it checks again.
 if (rcall('HGET', KEYS[8], 'gen') or '0') ~= ARGV[9] then return cjson.encode({ err = 'filter_changed' }) end
@@ -103,7 +103,7 @@ if not skip then
   if fresh > 0 then rcall('HINCRBY', bloom, 'n:' .. i, fresh) end
 end
 
-if new_shard then rcall('HSET', meta, 'queues', order) end
+if new_shard then rcall('HSET', meta, SET.queues, order) end
 
 -- Records of changed blocks go back; repeats within the call are duplicates; the rest are
 -- candidates (`candidates` holds their ARGV positions).

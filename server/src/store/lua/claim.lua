@@ -80,18 +80,18 @@
   Events: none.
   Uses: Q, ST, queue_groups, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
-  queue_clock.
+  queue_clock, SET, SET_DEFAULT.
 ]]
 local meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local stats, decay = KEYS[11], KEYS[12]
 local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
-local s = rcall('HMGET', meta, 'title', 'state', 'min_version', 'rate', 'burst', 'claims_limit',
-  'dl_max_claims', 'reclaim_ttl', 'max_attempts', 'fifo', 'ignore_global_blocks', 'queues', 'shuffled',
-  'decay_factor', 'decay_threshold', 'require_token', 'tags')
+local s = rcall('HMGET', meta, SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
+  SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
+  SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags)
 if not s[1] then return cjson.encode({ err = 'no_project' }) end
-local state, min_version = s[2] or 'active', s[3] or ''
+local state, min_version = s[2] or SET_DEFAULT.state, s[3] or ''
 local rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
 local claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
 local reclaim_ttl, max_attempts = (tonumber(s[8]) or 0) * 1000, tonumber(s[9]) or 0
@@ -99,7 +99,7 @@ local fifo, ignore_global = s[10] == '1', s[11] == '1'
 local groups = queue_groups(s[12])
 local by_score = fifo or s[13] == '1'
 local serving = state == 'active' or state == 'draining'
-local decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or 0.005
+local decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or SET_DEFAULT.decay_threshold
 local decaying = decay_factor > 0 and decay_factor < 1
 local require_token, project_tags, any_tags = s[16] == '1', {}, false
 for t in string.gmatch(s[17] or '', '[^,]+') do project_tags[t], any_tags = true, true end
@@ -138,7 +138,9 @@ local tat0 = rate > 0 and math.max(tonumber(rcall('HGET', ratelimit, '')) or now
 local tat = tat0
 
 local active = {}   -- requests that passed the checks, in order
-for r, q in ipairs(reqs) do
+-- Request `r` (`q`) checked: refused (`q.refusal`), or admitted with what it may take
+-- (`q.need`) under its downloader's budget and the project's rate limit, and its claim record.
+local function admit(r, q)
   stat(prefix, now, ST.requests)
   if min_version ~= '' and (q.v == '' or version_lt(q.v, min_version)) then
     q.refusal = { err = 'old_version' }
@@ -183,6 +185,7 @@ for r, q in ipairs(reqs) do
     end
   end
 end
+for r, q in ipairs(reqs) do admit(r, q) end
 
 -- Phase 2: items for the active requests, in claim order, handed out in request order.
 -- Claimed items now: only the claims limit needs them.
@@ -354,7 +357,7 @@ local function group_pop(parts, want)
     local limiter = string.match(part, '#(.+)$')
     local cap = size
     if limiter and size > 0 then
-      local conf = rcall('HGET', meta, 'pl:' .. limiter) or ''
+      local conf = rcall('HGET', meta, SET.pattern_limit .. limiter) or ''
       local prate, pburst = string.match(conf, '^(%S+) (%S+)$')
       cap = math.min(size, (gcra_allow(ratelimit, 'p:' .. limiter, tonumber(prate), tonumber(pburst), size, now)))
     end
@@ -370,7 +373,7 @@ local function group_pop(parts, want)
       for _, item in ipairs(popped) do items[#items + 1] = item end
       local limiter = string.match(part, '#(.+)$')
       if limiter then
-        local conf = rcall('HGET', meta, 'pl:' .. limiter) or ''
+        local conf = rcall('HGET', meta, SET.pattern_limit .. limiter) or ''
         gcra_charge(ratelimit, 'p:' .. limiter, tonumber(string.match(conf, '^(%S+)')), #popped, now)
       end
     end
@@ -378,7 +381,8 @@ local function group_pop(parts, want)
   return items
 end
 
-if #active > 0 then
+-- Items for the active requests, from their sources in order.
+local function fill()
   -- 1. each downloader's own queue
   if (tonumber(rcall('HGET', stats, 'pq')) or 0) > 0 then
     for i, q in ipairs(active) do
@@ -410,29 +414,40 @@ if #active > 0 then
   if not decaying and reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
 end
 
--- Phase 3: every claim written at once.
-bulk('ZADD', out, w_out)
-bulk('HSET', claims, w_claims)
-bulk('HDEL', attempts, w_unattempt)
-hincr_many(dl_claims, w_dl)
-local used = 0
-for _, q in ipairs(active) do used = used + #q.got end
-if rate > 0 and used > 0 then
-  rcall('HSET', ratelimit, '', string.format('%.3f', tat0 + used * interval))
-end
-
-local result = {}
-for r, q in ipairs(reqs) do
-  if q.refusal then
-    result[r] = q.refusal
-  elseif #q.got == 0 then
-    result[r] = { err = 'nothing_to_give' }
-  else
-    stat(prefix, now, ST.served)
-    stat(prefix, now, ST.claimed, #q.got)
-    if q.reclaimed then stat(prefix, now, ST.served_reclaimed) end
-    result[r] = q.got
+-- Phase 3: every claim written at once, and the limiter charged with what was taken.
+local function write_claims()
+  bulk('ZADD', out, w_out)
+  bulk('HSET', claims, w_claims)
+  bulk('HDEL', attempts, w_unattempt)
+  hincr_many(dl_claims, w_dl)
+  local used = 0
+  for _, q in ipairs(active) do used = used + #q.got end
+  if rate > 0 and used > 0 then
+    rcall('HSET', ratelimit, '', string.format('%.3f', tat0 + used * interval))
   end
 end
+
+-- Each request's answer: its refusal, or its items.
+local function answers()
+  local result = {}
+  for r, q in ipairs(reqs) do
+    if q.refusal then
+      result[r] = q.refusal
+    elseif #q.got == 0 then
+      result[r] = { err = 'nothing_to_give' }
+    else
+      stat(prefix, now, ST.served)
+      stat(prefix, now, ST.claimed, #q.got)
+      if q.reclaimed then stat(prefix, now, ST.served_reclaimed) end
+      result[r] = q.got
+    end
+  end
+  return result
+end
+
+-- The main line.
+if #active > 0 then fill() end
+write_claims()
+local result = answers()
 flush_stats(prefix, now)
 return cjson.encode(result)

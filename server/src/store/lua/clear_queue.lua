@@ -14,14 +14,14 @@
 
   Output: number of items dropped (or that would be).
   Events: none.
-  Uses: queue_groups, count_known, bulk, bulk_read.
+  Uses: queue_groups, count_known, bulk, bulk_read, SET.
 ]]
 local meta, stats, decay = KEYS[1], KEYS[2], KEYS[3]
 local prefix, queue, dry = ARGV[1], ARGV[2], ARGV[3] == '1'
 
 local count = 0
 local scored = (not dry and rcall('EXISTS', decay) == 1) and rcall('HKEYS', decay) or {}
-for _, parts in ipairs(queue_groups(rcall('HGET', meta, 'queues'))) do
+for _, parts in ipairs(queue_groups(rcall('HGET', meta, SET.queues))) do
   if parts[1] == queue then
     for _, part in ipairs(parts) do
       count = count + rcall('ZCARD', prefix .. part)

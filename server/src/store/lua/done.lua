@@ -71,7 +71,7 @@
   one message on KEYS[16], joined by ',' (parse as `[` .. `]`), with SPUBLISH: on a cluster it
   reaches only the subscribers of the project's shard, not every node as PUBLISH would.
   Uses: Q, ST, K, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
-  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked.
+  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, SET, SET_DEFAULT.
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -81,58 +81,69 @@ local decay, month_uniques = KEYS[21], KEYS[22]
 local now, prefix = tonumber(ARGV[1]), ARGV[2]
 local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
 local history_len, log_len, nrep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local day = math.floor(now / 86400000)
+local minute = math.floor(now / 60000)
 
-local s = rcall('HMGET', meta, 'domains', 'auto_block_ttl', 'queues')
+-- The phases, in the order they run (the main line at the end calls them):
+--   read_reports     the reports of ARGV and the distinct items they name
+--   read_totals      each reporting downloader's items and bytes before this batch
+--   locate           where each item is: claimed, done, failed (a queue part: per report)
+--   check_report     why a report is refused, if it is (nothing of it written)
+--   block_reporter   a report whose byte domains differ: its IP blocked, its claims released
+--   complete_report  a report recorded: its items moved, counted, logged, its event built
+--   write_moves      the batch's moves of items between states, once per batch
+--   write_figures    the batch's totals, per-downloader figures, charts, events
+--   write_uniques    unique contributors of the day and the month
+
+local s = rcall('HMGET', meta, SET.domains, SET.auto_block_ttl, SET.queues)
 local groups = queue_groups(s[3])
 local domains, ndomains = {}, 0
 for d in string.gmatch(s[1] or '', '[^,]+') do
   if not domains[d] then ndomains = ndomains + 1 end
   domains[d] = true
 end
-local block_ttl = (tonumber(s[2]) or 86400) * 1000
-local day = math.floor(now / 86400000)
-local minute = math.floor(now / 60000)
+local block_ttl = (tonumber(s[2]) or SET_DEFAULT.auto_block_ttl) * 1000
 
--- The reports, and the distinct items they name.
-local reps, all, named = {}, {}, {}
-local a = 7
-for r = 1, nrep do
-  local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
-    pipeline = ARGV[a + 5], doms = {}, items = {} }
-  local ndom = tonumber(ARGV[a + 6])
-  rep.total = 0
-  if rep.who == '' then rep.bad = true end
-  for d = 0, ndom - 1 do
-    local name, value = ARGV[a + 7 + 2 * d], ARGV[a + 8 + 2 * d]
-    local n = string.match(value, '^%d+$') and #value <= 16 and tonumber(value)
-    if not n or n > BYTES_MAX or name == '' then rep.bad = true else rep.total = rep.total + n end
-    rep.doms[#rep.doms + 1] = { name, value }
-  end
-  local nitems = tonumber(ARGV[a + 7 + 2 * ndom])
-  local at = a + 8 + 2 * ndom
-  if nitems < 1 then rep.bad = true end
-  for i = at, at + nitems - 1 do
-    local item = ARGV[i]
-    if item == '' then rep.bad = true end
-    rep.items[#rep.items + 1] = item
-  end
-  -- A refused report's items are not looked up.
-  if not rep.bad then
-    for _, item in ipairs(rep.items) do
-      if not named[item] then
-        named[item] = true
-        all[#all + 1] = item
+-- The reports, and the distinct items they name (a refused report's items are not looked up).
+local function read_reports()
+  local reps, all, named = {}, {}, {}
+  local a = 7
+  for r = 1, nrep do
+    local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
+      pipeline = ARGV[a + 5], doms = {}, items = {}, total = 0 }
+    local ndom = tonumber(ARGV[a + 6])
+    if rep.who == '' then rep.bad = true end
+    for d = 0, ndom - 1 do
+      local name, value = ARGV[a + 7 + 2 * d], ARGV[a + 8 + 2 * d]
+      local n = string.match(value, '^%d+$') and #value <= 16 and tonumber(value)
+      if not n or n > BYTES_MAX or name == '' then rep.bad = true else rep.total = rep.total + n end
+      rep.doms[#rep.doms + 1] = { name, value }
+    end
+    local nitems = tonumber(ARGV[a + 7 + 2 * ndom])
+    local at = a + 8 + 2 * ndom
+    if nitems < 1 then rep.bad = true end
+    for i = at, at + nitems - 1 do
+      local item = ARGV[i]
+      if item == '' then rep.bad = true end
+      rep.items[#rep.items + 1] = item
+    end
+    if not rep.bad then
+      for _, item in ipairs(rep.items) do
+        if not named[item] then
+          named[item] = true
+          all[#all + 1] = item
+        end
       end
     end
+    a = at + nitems
+    reps[r] = rep
   end
-  a = at + nitems
-  reps[r] = rep
+  return reps, all
 end
 
 -- Each reporting downloader's items and bytes before this batch (the events carry the totals).
-local dl_base_items, dl_base_bytes = {}, {}
-do
-  local whos, listed = {}, {}
+local function read_totals(reps)
+  local base_items, base_bytes, whos, listed = {}, {}, {}, {}
   for _, rep in ipairs(reps) do
     if not listed[rep.who] then
       listed[rep.who] = true
@@ -142,14 +153,16 @@ do
   if #whos > 0 then
     local i_raw, b_raw = bulk_read('ZMSCORE', dl_items, whos), bulk_read('ZMSCORE', dl_bytes, whos)
     for i, who in ipairs(whos) do
-      dl_base_items[who], dl_base_bytes[who] = tonumber(i_raw[i]) or 0, tonumber(b_raw[i]) or 0
+      base_items[who], base_bytes[who] = tonumber(i_raw[i]) or 0, tonumber(b_raw[i]) or 0
     end
   end
+  return base_items, base_bytes
 end
 
--- Phase 1: where each item is: 'out', 'done', 'failed', or (looked up per report) a queue part.
-local state, claim_of = {}, {}
-do
+-- Where each item is: 'out', 'done', 'failed', or (looked up per report) a queue part; and the
+-- claim record of each claimed one.
+local function locate(all)
+  local state, claim_of = {}, {}
   local scores = bulk_read('ZMSCORE', out, all)
   local rest, in_out = {}, {}
   for i, item in ipairs(all) do
@@ -177,7 +190,12 @@ do
       end
     end
   end
+  return state, claim_of
 end
+
+local reps, all = read_reports()
+local dl_base_items, dl_base_bytes = read_totals(reps)
+local state, claim_of = locate(all)
 
 local function todo_count()
   local w = rcall('HMGET', stats, 'pq', 'disk_todo')
@@ -203,7 +221,7 @@ end
 -- (all but its count `n`), so a done of a batch decodes it once, not once per item.
 -- raw record -> { claim = decoded, t = claim time, lines = its timeline lines and `done` }.
 local claims_seen = {}
-local function claim_info(raw, done)
+local function claim_info(raw, done_line)
   local key = raw or ''
   local c = claims_seen[key]
   if not c then
@@ -211,8 +229,8 @@ local function claim_info(raw, done)
     c = { claim = claim, t = tonumber(claim.t) or 0, line = claim_line(claim) }
     claims_seen[key] = c
   end
-  if c.done ~= done then
-    c.done, c.lines = done, c.line and (c.line .. '\n' .. done) or done
+  if c.done ~= done_line then
+    c.done, c.lines = done_line, c.line and (c.line .. '\n' .. done_line) or done_line
   end
   return c
 end
@@ -250,9 +268,9 @@ local function pipeline_of(raw)
 end
 
 -- The reporters' IPs blocked in the project now (a block made by a report of this batch
--- counts for the reports after it).
+-- counts for the reports after it). Most projects block no one: one EXISTS instead of a read
+-- per reporting address.
 local blocked_now = {}
--- Most projects block no one: one EXISTS instead of a read per reporting address.
 local any_blocks = rcall('EXISTS', blocked_ip) == 1
 for _, rep in ipairs(reps) do
   if blocked_now[rep.ip] == nil then
@@ -260,202 +278,166 @@ for _, rep in ipairs(reps) do
   end
 end
 
--- Phase 2: each report decided in order; writes collected.
+-- What the reports decide, collected for the batch's writes.
 local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
 local w_dl, dl_add_items, dl_add_bytes, dl_ver, dom_add = {}, {}, {}, {}, {}
 local pq_delta, evs = 0, {}
 local seen_dl, seen_ip = {}, {}
-local result = {}
 
-for _, rep in ipairs(reps) do
-  local who, version = rep.who, rep.version
-  local unknown, never, foreign = nil, nil, nil
-  for _, item in ipairs(rep.bad and {} or rep.items) do
+-- Why `rep` is refused ({err = ...}), or nil; 'domain_mismatch' is acted on by block_reporter.
+-- Looks up, per item not claimed, done or failed, the queue part that holds it.
+local function check_report(rep)
+  if rep.bad then return { err = 'invalid' } end
+  if blocked_now[rep.ip] then return { err = 'blocked' } end
+  for _, item in ipairs(rep.items) do
     if not state[item] then
-      state[item] = find_in_queues(prefix, groups, item, who)
+      state[item] = find_in_queues(prefix, groups, item, rep.who)
       if state[item] then queued[item] = true end
     end
-    if not state[item] then
-      unknown = item
-      break
-    end
+    if not state[item] then return { err = 'unknown_item', item = item } end
     if queued[item] and state[item] ~= 'done' and not handed_out(item) then
-      never = item
-      break
+      return { err = 'never_handed_out', item = item }
     end
     if state[item] == 'out' then
       local p = pipeline_of(claim_of[item])
-      if p and p ~= rep.pipeline then
-        foreign = item
-        break
-      end
+      if p and p ~= rep.pipeline then return { err = 'other_pipeline', item = item } end
     end
   end
-
-  local mismatch = false
   if ndomains > 0 then
     local seen = 0
     for _, d in ipairs(rep.doms) do
-      if domains[d[1]] then seen = seen + 1 else mismatch = true end
+      if not domains[d[1]] then return { err = 'domain_mismatch' } end
+      seen = seen + 1
     end
-    if seen ~= ndomains then mismatch = true end
+    if seen ~= ndomains then return { err = 'domain_mismatch' } end
   end
+  if done_bytes + rep.total >= COUNTER_MAX then return { err = 'overflow' } end
+  return nil
+end
 
-  if rep.bad then
-    result[#result + 1] = { err = 'invalid' }
-  elseif blocked_now[rep.ip] then
-    result[#result + 1] = { err = 'blocked' }
-  elseif unknown then
-    result[#result + 1] = { err = 'unknown_item', item = unknown }
-  elseif never then
-    result[#result + 1] = { err = 'never_handed_out', item = never }
-  elseif foreign then
-    result[#result + 1] = { err = 'other_pipeline', item = foreign }
-  elseif not mismatch and done_bytes + rep.total >= COUNTER_MAX then
-    result[#result + 1] = { err = 'overflow' }
-  elseif mismatch then
-    rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
-      t = now, expires = now + block_ttl }))
-    blocked_now[rep.ip] = true
-    for _, item in ipairs(rep.items) do
-      local claim = state[item] == 'out' and decode_claim(claim_of[item])
-      if claim and claim.d == who then
-        if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
-        rcall('ZREM', out, item)
-        rcall('HDEL', claims, item)
-        rcall('ZADD', prefix .. Q.todo, 0, item)
-        state[item] = Q.todo
-        out_now, todo_now = out_now - 1, todo_now + 1
-        leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, version))
-      end
+-- A report whose byte domains differ from the project's: its IP blocked until now +
+-- auto_block_ttl, and the items it holds (claims in its name) back to `todo`.
+local function block_reporter(rep)
+  local who = rep.who
+  rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
+    t = now, expires = now + block_ttl }))
+  blocked_now[rep.ip] = true
+  for _, item in ipairs(rep.items) do
+    local claim = state[item] == 'out' and decode_claim(claim_of[item])
+    if claim and claim.d == who then
+      if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
+      rcall('ZREM', out, item)
+      rcall('HDEL', claims, item)
+      rcall('ZADD', prefix .. Q.todo, 0, item)
+      state[item] = Q.todo
+      out_now, todo_now = out_now - 1, todo_now + 1
+      leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, rep.version))
     end
-    result[#result + 1] = { err = 'domain_mismatch' }
-  else
-    local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
-    local done_line = timeline_line(now, 'done', who, version)
-    for _, item in ipairs(rep.items) do
-      local w = state[item]
-      if w == 'done' then
-        dups = dups + 1
-      else
-        local t0, lines = 0, done_line
-        if w == 'out' then
-          local c = claim_info(claim_of[item], done_line)
-          local claim = c.claim
-          lines = c.lines
-          t0 = c.t
-          if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
-          w_out[#w_out + 1] = item
-          out_now = out_now - 1
-          if t0 > 0 then rtt = rtt + (now - t0) end
-        elseif w == 'failed' then
-          w_failed[#w_failed + 1] = item
-          failed_now = failed_now - 1
-        else
-          w_queue[w] = w_queue[w] or {}
-          table.insert(w_queue[w], item)
-          todo_now = todo_now - 1
-          if string.sub(w, 1, #Q.personal) == Q.personal then pq_delta = pq_delta - 1 end
-        end
-        state[item] = 'done'
-        w_done[#w_done + 1] = item
-        tl_items[#tl_items + 1] = item
-        tl_lines[#tl_lines + 1] = lines
-        fresh[#fresh + 1] = item
-        claimed_at[#claimed_at + 1] = t0
-      end
-    end
-    local ev_seq = 0
-    if #fresh > 0 then
-      local total = 0
-      local dom_json = {}
-      for _, d in ipairs(rep.doms) do
-        local bytes = tonumber(d[2])
-        dom_add[d[1]] = (dom_add[d[1]] or 0) + bytes
-        total = total + bytes
-        dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
-      end
-      local fresh_json = cjson.encode(fresh)
-      local total_s = string.format('%d', total)
-      done_items, done_bytes = done_items + #fresh, done_bytes + total
-      dl_add_items[who] = (dl_add_items[who] or 0) + #fresh
-      dl_add_bytes[who] = (dl_add_bytes[who] or 0) + total
-      dl_ver[who] = version
-      stat(prefix, now, ST.done_items, #fresh)
-      stat(prefix, now, ST.done_bytes, total)
-      if rtt > 0 then
-        stat(prefix, now, ST.round_trip_ms, rtt)
-        stat(prefix, now, ST.round_trips, #fresh)
-      end
-      seen_dl[who] = true
-      if rep.ip ~= '' then seen_ip[rep.ip] = true end
-      rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', rep.ip, 'ua', rep.ua, 'v', version,
-        'items', fresh_json, 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
-        'id', rep.id)
-      seq = seq + 1
-      ev_seq = seq
-      -- Built by hand: cjson would print large integers in exponent form.
-      evs[#evs + 1] = '{"seq":' .. string.format('%d', seq) .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
-        .. ',"items":' .. fresh_json .. ',"bytes":' .. total_s
-        .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
-        .. ',"version":' .. cjson.encode(version) .. ',"user_agent":' .. cjson.encode(rep.ua)
-        .. string.format(',"dl_items":%d,"dl_bytes":%d', dl_base_items[who] + dl_add_items[who],
-          dl_base_bytes[who] + dl_add_bytes[who])
-        .. string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo_now, out_now, done_items,
-          failed_now)
-    end
-    result[#result + 1] = { counted = #fresh, duplicates = dups, seq = ev_seq }
   end
 end
 
--- Phase 3: the batch's writes.
-bulk('ZREM', out, w_out)
-bulk('HDEL', claims, w_out)
-bulk('HDEL', failed, w_failed)
-for part, items in pairs(w_queue) do bulk('ZREM', prefix .. part, items) end
-if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
--- Only items that were not claimed have a count here (and claims made before claim records
--- held the count).
-if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
-if rcall('EXISTS', decay) == 1 then bulk('HDEL', decay, w_done) end
-bulk('SADD', done, w_done)
-timeline_many(tl, tl_items, tl_lines)
-hincr_many(dl_claims, w_dl)
-if #evs > 0 then
-  rcall('HINCRBY', stats, 'done_items', done_items - done_items0)
-  rcall('HINCRBY', stats, 'done_bytes', string.format('%d', done_bytes - done_bytes0))
-  for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
-  -- The downloaders' new totals, from those read at the start: one ZADD per table for all.
-  local versions, seen, z_items, z_bytes, whos = {}, {}, {}, {}, {}
-  for who, n in pairs(dl_add_items) do
-    z_items[#z_items + 1] = string.format('%d', dl_base_items[who] + n)
-    z_items[#z_items + 1] = who
-    z_bytes[#z_bytes + 1] = string.format('%d', dl_base_bytes[who] + dl_add_bytes[who])
-    z_bytes[#z_bytes + 1] = who
-    whos[#whos + 1] = who
-    versions[#versions + 1] = who
-    versions[#versions + 1] = dl_ver[who]
-    seen[#seen + 1] = who
-    seen[#seen + 1] = now
+-- The report's completion log entry and its event (built by hand: cjson would print large
+-- integers in exponent form); `fresh` its newly done items, claimed at `claimed_at`.
+local function log_and_event(rep, fresh, claimed_at)
+  local who = rep.who
+  local total, dom_json = 0, {}
+  for _, d in ipairs(rep.doms) do
+    local bytes = tonumber(d[2])
+    dom_add[d[1]] = (dom_add[d[1]] or 0) + bytes
+    total = total + bytes
+    dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
   end
-  bulk('ZADD', dl_items, z_items)
-  bulk('ZADD', dl_bytes, z_bytes)
-  -- The rate windows' aggregates: each downloader's items and bytes of this minute and hour.
-  local window = {}
-  for who, n in pairs(dl_add_items) do
-    window[who .. ' i'] = n
-    window[who .. ' b'] = dl_add_bytes[who]
+  local fresh_json = cjson.encode(fresh)
+  done_items, done_bytes = done_items + #fresh, done_bytes + total
+  dl_add_items[who] = (dl_add_items[who] or 0) + #fresh
+  dl_add_bytes[who] = (dl_add_bytes[who] or 0) + total
+  dl_ver[who] = rep.version
+  stat(prefix, now, ST.done_items, #fresh)
+  stat(prefix, now, ST.done_bytes, total)
+  seen_dl[who] = true
+  if rep.ip ~= '' then seen_ip[rep.ip] = true end
+  rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
+    'items', fresh_json, 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
+    'id', rep.id)
+  seq = seq + 1
+  evs[#evs + 1] = '{"seq":' .. string.format('%d', seq) .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
+    .. ',"items":' .. fresh_json .. ',"bytes":' .. string.format('%d', total)
+    .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
+    .. ',"version":' .. cjson.encode(rep.version) .. ',"user_agent":' .. cjson.encode(rep.ua)
+    .. string.format(',"dl_items":%d,"dl_bytes":%d', dl_base_items[who] + dl_add_items[who],
+      dl_base_bytes[who] + dl_add_bytes[who])
+    .. string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo_now, out_now, done_items,
+      failed_now)
+  return seq
+end
+
+-- A report recorded: each of its items not done yet leaves where it is for `done` (counted
+-- once), the others are duplicates.
+local function complete_report(rep)
+  local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
+  local done_line = timeline_line(now, 'done', rep.who, rep.version)
+  for _, item in ipairs(rep.items) do
+    local w = state[item]
+    if w == 'done' then
+      dups = dups + 1
+    else
+      local t0, lines = 0, done_line
+      if w == 'out' then
+        local c = claim_info(claim_of[item], done_line)
+        lines, t0 = c.lines, c.t
+        if c.claim.d then w_dl[c.claim.d] = (w_dl[c.claim.d] or 0) - 1 end
+        w_out[#w_out + 1] = item
+        out_now = out_now - 1
+        if t0 > 0 then rtt = rtt + (now - t0) end
+      elseif w == 'failed' then
+        w_failed[#w_failed + 1] = item
+        failed_now = failed_now - 1
+      else
+        w_queue[w] = w_queue[w] or {}
+        table.insert(w_queue[w], item)
+        todo_now = todo_now - 1
+        if string.sub(w, 1, #Q.personal) == Q.personal then pq_delta = pq_delta - 1 end
+      end
+      state[item] = 'done'
+      w_done[#w_done + 1] = item
+      tl_items[#tl_items + 1] = item
+      tl_lines[#tl_lines + 1] = lines
+      fresh[#fresh + 1] = item
+      claimed_at[#claimed_at + 1] = t0
+    end
   end
-  local minute_key, hour_key = prefix .. K.dl_minute .. minute, prefix .. K.dl_hour .. math.floor(minute / 60)
-  hincr_many(minute_key, window)
-  hincr_many(hour_key, window)
-  rcall('EXPIRE', minute_key, 25 * 3600, 'NX')
-  rcall('EXPIRE', hour_key, 26 * 3600, 'NX')
-  -- Each downloader's chart (`dlc:<who>`, "minute bytes") has a point per minute it was active:
-  -- its total at the end of that minute, written when it next reports in a later minute (its
-  -- total before this batch, read above). `dlc_last` holds the minute of its last report; the
-  -- reader adds that minute's point from its current total. One HMGET and one HSET a batch
-  -- instead of a read and a write per downloader.
+  local ev_seq = 0
+  if #fresh > 0 then
+    if rtt > 0 then
+      stat(prefix, now, ST.round_trip_ms, rtt)
+      stat(prefix, now, ST.round_trips, #fresh)
+    end
+    ev_seq = log_and_event(rep, fresh, claimed_at)
+  end
+  return { counted = #fresh, duplicates = dups, seq = ev_seq }
+end
+
+-- The batch's moves: out of claimed, failed and the queues, into done, with timelines.
+local function write_moves()
+  bulk('ZREM', out, w_out)
+  bulk('HDEL', claims, w_out)
+  bulk('HDEL', failed, w_failed)
+  for part, items in pairs(w_queue) do bulk('ZREM', prefix .. part, items) end
+  if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
+  -- Only items that were not claimed have a count here (and claims made before claim records
+  -- held the count).
+  if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
+  if rcall('EXISTS', decay) == 1 then bulk('HDEL', decay, w_done) end
+  bulk('SADD', done, w_done)
+  timeline_many(tl, tl_items, tl_lines)
+  hincr_many(dl_claims, w_dl)
+end
+
+-- The downloaders' chart points (`dlc:<who>`, "minute bytes"): a point per minute it was
+-- active, its total at the end of that minute, written when it next reports in a later minute
+-- (its total before this batch). `dlc_last` holds the minute of its last report; the reader
+-- adds that minute's point from its current total. One HMGET and one HSET a batch.
+local function write_downloader_charts(whos)
   local last, moved = bulk_read('HMGET', prefix .. K.dl_chart_last, whos), {}
   for i, who in ipairs(whos) do
     local m = tonumber(last[i])
@@ -466,6 +448,38 @@ if #evs > 0 then
     end
   end
   bulk('HSET', prefix .. K.dl_chart_last, moved)
+end
+
+-- The batch's figures: the project's totals, each downloader's totals, rate windows, chart,
+-- version and last completion, the event history and the published events.
+local function write_figures()
+  rcall('HINCRBY', stats, 'done_items', done_items - done_items0)
+  rcall('HINCRBY', stats, 'done_bytes', string.format('%d', done_bytes - done_bytes0))
+  for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
+  -- The downloaders' new totals, from those read at the start: one ZADD per table for all.
+  local versions, seen, z_items, z_bytes, whos, window = {}, {}, {}, {}, {}, {}
+  for who, n in pairs(dl_add_items) do
+    z_items[#z_items + 1] = string.format('%d', dl_base_items[who] + n)
+    z_items[#z_items + 1] = who
+    z_bytes[#z_bytes + 1] = string.format('%d', dl_base_bytes[who] + dl_add_bytes[who])
+    z_bytes[#z_bytes + 1] = who
+    whos[#whos + 1] = who
+    versions[#versions + 1] = who
+    versions[#versions + 1] = dl_ver[who]
+    seen[#seen + 1] = who
+    seen[#seen + 1] = now
+    -- The rate windows' aggregates: each downloader's items and bytes of this minute and hour.
+    window[who .. ' i'] = n
+    window[who .. ' b'] = dl_add_bytes[who]
+  end
+  bulk('ZADD', dl_items, z_items)
+  bulk('ZADD', dl_bytes, z_bytes)
+  local minute_key, hour_key = prefix .. K.dl_minute .. minute, prefix .. K.dl_hour .. math.floor(minute / 60)
+  hincr_many(minute_key, window)
+  hincr_many(hour_key, window)
+  rcall('EXPIRE', minute_key, 25 * 3600, 'NX')
+  rcall('EXPIRE', hour_key, 26 * 3600, 'NX')
+  write_downloader_charts(whos)
   bulk('HSET', dl_version, versions)
   bulk('HSET', dl_seen, seen)
   rcall('INCRBY', seq_key, seq - seq0)
@@ -478,7 +492,8 @@ if #evs > 0 then
   rcall('SPUBLISH', events, table.concat(evs, ','))
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end
--- Once per call: unique contributors, per day (31 days) and per calendar month (400 days).
+
+-- Unique contributors, per day (31 days) and per calendar month (400 days).
 local function uniques(key, set, days)
   local members = {}
   for m in pairs(set) do members[#members + 1] = m end
@@ -491,8 +506,21 @@ local function uniques(key, set, days)
     if changed > 0 then rcall('EXPIRE', key, days * 86400, 'NX') end
   end
 end
-uniques(prefix .. K.uniques_dl .. day, seen_dl, 31)
-uniques(prefix .. K.uniques_ip .. day, seen_ip, 31)
-uniques(month_uniques, seen_dl, 400)
+local function write_uniques()
+  uniques(prefix .. K.uniques_dl .. day, seen_dl, 31)
+  uniques(prefix .. K.uniques_ip .. day, seen_ip, 31)
+  uniques(month_uniques, seen_dl, 400)
+end
+
+-- The main line: each report decided in order, then the batch's writes.
+local result = {}
+for r, rep in ipairs(reps) do
+  local refusal = check_report(rep)
+  if refusal and refusal.err == 'domain_mismatch' then block_reporter(rep) end
+  result[r] = refusal or complete_report(rep)
+end
+write_moves()
+if #evs > 0 then write_figures() end
+write_uniques()
 flush_stats(prefix, now)
 return cjson.encode(result)

@@ -19,7 +19,7 @@
   part), or "unknown"; the timeline as stored (lines "time event who version"), with a current
   claim's own line after it; decay "score reclaims", or "" for a score of 1.
   Events: none.
-  Uses: queue_groups, find_in_queues, timeline_append, decode_claim, claim_line.
+  Uses: queue_groups, find_in_queues, timeline_append, decode_claim, claim_line, SET.
 ]]
 local meta, out, claims, done, failed, tl = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local scores = KEYS[7]
@@ -40,6 +40,6 @@ end
 if rcall('SISMEMBER', done, item) == 1 then return reply('done', '') end
 local reason = rcall('HGET', failed, item)
 if reason then return reply('failed', reason) end
-local part = find_in_queues(prefix, queue_groups(rcall('HGET', meta, 'queues')), item, nil)
+local part = find_in_queues(prefix, queue_groups(rcall('HGET', meta, SET.queues)), item, nil)
 if part then return reply('queued', part) end
 return reply('unknown', '')

@@ -13,11 +13,11 @@
 
   Output: number of items moved.
   Events: none.
-  Uses: queue_scorer.
+  Uses: queue_scorer, SET.
 ]]
 local qseq, meta = KEYS[1], KEYS[2]
 local prefix = ARGV[1]
-local fifo = rcall('HGET', meta, 'fifo') == '1'
+local fifo = rcall('HGET', meta, SET.fifo) == '1'
 
 local n = (#ARGV - 1) / 3
 local score   -- the scorer (_lib queue_scorer), made at the first item moved

@@ -19,12 +19,12 @@
   Output: JSON {"before":n (absent when the count was not kept),"now":n};
   {"err":"no_project"} when the project does not exist.
   Events: none.
-  Uses: queue_groups.
+  Uses: queue_groups, SET.
 ]]
 local meta, out, done, failed, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix = ARGV[1]
 
-local m = rcall('HMGET', meta, 'title', 'queues')
+local m = rcall('HMGET', meta, SET.title, SET.queues)
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
 local d = rcall('HMGET', stats, 'disk_done', 'disk_todo')
 local n = rcall('ZCARD', out) + rcall('SCARD', done) + rcall('HLEN', failed) + (tonumber(d[1]) or 0)

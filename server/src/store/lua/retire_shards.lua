@@ -15,11 +15,11 @@
 
   Output: JSON {"retired":[the parts retired]}.
   Events: none.
-  Uses: Q, queue_groups.
+  Uses: Q, queue_groups, SET.
 ]]
 local meta, segs = KEYS[1], KEYS[2]
 local prefix = ARGV[1]
-local order = rcall('HGET', meta, 'queues')
+local order = rcall('HGET', meta, SET.queues)
 if not order then return cjson.encode({ retired = {} }) end
 local declared = {}
 for i = 2, #ARGV do declared[Q.backfeed .. ':' .. ARGV[i]] = true end
@@ -40,5 +40,5 @@ for _, parts in ipairs(queue_groups(order)) do
   end
   if #kept > 0 then groups[#groups + 1] = table.concat(kept, ' ') end
 end
-if #retired > 0 then rcall('HSET', meta, 'queues', table.concat(groups, ',')) end
+if #retired > 0 then rcall('HSET', meta, SET.queues, table.concat(groups, ',')) end
 return cjson.encode({ retired = retired })

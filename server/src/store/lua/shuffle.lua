@@ -15,11 +15,11 @@
 
   Output: number of items scored (0 in FIFO projects, whose scores are already their order).
   Events: none.
-  Uses: queue_scorer.
+  Uses: queue_scorer, SET.
 ]]
 local qseq, meta = KEYS[1], KEYS[2]
 local key = ARGV[1]
-if rcall('HGET', meta, 'fifo') == '1' then return 0 end
+if rcall('HGET', meta, SET.fifo) == '1' then return 0 end
 local score = queue_scorer(qseq, #ARGV - 1, false)
 local args = {}
 for i = 2, #ARGV do

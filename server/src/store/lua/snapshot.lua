@@ -28,14 +28,14 @@
   Numbers Redis keeps as text (seq, done_*, bytes, scores) stay the decimal strings Redis gave:
   cjson would print those past 10^14 in exponent form.
   Events: none.
-  Uses: queue_groups, bulk_read.
+  Uses: queue_groups, bulk_read, SET, SET_DEFAULT.
 ]]
 local meta, stats, out, dl_items, dl_bytes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local domain_bytes, seq_key, history, failed = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local dl_seen, dl_version = KEYS[10], KEYS[11]
 local prefix, ndl, nrecent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local m = rcall('HMGET', meta, 'title', 'queues', 'state', 'banner')
+local m = rcall('HMGET', meta, SET.title, SET.queues, SET.state, SET.banner)
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
 
 local st = rcall('HMGET', stats, 'done_items', 'done_bytes', 'pq', 'disk_todo')
@@ -68,6 +68,6 @@ local domains = {}
 local flat = rcall('HGETALL', domain_bytes)
 for i = 1, #flat, 2 do domains[flat[i]] = flat[i + 1] end
 return cjson.encode({ title = m[1], seq = rcall('GET', seq_key) or '0', todo = todo, out = rcall('ZCARD', out),
-  done_items = st[1] or '0', done_bytes = st[2] or '0', failed = rcall('HLEN', failed), state = m[3] or 'active',
+  done_items = st[1] or '0', done_bytes = st[2] or '0', failed = rcall('HLEN', failed), state = m[3] or SET_DEFAULT.state,
   banner = m[4] or '', downloader_count = rcall('ZCARD', dl_items), domain_bytes = domains, downloaders = rows,
   recent = recent, queues = sizes })

@@ -106,6 +106,88 @@ fn the_prelude_spells_the_names_of_keys_rs() {
 }
 
 #[test]
+fn the_scripts_read_only_settings_the_codec_writes() {
+    let p = prelude();
+    let known: BTreeSet<&str> = SETTING_FIELDS
+        .iter()
+        .map(|f| f.name)
+        .chain(DERIVED_FIELDS.iter().map(|(name, _)| *name))
+        .collect();
+    // A field of the project's `meta` hash is named through `SET`, never spelled.
+    let spelled = Regex::new(r"'H(?:M?GET|SET|SETNX|EXISTS)', meta, '").unwrap();
+    let named = Regex::new(r"\bSET(_DEFAULT)?\.([a-z_]+)").unwrap();
+    let defaults = p
+        .lines()
+        .find(|l| l.starts_with("local SET_DEFAULT = "))
+        .unwrap_or_default();
+    let mut seen = BTreeSet::new();
+    for s in Scripts::new().all() {
+        let code = code_of(s.source);
+        assert!(
+            !spelled.is_match(&code),
+            "script {} spells a field of meta; use SET",
+            s.name
+        );
+        for c in named.captures_iter(&code) {
+            let name = c.get(2).map_or("", |m| m.as_str());
+            assert!(
+                known.contains(name),
+                "script {}: SET.{name} is no setting",
+                s.name
+            );
+            if c.get(1).is_some() {
+                assert!(
+                    defaults.contains(&format!(" {name} = ")),
+                    "script {}: SET_DEFAULT.{name} has no default",
+                    s.name
+                );
+            }
+            seen.insert(name.to_string());
+        }
+        // Nor is a setting's default written again: `or 86400` where it reads `auto_block_ttl`.
+        for f in SETTING_FIELDS
+            .iter()
+            .filter(|f| !["", "0"].contains(&f.default))
+            .filter(|f| matches!(f.kind, Kind::Int | Kind::Float | Kind::Text))
+        {
+            for spelled in [
+                format!("or {}\n", f.default),
+                format!("or {})", f.default),
+                format!("or {},", f.default),
+                format!("or '{}'", f.default),
+            ] {
+                assert!(
+                    !code.contains(&spelled),
+                    "script {} writes the default of {} ({spelled:?}); use SET_DEFAULT.{}",
+                    s.name,
+                    f.name,
+                    f.name
+                );
+            }
+        }
+    }
+    // The settings the claim and done scripts act on are among those read.
+    for name in [
+        "state",
+        "rate",
+        "decay_threshold",
+        "domains",
+        "auto_block_ttl",
+        "queues",
+    ] {
+        assert!(seen.contains(name), "no script reads {name}");
+    }
+    // Each default in the prelude is the codec's.
+    for f in SETTING_FIELDS.iter() {
+        assert!(p.contains(&format!("{0} = '{0}'", f.name)), "{p}");
+    }
+    assert!(
+        p.contains("decay_threshold = 0.005") && p.contains("auto_block_ttl = 86400"),
+        "{p}"
+    );
+}
+
+#[test]
 fn every_script_declares_how_it_treats_a_full_redis() {
     let scripts = Scripts::new();
     let header = header();
@@ -317,4 +399,53 @@ fn lua_lists_and_counts_decode_as_cjson_writes_them() {
     // An object without `err` is a result.
     let r: Reply<serde_json::Value> = serde_json::from_str(r#"{"counted":1}"#).unwrap();
     assert_eq!(r.into_result().unwrap()["counted"], 1);
+}
+
+#[test]
+fn each_typed_key_set_is_its_scripts_header_in_order() {
+    let k = crate::keys::Keys::new("t").project("p");
+    let scripts = Scripts::new();
+    let sets: Vec<(&LuaScript, Vec<String>)> = vec![
+        (&scripts.claim, k.claim_keys()),
+        (&scripts.done, k.done_keys("2026-11")),
+        (&scripts.release, k.release_keys("todo")),
+        (&scripts.release_items, k.release_items_keys()),
+        (&scripts.add_items, k.add_items_keys()),
+        (&scripts.backfeed, k.backfeed_keys()),
+        (&scripts.item_status, k.item_status_keys()),
+        (&scripts.snapshot, k.snapshot_keys()),
+        (&scripts.recount, k.recount_keys()),
+        (&scripts.places, k.places_keys()),
+        (&scripts.clear_queue, k.clear_queue_keys()),
+        (&scripts.move_items, k.queue_order_keys()),
+        (&scripts.shuffle, k.queue_order_keys()),
+        (&scripts.resolve_failed, k.resolve_failed_keys()),
+        (&scripts.retire_shards, k.retire_shards_keys()),
+        (
+            &scripts.offload_commit,
+            k.offload_commit_keys(k.queue("todo")),
+        ),
+        (&scripts.refill, k.refill_keys("todo")),
+    ];
+    for (script, keys) in sets {
+        let declared: Vec<&str> = header_of(script.source)
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("KEYS["))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        assert_eq!(declared.len(), keys.len(), "script {}", script.name);
+        for (i, (name, key)) in declared.iter().zip(&keys).enumerate() {
+            let suffix = key.strip_prefix(k.prefix()).unwrap_or(key);
+            // `u:month` is the month's own key; `todo` and `the` a queue part's.
+            let fits = suffix == *name
+                || suffix.starts_with(&format!("{name}:"))
+                || (*name == "the" && suffix == "todo");
+            assert!(
+                fits,
+                "script {}: KEYS[{}] is {name}, the set gives {key}",
+                script.name,
+                i + 1
+            );
+        }
+    }
 }

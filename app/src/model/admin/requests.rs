@@ -1,0 +1,198 @@
+//! The admin API's request bodies: the server decodes them and the panel builds them, so both
+//! sides share one definition of every field (a field the panel misnames fails to compile).
+
+use super::Role;
+use serde::{Deserialize, Serialize};
+
+/// Body of `POST /admin/api/login`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Credentials {
+    /// Account name (any case).
+    pub username: String,
+    /// Password.
+    pub password: String,
+}
+
+/// Body of `POST /admin/api/setup`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    /// The token of the setup link.
+    pub token: String,
+    /// The first global admin's name.
+    pub username: String,
+    /// Its password.
+    pub password: String,
+}
+
+/// Body of `POST /admin/api/pipelines`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PipelineRequest {
+    /// `[A-Za-z0-9_.-]{1,64}`.
+    pub name: String,
+    /// Up to 16 tags, `[a-z0-9_-]{1,32}` each.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Served only by projects naming one of its tags.
+    #[serde(default)]
+    pub match_only: bool,
+}
+
+/// Body of `POST /admin/api/tokens`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewToken {
+    /// What the token is for, e.g. `ingest script`.
+    pub name: String,
+}
+
+/// Body of `POST /admin/api/SLUG/release`: which claims to release (all set fields must
+/// match; at least one must be set).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Release {
+    /// Claimed at or before this time (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_ms: Option<u64>,
+    /// Claimed more than this many seconds ago.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_than_s: Option<u64>,
+    /// Held by this downloader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downloader: Option<String>,
+    /// This item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+    /// Items matching this expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Body of `POST /admin/api/SLUG/failed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResolveFailed {
+    /// `requeue` or `drop`.
+    pub action: String,
+    /// These items (default: every failed item).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Vec<String>>,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Body of `POST /admin/api/SLUG/move`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MoveItems {
+    /// Source queue.
+    pub from: String,
+    /// Destination queue.
+    pub to: String,
+    /// Only items matching this expression (default: all).
+    #[serde(default)]
+    pub regex: String,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Body of `POST /admin/api/SLUG/clear`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClearQueue {
+    /// The queue to empty.
+    pub queue: String,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Body of `POST /admin/api/projects`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CreateProject {
+    /// `[a-z0-9-]{1,64}`.
+    pub slug: String,
+    /// Title (default: the slug).
+    #[serde(default)]
+    pub title: String,
+    /// Byte domains (default: `data`).
+    #[serde(default)]
+    pub domains: Vec<String>,
+}
+
+/// Body of `POST /admin/api/SLUG/targets`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetChange {
+    /// e.g. `rsync://host/module/:downloader/`.
+    pub target: String,
+    /// `activate`, `deactivate` or `remove` (adding is activating a new one).
+    pub action: String,
+}
+
+/// Body of `POST /admin/api/users` and `PUT /admin/api/users/NAME`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserChange {
+    /// Name (creating only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// New password (required when creating).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// Role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Projects of a `project` account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projects: Option<Vec<String>>,
+}
+
+/// Body of `POST /admin/api/blocks` and `/unblock`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockChange {
+    /// `ip` or `dl`.
+    pub kind: String,
+    /// The IP or name.
+    pub value: String,
+    /// A project (default: the global lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+    /// Hours until it lifts (default: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<u64>,
+}
+
+/// Body of `PUT /admin/api/warrior/projects`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SaveList {
+    /// The new document.
+    pub json: String,
+    /// Only validate and answer the sanitised document (the preview).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Body of `POST /admin/api/warrior/restore`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Restore {
+    /// Index in the versions (0 = current).
+    pub index: usize,
+}
+
+/// Body of `PUT /admin/api/warrior/auto`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pin {
+    /// The project to pin, or `null` to let the tracker choose.
+    pub pin: Option<String>,
+}
+
+/// Body of `POST /admin/api/SLUG/log/archive`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArchiveLog {
+    /// Archive the entries up to this time (ms, inclusive).
+    pub to: u64,
+    /// Only count.
+    #[serde(default)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds everything `make run` serves, with plain cargo (no cargo-leptos to install):
+#   - the server, `target/release/tracker` (release profile, `ssr`);
+#   - the two Wasm bundles of the `frontend` crate for wasm32, in profile `wasm-release`, each
+#     through wasm-bindgen (`--target web`) and `wasm-opt -Oz`: the public pages' (`tracker`) and,
+#     with the crate's `admin` feature, the panel's (`admin`), both into `target/site/pkg`;
+#   - the stylesheet (`style/main.css` to `pkg/tracker.css`) and the assets (`public/` to the site
+#     root);
+#   - the bundles' brotli and gzip copies, by `tracker precompress`.
+# The page's hydration script names the Wasm after LEPTOS_OUTPUT_NAME (`tracker`, set for every
+# cargo run in .cargo/config.toml), so the names here must stay the same.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PATH="$root/tools/binaryen/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+site="$root/target/site"
+pkg="$site/pkg"
+front="$root/target/front"
+
+cargo build --release --package=server --bin=tracker
+
+# $1: the bundle's name; $2: the crate's features.
+wasm() {
+  local name="$1" features="$2"
+  cargo build --package=frontend --lib --target-dir="$front" --target=wasm32-unknown-unknown \
+    --no-default-features --features="$features" --profile=wasm-release
+  wasm-bindgen --target=web --out-name="$name" --out-dir="$pkg" \
+    "$front/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+  mv "$pkg/${name}_bg.wasm" "$pkg/$name.wasm"
+  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$pkg/$name.wasm" -o "$pkg/$name.wasm"
+  echo "$name Wasm: $(gzip -9 -c "$pkg/$name.wasm" | wc -c) B gzip -9"
+}
+mkdir -p "$pkg"
+wasm tracker hydrate
+wasm admin hydrate,admin
+cp style/main.css "$pkg/tracker.css"
+cp -r public/. "$site/"
+./target/release/tracker precompress "$pkg"
