@@ -20,7 +20,7 @@ use leptos_router::{
 };
 
 /// The name of the admin panel's Wasm bundle (`/pkg/admin.js`, `/pkg/admin.wasm`), built from
-/// `frontend` with its `admin` feature by `scripts/build-admin-wasm.sh`.
+/// `frontend` with its `admin` feature by `scripts/build-site.sh`.
 pub const ADMIN_BUNDLE: &str = "admin";
 
 /// The HTML document around the public pages, rendered on the server, with the page's data

@@ -1,6 +1,6 @@
 //! The Wasm bundles' entry point: hydrates the server-rendered page. Built twice: without the
-//! `admin` feature it is the public pages' bundle (`tracker`, by cargo-leptos), with it the
-//! admin panel's (`admin`, by `scripts/build-admin-wasm.sh`). Each holds only its own app.
+//! `admin` feature it is the public pages' bundle (`tracker`), with it the admin panel's
+//! (`admin`); `scripts/build-site.sh` builds both. Each holds only its own app.
 
 /// Called by the hydration script once the Wasm has loaded.
 #[wasm_bindgen::prelude::wasm_bindgen]

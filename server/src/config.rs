@@ -76,7 +76,7 @@ pub struct ServeArgs {
     #[arg(long, env = "TRACKER_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
     /// Directory of the built site (`pkg/` with the wasm, js and css). Default: `../site` next to
-    /// the binary (where cargo-leptos puts it), else `target/site`.
+    /// the binary (where `make build` puts it), else `target/site`.
     #[arg(long, env = "TRACKER_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
     /// Take client IPs from `X-Forwarded-For` (set when behind a reverse proxy).

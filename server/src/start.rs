@@ -76,7 +76,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     for bundle in [&*app.leptos.output_name, app::ADMIN_BUNDLE] {
         let js = pkg_dir.join(format!("{bundle}.js"));
         if !js.exists() {
-            tracing::warn!(missing = %js.display(), "a Wasm bundle is missing: its pages will not come alive (`make build` builds both; a bare `cargo leptos build` leaves out the admin panel's)");
+            tracing::warn!(missing = %js.display(), "a Wasm bundle is missing: its pages will not come alive (`make build` builds both)");
         }
     }
     let setup_link = crate::admin::prepare_setup(&app.store)

@@ -18,7 +18,8 @@
 //! `Q.redo`, the personal queue prefix `Q.personal`, `DEFAULT_QUEUES`, and the per-minute
 //! counter codes `ST.<name>` of [`crate::keys::Counter`], the derived key stems `K.<name>`, and
 //! from the settings codec the `meta` hash's field names `SET.<name>` and the settings'
-//! defaults `SET_DEFAULT.<name>`), then [`LIB`] (`lua/_lib.lua`, the
+//! defaults `SET_DEFAULT.<name>`; each table cut to the entries the script and `_lib.lua` name,
+//! [`prelude_for`], since Redis builds them at every call), then [`LIB`] (`lua/_lib.lua`, the
 //! shared helpers), then the rest of its file. The header lines before the file's second line
 //! are [`header_lines`]; Redis's error line numbers (`user_script:N`) are those of the composed
 //! source, and [`Scripts::run`] adds the file's own line (`claim.lua:N`) to such an error.
@@ -90,96 +91,149 @@ pub struct LuaScript {
 /// Helpers prepended to every script (`lua/_lib.lua`), after [`prelude`].
 pub const LIB: &str = include_str!("lua/_lib.lua");
 
-/// The names Lua shares with Rust, as Lua source generated from [`crate::keys`]; prepended to
-/// every script before [`LIB`].
+/// The prelude's tables, each `(its Lua name, its entries as (name, Lua value))`: the names Lua
+/// shares with Rust, generated from [`crate::keys`] and the settings codec.
+fn prelude_tables() -> [(&'static str, Vec<(String, String)>); 5] {
+    let quoted = |v: &str| format!("'{v}'");
+    let queues = [
+        ("todo", TODO),
+        ("backfeed", BACKFEED),
+        ("secondary", SECONDARY),
+        ("redo", REDO),
+        ("personal", PERSONAL),
+    ];
+    [
+        (
+            "Q",
+            queues
+                .iter()
+                .map(|(name, q)| (name.to_string(), quoted(q)))
+                .collect(),
+        ),
+        (
+            "ST",
+            Counter::ALL
+                .iter()
+                .map(|c| (c.lua_name().to_string(), quoted(c.code())))
+                .collect(),
+        ),
+        (
+            "K",
+            crate::keys::DERIVED
+                .iter()
+                .map(|(name, stem)| (name.to_string(), quoted(stem)))
+                .collect(),
+        ),
+        ("SET", setting_names()),
+        ("SET_DEFAULT", setting_defaults()),
+    ]
+}
+
+/// The prelude with every entry of its tables: what [`prelude_for`] gives a script that used
+/// them all.
 pub fn prelude() -> String {
-    let counters: Vec<String> = Counter::ALL
-        .iter()
-        .map(|c| format!("{} = '{}'", c.lua_name(), c.code()))
-        .collect();
-    let derived: Vec<String> = crate::keys::DERIVED
-        .iter()
-        .map(|(name, stem)| format!("{name} = '{stem}'"))
-        .collect();
-    format!(
+    render_prelude(|_, _| true)
+}
+
+/// The prelude of one script (`source`): each table with only the entries the script or
+/// [`LIB`] names (`Q.todo`, `SET.rate`), since Redis builds the tables at every call (a table
+/// of 30 entries costs about 1 µs a call). One line per table whatever it holds, so every
+/// script's header has the same number of lines ([`header_lines`]).
+pub fn prelude_for(source: &str) -> String {
+    render_prelude(|table, name| names(LIB, table, name) || names(source, table, name))
+}
+
+/// Whether Lua `code` names `table.name` (as a whole word: not `XQ.todo`, not `Q.todos`).
+fn names(code: &str, table: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let needle = format!("{table}.{name}");
+    code.match_indices(&needle).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + needle.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+fn render_prelude(keep: impl Fn(&str, &str) -> bool) -> String {
+    let mut out = String::from(
         "-- _prelude: names shared with Rust, generated from keys.rs and the settings codec \
-         (store::scripts::prelude).\n\
-         local Q = {{ todo = '{TODO}', backfeed = '{BACKFEED}', secondary = '{SECONDARY}', \
-         redo = '{REDO}', personal = '{PERSONAL}' }}\n\
-         local DEFAULT_QUEUES = '{}'\n\
-         local ST = {{ {} }}\n\
-         local K = {{ {} }}\n\
-         local SET = {{ {} }}\n\
-         local SET_DEFAULT = {{ {} }}\n",
-        QUEUES.join(","),
-        counters.join(", "),
-        derived.join(", "),
-        setting_names().join(", "),
-        setting_defaults().join(", ")
-    )
+         (store::scripts::prelude).\n",
+    );
+    for (i, (table, entries)) in prelude_tables().iter().enumerate() {
+        let kept: Vec<String> = entries
+            .iter()
+            .filter(|(name, _)| keep(table, name))
+            .map(|(name, value)| format!("{name} = {value}"))
+            .collect();
+        out.push_str(&format!("local {table} = {{ {} }}\n", kept.join(", ")));
+        if i == 0 {
+            out.push_str(&format!("local DEFAULT_QUEUES = '{}'\n", QUEUES.join(",")));
+        }
+    }
+    out
 }
 
 /// `SET`: the `meta` hash's fields by their Lua name, the settings (named as in the codec,
 /// [`SETTING_FIELDS`]) and the fields derived from them ([`DERIVED_FIELDS`]).
-fn setting_names() -> Vec<String> {
+fn setting_names() -> Vec<(String, String)> {
     SETTING_FIELDS
         .iter()
-        .map(|f| format!("{0} = '{0}'", f.name))
+        .map(|f| (f.name.to_string(), format!("'{}'", f.name)))
         .chain(
             DERIVED_FIELDS
                 .iter()
-                .map(|(name, field)| format!("{name} = '{field}'")),
+                .map(|(name, field)| (name.to_string(), format!("'{field}'"))),
         )
         .collect()
 }
 
 /// `SET_DEFAULT`: what a project lacking a setting has, for each setting whose default is not
 /// empty or 0 (numbers as numbers, texts quoted).
-fn setting_defaults() -> Vec<String> {
+fn setting_defaults() -> Vec<(String, String)> {
     SETTING_FIELDS
         .iter()
         .filter(|f| !["", "0"].contains(&f.default))
         .filter_map(|f| match f.kind {
-            Kind::Int | Kind::Float => Some(format!("{} = {}", f.name, f.default)),
-            Kind::Text => Some(format!("{} = '{}'", f.name, f.default)),
+            Kind::Int | Kind::Float => Some((f.name.to_string(), f.default.to_string())),
+            Kind::Text => Some((f.name.to_string(), format!("'{}'", f.default))),
             Kind::List | Kind::Flag | Kind::Json => None,
         })
         .collect()
 }
 
-/// [`prelude`] and [`LIB`], as they are inserted into every script; whole lines.
+/// [`prelude`] (every entry) and [`LIB`]: what a script's header is with all names; whole lines.
 fn header() -> String {
-    let mut header = format!("{}{LIB}", prelude());
+    compose_header(&prelude())
+}
+
+/// `prelude` and [`LIB`], as they are inserted into a script; whole lines.
+fn compose_header(prelude: &str) -> String {
+    let mut header = format!("{prelude}{LIB}");
     if !header.ends_with('\n') {
         header.push('\n');
     }
     header
 }
 
-/// How many lines [`prelude`] and [`LIB`] take: line `N` of a script file (the shebang being
-/// line 1) is line `header_lines() + N` of what Redis runs.
+/// How many lines the prelude and [`LIB`] take (the same for every script): line `N` of a
+/// script file (the shebang being line 1) is line `header_lines() + N` of what Redis runs.
 pub fn header_lines() -> usize {
     header().lines().count()
 }
 
 macro_rules! lua {
-    ($header:expr, $name:literal, $keys:expr) => {
-        LuaScript::new(
-            $header,
-            $name,
-            include_str!(concat!("lua/", $name, ".lua")),
-            $keys,
-        )
+    ($name:literal, $keys:expr) => {
+        LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys)
     };
 }
 
 impl LuaScript {
-    fn new(header: &str, name: &'static str, source: &'static str, num_keys: usize) -> Self {
+    fn new(name: &'static str, source: &'static str, num_keys: usize) -> Self {
         Self {
             name,
             source,
             num_keys,
-            script: Script::from_lua(compose(header, source)),
+            script: Script::from_lua(compose(&compose_header(&prelude_for(source)), source)),
         }
     }
 
@@ -266,30 +320,29 @@ impl Default for Scripts {
 impl Scripts {
     /// Loads the embedded sources.
     pub fn new() -> Self {
-        let h = &header();
         Self {
-            add_items: lua!(h, "add_items", 7),
-            backfeed: lua!(h, "backfeed", 8),
-            claim: lua!(h, "claim", 12),
-            done: lua!(h, "done", 22),
-            item_status: lua!(h, "item_status", 7),
-            release: lua!(h, "release", 6),
-            snapshot: lua!(h, "snapshot", 11),
-            release_items: lua!(h, "release_items", 5),
-            move_items: lua!(h, "move_items", 2),
-            shuffle: lua!(h, "shuffle", 2),
-            clear_queue: lua!(h, "clear_queue", 3),
-            resolve_failed: lua!(h, "resolve_failed", 4),
-            recount: lua!(h, "recount", 5),
-            login_attempt: lua!(h, "login_attempt", 2),
-            login_undo: lua!(h, "login_undo", 2),
-            rescue_attempt: lua!(h, "rescue_attempt", 1),
-            fleet_flush: lua!(h, "fleet_flush", 2),
-            offload_commit: lua!(h, "offload_commit", 7),
-            refill: lua!(h, "refill", 6),
-            retire_shards: lua!(h, "retire_shards", 2),
-            places: lua!(h, "places", 7),
-            header_lines: h.lines().count(),
+            add_items: lua!("add_items", 7),
+            backfeed: lua!("backfeed", 8),
+            claim: lua!("claim", 12),
+            done: lua!("done", 22),
+            item_status: lua!("item_status", 7),
+            release: lua!("release", 6),
+            snapshot: lua!("snapshot", 11),
+            release_items: lua!("release_items", 5),
+            move_items: lua!("move_items", 2),
+            shuffle: lua!("shuffle", 2),
+            clear_queue: lua!("clear_queue", 3),
+            resolve_failed: lua!("resolve_failed", 4),
+            recount: lua!("recount", 5),
+            login_attempt: lua!("login_attempt", 2),
+            login_undo: lua!("login_undo", 2),
+            rescue_attempt: lua!("rescue_attempt", 1),
+            fleet_flush: lua!("fleet_flush", 2),
+            offload_commit: lua!("offload_commit", 7),
+            refill: lua!("refill", 6),
+            retire_shards: lua!("retire_shards", 2),
+            places: lua!("places", 7),
+            header_lines: header_lines(),
         }
     }
 

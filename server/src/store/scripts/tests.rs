@@ -449,3 +449,28 @@ fn each_typed_key_set_is_its_scripts_header_in_order() {
         }
     }
 }
+
+#[test]
+fn each_script_gets_only_the_prelude_entries_it_names_in_as_many_lines() {
+    let claim = prelude_for(include_str!("../lua/claim.lua"));
+    assert!(claim.contains("decay_threshold = 0.005"), "{claim}");
+    assert!(
+        claim.contains("rate = 'rate'") && !claim.contains("banner = 'banner'"),
+        "{claim}"
+    );
+    // What _lib.lua names is in every script's.
+    let login = prelude_for(include_str!("../lua/login_attempt.lua"));
+    assert!(
+        login.contains(&format!("personal = '{PERSONAL}'")),
+        "{login}"
+    );
+    assert!(login.contains("local SET = {  }"), "{login}");
+    for s in Scripts::new().all() {
+        assert_eq!(
+            compose_header(&prelude_for(s.source)).lines().count(),
+            header_lines(),
+            "script {}",
+            s.name
+        );
+    }
+}
