@@ -19,6 +19,7 @@
 //! | [`project_list`] | the Warrior HQ project list (`projects.json`) and its versions |
 //! | [`listing`] | a project's Warrior listing and lifecycle, the `auto_project` pin |
 //! | [`fleet`] | the fleet: API downloaders and Warrior HQ instances, with addresses and totals |
+//! | [`metrics`] | `GET /metrics`: per-project figures from Redis and this process's HTTP figures, in the Prometheus text format |
 
 pub mod archive;
 pub mod auth;
@@ -30,6 +31,7 @@ pub mod items;
 pub mod listing;
 pub mod login;
 pub mod logs;
+pub mod metrics;
 pub mod people;
 pub mod pipelines;
 pub mod project_list;

@@ -1,5 +1,6 @@
 //! Settings of the process: environment variables, overridable by command-line flags.
 
+use clap::builder::BoolishValueParser;
 use std::{net::SocketAddr, path::PathBuf};
 
 /// Where to find Redis and how to name keys.
@@ -80,15 +81,18 @@ pub struct ServeArgs {
     #[arg(long, env = "TRACKER_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
     /// Take client IPs from `X-Forwarded-For` (set when behind a reverse proxy).
-    #[arg(long, env = "TRACKER_TRUST_PROXY")]
+    #[arg(long, env = "TRACKER_TRUST_PROXY", value_parser = BoolishValueParser::new())]
     pub trust_proxy: bool,
     /// API token for admin calls by scripts (`Authorization: Bearer TOKEN`): releasing any
     /// item, item history.
     #[arg(long, env = "TRACKER_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Serve `/metrics` to everyone (without it, only to an admin or an account's API token).
+    #[arg(long, env = "TRACKER_METRICS_PUBLIC", value_parser = BoolishValueParser::new())]
+    pub metrics_public: bool,
     /// Mark the admin session cookie `Secure` (set when the panel is served over HTTPS; on
     /// anyway when the public URL is https://).
-    #[arg(long, env = "TRACKER_SECURE_COOKIES")]
+    #[arg(long, env = "TRACKER_SECURE_COOKIES", value_parser = BoolishValueParser::new())]
     pub secure_cookies: bool,
     /// The public base URL printed in the first-run setup link (default: http://LISTEN).
     #[arg(long, env = "TRACKER_PUBLIC_URL")]
@@ -159,6 +163,8 @@ pub struct Config {
     pub trust_proxy: bool,
     /// The API token of scripts acting as a global admin.
     pub admin_token: Option<String>,
+    /// Whether `/metrics` is open to everyone.
+    pub metrics_public: bool,
     /// Mark the admin session cookie `Secure`.
     pub secure_cookies: bool,
     /// Base of the one-time setup link printed while no account exists (default: `http://`
@@ -211,6 +217,7 @@ impl Config {
             site_root: PathBuf::from("target/site"),
             trust_proxy: false,
             admin_token: None,
+            metrics_public: false,
             secure_cookies: false,
             public_url: None,
             archive_dir: PathBuf::from("data/archive"),
@@ -232,6 +239,7 @@ impl Config {
             site_root: serve.site_root(),
             trust_proxy: serve.trust_proxy,
             admin_token: serve.admin_token.clone(),
+            metrics_public: serve.metrics_public,
             secure_cookies: serve.secure_cookies(),
             public_url: serve.public_url.clone(),
             archive_dir: serve.archive_dir(&redis.data_dir),
@@ -360,6 +368,24 @@ mod tests {
         assert!(args(&["--secure-cookies"]).secure_cookies());
         assert!(args(&["--public-url", "HTTPS://tracker.example"]).secure_cookies());
         assert!(!args(&["--public-url", "http://tracker.example"]).secure_cookies());
+    }
+
+    #[test]
+    fn switches_take_1_yes_on_and_true_from_the_environment() {
+        // Only this test sets TRACKER_METRICS_PUBLIC, and no other reads it.
+        for (value, on) in [
+            ("1", true),
+            ("yes", true),
+            ("on", true),
+            ("true", true),
+            ("0", false),
+        ] {
+            std::env::set_var("TRACKER_METRICS_PUBLIC", value);
+            let parsed = ServeArgs::try_parse_from(["serve"]).map(|a| a.metrics_public);
+            std::env::remove_var("TRACKER_METRICS_PUBLIC");
+            assert_eq!(parsed.ok(), Some(on), "TRACKER_METRICS_PUBLIC={value}");
+        }
+        assert!(ServeArgs::parse_from(["serve", "--trust-proxy"]).trust_proxy);
     }
 
     #[test]

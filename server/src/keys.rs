@@ -116,6 +116,11 @@
 //! <session id>                 string  tower-sessions record (the Redis session store
 //!                                      sets no prefix; ids are 22 random base64 chars)
 //! ```
+//!
+//! One project's keys are methods of [`ProjectKeys`] (`keys/project.rs`); the keys each of its
+//! scripts takes, in its header's order, one method per script in `keys/script_keys.rs`
+//! (`claim_keys`, `done_keys`, ...); the per-minute counter codes are [`Counter`]
+//! (`keys/counter.rs`).
 
 /// The main queue.
 pub const TODO: &str = "todo";

@@ -174,14 +174,32 @@ pub fn router(state: AppState) -> Router {
         axum::http::StatusCode::REQUEST_TIMEOUT,
         state.config.limits.request_timeout(),
     );
+    // Each route group's requests are counted and timed for `/metrics` (`crate::http_metrics`).
+    let track = |group: &'static str| {
+        axum::middleware::from_fn_with_state(
+            (
+                state.http_metrics.clone(),
+                crate::http_metrics::Group(group),
+            ),
+            crate::http_metrics::track,
+        )
+    };
+    let metrics = Router::new()
+        .route("/metrics", get(crate::admin::metrics::get_metrics))
+        .layer(timeout);
     let app = Router::new()
-        .merge(warriors.layer(timeout))
-        .merge(live_feeds)
-        .merge(admin)
+        .merge(warriors.layer(timeout).layer(track("warrior")))
+        .merge(live_feeds.layer(track("live")))
+        .merge(admin.layer(track("admin")))
+        .merge(metrics.layer(track("metrics")))
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
-        .merge(hq.layer(limit_reads.clone()).layer(timeout))
+        .merge(
+            hq.layer(limit_reads.clone())
+                .layer(timeout)
+                .layer(track("hq")),
+        )
         .merge(
             public_json
                 .layer(axum::middleware::from_fn_with_state(
@@ -191,7 +209,8 @@ pub fn router(state: AppState) -> Router {
                 .layer(limit_reads.clone())
                 .merge(pages)
                 .layer(CompressionLayer::new())
-                .layer(timeout),
+                .layer(timeout)
+                .layer(track("public")),
         );
     let app = SECURITY_HEADERS
         .into_iter()

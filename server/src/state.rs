@@ -79,6 +79,8 @@ pub struct App {
     pub password_checks: Arc<tokio::sync::Semaphore>,
     /// The warrior API's callers seen since the last flush.
     pub fleet: Arc<fleet::ApiFleet>,
+    /// This process's HTTP requests by route group, for `/metrics`.
+    pub http_metrics: Arc<crate::http_metrics::HttpMetrics>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -173,6 +175,7 @@ impl App {
             closing,
             password_checks: Arc::new(tokio::sync::Semaphore::new(crate::limits::PASSWORD_CHECKS)),
             fleet,
+            http_metrics: Default::default(),
         })
     }
 }

@@ -36,6 +36,7 @@ mod api {
     mod lifecycle;
     mod live;
     mod live_frames;
+    mod metrics;
     mod offload;
     mod pages;
     mod pipelines;

@@ -358,17 +358,35 @@ impl Store {
 
     /// Redis memory in use, human readable (`INFO memory`).
     pub async fn redis_memory(&self) -> StoreResult<String> {
-        let info: String = self
-            .pool
-            .next()
-            .info(Some(fred::types::InfoKind::Memory))
-            .await?;
+        let info = self.memory_info().await?;
         Ok(info
             .lines()
             .find_map(|l| l.strip_prefix("used_memory_human:"))
             .unwrap_or("?")
             .trim()
             .to_string())
+    }
+
+    /// Redis's `used_memory` and `maxmemory` in bytes (0: no cap).
+    pub async fn redis_memory_bytes(&self) -> StoreResult<(u64, u64)> {
+        let info = self.memory_info().await?;
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        Ok((field("used_memory:"), field("maxmemory:")))
+    }
+
+    /// `INFO memory`.
+    async fn memory_info(&self) -> StoreResult<String> {
+        let info: String = self
+            .pool
+            .next()
+            .info(Some(fred::types::InfoKind::Memory))
+            .await?;
+        Ok(info)
     }
 }
 

@@ -1,0 +1,208 @@
+//! `GET /metrics`: the tracker's figures in the Prometheus text format (OpenMetrics 1.0, which
+//! Prometheus scrapes), encoded by `prometheus-client`. Open to an admin token or any account's
+//! API token (a read-only account's is the metrics token), or to everyone when
+//! `TRACKER_METRICS_PUBLIC` is set.
+//!
+//! Per project (label `project`), read from Redis at each scrape, so they survive a restart and
+//! every process answers the same:
+//! - `tracker_items{project,state}`: items by state: each queue part in Redis (`todo`,
+//!   `todo:backfeed`, ..., `personal` for all personal queues), `on_disk_todo` (waiting in
+//!   segment files: the queues' total is the parts and this), `claimed`, `done` (all of them),
+//!   `on_disk_done` (of those, in segment files), `failed`;
+//! - `tracker_done_items_total`, `tracker_done_bytes_total`: counted completions, since the
+//!   project began;
+//! - `tracker_project_state{project,state}`: 1 for its lifecycle state (`active`, `draining`,
+//!   `finished`, `paused`, `aborted`);
+//! - `tracker_warriors{project}`: downloaders that called for it within the fleet silence;
+//! - `tracker_recent_events{project,event}`: events of the last 10 minutes from the per-minute
+//!   counters (`requests`, `served`, `claimed`, `reclaimed`, `failed`, `done_items`, `backfed`,
+//!   `backfeed_dups`), and `tracker_recent_round_trip_seconds{project}` their mean claim-to-done
+//!   time; gauges (the counters behind them are kept 31 days, not forever).
+//!
+//! Process-wide: `tracker_redis_memory_bytes` and `tracker_redis_maxmemory_bytes` (Redis's
+//! `used_memory` and `maxmemory`, 0: none); and per process (each process counts its own
+//! requests since it started: sum them across processes) `tracker_http_requests_total{group,
+//! status}` and `tracker_http_request_duration_seconds{group}` (to the response's head), by route
+//! group (`warrior`, `live`, `admin`, `hq`, `public`, `metrics`). No label holds a downloader or an item, so
+//! the series grow with projects and queue parts only.
+
+use crate::{
+    admin::auth::Caller,
+    state::AppState,
+    web::{ApiError, ApiResult},
+};
+use axum::{
+    extract::State,
+    http::{header, HeaderValue},
+    response::{IntoResponse, Response},
+};
+use prometheus_client::{
+    encoding::{text::encode, EncodeLabelSet},
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectLabels {
+    project: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectStateLabels {
+    project: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectEventLabels {
+    project: String,
+    event: String,
+}
+
+/// `GET /metrics`: see the module.
+pub async fn get_metrics(
+    State(state): State<AppState>,
+    caller: Result<Caller, ApiError>,
+) -> ApiResult<Response> {
+    if !state.config.metrics_public {
+        caller?;
+    }
+    let text = render(&state).await?;
+    let mut response = text.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    Ok(response)
+}
+
+/// The events of the per-minute counters exported as `tracker_recent_events`.
+const RECENT_EVENTS: [crate::keys::Counter; 8] = {
+    use crate::keys::Counter as C;
+    [
+        C::Requests,
+        C::Served,
+        C::Claimed,
+        C::Reclaimed,
+        C::Failed,
+        C::DoneItems,
+        C::Backfed,
+        C::BackfeedDuplicates,
+    ]
+};
+
+/// The minutes `tracker_recent_events` covers.
+const RECENT_MINUTES: u64 = 10;
+
+/// Every figure, read now.
+async fn render(state: &AppState) -> ApiResult<String> {
+    let store = &state.store;
+    let now = crate::store::now_ms();
+    let items = Family::<ProjectStateLabels, Gauge>::default();
+    let done_items = Family::<ProjectLabels, Counter>::default();
+    let done_bytes = Family::<ProjectLabels, Counter>::default();
+    let lifecycle = Family::<ProjectStateLabels, Gauge>::default();
+    let warriors = Family::<ProjectLabels, Gauge>::default();
+    let recent = Family::<ProjectEventLabels, Gauge>::default();
+    let round_trip = Family::<ProjectLabels, Gauge<f64, AtomicU64>>::default();
+    let mut slugs = store.project_slugs().await?;
+    slugs.sort();
+    for slug in slugs {
+        let Some((board, parts)) = store.snapshot(&slug, 0, 0).await? else {
+            continue;
+        };
+        let project = || ProjectLabels {
+            project: slug.clone(),
+        };
+        let by_state = |state: &str| ProjectStateLabels {
+            project: slug.clone(),
+            state: state.to_string(),
+        };
+        let set = |state: &str, n: u64| {
+            items.get_or_create(&by_state(state)).set(n as i64);
+        };
+        for (part, n) in &parts {
+            set(part, *n);
+        }
+        set("claimed", board.counts.out);
+        set("done", board.counts.done);
+        set("failed", board.counts.failed);
+        let disk = store.offload_summary(&slug).await?;
+        set("on_disk_done", disk.done_on_disk);
+        set("on_disk_todo", disk.todo_on_disk);
+        done_items
+            .get_or_create(&project())
+            .inc_by(board.counts.done);
+        done_bytes
+            .get_or_create(&project())
+            .inc_by(board.total_bytes);
+        lifecycle.get_or_create(&by_state(&board.state)).set(1);
+        let at_work = store.warriors_at_work(&slug, now).await?;
+        warriors.get_or_create(&project()).set(at_work as i64);
+        let minutes = store.minutes(&slug, now, RECENT_MINUTES).await?;
+        for c in RECENT_EVENTS {
+            recent
+                .get_or_create(&ProjectEventLabels {
+                    project: slug.clone(),
+                    event: c.lua_name().to_string(),
+                })
+                .set(crate::store::stats::sum(&minutes, c) as i64);
+        }
+        let trips = crate::store::stats::sum(&minutes, crate::keys::Counter::RoundTrips);
+        let ms = crate::store::stats::sum(&minutes, crate::keys::Counter::RoundTripMs);
+        let mean = crate::store::stats::ratio(ms, trips).unwrap_or(0.0) / 1000.0;
+        round_trip.get_or_create(&project()).set(mean);
+    }
+    let (used, max) = store.redis_memory_bytes().await?;
+    let used_gauge = Gauge::<i64>::default();
+    used_gauge.set(used as i64);
+    let max_gauge = Gauge::<i64>::default();
+    max_gauge.set(max as i64);
+
+    let mut registry = <Registry>::with_prefix("tracker");
+    registry.register("items", "Items by state: queue parts in Redis, on_disk_todo, claimed, done, on_disk_done (of done), failed", items);
+    registry.register(
+        "done_items",
+        "Completions counted, since the project began",
+        done_items,
+    );
+    registry.register(
+        "done_bytes",
+        "Bytes of counted completions, since the project began",
+        done_bytes,
+    );
+    registry.register(
+        "project_state",
+        "1 for the project's lifecycle state",
+        lifecycle,
+    );
+    registry.register(
+        "warriors",
+        "Downloaders calling for the project now",
+        warriors,
+    );
+    registry.register(
+        "recent_events",
+        "Events of the last 10 minutes, from the per-minute counters",
+        recent,
+    );
+    registry.register(
+        "recent_round_trip_seconds",
+        "Mean claim-to-done time of the last 10 minutes' completions",
+        round_trip,
+    );
+    registry.register("redis_memory_bytes", "Redis's used_memory", used_gauge);
+    registry.register(
+        "redis_maxmemory_bytes",
+        "Redis's maxmemory (0: none)",
+        max_gauge,
+    );
+    state.http_metrics.register(&mut registry);
+    let mut out = String::new();
+    // Writing to a String does not fail, nor do these labels.
+    if encode(&mut out, &registry).is_err() {
+        tracing::error!("the metrics could not be encoded");
+    }
+    Ok(out)
+}

@@ -1,0 +1,140 @@
+//! `GET /metrics`: who may read it, figures that agree with known traffic, and series that grow
+//! with projects, never with downloaders.
+
+use server::store::{now_ms, ClaimOutcome, DoneReport};
+use tests::{who, TestApp};
+
+const TOKEN: &str = "metrics-test-token";
+
+async fn scrape(app: &TestApp, token: Option<&str>) -> tests::Reply {
+    let mut req = app.http.get(app.url("/metrics"));
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    app.send(req).await
+}
+
+/// The value of the sample line `series` (name and labels, as written), if there is one.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The sample lines (series), not counting the comments.
+fn series(text: &str) -> usize {
+    text.lines().filter(|l| !l.starts_with('#')).count()
+}
+
+#[tokio::test]
+async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
+    let app = TestApp::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    app.project("p", &["a", "b", "c", "d", "e"]).await;
+    let r = scrape(&app, None).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let r = scrape(&app, Some("wrong")).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+
+    let items = app.claim_n("p", "alice", 3).await;
+    assert_eq!(items.len(), 3);
+    for item in &items[..2] {
+        assert_eq!(app.done("p", "alice", item, 100).await.status, 200);
+    }
+    let r = scrape(&app, Some(TOKEN)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let kind = r.headers["content-type"].to_str().unwrap();
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    let t = &r.body;
+    let at = |series: &str| sample(t, series).unwrap_or_else(|| panic!("no {series} in\n{t}"));
+    assert_eq!(at(r#"tracker_items{project="p",state="todo"}"#), 2.0);
+    assert_eq!(at(r#"tracker_items{project="p",state="claimed"}"#), 1.0);
+    assert_eq!(at(r#"tracker_items{project="p",state="done"}"#), 2.0);
+    assert_eq!(at(r#"tracker_items{project="p",state="failed"}"#), 0.0);
+    assert_eq!(
+        at(r#"tracker_items{project="p",state="on_disk_done"}"#),
+        0.0
+    );
+    assert_eq!(at(r#"tracker_done_items_total{project="p"}"#), 2.0);
+    assert_eq!(at(r#"tracker_done_bytes_total{project="p"}"#), 200.0);
+    assert_eq!(
+        at(r#"tracker_project_state{project="p",state="active"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"tracker_recent_events{project="p",event="claimed"}"#),
+        3.0
+    );
+    assert_eq!(
+        at(r#"tracker_recent_events{project="p",event="done_items"}"#),
+        2.0
+    );
+    assert!(at(r#"tracker_recent_round_trip_seconds{project="p"}"#) >= 0.0);
+    assert!(at("tracker_redis_memory_bytes") > 0.0);
+    // This process answered the claim and the two dones (and the refused scrapes).
+    assert!(at(r#"tracker_http_requests_total{group="warrior",status="200"}"#) >= 3.0);
+    assert!(at(r#"tracker_http_requests_total{group="metrics",status="401"}"#) >= 2.0);
+    assert!(at(r#"tracker_http_request_duration_seconds_count{group="warrior"}"#) >= 3.0);
+
+    // `TRACKER_METRICS_PUBLIC` opens them to anyone.
+    let public = TestApp::start_with(|c| c.metrics_public = true).await;
+    let r = scrape(&public, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("tracker_redis_memory_bytes"), "{}", r.body);
+}
+
+#[tokio::test]
+async fn series_grow_with_projects_not_with_downloaders() {
+    let app = TestApp::start_with(|c| c.admin_token = Some(TOKEN.into())).await;
+    let names: Vec<String> = (0..10_000).map(|i| format!("item-{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    app.project("big", &refs).await;
+    for i in 1..100 {
+        app.project(&format!("p{i}"), &[]).await;
+    }
+    let before = scrape(&app, Some(TOKEN)).await;
+    assert_eq!(before.status, 200, "{}", before.body);
+    let per_project = series(&before.body) / 100;
+    assert!(per_project <= 30, "{per_project} series per project");
+
+    // 10,000 downloaders claim an item each and report it.
+    let now = now_ms();
+    for chunk in 0..10 {
+        let requests: Vec<_> = (0..1000)
+            .map(|i| who(&format!("dl-{chunk}-{i}"), 1))
+            .collect();
+        let outcomes = app.store.claim_batch("big", &requests, now).await.unwrap();
+        let reports: Vec<DoneReport> = requests
+            .iter()
+            .zip(outcomes.unwrap())
+            .map(|(r, o)| match o {
+                ClaimOutcome::Items(items) => DoneReport {
+                    downloader: r.downloader.clone(),
+                    version: "1".into(),
+                    ip: r.ip.clone(),
+                    id: "null".into(),
+                    bytes: vec![("data".into(), 1)],
+                    items,
+                    ..Default::default()
+                },
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        app.store.done_batch("big", &reports, now).await.unwrap();
+    }
+    let after = scrape(&app, Some(TOKEN)).await;
+    let t = &after.body;
+    assert_eq!(
+        sample(t, r#"tracker_done_items_total{project="big"}"#),
+        Some(10_000.0),
+        "{t}"
+    );
+    // The same project series as before; only this process's HTTP series may have grown (the
+    // scrape itself is one more group and status).
+    let project_series = |text: &str| {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains("project="))
+            .count()
+    };
+    assert_eq!(project_series(t), project_series(&before.body));
+    assert!(!t.contains("dl-0-0"), "a downloader's name is a label");
+}
