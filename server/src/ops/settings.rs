@@ -88,11 +88,81 @@ pub fn domains_problem(domains: &[String]) -> Option<String> {
         .then(|| "domains must be 1 to 64 characters, without , \" or \\".into())
 }
 
-/// Why `s` cannot be saved, if it cannot.
+/// Why `s` cannot be saved, if it cannot: each setting of the codec
+/// ([`app::model::admin::SETTING_FIELDS`], which already parsed its type) judged by its check
+/// in [`CHECKS`], in the codec's order.
 pub fn validate_settings(s: &Settings) -> Result<(), String> {
-    if let Some(problem) = title_problem(&s.title).or_else(|| domains_problem(&s.domains)) {
-        return Err(problem);
+    for field in &app::model::admin::SETTING_FIELDS {
+        if let Some((_, check)) = CHECKS.iter().find(|(name, _)| *name == field.name) {
+            check(s)?;
+        }
     }
+    Ok(())
+}
+
+/// A rule a setting's value must follow (ranges, patterns, rules between settings), beyond its
+/// type.
+type Check = fn(&Settings) -> Result<(), String>;
+
+/// Any value of its type will do.
+fn any(_: &Settings) -> Result<(), String> {
+    Ok(())
+}
+
+/// Each setting's check, by its codec name; a test requires one for every setting.
+const CHECKS: [(&str, Check); 30] = [
+    ("title", |s| title_problem(&s.title).map_or(Ok(()), Err)),
+    ("banner", any),
+    ("domains", |s| {
+        domains_problem(&s.domains).map_or(Ok(()), Err)
+    }),
+    ("item_pattern", check_item_pattern),
+    ("min_version", |s| {
+        if s.min_version.len() > 64 {
+            return Err("min_version is at most 64 characters".into());
+        }
+        Ok(())
+    }),
+    ("rate", check_rate),
+    ("burst", check_rate),
+    ("dl_max_claims", any),
+    ("claims_limit", any),
+    ("reclaim_ttl", any),
+    ("max_attempts", any),
+    ("auto_block_ttl", any),
+    ("bloom_capacity", |s| {
+        if s.bloom_capacity == 0 {
+            return Err("bloom_capacity must be at least 1".into());
+        }
+        Ok(())
+    }),
+    ("backfeed_shards", |s| check_shards(&s.backfeed_shards)),
+    ("shard_pattern", check_shard_pattern),
+    ("tags", |s| {
+        crate::store::tags_problem(&s.tags).map_or(Ok(()), Err)
+    }),
+    ("offload_keep", check_offload),
+    ("queue_high", check_offload),
+    ("segment_items", check_offload),
+    ("log_keep", check_offload),
+    ("state", check_state),
+    ("decay_factor", |s| {
+        check_decay(s.decay_factor, s.decay_threshold)
+    }),
+    ("decay_threshold", |s| {
+        check_decay(s.decay_factor, s.decay_threshold)
+    }),
+    ("fifo", any),
+    ("ignore_global_blocks", any),
+    ("require_token", any),
+    ("done_policy", check_offload),
+    ("backfeed_key", check_backfeed_key),
+    ("extra", check_extra),
+    ("pattern_limits", check_pattern_limits),
+];
+
+/// One the operator sets: `active`, `paused` or `aborted`.
+fn check_state(s: &Settings) -> Result<(), String> {
     if !app::model::lifecycle::SETTABLE.contains(&s.state.as_str()) {
         let derived = if ["draining", "finished"].contains(&s.state.as_str()) {
             " (draining and finished follow from the counts by themselves)"
@@ -104,12 +174,24 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
             s.state
         ));
     }
+    Ok(())
+}
+
+fn check_rate(s: &Settings) -> Result<(), String> {
     if s.rate < 0.0 || s.burst < 0.0 || !s.rate.is_finite() || !s.burst.is_finite() {
         return Err("rate and burst must be non-negative".into());
     }
+    Ok(())
+}
+
+fn check_item_pattern(s: &Settings) -> Result<(), String> {
     if !s.item_pattern.is_empty() {
         regex::Regex::new(&s.item_pattern).map_err(|e| format!("item_pattern: {e}"))?;
     }
+    Ok(())
+}
+
+fn check_shard_pattern(s: &Settings) -> Result<(), String> {
     if s.shard_pattern.len() > MAX_SHARD_PATTERN {
         return Err(format!(
             "shard_pattern is at most {MAX_SHARD_PATTERN} characters"
@@ -121,6 +203,10 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
             .build()
             .map_err(|e| format!("shard_pattern: {e}"))?;
     }
+    Ok(())
+}
+
+fn check_backfeed_key(s: &Settings) -> Result<(), String> {
     if !s.backfeed_key.is_empty() {
         let keys: Vec<&str> = s.backfeed_key.split(',').collect();
         if keys.len() > MAX_BACKFEED_KEYS
@@ -133,20 +219,7 @@ pub fn validate_settings(s: &Settings) -> Result<(), String> {
             ));
         }
     }
-    if s.min_version.len() > 64 {
-        return Err("min_version is at most 64 characters".into());
-    }
-    if s.bloom_capacity == 0 {
-        return Err("bloom_capacity must be at least 1".into());
-    }
-    check_decay(s.decay_factor, s.decay_threshold)?;
-    check_offload(s)?;
-    check_shards(&s.backfeed_shards)?;
-    if let Some(problem) = crate::store::tags_problem(&s.tags) {
-        return Err(problem);
-    }
-    check_pattern_limits(s)?;
-    check_extra(s)
+    Ok(())
 }
 
 /// Score decay: a factor of 0 (off) or strictly between 0 and 1, and a threshold strictly
@@ -279,4 +352,32 @@ fn changed_fields(a: &Settings, b: &Settings) -> String {
         .map(|(k, _)| k.as_str())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_of_the_codec_has_one_check() {
+        let fields: Vec<&str> = app::model::admin::SETTING_FIELDS
+            .iter()
+            .map(|f| f.name)
+            .collect();
+        for (name, _) in CHECKS {
+            assert!(fields.contains(&name), "{name} is no setting");
+        }
+        for name in &fields {
+            let n = CHECKS.iter().filter(|(c, _)| c == name).count();
+            assert_eq!(n, 1, "{name} has {n} checks");
+        }
+        let mut bad = app::model::admin::default_settings();
+        bad.title = "T".into();
+        bad.domains = vec!["data".into()];
+        assert_eq!(validate_settings(&bad), Ok(()));
+        bad.segment_items = 1;
+        assert!(validate_settings(&bad)
+            .unwrap_err()
+            .contains("segment_items"));
+    }
 }

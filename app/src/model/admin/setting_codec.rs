@@ -3,7 +3,9 @@
 //! ([`SettingField::encode`], [`decode_meta`]), the panel draws and parses its plain fields
 //! with it ([`SettingField::label`], [`SettingField::panel_text`], [`SettingField::set_text`]),
 //! and the Lua scripts read the names and defaults from a prelude generated from it (`SET` and
-//! `SET_DEFAULT`, see the server's `store::scripts::prelude`).
+//! `SET_DEFAULT`, see the server's `store::scripts::prelude`). The codec parses each setting's
+//! type; the rules beyond it (ranges, patterns, rules between settings) are the server's, one
+//! check per setting of this table (`ops::settings::CHECKS`, a test requires each).
 
 use super::{PatternLimit, Settings};
 use std::collections::BTreeMap;
