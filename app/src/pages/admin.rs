@@ -42,7 +42,6 @@ use leptos::{prelude::*, task::spawn_local};
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 use loaded::Loaded;
-use serde_json::json;
 
 /// The session (user, role, CSRF token), loaded in the browser.
 fn session() -> LocalResource<Result<AdminSession, String>> {
@@ -92,7 +91,11 @@ fn CreateProject(csrf: String) -> impl IntoView {
             .map(|d| d.trim().to_string())
             .filter(|d| !d.is_empty())
             .collect();
-        let body = json!({"slug": slug, "title": title.get_untracked(), "domains": domains});
+        let body = api::json(&crate::model::admin::CreateProject {
+            slug: slug.clone(),
+            title: title.get_untracked(),
+            domains,
+        });
         spawn_local(async move {
             match api::send("POST", "/admin/api/projects", &csrf, Body::Json(body)).await {
                 Ok(_) => api::go(&format!("/admin/p/{slug}")),

@@ -341,10 +341,22 @@ pub async fn report_done(
     pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let req: DoneBody = parse(&body)?;
-    let report = done_report(&state.config.limits, &req, &caller, &pipeline)?;
-    within_deadline(&state, record_done(&state, &slug, report)).await?;
+    take_done(&state, &slug, &caller, &pipeline, &body).await?;
     Ok("OK\n".into_response())
+}
+
+/// Parses the done report `body` and records it (within the Redis deadline); the report.
+async fn take_done(
+    state: &AppState,
+    slug: &str,
+    caller: &Caller,
+    pipeline: &CallerPipeline,
+    body: &Bytes,
+) -> ApiResult<DoneBody> {
+    let req: DoneBody = parse(body)?;
+    let report = done_report(&state.config.limits, &req, caller, pipeline)?;
+    within_deadline(state, record_done(state, slug, report)).await?;
+    Ok(req)
 }
 
 /// `POST /SLUG/done+request`: a done, then a request for the same downloader.
@@ -356,9 +368,7 @@ pub async fn report_done_and_claim(
     pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let req: DoneBody = parse(&body)?;
-    let report = done_report(&state.config.limits, &req, &caller, &pipeline)?;
-    within_deadline(&state, record_done(&state, &slug, report)).await?;
+    let req = take_done(&state, &slug, &caller, &pipeline, &body).await?;
     let next = RequestBody {
         downloader: req.downloader,
         api_version: req.api_version,
