@@ -41,7 +41,8 @@ impl Counts {
     }
 }
 
-/// One completion (a done call), as published by the done script.
+/// One completion (a done report that counted items), as published when the completion log
+/// is folded (the server's `fold.lua`, within a fraction of a second of the done).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DoneEvent {
     /// Per-project sequence number, increasing by one per event.
@@ -69,7 +70,7 @@ pub struct DoneEvent {
     /// User agent of the client (left out of a brief event).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub user_agent: String,
-    /// The project's counts right after this completion (all zero, and left out, in a live
+    /// The project's counts when this completion was folded (all zero, and left out, in a live
     /// message's events but its last: a real completion has at least itself done).
     #[serde(default, skip_serializing_if = "Counts::is_zero")]
     pub counts: Counts,

@@ -41,6 +41,7 @@ pub use check::queue_parts;
 pub mod contributors;
 pub mod dictionary;
 pub mod fed;
+pub mod fold;
 mod hq;
 mod item_status;
 mod items;
@@ -204,6 +205,8 @@ pub struct Store {
     settings_version: std::sync::Arc<SettingsVersion>,
     /// Contributors noted for the global monthly count, until the next flush.
     pending_contributors: std::sync::Arc<contributors::Pending>,
+    /// Projects with completion log entries to fold, until the next fold.
+    pending_folds: std::sync::Arc<fold::Pending>,
     /// How long an API downloader may be silent before it is forgotten (ms).
     fleet_silence_ms: u64,
     /// The offload directory and the segment files open, per project.
@@ -265,6 +268,7 @@ impl Store {
             pipeline_cache: Default::default(),
             settings_version: Default::default(),
             pending_contributors: Default::default(),
+            pending_folds: Default::default(),
             fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
             disk: std::sync::Arc::new(offload::DiskCache::new(offload_dir)),
             hq_key: Default::default(),

@@ -29,6 +29,7 @@ mod api {
     mod faults;
     mod feed;
     mod fleet;
+    mod fold;
     mod fuzz;
     mod headers;
     mod hostile;

@@ -23,8 +23,8 @@ impl ProjectKeys {
         ]
     }
 
-    /// `done.lua`, for a call in calendar month `month` (`YYYY-MM`, its unique contributors).
-    pub fn done_keys(&self, month: &str) -> Vec<String> {
+    /// `done.lua`.
+    pub fn done_keys(&self) -> Vec<String> {
         vec![
             self.meta(),
             self.out(),
@@ -34,20 +34,32 @@ impl ProjectKeys {
             self.attempts(),
             self.dl_claims(),
             self.stats(),
-            self.dl_items(),
-            self.dl_bytes(),
-            self.dl_version(),
-            self.dl_seen(),
             self.domain_bytes(),
-            self.seq(),
-            self.history(),
-            self.events(),
             self.timeline(),
             self.blocked("ip"),
             self.log(),
             self.chart(),
             self.decay(),
+        ]
+    }
+
+    /// `fold.lua`, for a run of entries of calendar month `month` (`YYYY-MM`, its unique
+    /// contributors).
+    pub fn fold_keys(&self, month: &str) -> Vec<String> {
+        vec![
+            self.stats(),
+            self.dl_items(),
+            self.dl_bytes(),
+            self.dl_version(),
+            self.dl_seen(),
+            self.seq(),
+            self.history(),
+            self.events(),
+            self.log(),
             self.monthly_contributors(month),
+            self.meta(),
+            self.out(),
+            self.failed(),
         ]
     }
 

@@ -108,7 +108,7 @@ pub struct Written {
 }
 
 /// Writes the log entries of `slug` after the last one archived through stream id `end`
-/// (inclusive) to a new file in `dir` (written, fsynced and renamed) and only then trims them
+/// (inclusive; at most the last entry folded) to a new file in `dir` (written, fsynced and renamed) and only then trims them
 /// from Redis; `None` when there are none. Holds the offload lease of `slug` with `token`
 /// ([`ArchiveError::Leased`] when another holds it); one at a time in this process: the panel's
 /// archive and the offloader's ([`crate::offloader`]) share it.
@@ -143,7 +143,16 @@ pub async fn write_archive(
             .map_err(ArchiveError::Store)?;
     }
     // Through the last entry at `end` as of now (entries written meanwhile wait for the
-    // next archive); its id goes into the file's header.
+    // next archive), and never past the last entry folded (the fold reads the entries after
+    // it from Redis); its id goes into the file's header.
+    let folded = store
+        .fold_through(slug)
+        .await
+        .map_err(ArchiveError::Store)?;
+    let end = match folded.as_deref() {
+        Some(f) if end == "+" || stream_id_after(end, f) => f,
+        _ => end,
+    };
     let Some(upto) = store
         .log_last_id(slug, end)
         .await

@@ -4,7 +4,7 @@ use super::{
     scripts::{Accepted, Batch, Refusal, Reply},
     DiskHit, Store, StoreError, StoreResult,
 };
-use crate::keys::{HISTORY_LEN, LOG_LEN, TODO};
+use crate::keys::TODO;
 use fred::prelude::*;
 use serde::Deserialize;
 
@@ -64,14 +64,12 @@ pub struct DoneReport {
 /// What a done report did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DoneOutcome {
-    /// Items newly counted and duplicates ignored; `seq` of the event (0 when none).
+    /// Items newly counted and duplicates ignored.
     Recorded {
         /// Items newly done.
         counted: u64,
         /// Items that were done already.
         duplicates: u64,
-        /// The event's sequence number.
-        seq: u64,
     },
     /// Refused: [`Refusal::Invalid`], [`Refusal::UnknownItem`], [`Refusal::NeverHandedOut`],
     /// [`Refusal::OtherPipeline`], [`Refusal::Overflow`] (nothing changed) or
@@ -84,7 +82,6 @@ pub enum DoneOutcome {
 struct Recorded {
     counted: u64,
     duplicates: u64,
-    seq: u64,
 }
 
 fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
@@ -221,7 +218,6 @@ impl Store {
                 DoneOutcome::Recorded {
                     counted: 0,
                     duplicates: old,
-                    seq: 0,
                 }
             } else {
                 let again = DoneReport {
@@ -232,11 +228,9 @@ impl Store {
                     Some(DoneOutcome::Recorded {
                         counted,
                         duplicates,
-                        seq,
                     }) => DoneOutcome::Recorded {
                         counted,
                         duplicates: duplicates + old,
-                        seq,
                     },
                     Some(other) => other,
                     None => return Err(reply_err("done", "no answer")),
@@ -254,14 +248,11 @@ impl Store {
     ) -> StoreResult<Vec<DoneOutcome>> {
         let k = self.keys.project(slug);
         let month = app::model::month_name(now_ms);
-        let keys = k.done_keys(&month);
+        let keys = k.done_keys();
         let mut args = vec![
             Value::from(now_ms as i64),
             Value::from(k.prefix()),
-            Value::from(HISTORY_LEN as i64),
-            Value::from(LOG_LEN as i64),
             Value::from(reports.len() as i64),
-            Value::from(month.as_str()),
         ];
         for r in reports {
             args.push(Value::from(r.downloader.as_str()));
@@ -293,11 +284,9 @@ impl Store {
                 Ok(Recorded {
                     counted,
                     duplicates,
-                    seq,
                 }) => DoneOutcome::Recorded {
                     counted,
                     duplicates,
-                    seq,
                 },
                 Err(refusal) => DoneOutcome::Refused(refusal),
             })
@@ -307,6 +296,12 @@ impl Store {
                 "done",
                 format!("{} answers to {} reports", out.len(), reports.len()),
             ));
+        }
+        if out
+            .iter()
+            .any(|o| matches!(o, DoneOutcome::Recorded { counted, .. } if *counted > 0))
+        {
+            self.note_fold(slug);
         }
         // The global monthly count is written outside the script (another cluster slot).
         self.pending_contributors.note(

@@ -40,9 +40,10 @@
 //!                  refusals: old_version, bad_name, blocked, token_required,
 //!                            not_for_pipeline, not_active, budget, rate_limited {wait_ms},
 //!                            nothing_to_give
-//! done           [per report: {"counted":n,"duplicates":n,"seq":n} | refusal]
+//! done           [per report: {"counted":n,"duplicates":n} | refusal]
 //!                  refusals: invalid, unknown_item {item}, never_handed_out {item},
 //!                            other_pipeline {item}, overflow, domain_mismatch
+//! fold           "folded" | "stale" (a scalar)
 //! release        {} | refusal: not_claimed, not_claimant, other_pipeline {item}
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
@@ -276,6 +277,8 @@ pub struct Scripts {
     pub claim: LuaScript,
     /// `done.lua`
     pub done: LuaScript,
+    /// `fold.lua`
+    pub fold: LuaScript,
     /// `item_status.lua`
     pub item_status: LuaScript,
     /// `release.lua`
@@ -324,7 +327,8 @@ impl Scripts {
             add_items: lua!("add_items", 7),
             backfeed: lua!("backfeed", 8),
             claim: lua!("claim", 12),
-            done: lua!("done", 22),
+            done: lua!("done", 14),
+            fold: lua!("fold", 13),
             item_status: lua!("item_status", 7),
             release: lua!("release", 6),
             snapshot: lua!("snapshot", 11),
@@ -347,12 +351,13 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 21] {
+    pub fn all(&self) -> [&LuaScript; 22] {
         [
             &self.add_items,
             &self.backfeed,
             &self.claim,
             &self.done,
+            &self.fold,
             &self.item_status,
             &self.release,
             &self.snapshot,

@@ -93,12 +93,14 @@ impl Store {
 
     /// The names of the `n` downloaders with the most items, most first.
     pub async fn top_downloader_names(&self, slug: &str, n: i64) -> StoreResult<Vec<String>> {
+        self.fold_for_read(slug).await;
         let key = self.keys.project(slug).dl_items();
         Ok(self.pool.next().zrevrange(key, 0, n - 1, false).await?)
     }
 
     /// The tracker statistics of `slug` over the hour up to `now_ms`.
     pub async fn tracker_figures(&self, slug: &str, now_ms: u64) -> StoreResult<TrackerStats> {
+        self.fold_for_read(slug).await;
         let last_hour = self.minutes(slug, now_ms, 60).await?;
         self.figures_of(slug, &last_hour, now_ms).await
     }
@@ -138,6 +140,7 @@ impl Store {
         now_ms: u64,
         minutes: u64,
     ) -> StoreResult<HashMap<String, (u64, u64)>> {
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let reads = window_buckets(now_ms / 60_000, minutes.max(1))
@@ -171,6 +174,7 @@ impl Store {
     /// thousands of downloaders a script would hold Redis for the whole walk. The reads may
     /// straddle a completion; a row is then one report behind, which the next read fixes.
     pub async fn all_downloaders(&self, slug: &str) -> StoreResult<Vec<DownloaderRow>> {
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         let client = self.pool.next();
         type Scores = Vec<(String, f64)>;
@@ -223,6 +227,7 @@ impl Store {
         downloaders: i64,
         recent: usize,
     ) -> StoreResult<Option<(Leaderboard, QueueSizes)>> {
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         let keys = k.snapshot_keys();
         let args = vec![

@@ -103,6 +103,7 @@ fn point(entry: &str) -> Option<(u64, Vec<u64>)> {
 impl Store {
     /// Cumulative charts, with the `top` downloaders by bytes.
     pub async fn charts(&self, slug: &str, top: i64) -> StoreResult<Charts> {
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let raw: Vec<String> = client.lrange(k.chart(), 0, -1).await?;
@@ -135,6 +136,7 @@ impl Store {
 
     /// The last script version of every downloader.
     pub async fn downloader_versions(&self, slug: &str) -> StoreResult<HashMap<String, String>> {
+        self.fold_for_read(slug).await;
         Ok(self
             .pool
             .next()
@@ -174,6 +176,7 @@ impl Store {
 
     /// Unique downloaders and IPs that completed items in the 30 days up to `now_ms`.
     pub async fn unique_contributors(&self, slug: &str, now_ms: u64) -> StoreResult<(u64, u64)> {
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         let today = now_ms / 86_400_000;
         let days = (today.saturating_sub(29)..=today).collect::<Vec<_>>();

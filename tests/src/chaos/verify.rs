@@ -86,6 +86,16 @@ pub async fn verify(
 ) -> (Verdict, Vec<String>) {
     let mut v = Verdict::default();
     let mut problems = Vec::new();
+    // The completion log entries the processes left unfolded (killed, or not yet), folded:
+    // each exactly once, as the per-downloader totals below must show.
+    match store.fold(slug).await {
+        Ok(_) => match store.unfolded(slug).await {
+            Ok((0, 0)) => {}
+            Ok(left) => problems.push(format!("log entries left unfolded: {left:?}")),
+            Err(e) => problems.push(format!("the fold's count could not be read: {e}")),
+        },
+        Err(e) => problems.push(format!("the completion log could not be folded: {e}")),
+    }
     match prove(store, slug, n, ledgers, &mut v, &mut problems).await {
         Ok(()) => {}
         Err(e) => problems.push(format!("the proof could not read redis: {e}")),

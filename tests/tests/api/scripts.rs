@@ -58,6 +58,11 @@ pub(super) async fn every_script(app: &TestApp) {
         DoneOutcome::Recorded { counted: 1, .. }
     ));
     flush().await;
+    // The done's log entry folded into alice's figures.
+    assert_eq!(store.fold("p1").await.unwrap(), 1);
+    let board = store.leaderboard("p1", -1, 5).await.unwrap().unwrap();
+    assert_eq!(board.downloaders[0].items, 1, "{:?}", board.downloaders);
+    flush().await;
     assert_eq!(
         store
             .item_status("p1", &items[0])
@@ -196,7 +201,7 @@ pub(super) async fn every_script(app: &TestApp) {
     store.check("p1").await.unwrap();
     assert_eq!(
         store.scripts().all().len(),
-        21,
+        22,
         "every script is exercised above"
     );
 }

@@ -6,7 +6,10 @@
   now + auto_block_ttl and the report's items that the reporter holds (claims in its name) go
   back to `todo`; items others hold stay theirs. A report from an IP blocked in the project
   changes nothing. Otherwise the
-  items move to `done`, each counted once, and one event per report is recorded.
+  items move to `done`, each counted once, and the report goes to the completion log (one
+  entry per report that counts anything). The per-downloader figures, the unique contributors
+  and the events are made from the log later, by `fold.lua`: this script counts the entries it
+  adds (stats `journal`, their items `journal_items`), which the fold takes off again.
   Where each item is comes from a few variadic reads for the whole batch (ZMSCORE, SMISMEMBER,
   HMGET); the reports are then decided in order against that local state, and every write is
   made once per batch (the completion log gets one entry per report).
@@ -19,31 +22,20 @@
   KEYS[6]  attempts      hash    item -> times claimed (items not claimed now)
   KEYS[7]  dl:claims     hash    downloader -> items held
   KEYS[8]  stats         hash    done_items, done_bytes, pq (items in personal queues),
-                                 disk_todo (items waiting on disk)
-  KEYS[9]  dl:items      zset    items per downloader
-  KEYS[10] dl:bytes      zset    bytes per downloader
-  KEYS[11] dl:version    hash    last version per downloader
-  KEYS[12] dl:seen       hash    last completion per downloader (ms)
-  KEYS[13] domain_bytes  hash    bytes per domain
-  KEYS[14] seq           string  event sequence number
-  KEYS[15] history       list    recent events, newest first
-  KEYS[16] events        channel completion events (a shard channel: SPUBLISH)
-  KEYS[17] timeline      hash    item -> transitions; a claim's own line joins it here
-  KEYS[18] blocked:ip    hash    ip -> JSON block entry
-  KEYS[19] log           stream  completion log
-  KEYS[20] chart         list    "minute items bytes" cumulative, one entry per minute
-  KEYS[21] decay         hash    item -> decay score; a done item's entry goes
-  KEYS[22] u:month       hll     unique downloaders of this calendar month (ARGV[6])
-  Derived (same slot): queue parts, todo:d:<downloader>, st:<day>, dlc:<downloader>, dlc_last,
-  dw:<minute>, dwh:<hour>, u:dl:<day>, u:ip:<day>.
+                                 disk_todo (items waiting on disk), journal, journal_items,
+                                 folded (the last log entry folded; set here when missing)
+  KEYS[9]  domain_bytes  hash    bytes per domain
+  KEYS[10] timeline      hash    item -> transitions; a claim's own line joins it here
+  KEYS[11] blocked:ip    hash    ip -> JSON block entry
+  KEYS[12] log           stream  completion log (trimmed by fold.lua, never past the unfolded)
+  KEYS[13] chart         list    "minute items bytes" cumulative, one entry per minute
+  KEYS[14] decay         hash    item -> decay score; a done item's entry goes
+  Derived (same slot): queue parts, todo:d:<downloader>, st:<day>.
 
   ARGV[1]  now (ms)
   ARGV[2]  key prefix `ns:{SLUG}:`
-  ARGV[3]  history length to keep
-  ARGV[4]  completion log length to keep
-  ARGV[5]  R, the number of reports
-  ARGV[6]  the calendar month of now (UTC), `YYYY-MM`, which KEYS[22] counts
-  ARGV[7..] per report: downloader, version, user agent, ip, id (JSON), pipeline ('' = none),
+  ARGV[3]  R, the number of reports
+  ARGV[4..] per report: downloader, version, user agent, ip, id (JSON), pipeline ('' = none),
             D, D x (domain, bytes), M, M x item
 
   Every check of a report comes before its first write, so a report is applied whole or not at
@@ -55,7 +47,7 @@
   claimed now by a pipeline (its record's `p`) is reported only by that pipeline.
 
   Output: JSON, an array with per report in order:
-    {"counted":n,"duplicates":n,"seq":n}  recorded (seq of its event, 0 when nothing counted)
+    {"counted":n,"duplicates":n}          recorded
     {"err":"invalid"}                     fields do not parse; nothing changed
     {"err":"unknown_item","item":s}       an unknown item; nothing changed
     {"err":"never_handed_out","item":s}   an item never handed out; nothing changed
@@ -66,34 +58,26 @@
                                           claimed items released
     {"err":"blocked"}                     the reporter's IP is blocked in the project; nothing
                                           changed
-  Events: per report that counts anything, one event JSON pushed on KEYS[15] (with the
-  downloader's new totals, `dl_items` and `dl_bytes`); all of the batch's events published as
-  one message on KEYS[16], joined by ',' (parse as `[` .. `]`), with SPUBLISH: on a cluster it
-  reaches only the subscribers of the project's shard, not every node as PUBLISH would.
-  Uses: Q, ST, K, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
+  (JSON array of their claim times, 0 unknown), bytes (JSON object domain -> bytes), id.
+  Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
   timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, SET, SET_DEFAULT.
 ]]
 local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local dl_claims, stats, dl_items, dl_bytes = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local dl_version, dl_seen, domain_bytes, seq_key = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
-local history, events, tl, blocked_ip, log, chart = KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20]
-local decay, month_uniques = KEYS[21], KEYS[22]
-local now, prefix = tonumber(ARGV[1]), ARGV[2]
+local dl_claims, stats, domain_bytes, tl, blocked_ip = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local log, chart, decay = KEYS[12], KEYS[13], KEYS[14]
+local now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
-local history_len, log_len, nrep = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local day = math.floor(now / 86400000)
 local minute = math.floor(now / 60000)
 
 -- The phases, in the order they run (the main line at the end calls them):
 --   read_reports     the reports of ARGV and the distinct items they name
---   read_totals      each reporting downloader's items and bytes before this batch
 --   locate           where each item is: claimed, done, failed (a queue part: per report)
 --   check_report     why a report is refused, if it is (nothing of it written)
 --   block_reporter   a report whose byte domains differ: its IP blocked, its claims released
---   complete_report  a report recorded: its items moved, counted, logged, its event built
+--   complete_report  a report recorded: its items moved, counted and logged
 --   write_moves      the batch's moves of items between states, once per batch
---   write_figures    the batch's totals, per-downloader figures, charts, events
---   write_uniques    unique contributors of the day and the month
+--   write_figures    the batch's totals, the project's chart and the log's unfolded count
 
 local s = rcall('HMGET', meta, SET.domains, SET.auto_block_ttl, SET.queues)
 local groups = queue_groups(s[3])
@@ -107,7 +91,7 @@ local block_ttl = (tonumber(s[2]) or SET_DEFAULT.auto_block_ttl) * 1000
 -- The reports, and the distinct items they name (a refused report's items are not looked up).
 local function read_reports()
   local reps, all, named = {}, {}, {}
-  local a = 7
+  local a = 4
   for r = 1, nrep do
     local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
       pipeline = ARGV[a + 5], doms = {}, items = {}, total = 0 }
@@ -139,24 +123,6 @@ local function read_reports()
     reps[r] = rep
   end
   return reps, all
-end
-
--- Each reporting downloader's items and bytes before this batch (the events carry the totals).
-local function read_totals(reps)
-  local base_items, base_bytes, whos, listed = {}, {}, {}, {}
-  for _, rep in ipairs(reps) do
-    if not listed[rep.who] then
-      listed[rep.who] = true
-      whos[#whos + 1] = rep.who
-    end
-  end
-  if #whos > 0 then
-    local i_raw, b_raw = bulk_read('ZMSCORE', dl_items, whos), bulk_read('ZMSCORE', dl_bytes, whos)
-    for i, who in ipairs(whos) do
-      base_items[who], base_bytes[who] = tonumber(i_raw[i]) or 0, tonumber(b_raw[i]) or 0
-    end
-  end
-  return base_items, base_bytes
 end
 
 -- Where each item is: 'out', 'done', 'failed', or (looked up per report) a queue part; and the
@@ -194,17 +160,7 @@ local function locate(all)
 end
 
 local reps, all = read_reports()
-local dl_base_items, dl_base_bytes = read_totals(reps)
 local state, claim_of = locate(all)
-
-local function todo_count()
-  local w = rcall('HMGET', stats, 'pq', 'disk_todo')
-  local n = (tonumber(w[1]) or 0) + (tonumber(w[2]) or 0)
-  for _, parts in ipairs(groups) do
-    for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
-  end
-  return n
-end
 
 -- Sets the last point of a cumulative chart list to `value` at this minute.
 local function chart_point(key, value)
@@ -235,12 +191,10 @@ local function claim_info(raw, done_line)
   return c
 end
 
--- Counts for the events, read once and kept current as reports change them.
-local todo_now, out_now, failed_now = todo_count(), rcall('ZCARD', out), rcall('HLEN', failed)
-local totals = rcall('HMGET', stats, 'done_items', 'done_bytes')
+-- The project's totals, kept current as reports change them, and the last log entry folded.
+local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded')
 local done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 0
-local seq = tonumber(rcall('GET', seq_key)) or 0
-local done_items0, done_bytes0, seq0 = done_items, done_bytes, seq
+local done_items0, done_bytes0, folded = done_items, done_bytes, totals[3]
 
 -- Items found waiting in a queue (rather than claimed, failed or done), and whether each was
 -- handed out before: a claim count kept in `attempts` when it left a claim, or (claims made before
@@ -280,9 +234,8 @@ end
 
 -- What the reports decide, collected for the batch's writes.
 local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
-local w_dl, dl_add_items, dl_add_bytes, dl_ver, dom_add = {}, {}, {}, {}, {}
-local pq_delta, evs = 0, {}
-local seen_dl, seen_ip = {}, {}
+local w_dl, dom_add = {}, {}
+local pq_delta, logged = 0, 0
 
 -- Why `rep` is refused ({err = ...}), or nil; 'domain_mismatch' is acted on by block_reporter.
 -- Looks up, per item not claimed, done or failed, the queue part that holds it.
@@ -330,16 +283,15 @@ local function block_reporter(rep)
       rcall('HDEL', claims, item)
       rcall('ZADD', prefix .. Q.todo, 0, item)
       state[item] = Q.todo
-      out_now, todo_now = out_now - 1, todo_now + 1
       leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, rep.version))
     end
   end
 end
 
--- The report's completion log entry and its event (built by hand: cjson would print large
--- integers in exponent form); `fresh` its newly done items, claimed at `claimed_at`.
-local function log_and_event(rep, fresh, claimed_at)
-  local who = rep.who
+-- The report's completion log entry; `fresh` its newly done items, claimed at `claimed_at`.
+-- A log that has no fold cursor yet (a project from before the fold) gets one first: every
+-- entry before this one was counted where it was made.
+local function log_report(rep, fresh, claimed_at)
   local total, dom_json = 0, {}
   for _, d in ipairs(rep.doms) do
     local bytes = tonumber(d[2])
@@ -347,28 +299,18 @@ local function log_and_event(rep, fresh, claimed_at)
     total = total + bytes
     dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
   end
-  local fresh_json = cjson.encode(fresh)
   done_items, done_bytes = done_items + #fresh, done_bytes + total
-  dl_add_items[who] = (dl_add_items[who] or 0) + #fresh
-  dl_add_bytes[who] = (dl_add_bytes[who] or 0) + total
-  dl_ver[who] = rep.version
   stat(prefix, now, ST.done_items, #fresh)
   stat(prefix, now, ST.done_bytes, total)
-  seen_dl[who] = true
-  if rep.ip ~= '' then seen_ip[rep.ip] = true end
-  rcall('XADD', log, 'MAXLEN', '~', log_len, '*', 't', now, 'd', who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
-    'items', fresh_json, 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
+  if not folded then
+    local last = rcall('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
+    folded = last and last[1] or '0-0'
+    rcall('HSET', stats, 'folded', folded)
+  end
+  rcall('XADD', log, '*', 't', now, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
+    'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
     'id', rep.id)
-  seq = seq + 1
-  evs[#evs + 1] = '{"seq":' .. string.format('%d', seq) .. ',"time":' .. string.format('%d', now) .. ',"downloader":' .. cjson.encode(who)
-    .. ',"items":' .. fresh_json .. ',"bytes":' .. string.format('%d', total)
-    .. ',"domain_bytes":{' .. table.concat(dom_json, ',') .. '}'
-    .. ',"version":' .. cjson.encode(rep.version) .. ',"user_agent":' .. cjson.encode(rep.ua)
-    .. string.format(',"dl_items":%d,"dl_bytes":%d', dl_base_items[who] + dl_add_items[who],
-      dl_base_bytes[who] + dl_add_bytes[who])
-    .. string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo_now, out_now, done_items,
-      failed_now)
-  return seq
+  logged = logged + 1
 end
 
 -- A report recorded: each of its items not done yet leaves where it is for `done` (counted
@@ -387,15 +329,12 @@ local function complete_report(rep)
         lines, t0 = c.lines, c.t
         if c.claim.d then w_dl[c.claim.d] = (w_dl[c.claim.d] or 0) - 1 end
         w_out[#w_out + 1] = item
-        out_now = out_now - 1
         if t0 > 0 then rtt = rtt + (now - t0) end
       elseif w == 'failed' then
         w_failed[#w_failed + 1] = item
-        failed_now = failed_now - 1
       else
         w_queue[w] = w_queue[w] or {}
         table.insert(w_queue[w], item)
-        todo_now = todo_now - 1
         if string.sub(w, 1, #Q.personal) == Q.personal then pq_delta = pq_delta - 1 end
       end
       state[item] = 'done'
@@ -406,15 +345,14 @@ local function complete_report(rep)
       claimed_at[#claimed_at + 1] = t0
     end
   end
-  local ev_seq = 0
   if #fresh > 0 then
     if rtt > 0 then
       stat(prefix, now, ST.round_trip_ms, rtt)
       stat(prefix, now, ST.round_trips, #fresh)
     end
-    ev_seq = log_and_event(rep, fresh, claimed_at)
+    log_report(rep, fresh, claimed_at)
   end
-  return { counted = #fresh, duplicates = dups, seq = ev_seq }
+  return { counted = #fresh, duplicates = dups }
 end
 
 -- The batch's moves: out of claimed, failed and the queues, into done, with timelines.
@@ -433,83 +371,14 @@ local function write_moves()
   hincr_many(dl_claims, w_dl)
 end
 
--- The downloaders' chart points (`dlc:<who>`, "minute bytes"): a point per minute it was
--- active, its total at the end of that minute, written when it next reports in a later minute
--- (its total before this batch). `dlc_last` holds the minute of its last report; the reader
--- adds that minute's point from its current total. One HMGET and one HSET a batch.
-local function write_downloader_charts(whos)
-  local last, moved = bulk_read('HMGET', prefix .. K.dl_chart_last, whos), {}
-  for i, who in ipairs(whos) do
-    local m = tonumber(last[i])
-    if not m or m < minute then
-      if m then rcall('RPUSH', prefix .. K.dl_chart .. who, string.format('%d %d', m, dl_base_bytes[who])) end
-      moved[#moved + 1] = who
-      moved[#moved + 1] = minute
-    end
-  end
-  bulk('HSET', prefix .. K.dl_chart_last, moved)
-end
-
--- The batch's figures: the project's totals, each downloader's totals, rate windows, chart,
--- version and last completion, the event history and the published events.
+-- The batch's figures: the project's totals and chart, and the log entries not folded yet.
 local function write_figures()
   rcall('HINCRBY', stats, 'done_items', done_items - done_items0)
   rcall('HINCRBY', stats, 'done_bytes', string.format('%d', done_bytes - done_bytes0))
+  rcall('HINCRBY', stats, 'journal', logged)
+  rcall('HINCRBY', stats, 'journal_items', done_items - done_items0)
   for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
-  -- The downloaders' new totals, from those read at the start: one ZADD per table for all.
-  local versions, seen, z_items, z_bytes, whos, window = {}, {}, {}, {}, {}, {}
-  for who, n in pairs(dl_add_items) do
-    z_items[#z_items + 1] = string.format('%d', dl_base_items[who] + n)
-    z_items[#z_items + 1] = who
-    z_bytes[#z_bytes + 1] = string.format('%d', dl_base_bytes[who] + dl_add_bytes[who])
-    z_bytes[#z_bytes + 1] = who
-    whos[#whos + 1] = who
-    versions[#versions + 1] = who
-    versions[#versions + 1] = dl_ver[who]
-    seen[#seen + 1] = who
-    seen[#seen + 1] = now
-    -- The rate windows' aggregates: each downloader's items and bytes of this minute and hour.
-    window[who .. ' i'] = n
-    window[who .. ' b'] = dl_add_bytes[who]
-  end
-  bulk('ZADD', dl_items, z_items)
-  bulk('ZADD', dl_bytes, z_bytes)
-  local minute_key, hour_key = prefix .. K.dl_minute .. minute, prefix .. K.dl_hour .. math.floor(minute / 60)
-  hincr_many(minute_key, window)
-  hincr_many(hour_key, window)
-  rcall('EXPIRE', minute_key, 25 * 3600, 'NX')
-  rcall('EXPIRE', hour_key, 26 * 3600, 'NX')
-  write_downloader_charts(whos)
-  bulk('HSET', dl_version, versions)
-  bulk('HSET', dl_seen, seen)
-  rcall('INCRBY', seq_key, seq - seq0)
-  -- Trimmed to its length once it is 64 over, not at every call.
-  local history_now = 0
-  for i = 1, #evs, 1000 do
-    history_now = rcall('LPUSH', history, unpack(evs, i, math.min(i + 999, #evs)))
-  end
-  if history_now > history_len + 64 then rcall('LTRIM', history, 0, history_len - 1) end
-  rcall('SPUBLISH', events, table.concat(evs, ','))
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
-end
-
--- Unique contributors, per day (31 days) and per calendar month (400 days).
-local function uniques(key, set, days)
-  local members = {}
-  for m in pairs(set) do members[#members + 1] = m end
-  if #members > 0 then
-    -- PFADD answers 1 when it creates the key: the expiry is set then (NX), not at every call.
-    local changed = 0
-    for i = 1, #members, 1000 do
-      changed = changed + rcall('PFADD', key, unpack(members, i, math.min(i + 999, #members)))
-    end
-    if changed > 0 then rcall('EXPIRE', key, days * 86400, 'NX') end
-  end
-end
-local function write_uniques()
-  uniques(prefix .. K.uniques_dl .. day, seen_dl, 31)
-  uniques(prefix .. K.uniques_ip .. day, seen_ip, 31)
-  uniques(month_uniques, seen_dl, 400)
 end
 
 -- The main line: each report decided in order, then the batch's writes.
@@ -520,7 +389,6 @@ for r, rep in ipairs(reps) do
   result[r] = refusal or complete_report(rep)
 end
 write_moves()
-if #evs > 0 then write_figures() end
-write_uniques()
+if logged > 0 then write_figures() end
 flush_stats(prefix, now)
 return cjson.encode(result)

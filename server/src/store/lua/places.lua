@@ -12,7 +12,7 @@
   KEYS[2]  done      set   completed items
   KEYS[3]  failed    hash  failed items
   KEYS[4]  claims    hash  claim records
-  KEYS[5]  stats     hash  known, done_items, disk_done, disk_todo, pq
+  KEYS[5]  stats     hash  known, done_items, disk_done, disk_todo, pq, journal_items
   KEYS[6]  dl:items  zset  items per downloader
   KEYS[7]  dl:claims hash  downloader -> items it holds
   Derived (same slot): <prefix><queue part> (queue parts and personal queues, named in ARGV).
@@ -26,7 +26,8 @@
   Output: JSON.
     count:  {"parts":[n per part],"out":n,"done":n,"failed":n,"claims":n,
              "known":n|null,"done_items":n,"disk_done":n,"disk_todo":n,"pq":n,"dl_items":n}
-            (dl_items: the sum of the per-downloader item totals)
+            (dl_items: the sum of the per-downloader item totals, plus the items of the
+            completion log entries not folded into them yet)
     places: an array of strings, one per item: the 1-based indexes of the states holding it,
             comma-joined, in the order parts 1..Q, out (Q+1), done (Q+2), failed (Q+3); then
             "|c" when the item has a claim record.
@@ -44,8 +45,8 @@ for i = 1, nparts do parts[i] = prefix .. ARGV[3 + i] end
 if mode == 'count' then
   local cards = {}
   for i, key in ipairs(parts) do cards[i] = rcall('ZCARD', key) end
-  local s = rcall('HMGET', stats, 'known', 'done_items', 'disk_done', 'disk_todo', 'pq')
-  local sum, cursor = 0, '0'
+  local s = rcall('HMGET', stats, 'known', 'done_items', 'disk_done', 'disk_todo', 'pq', 'journal_items')
+  local sum, cursor = tonumber(s[6]) or 0, '0'
   repeat
     local page = rcall('ZSCAN', dl_items, cursor, 'COUNT', 1000)
     cursor = page[1]

@@ -407,7 +407,8 @@ fn each_typed_key_set_is_its_scripts_header_in_order() {
     let scripts = Scripts::new();
     let sets: Vec<(&LuaScript, Vec<String>)> = vec![
         (&scripts.claim, k.claim_keys()),
-        (&scripts.done, k.done_keys("2026-11")),
+        (&scripts.done, k.done_keys()),
+        (&scripts.fold, k.fold_keys("2026-11")),
         (&scripts.release, k.release_keys("todo")),
         (&scripts.release_items, k.release_items_keys()),
         (&scripts.add_items, k.add_items_keys()),

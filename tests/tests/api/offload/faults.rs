@@ -153,7 +153,13 @@ async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
     let r = o
         .offload_done("late", &settings, server::offloader::StopAfter::Never)
         .await;
-    assert!(r.is_err(), "the commit's outcome is unknown: {r:?}");
+    // Past its timeout the commit's outcome is unknown, and the registry says: read on
+    // another connection, before the commit runs (not registered: an error), or on the
+    // commit's own, after it (registered: its items).
+    assert!(
+        matches!(r, Err(_) | Ok(1000)),
+        "the commit's outcome is unknown, or read from the registry: {r:?}"
+    );
     wait_for(
         "the late commit to run",
         Duration::from_secs(20),

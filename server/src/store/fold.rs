@@ -1,0 +1,446 @@
+//! The fold: the per-downloader figures made from the completion log, off the done path.
+//!
+//! `done.lua` moves a report's items and writes one log entry per counted report; it no longer
+//! touches the per-downloader totals, rate windows, charts, versions, unique contributors or
+//! events. Those are folded from the log in runs ([`Store::fold`]): the entries after the last
+//! folded one (stats `folded`) are read and summed per downloader here, in the tracker, and
+//! `fold.lua` writes the sums, the events, and moves `folded` on in one step, refusing a run
+//! whose start another process has folded meanwhile. So each entry is folded exactly once,
+//! whichever process folds it and whenever a process dies.
+//!
+//! Every process folds the projects it recorded dones for, at most every [`FOLD_EVERY`]
+//! ([`spawn_folder`]), and every project with entries waiting every [`SWEEP_EVERY`] (entries a
+//! killed process left). The leaderboard and the live events trail the dones by that much; the
+//! project's own totals (`done_items`, `done_bytes`) do not trail. `tracker check` counts the
+//! items of entries not folded yet (stats `journal_items`) with the per-downloader totals.
+
+use super::{Store, StoreResult};
+use crate::keys::{HISTORY_LEN, LOG_LEN};
+use fred::prelude::*;
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::Mutex,
+    time::Duration,
+};
+
+/// How often a process folds a project it recorded dones for, at most.
+pub const FOLD_EVERY: Duration = Duration::from_millis(200);
+/// How often a process folds every project with entries waiting.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
+/// Log entries read and folded per run, at most.
+pub const RUN_MAX: usize = 2_000;
+/// Runs per project per fold, at most (the rest waits for the next fold).
+const RUNS_MAX: usize = 50;
+
+/// Projects this process recorded dones for and has not folded since, each with a count of
+/// the notes (a project noted again while it is folded stays noted).
+#[derive(Default)]
+pub struct Pending {
+    slugs: Mutex<HashMap<String, u64>>,
+    wake: tokio::sync::Notify,
+}
+
+impl Pending {
+    /// Notes that `slug` has log entries to fold.
+    pub(super) fn note(&self, slug: &str) {
+        let mut slugs = self.slugs.lock().unwrap_or_else(|e| e.into_inner());
+        match slugs.get_mut(slug) {
+            Some(n) => *n += 1,
+            None => {
+                slugs.insert(slug.to_string(), 1);
+            }
+        }
+        drop(slugs);
+        self.wake.notify_one();
+    }
+
+    /// Whether `slug` is noted.
+    fn has(&self, slug: &str) -> bool {
+        self.lock().contains_key(slug)
+    }
+
+    /// The projects noted, with their counts.
+    fn noted(&self) -> Vec<(String, u64)> {
+        self.lock().iter().map(|(s, n)| (s.clone(), *n)).collect()
+    }
+
+    /// Forgets `slug` if it was not noted again since its count was `n`.
+    fn folded(&self, slug: &str, n: u64) {
+        let mut slugs = self.lock();
+        if slugs.get(slug) == Some(&n) {
+            slugs.remove(slug);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+        self.slugs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One downloader's sums over a run.
+#[derive(Default)]
+struct Sums {
+    items: u64,
+    bytes: u64,
+    version: String,
+    seen: u64,
+}
+
+/// A run of log entries read and summed: the arguments of `fold.lua`.
+struct Run {
+    to: String,
+    entries: usize,
+    items: u64,
+    minute: u64,
+    month: String,
+    whos: Vec<(String, Sums)>,
+    ips: Vec<String>,
+    /// Per entry: its event text (unclosed, without figures), its downloader's index, and
+    /// that downloader's items and bytes in the run up to it.
+    events: Vec<(String, usize, u64, u64)>,
+}
+
+/// One log entry's fields, as the log holds them.
+#[derive(Default)]
+struct Entry {
+    t: u64,
+    who: String,
+    ip: String,
+    ua: String,
+    version: String,
+    items: String,
+    count: u64,
+    bytes: String,
+    total: u64,
+}
+
+impl Entry {
+    fn read(fields: Vec<(String, String)>) -> Self {
+        let mut e = Entry::default();
+        for (k, v) in fields {
+            match k.as_str() {
+                "t" => e.t = v.parse().unwrap_or(0),
+                "d" => e.who = v,
+                "ip" => e.ip = v,
+                "ua" => e.ua = v,
+                "v" => e.version = v,
+                "items" => {
+                    e.count = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(&v)
+                        .map_or(0, |l| l.len() as u64);
+                    e.items = v;
+                }
+                "bytes" => {
+                    e.total = serde_json::from_str::<HashMap<String, u64>>(&v)
+                        .map_or(0, |m| m.values().sum());
+                    e.bytes = v;
+                }
+                _ => {}
+            }
+        }
+        e
+    }
+
+    /// The entry's event, without its closing brace and the figures `fold.lua` adds.
+    fn event(&self) -> String {
+        let js = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+        let or_empty = |s: &str, empty: &'static str| {
+            if s.is_empty() {
+                empty.to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        format!(
+            r#"{{"time":{},"downloader":{},"items":{},"bytes":{},"domain_bytes":{},"version":{},"user_agent":{}"#,
+            self.t,
+            js(&self.who),
+            or_empty(&self.items, "[]"),
+            self.total,
+            or_empty(&self.bytes, "{}"),
+            js(&self.version),
+            js(&self.ua),
+        )
+    }
+}
+
+/// The stream id right after `id` (`ms-seq`).
+fn next_id(id: &str) -> String {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    match seq.parse::<u64>() {
+        Ok(s) if s < u64::MAX => format!("{ms}-{}", s + 1),
+        _ => format!("{}-0", ms.parse::<u64>().unwrap_or(0).saturating_add(1)),
+    }
+}
+
+impl Store {
+    /// Notes that `slug` has completion log entries to fold (this process folds it soon).
+    pub(super) fn note_fold(&self, slug: &str) {
+        self.pending_folds.note(slug);
+    }
+
+    /// Folds `slug` first if this process recorded dones for it that it has not folded yet,
+    /// so that a page read after a done shows it. A fold that fails is logged and left to the
+    /// folder: the read goes on with the figures as they are.
+    pub async fn fold_for_read(&self, slug: &str) {
+        if self.pending_folds.has(slug) {
+            if let Err(e) = self.fold(slug).await {
+                tracing::warn!(project = %slug, error = %e, "folding the completion log before a read");
+            }
+        }
+    }
+
+    /// The completion log entries of `slug` not folded yet, and their items.
+    pub async fn unfolded(&self, slug: &str) -> StoreResult<(u64, u64)> {
+        let k = self.keys.project(slug);
+        let v: Vec<Option<i64>> = self
+            .pool
+            .next()
+            .hmget(k.stats(), vec!["journal", "journal_items"])
+            .await?;
+        let n = |i: usize| v.get(i).copied().flatten().unwrap_or(0).max(0) as u64;
+        Ok((n(0), n(1)))
+    }
+
+    /// Folds what waits of `slug`, then the id of the last log entry folded: entries after it
+    /// must stay in Redis until they are folded. `None` for a log without a fold cursor (its
+    /// entries were all counted as they were made).
+    pub async fn fold_through(&self, slug: &str) -> StoreResult<Option<String>> {
+        self.fold(slug).await?;
+        let id: Option<String> = self
+            .pool
+            .next()
+            .hget(self.keys.project(slug).stats(), "folded")
+            .await?;
+        Ok(id)
+    }
+
+    /// Folds the completion log entries of `slug` not folded yet, in runs of up to
+    /// [`RUN_MAX`] (at most [`RUNS_MAX`] runs); how many entries this call folded.
+    pub async fn fold(&self, slug: &str) -> StoreResult<u64> {
+        let mut folded = 0;
+        for _ in 0..RUNS_MAX {
+            match self.fold_run(slug).await? {
+                Some(n) if n > 0 => folded += n as u64,
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        Ok(folded)
+    }
+
+    /// One run: `None` when nothing waits, `Some(0)` when another process folded first.
+    async fn fold_run(&self, slug: &str) -> StoreResult<Option<usize>> {
+        let k = self.keys.project(slug);
+        let client = self.pool.next();
+        let head: Vec<Option<String>> = client.hmget(k.stats(), vec!["folded", "journal"]).await?;
+        let (Some(from), waiting) = (
+            head.first().cloned().flatten(),
+            head.get(1)
+                .cloned()
+                .flatten()
+                .and_then(|s| s.parse::<i64>().ok())
+                .unwrap_or(0),
+        ) else {
+            return Ok(None);
+        };
+        if waiting <= 0 {
+            return Ok(None);
+        }
+        let page = self
+            .log_page(slug, &format!("({from}"), "+", RUN_MAX as u64)
+            .await?;
+        let Some(run) = read_run(page) else {
+            return Ok(None);
+        };
+        let mut args: Vec<Value> = vec![
+            k.prefix().into(),
+            from.into(),
+            run.to.as_str().into(),
+            next_id(&run.to).into(),
+            (run.entries as i64).into(),
+            (run.items as i64).into(),
+            (run.minute as i64).into(),
+            (HISTORY_LEN as i64).into(),
+            (LOG_LEN as i64).into(),
+            (run.whos.len() as i64).into(),
+        ];
+        for (who, s) in &run.whos {
+            args.push(who.as_str().into());
+            args.push((s.items as i64).into());
+            args.push(s.bytes.to_string().into());
+            args.push(s.version.as_str().into());
+            args.push((s.seen as i64).into());
+        }
+        args.push((run.ips.len() as i64).into());
+        args.extend(run.ips.iter().map(|ip| Value::from(ip.as_str())));
+        args.push((run.events.len() as i64).into());
+        for (text, who, items, bytes) in &run.events {
+            args.push(text.as_str().into());
+            args.push((*who as i64 + 1).into());
+            args.push((*items as i64).into());
+            args.push(bytes.to_string().into());
+        }
+        let answer: String = self
+            .scripts
+            .run(client, &self.scripts.fold, k.fold_keys(&run.month), args)
+            .await?;
+        Ok(Some(if answer == "folded" { run.entries } else { 0 }))
+    }
+}
+
+/// The run that starts `page` (log entries after the last folded, oldest first): the entries
+/// of the first one's minute.
+fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Run> {
+    let mut run: Option<Run> = None;
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut ips: BTreeSet<String> = BTreeSet::new();
+    for (id, fields) in page {
+        let e = Entry::read(fields);
+        let minute = e.t / 60_000;
+        let r = run.get_or_insert_with(|| Run {
+            to: String::new(),
+            entries: 0,
+            items: 0,
+            minute,
+            month: app::model::month_name(e.t),
+            whos: vec![],
+            ips: vec![],
+            events: vec![],
+        });
+        if minute != r.minute {
+            break;
+        }
+        r.to = id;
+        r.entries += 1;
+        r.items += e.count;
+        let at = *index.entry(e.who.clone()).or_insert_with(|| {
+            r.whos.push((e.who.clone(), Sums::default()));
+            r.whos.len() - 1
+        });
+        let s = &mut r.whos[at].1;
+        s.items += e.count;
+        s.bytes += e.total;
+        s.version.clone_from(&e.version);
+        s.seen = s.seen.max(e.t);
+        let (items, bytes) = (s.items, s.bytes);
+        if !e.ip.is_empty() {
+            ips.insert(e.ip.clone());
+        }
+        r.events.push((e.event(), at, items, bytes));
+    }
+    run.map(|mut r| {
+        r.ips = ips.into_iter().collect();
+        r
+    })
+}
+
+/// Folds, until `closing` is cancelled, the projects `store` notes at most every
+/// [`FOLD_EVERY`], and every project with entries waiting every [`SWEEP_EVERY`].
+pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let all = tokio::select! {
+                _ = sweep.tick() => true,
+                () = store.pending_folds.wake.notified() => false,
+                () = closing.cancelled() => return,
+            };
+            let started = tokio::time::Instant::now();
+            let mut slugs: HashMap<String, Option<u64>> = store
+                .pending_folds
+                .noted()
+                .into_iter()
+                .map(|(s, n)| (s, Some(n)))
+                .collect();
+            if all {
+                match store.project_slugs().await {
+                    Ok(every) => {
+                        for slug in every {
+                            slugs.entry(slug).or_insert(None);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "listing the projects to fold; tried again soon")
+                    }
+                }
+            }
+            for (slug, noted) in slugs {
+                match store.fold(&slug).await {
+                    Ok(_) => {
+                        if let Some(n) = noted {
+                            store.pending_folds.folded(&slug, n);
+                        }
+                    }
+                    // What was not folded waits in the log; the next fold takes it.
+                    Err(e) => {
+                        tracing::warn!(project = %slug, error = %e, "folding the completion log; tried again soon")
+                    }
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(started + FOLD_EVERY) => {}
+                () = closing.cancelled() => return,
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(t: u64, who: &str, items: &str, bytes: &str) -> (String, Vec<(String, String)>) {
+        let f = |k: &str, v: &str| (k.to_string(), v.to_string());
+        (
+            format!("{t}-0"),
+            vec![
+                f("t", &t.to_string()),
+                f("d", who),
+                f("ip", "1.2.3.4"),
+                f("ua", "ua"),
+                f("v", "v1"),
+                f("items", items),
+                f("claimed", "[0]"),
+                f("bytes", bytes),
+                f("id", "null"),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_run_sums_per_downloader_and_ends_at_a_new_minute() {
+        let page = vec![
+            entry(60_000, "a", r#"["x","y"]"#, r#"{"d":5,"e":7}"#),
+            entry(60_001, "b", r#"["z"]"#, r#"{"d":1}"#),
+            entry(60_002, "a", r#"["w"]"#, r#"{"d":9007199254740000}"#),
+            entry(120_000, "a", r#"["v"]"#, r#"{"d":1}"#),
+        ];
+        let run = read_run(page).unwrap();
+        assert_eq!((run.entries, run.items, run.minute), (3, 4, 1));
+        assert_eq!(run.to, "60002-0");
+        assert_eq!(run.whos.len(), 2);
+        assert_eq!(run.whos[0].0, "a");
+        assert_eq!(run.whos[0].1.items, 3);
+        assert_eq!(run.whos[0].1.bytes, 12 + 9007199254740000);
+        assert_eq!(run.whos[0].1.seen, 60_002);
+        assert_eq!(run.ips, ["1.2.3.4"]);
+        assert_eq!(run.events[2].1, 0);
+        assert_eq!(
+            (run.events[2].2, run.events[2].3),
+            (3, 12 + 9007199254740000)
+        );
+        let closed = format!("{}}}", run.events[1].0);
+        let v: serde_json::Value = serde_json::from_str(&closed).unwrap();
+        assert_eq!(v["downloader"], "b");
+        assert_eq!(v["items"][0], "z");
+        assert_eq!(v["bytes"], 1);
+        assert!(read_run(vec![]).is_none());
+    }
+
+    #[test]
+    fn the_id_after_an_id() {
+        assert_eq!(next_id("5-1"), "5-2");
+        assert_eq!(next_id(&format!("5-{}", u64::MAX)), "6-0");
+    }
+}

@@ -1,0 +1,171 @@
+#!lua
+--[[
+  fold: applies a run of completion log entries to the per-downloader figures, exactly once.
+  `done.lua` records each counted report as one log entry and counts the entries not folded
+  yet (stats `journal`, their items `journal_items`); the fold reads the entries after the last
+  folded one (stats `folded`, a stream id), sums them per downloader (in the tracker, off
+  Redis), and this script writes the sums, the events and moves `folded` on, all in one step.
+  A run is refused whole when `folded` is not the run's start: another process folded those
+  entries first. All of a run's entries are of one minute (the tracker ends a run at a new
+  minute), so its rate windows, charts and unique contributors are the minute's, day's and
+  month's of that minute.
+
+  KEYS[1]  stats         hash    folded, journal, journal_items; done_items, pq, disk_todo
+  KEYS[2]  dl:items      zset    items per downloader
+  KEYS[3]  dl:bytes      zset    bytes per downloader
+  KEYS[4]  dl:version    hash    last version per downloader
+  KEYS[5]  dl:seen       hash    last completion per downloader (ms)
+  KEYS[6]  seq           string  event sequence number
+  KEYS[7]  history       list    recent events, newest first
+  KEYS[8]  events        channel completion events (a shard channel: SPUBLISH)
+  KEYS[9]  log           stream  completion log
+  KEYS[10] u:month       hll     unique downloaders of the run's calendar month
+  KEYS[11] meta          hash    queues
+  KEYS[12] out           zset    claimed items
+  KEYS[13] failed        hash    failed items
+  Derived (same slot): queue parts, dlc:<downloader>, dlc_last, dw:<minute>, dwh:<hour>,
+  u:dl:<day>, u:ip:<day>.
+
+  ARGV[1]  key prefix `ns:{SLUG}:`
+  ARGV[2]  from: the id of the last entry folded before the run (stats `folded` must hold it)
+  ARGV[3]  to: the id of the run's last entry
+  ARGV[4]  the first id after `to` (the log is trimmed below it when the unfolded tail is long)
+  ARGV[5]  entries in the run
+  ARGV[6]  items in the run
+  ARGV[7]  the minute (ms / 60000) of the run's entries
+  ARGV[8]  history length to keep
+  ARGV[9]  completion log length to keep
+  ARGV[10] D, then D x (downloader, items, bytes, last version, last completion ms)
+  then     P, then P x ip (the run's reporting addresses, distinct)
+  then     E, then E x (event text without its closing brace and its figures, the index of its
+           downloader among the D (1-based), that downloader's items and bytes in the run up to
+           and including this entry)
+
+  Output: "folded", or "stale" (`folded` is not ARGV[2]; nothing written).
+  Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
+  project's counts now and its `seq`, pushed on KEYS[7] and published as one message on KEYS[8]
+  joined by ',' (parse as `[` .. `]`).
+  Uses: K, SET, queue_groups, bulk, bulk_read, hincr_many.
+]]
+local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local seq_key, history, events, log, month_uniques = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local meta, out, failed = KEYS[11], KEYS[12], KEYS[13]
+local prefix, from, to, after = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local nentries, nitems, minute = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local history_len, log_len = tonumber(ARGV[8]), tonumber(ARGV[9])
+local day = math.floor(minute / 1440)
+
+if rcall('HGET', stats, 'folded') ~= from then return 'stale' end
+
+-- The run's downloaders, addresses and events.
+local whos, sums = {}, {}
+local a = 11
+for d = 1, tonumber(ARGV[10]) do
+  whos[d] = ARGV[a]
+  sums[d] = { items = tonumber(ARGV[a + 1]), bytes = tonumber(ARGV[a + 2]), version = ARGV[a + 3], seen = ARGV[a + 4] }
+  a = a + 5
+end
+local ips = {}
+for p = 1, tonumber(ARGV[a]) do ips[p] = ARGV[a + p] end
+a = a + tonumber(ARGV[a]) + 1
+local nev = tonumber(ARGV[a])
+a = a + 1
+
+-- Each downloader's totals before the run, and after it: one ZADD per table for all.
+local base_items, base_bytes = bulk_read('ZMSCORE', dl_items, whos), bulk_read('ZMSCORE', dl_bytes, whos)
+local z_items, z_bytes, versions, seen, window = {}, {}, {}, {}, {}
+for d, who in ipairs(whos) do
+  base_items[d], base_bytes[d] = tonumber(base_items[d]) or 0, tonumber(base_bytes[d]) or 0
+  local s = sums[d]
+  z_items[#z_items + 1] = string.format('%d', base_items[d] + s.items)
+  z_items[#z_items + 1] = who
+  z_bytes[#z_bytes + 1] = string.format('%d', base_bytes[d] + s.bytes)
+  z_bytes[#z_bytes + 1] = who
+  versions[#versions + 1] = who
+  versions[#versions + 1] = s.version
+  seen[#seen + 1] = who
+  seen[#seen + 1] = s.seen
+  window[who .. ' i'] = s.items
+  window[who .. ' b'] = s.bytes
+end
+bulk('ZADD', dl_items, z_items)
+bulk('ZADD', dl_bytes, z_bytes)
+bulk('HSET', dl_version, versions)
+bulk('HSET', dl_seen, seen)
+
+-- The rate windows: each downloader's items and bytes of this minute and hour.
+local minute_key, hour_key = prefix .. K.dl_minute .. minute, prefix .. K.dl_hour .. math.floor(minute / 60)
+hincr_many(minute_key, window)
+hincr_many(hour_key, window)
+rcall('EXPIRE', minute_key, 25 * 3600, 'NX')
+rcall('EXPIRE', hour_key, 26 * 3600, 'NX')
+
+-- The downloaders' chart points (`dlc:<who>`, "minute bytes"): a point per minute it was
+-- active, its total at the end of that minute, written when it is next folded in a later
+-- minute (its total before this run). `dlc_last` holds the minute of its last run; the reader
+-- adds that minute's point from its current total.
+local last, moved = bulk_read('HMGET', prefix .. K.dl_chart_last, whos), {}
+for d, who in ipairs(whos) do
+  local m = tonumber(last[d])
+  if not m or m < minute then
+    if m then rcall('RPUSH', prefix .. K.dl_chart .. who, string.format('%d %d', m, base_bytes[d])) end
+    moved[#moved + 1] = who
+    moved[#moved + 1] = minute
+  end
+end
+bulk('HSET', prefix .. K.dl_chart_last, moved)
+
+-- Unique contributors, per day (31 days) and per calendar month (400 days).
+local function uniques(key, members, days)
+  if #members == 0 then return end
+  -- PFADD answers 1 when it creates the key: the expiry is set then (NX), not at every call.
+  local changed = 0
+  for i = 1, #members, 1000 do
+    changed = changed + rcall('PFADD', key, unpack(members, i, math.min(i + 999, #members)))
+  end
+  if changed > 0 then rcall('EXPIRE', key, days * 86400, 'NX') end
+end
+uniques(prefix .. K.uniques_dl .. day, whos, 31)
+uniques(prefix .. K.uniques_ip .. day, ips, 31)
+uniques(month_uniques, whos, 400)
+
+-- The events, with the project's counts now.
+local w = rcall('HMGET', stats, 'pq', 'disk_todo', 'done_items')
+local todo = (tonumber(w[1]) or 0) + (tonumber(w[2]) or 0)
+for _, parts in ipairs(queue_groups(rcall('HGET', meta, SET.queues))) do
+  for _, part in ipairs(parts) do todo = todo + rcall('ZCARD', prefix .. part) end
+end
+local counts = string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo, rcall('ZCARD', out),
+  tonumber(w[3]) or 0, rcall('HLEN', failed))
+local seq = tonumber(rcall('GET', seq_key)) or 0
+local evs = {}
+for e = 1, nev do
+  local d = tonumber(ARGV[a + 1])
+  seq = seq + 1
+  evs[e] = ARGV[a] .. string.format(',"seq":%d,"dl_items":%d,"dl_bytes":%d', seq, base_items[d] + tonumber(ARGV[a + 2]),
+    base_bytes[d] + tonumber(ARGV[a + 3])) .. counts
+  a = a + 4
+end
+if nev > 0 then
+  rcall('SET', seq_key, string.format('%d', seq))
+  -- Trimmed to its length once it is 64 over, not at every call.
+  local history_now = 0
+  for i = 1, #evs, 1000 do
+    history_now = rcall('LPUSH', history, unpack(evs, i, math.min(i + 999, #evs)))
+  end
+  if history_now > history_len + 64 then rcall('LTRIM', history, 0, history_len - 1) end
+  rcall('SPUBLISH', events, table.concat(evs, ','))
+end
+
+-- The run folded; the log kept to its length, never past an entry not folded yet.
+rcall('HSET', stats, 'folded', to)
+local unfolded = rcall('HINCRBY', stats, 'journal', -nentries)
+rcall('HINCRBY', stats, 'journal_items', -nitems)
+if rcall('XLEN', log) > log_len + 1000 then
+  if unfolded <= log_len then
+    rcall('XTRIM', log, 'MAXLEN', '~', log_len)
+  else
+    rcall('XTRIM', log, 'MINID', '~', after)
+  end
+end
+return 'folded'

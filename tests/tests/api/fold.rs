@@ -1,0 +1,109 @@
+//! The fold: the per-downloader figures and the events are made from the completion log, each
+//! entry exactly once, whichever process folds it, while `tracker check` counts the entries
+//! not folded yet.
+
+use server::store::{now_ms, DoneOutcome, DoneReport, Store};
+use std::collections::{BTreeMap, HashSet};
+use tests::TestApp;
+
+const ITEMS: usize = 240;
+const WHO: [&str; 3] = ["ann", "bob", "cy"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
+    let app = TestApp::start().await;
+    let names: Vec<String> = (0..ITEMS).map(|i| format!("f{i:03}")).collect();
+    app.project(
+        "fold",
+        &names.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    // A second process's store: same Redis and namespace, its own connections and notes.
+    let other = Store::connect(&app.redis_url, &app.namespace, 2, app.dir.join("other"))
+        .await
+        .unwrap();
+    let now = now_ms();
+    // Each downloader claims a third; the reports (one item each, 7 bytes) go in batches of
+    // 10 through the second store while both stores fold as fast as they can.
+    let mut reports = Vec::new();
+    for who in WHO {
+        for item in app.claim_items("fold", who, ITEMS / 3, now).await {
+            reports.push(DoneReport {
+                downloader: who.into(),
+                version: "v1".into(),
+                ip: "192.0.2.7".into(),
+                bytes: vec![("data".into(), 7)],
+                items: vec![item],
+                ..Default::default()
+            });
+        }
+    }
+    assert_eq!(reports.len(), ITEMS);
+    let done = tokio::sync::watch::channel(false);
+    let folders: Vec<_> = [app.store.clone(), other.clone()]
+        .into_iter()
+        .map(|s| {
+            let mut stop = done.1.clone();
+            tokio::spawn(async move {
+                let mut folded = 0;
+                while !*stop.borrow_and_update() {
+                    folded += s.fold("fold").await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+                folded
+            })
+        })
+        .collect();
+    for (i, batch) in reports.chunks(10).enumerate() {
+        let out = other
+            .done_batch("fold", batch, now + i as u64)
+            .await
+            .unwrap();
+        assert!(out
+            .iter()
+            .all(|o| matches!(o, DoneOutcome::Recorded { counted: 1, .. })));
+        if i == 5 {
+            // While entries may wait unfolded: the check counts them with the totals.
+            assert!(app.store.check("fold").await.unwrap().is_empty());
+        }
+    }
+    done.0.send(true).unwrap();
+    let mut by_folders = 0;
+    for f in folders {
+        by_folders += f.await.unwrap();
+    }
+    let last = app.store.fold("fold").await.unwrap();
+    // The app's own folder may have taken some; none was folded twice (below).
+    assert!(by_folders + last <= ITEMS as u64, "{by_folders} + {last}");
+    assert_eq!(app.store.unfolded("fold").await.unwrap(), (0, 0));
+
+    let board = app.store.leaderboard("fold", -1, 0).await.unwrap().unwrap();
+    let totals: BTreeMap<&str, (u64, u64)> = board
+        .downloaders
+        .iter()
+        .map(|d| (d.name.as_str(), (d.items, d.bytes)))
+        .collect();
+    let third = (ITEMS / 3) as u64;
+    let want: BTreeMap<&str, (u64, u64)> = WHO.iter().map(|w| (*w, (third, 7 * third))).collect();
+    assert_eq!(
+        totals, want,
+        "each entry folded once into its downloader's totals"
+    );
+    // One event per entry, numbered 1..=N without a gap or a repeat, each carrying its
+    // downloader's running totals.
+    let events = server::hub::history::recent(&app.store, "fold", ITEMS)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), ITEMS);
+    let seqs: HashSet<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=ITEMS as u64).collect::<HashSet<_>>());
+    let mut running: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in events.iter().rev() {
+        let n = running.entry(e.downloader.as_str()).or_default();
+        *n += 1;
+        assert_eq!(e.dl_items, *n, "{e:?}");
+        assert_eq!(e.dl_bytes, 7 * *n, "{e:?}");
+        assert!(e.counts.done >= *n, "{e:?}");
+    }
+    assert!(app.store.check("fold").await.unwrap().is_empty());
+}
