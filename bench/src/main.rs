@@ -385,11 +385,18 @@ async fn main() {
     }
     let mut peak_rate = 0.0;
     let mut last_redis_us = None;
+    let by_command = std::env::var_os("BENCH_COMMANDSTATS").is_some();
     if run("pairs") || run("half") || run("hostile") {
         let m = meter();
+        let stats0 = rig::commandstats(store).await;
         peak_rate = phase_pairs(base).await;
         let line = m.report(peak_rate * SECONDS as f64, "pair");
         println!("{line}");
+        if by_command {
+            let stats1 = rig::commandstats(store).await;
+            let units = peak_rate * SECONDS as f64;
+            println!("{}", rig::commandstats_line(&stats0, &stats1, units, "pair"));
+        }
         last_redis_us = rig::redis_us(&line);
     }
     // Per unit of work: Redis µs per pair (32 and 256 warriors) and per multi item, for the
@@ -400,6 +407,7 @@ async fn main() {
     }
     if run("crowd") {
         let m = meter();
+        let stats0 = rig::commandstats(store).await;
         let crowd = pairs_of(CROWD, base, &["crowd"], SECONDS, None).await;
         let rate = crowd.pairs as f64 / SECONDS as f64;
         println!(
@@ -412,6 +420,11 @@ async fn main() {
         );
         let line = m.report(rate * SECONDS as f64, "pair");
         println!("{line}");
+        if by_command {
+            let stats1 = rig::commandstats(store).await;
+            let units = rate * SECONDS as f64;
+            println!("{}", rig::commandstats_line(&stats0, &stats1, units, "pair"));
+        }
         redis_per.extend(rig::redis_us(&line).map(|us| ("pair, 256 warriors", us)));
     }
     if run("spread") {

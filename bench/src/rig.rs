@@ -189,3 +189,54 @@ impl Rig {
         CpuMeter::start(self.tracker_pid, &self.redis_pids)
     }
 }
+
+/// Redis's own time per command (`INFO commandstats`: calls and µs), for
+/// `BENCH_COMMANDSTATS=1`: where the Redis CPU of a phase goes.
+pub async fn commandstats(store: &Store) -> std::collections::HashMap<String, (u64, u64)> {
+    use fred::prelude::*;
+    let text: String = store
+        .client()
+        .info(Some(fred::types::InfoKind::CommandStats))
+        .await
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let num = |k: &str| -> Option<u64> {
+                rest.split(',')
+                    .find_map(|kv| kv.strip_prefix(k))?
+                    .parse()
+                    .ok()
+            };
+            Some((name.to_string(), (num("calls=")?, num("usec=")?)))
+        })
+        .collect()
+}
+
+/// The commands that took the most Redis time between `before` and `after`, per `units`.
+pub fn commandstats_line(
+    before: &std::collections::HashMap<String, (u64, u64)>,
+    after: &std::collections::HashMap<String, (u64, u64)>,
+    units: f64,
+    unit: &str,
+) -> String {
+    let mut rows: Vec<(String, f64, f64)> = after
+        .iter()
+        .map(|(name, (calls, us))| {
+            let (c0, u0) = before.get(name).copied().unwrap_or((0, 0));
+            (
+                name.clone(),
+                (calls - c0) as f64 / units.max(1.0),
+                (us - u0) as f64 / units.max(1.0),
+            )
+        })
+        .filter(|r| r.1 > 0.0)
+        .collect();
+    rows.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let parts: Vec<String> = rows
+        .iter()
+        .take(8)
+        .map(|(n, c, u)| format!("{n} {u:.1} µs ({c:.2} calls)"))
+        .collect();
+    format!("#   Redis per {unit} by command: {}", parts.join(", "))
+}

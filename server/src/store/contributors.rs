@@ -1,6 +1,6 @@
 //! Unique contributors per calendar month (UTC), per project and across all projects.
 //!
-//! A project's months are counted by `done.lua` itself (`u:month:<YYYY-MM>`, in the project's
+//! A project's months are counted by the fold of its completion log (`fold.lua`) (`u:month:<YYYY-MM>`, in the project's
 //! slot). The count across all projects is a global key (`ns:u:month:<YYYY-MM>`), which no
 //! project script may touch on a Redis Cluster: [`Store::done_batch`] notes the downloaders
 //! whose dones counted, and each process writes what it noted with one `PFADD` per month every

@@ -87,7 +87,7 @@ struct Sums {
 }
 
 /// A run of log entries read and summed: the arguments of `fold.lua`.
-struct Run {
+struct Sum {
     to: String,
     entries: usize,
     items: u64,
@@ -98,6 +98,16 @@ struct Run {
     /// Per entry: its event text (unclosed, without figures), its downloader's index, and
     /// that downloader's items and bytes in the run up to it.
     events: Vec<(String, usize, u64, u64)>,
+}
+
+/// What one run did.
+enum Run {
+    /// Nothing waits.
+    Nothing,
+    /// Another process folded the run's start first: nothing written.
+    Stale,
+    /// `entries` folded; `rest`: more waited than the run took.
+    Folded { entries: usize, rest: bool },
 }
 
 /// One log entry's fields, as the log holds them.
@@ -215,21 +225,28 @@ impl Store {
     }
 
     /// Folds the completion log entries of `slug` not folded yet, in runs of up to
-    /// [`RUN_MAX`] (at most [`RUNS_MAX`] runs); how many entries this call folded.
+    /// [`RUN_MAX`] (at most [`RUNS_MAX`] runs), through the last entry there was when it
+    /// started on its last page: entries added meanwhile wait for the next fold rather than
+    /// being chased in runs of a few. How many entries this call folded.
     pub async fn fold(&self, slug: &str) -> StoreResult<u64> {
         let mut folded = 0;
         for _ in 0..RUNS_MAX {
             match self.fold_run(slug).await? {
-                Some(n) if n > 0 => folded += n as u64,
-                Some(_) => continue,
-                None => break,
+                Run::Folded { entries, rest } => {
+                    folded += entries as u64;
+                    if !rest {
+                        break;
+                    }
+                }
+                Run::Stale => continue,
+                Run::Nothing => break,
             }
         }
         Ok(folded)
     }
 
-    /// One run: `None` when nothing waits, `Some(0)` when another process folded first.
-    async fn fold_run(&self, slug: &str) -> StoreResult<Option<usize>> {
+    /// One run.
+    async fn fold_run(&self, slug: &str) -> StoreResult<Run> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let head: Vec<Option<String>> = client.hmget(k.stats(), vec!["folded", "journal"]).await?;
@@ -241,17 +258,20 @@ impl Store {
                 .and_then(|s| s.parse::<i64>().ok())
                 .unwrap_or(0),
         ) else {
-            return Ok(None);
+            return Ok(Run::Nothing);
         };
         if waiting <= 0 {
-            return Ok(None);
+            return Ok(Run::Nothing);
         }
         let page = self
             .log_page(slug, &format!("({from}"), "+", RUN_MAX as u64)
             .await?;
+        let read = page.len();
         let Some(run) = read_run(page) else {
-            return Ok(None);
+            return Ok(Run::Nothing);
         };
+        // More waited than this run took: a full page, or a run cut at a new minute.
+        let rest = read == RUN_MAX || run.entries < read;
         let mut args: Vec<Value> = vec![
             k.prefix().into(),
             from.into(),
@@ -284,20 +304,27 @@ impl Store {
             .scripts
             .run(client, &self.scripts.fold, k.fold_keys(&run.month), args)
             .await?;
-        Ok(Some(if answer == "folded" { run.entries } else { 0 }))
+        Ok(if answer == "folded" {
+            Run::Folded {
+                entries: run.entries,
+                rest,
+            }
+        } else {
+            Run::Stale
+        })
     }
 }
 
 /// The run that starts `page` (log entries after the last folded, oldest first): the entries
 /// of the first one's minute.
-fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Run> {
-    let mut run: Option<Run> = None;
+fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
+    let mut run: Option<Sum> = None;
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut ips: BTreeSet<String> = BTreeSet::new();
     for (id, fields) in page {
         let e = Entry::read(fields);
         let minute = e.t / 60_000;
-        let r = run.get_or_insert_with(|| Run {
+        let r = run.get_or_insert_with(|| Sum {
             to: String::new(),
             entries: 0,
             items: 0,

@@ -132,7 +132,7 @@ impl Store {
 
     /// Items and bytes per downloader over the `minutes` minutes up to `now_ms` (the current
     /// minute and the `minutes - 1` before it), summed from the per-minute and per-hour aggregates
-    /// `done.lua` keeps: whole hours from the hour buckets, the minutes at either end from the
+    /// the fold keeps (`fold.lua`): whole hours from the hour buckets, the minutes at either end from the
     /// minute buckets, so at most 23 + 2 x 59 reads for a day, whatever the number of reports.
     pub async fn downloader_window(
         &self,
