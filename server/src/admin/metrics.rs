@@ -106,6 +106,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
     let warriors = Family::<ProjectLabels, Gauge>::default();
     let recent = Family::<ProjectEventLabels, Gauge>::default();
     let round_trip = Family::<ProjectLabels, Gauge<f64, AtomicU64>>::default();
+    let unfolded = Family::<ProjectLabels, Gauge>::default();
     let mut slugs = store.project_slugs().await?;
     slugs.sort();
     for slug in slugs {
@@ -153,6 +154,8 @@ async fn render(state: &AppState) -> ApiResult<String> {
         let ms = crate::store::stats::sum(&minutes, crate::keys::Counter::RoundTripMs);
         let mean = crate::store::stats::ratio(ms, trips).unwrap_or(0.0) / 1000.0;
         round_trip.get_or_create(&project()).set(mean);
+        let (entries, _) = store.unfolded(&slug).await?;
+        unfolded.get_or_create(&project()).set(entries as i64);
     }
     let (used, max) = store.redis_memory_bytes().await?;
     let used_gauge = Gauge::<i64>::default();
@@ -191,6 +194,11 @@ async fn render(state: &AppState) -> ApiResult<String> {
         "recent_round_trip_seconds",
         "Mean claim-to-done time of the last 10 minutes' completions",
         round_trip,
+    );
+    registry.register(
+        "fold_pending_entries",
+        "Completion log entries not folded into the per-downloader figures and events yet",
+        unfolded,
     );
     registry.register("redis_memory_bytes", "Redis's used_memory", used_gauge);
     registry.register(

@@ -69,6 +69,8 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
         2.0
     );
     assert!(at(r#"tracker_recent_round_trip_seconds{project="p"}"#) >= 0.0);
+    // The scrape's own reads fold first: nothing of this process's dones waits.
+    assert_eq!(at(r#"tracker_fold_pending_entries{project="p"}"#), 0.0);
     assert!(at("tracker_redis_memory_bytes") > 0.0);
     // This process answered the claim and the two dones (and the refused scrapes).
     assert!(at(r#"tracker_http_requests_total{group="warrior",status="200"}"#) >= 3.0);

@@ -1,0 +1,192 @@
+"""The floor of this design in Redis: what a claim+done pair costs when the scripts do only the
+per-item work that must be atomic and kept (pop the item, record its claim; find the claim,
+remove it, add the item to `done`, write its timeline, log the report), at given batch sizes.
+
+Usage: pip install redis; python3 bench/ab/floor.py   Env: RS (batch sizes, "4,32"), ROUNDS (3),
+N (pairs per round and batch size, 15000), TRACKER (the binary whose own claim.lua and done.lua
+are measured beside the floor, default target/release/tracker).
+
+A private redis-server pinned to core 1 (this process to core 0). Two minimal scripts, called as
+the tracker calls its own: R claims of one item in one call, then one done call reporting them
+(one log entry per report, as done.lua writes). Time is Redis's own (INFO commandstats, EVALSHA
+usec), so the client's cost does not count; medians of ROUNDS rounds. Beside them, the tracker's own
+claim.lua and done.lua, in the same harness: a tracker started on the same Redis claims and
+completes one item over HTTP, which loads its composed scripts; their SHAs and keys are read off
+MONITOR, and the harness calls them by SHA with the tracker's argument layout (the fold, which
+runs about once per 2,000 reports, is not in these figures). Compare also with the Redis time
+per pair of the real scripts, `BENCH_COMMANDSTATS=1 target/release/bench --phases pairs,crowd`
+(evalsha per pair; 32 warriors give about 4 reports a call, 256 about 28), and with BullMQ's per
+job (`bench --phases bullmq`).
+"""
+import json, os, statistics, subprocess, threading, time, urllib.request
+from common import ROOT, private_redis
+
+RS = [int(x) for x in os.environ.get('RS', '4,32').split(',')]
+ROUNDS = int(os.environ.get('ROUNDS', '3'))
+N = int(os.environ.get('N', '15000'))
+
+CLAIM = """
+local now, n = ARGV[1], tonumber(ARGV[2])
+local popped = redis.call('ZPOPMIN', KEYS[1], n)
+local out, recs, items = {}, {}, {}
+for i = 1, #popped, 2 do
+  local item, who = popped[i], ARGV[2 + (i + 1) / 2]
+  items[#items + 1] = item
+  out[#out + 1] = now; out[#out + 1] = item
+  recs[#recs + 1] = item
+  recs[#recs + 1] = cjson.encode({ d = who, ip = '10.0.0.1', t = tonumber(now), v = '20240101.01', n = 1 })
+end
+if #items > 0 then
+  redis.call('ZADD', KEYS[2], unpack(out))
+  redis.call('HSET', KEYS[3], unpack(recs))
+end
+return items
+"""
+
+DONE = """
+local now, nrep = ARGV[1], tonumber(ARGV[2])
+local items, whos = {}, {}
+for r = 1, nrep do whos[r], items[r] = ARGV[1 + 2 * r], ARGV[2 + 2 * r] end
+local scores = redis.call('ZMSCORE', KEYS[1], unpack(items))
+local recs = redis.call('HMGET', KEYS[2], unpack(items))
+local lines = {}
+for r = 1, nrep do
+  if scores[r] then
+    local c = cjson.decode(recs[r])
+    lines[#lines + 1] = items[r]
+    lines[#lines + 1] = c.t .. ' claimed ' .. c.d .. ' ' .. c.v .. '\\n' .. now .. ' done ' .. whos[r] .. ' -'
+    redis.call('XADD', KEYS[5], '*', 't', now, 'd', whos[r], 'items', cjson.encode({ items[r] }), 'bytes', '{"data":1234}')
+  end
+end
+redis.call('ZREM', KEYS[1], unpack(items))
+redis.call('HDEL', KEYS[2], unpack(items))
+redis.call('SADD', KEYS[3], unpack(items))
+local old = redis.call('HMGET', KEYS[4], unpack(items))
+redis.call('HSET', KEYS[4], unpack(lines))
+return #lines / 2
+"""
+
+proc, r = private_redis()
+subprocess.run(['taskset', '-pc', '1', str(proc.pid)], check=True, stdout=subprocess.DEVNULL)
+os.sched_setaffinity(0, {0})
+TRACKER = os.environ.get('TRACKER', os.path.join(ROOT, 'target/release/tracker'))
+sock = r.connection_pool.connection_kwargs['path']
+env = dict(os.environ, REDIS_URL=f'redis+unix://{sock}', TRACKER_DATA_DIR=os.path.dirname(sock))
+port = 20000 + os.getpid() % 20000
+env['TRACKER_LISTEN'] = f'127.0.0.1:{port}'
+
+
+def project(slug, n):
+    subprocess.run([TRACKER, 'project', 'create', slug], env=env, check=True, stdout=subprocess.DEVNULL)
+    path = os.path.join(os.path.dirname(sock), 'items')
+    with open(path, 'w') as f:
+        f.writelines(f'{slug}-{i}\n' for i in range(n))
+    subprocess.run([TRACKER, 'items', 'add', slug, path], env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+def post(path, body):
+    req = urllib.request.Request(f'http://127.0.0.1:{port}{path}', data=json.dumps(body).encode(),
+                                 headers={'Content-Type': 'application/json'})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.read().decode()
+
+
+# The tracker's scripts: one claim and one done over HTTP, seen by MONITOR.
+project('probe', 10)
+server = subprocess.Popen([TRACKER, 'serve'], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(200):
+    try:
+        urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=1)
+        break
+    except Exception:
+        time.sleep(0.05)
+seen = []
+monitor = r.monitor()
+conn = monitor.__enter__()
+def watch():
+    while True:
+        try:
+            seen.append(conn.next_command()['command'])
+        except Exception:
+            return
+threading.Thread(target=watch, daemon=True).start()
+time.sleep(0.5)
+item = json.loads(post('/probe/request', {'downloader': 'probe', 'api_version': '2', 'version': '20240101.01'}))['item_name']
+post('/probe/done', {'downloader': 'probe', 'version': '20240101.01', 'item': item, 'bytes': {'data': 1}})
+time.sleep(0.5)
+server.kill()
+# MONITOR slows every command down: closed before anything is timed.
+conn.connection.disconnect()
+real = {}
+for line in seen:
+    parts = line.split(' ')
+    if parts[0].upper() == 'EVALSHA' and 'probe' in line:
+        nkeys = int(parts[2])
+        keys = parts[3:3 + nkeys]
+        name = 'claim' if nkeys == 12 else 'done' if nkeys == 14 else None
+        if name:
+            real[name] = (parts[1], [k.replace('probe', '{slug}') for k in keys])
+assert set(real) == {'claim', 'done'}, seen
+r2 = __import__('redis').Redis(unix_socket_path=sock)
+
+
+def real_pair(slug, n):
+    """R claims of one item for R downloaders in one call, then one done call reporting them."""
+    sha, keys = real['claim']
+    ks = [k.replace('{slug}', slug) for k in keys]
+    prefix = ks[0][:-len('meta')]
+    now = int(time.time() * 1000)
+    args = [now, prefix, n]
+    for i in range(n):
+        args += [f'dl{i}', f'10.0.0.{i % 200}', 'ArchiveTeam Warrior/1.2', '20240101.01', 1, '1', '0', '', '', '0']
+    u0 = usec()
+    got = [g for g in json.loads(r2.evalsha(sha, len(ks), *ks, *args)) if isinstance(g, list)]
+    u1 = usec()
+    sha, keys = real['done']
+    ks = [k.replace('{slug}', slug) for k in keys]
+    args = [now, prefix, len(got)]
+    for i, items in enumerate(got):
+        args += [f'dl{i}', '20240101.01', 'ArchiveTeam Warrior/1.2', f'10.0.0.{i % 200}', 'null', '', 1, 'data',
+                 '1234', len(items)] + items
+    res = json.loads(r2.evalsha(sha, len(ks), *ks, *args))
+    u2 = usec()
+    assert all(x.get('counted') == len(g) for x, g in zip(res, got)), res[:3]
+    return u1 - u0, u2 - u1, sum(map(len, got))
+
+claim_sha, done_sha = r.script_load(CLAIM), r.script_load(DONE)
+keys = lambda slug: [f'f:{{{slug}}}:{k}' for k in ('todo', 'out', 'claims', 'done', 'timeline', 'log')]
+usec = lambda: r.info('commandstats').get('cmdstat_evalsha', {}).get('usec', 0)
+runs = {}
+for rnd in range(ROUNDS):
+    for n in RS:
+        slug = f'r{rnd}b{n}'
+        todo, out, claims, done, tl, log = keys(slug)
+        pipe = r.pipeline(transaction=False)
+        for i in range(0, N, 1000):
+            pipe.zadd(todo, {f'{slug}-item-{j}': j for j in range(i, min(i + 1000, N))})
+        pipe.execute()
+        c_us = d_us = pairs = 0
+        for _ in range(N // n):
+            now = int(time.time() * 1000)
+            u0 = usec()
+            got = r.evalsha(claim_sha, 3, todo, out, claims, now, n, *[f'dl{i}' for i in range(n)])
+            u1 = usec()
+            args = [now, len(got)]
+            for i, item in enumerate(got):
+                args += [f'dl{i}', item]
+            assert r.evalsha(done_sha, 5, out, claims, done, tl, log, *args) == len(got)
+            u2 = usec()
+            c_us, d_us, pairs = c_us + u1 - u0, d_us + u2 - u1, pairs + len(got)
+        runs.setdefault(('floor', n), []).append((c_us / pairs, d_us / pairs))
+        slug = f'real{rnd}b{n}'
+        project(slug, N)
+        c_us = d_us = pairs = 0
+        for _ in range(N // n):
+            c, d, p = real_pair(slug, n)
+            c_us, d_us, pairs = c_us + c, d_us + d, pairs + p
+        runs.setdefault(('tracker', n), []).append((c_us / pairs, d_us / pairs))
+for (what, n), v in sorted(runs.items()):
+    c, d = statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)
+    print(f'{what:7}, batch {n:3}: claim {c:5.1f} µs/pair, done {d:5.1f} µs/pair, sum {c + d:5.1f}')
+print(f'# command: RS={",".join(map(str, RS))} ROUNDS={ROUNDS} N={N} python3 bench/ab/floor.py')
+proc.kill()
