@@ -26,3 +26,13 @@ def private_redis():
             return proc, client
         except Exception:
             time.sleep(0.05)
+
+
+def tracker_project(tracker, env, data_dir, slug, n):
+    """Project `slug` made with `tracker project create`, its `n` items `SLUG-I` queued with
+    `tracker items add` (env: the tracker's REDIS_URL)."""
+    subprocess.run([tracker, 'project', 'create', slug], env=env, check=True, stdout=subprocess.DEVNULL)
+    path = os.path.join(data_dir, 'items')
+    with open(path, 'w') as f:
+        f.writelines(f'{slug}-{i}\n' for i in range(n))
+    subprocess.run([tracker, 'items', 'add', slug, path], env=env, check=True, stdout=subprocess.DEVNULL)

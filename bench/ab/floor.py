@@ -19,7 +19,7 @@ per pair of the real scripts, `BENCH_COMMANDSTATS=1 target/release/bench --phase
 job (`bench --phases bullmq`).
 """
 import json, os, statistics, subprocess, threading, time, urllib.request
-from common import ROOT, private_redis
+from common import ROOT, private_redis, tracker_project
 
 RS = [int(x) for x in os.environ.get('RS', '4,32').split(',')]
 ROUNDS = int(os.environ.get('ROUNDS', '3'))
@@ -77,11 +77,7 @@ env['TRACKER_LISTEN'] = f'127.0.0.1:{port}'
 
 
 def project(slug, n):
-    subprocess.run([TRACKER, 'project', 'create', slug], env=env, check=True, stdout=subprocess.DEVNULL)
-    path = os.path.join(os.path.dirname(sock), 'items')
-    with open(path, 'w') as f:
-        f.writelines(f'{slug}-{i}\n' for i in range(n))
-    subprocess.run([TRACKER, 'items', 'add', slug, path], env=env, check=True, stdout=subprocess.DEVNULL)
+    tracker_project(TRACKER, env, os.path.dirname(sock), slug, n)
 
 
 def post(path, body):

@@ -14,9 +14,13 @@ done call reporting them. Time is Redis's own: INFO commandstats, EVALSHA usec, 
 cost does not count. Rounds interleave the revisions; medians printed. With PROFILE=1, done.lua
 gets `redis.call('TIME')` marks at the lines in MARKS and the time between marks is summed per
 report (each mark costs about 1 µs, which the phase after it carries).
+
+Its prelude and its done call are those of the revisions before the fold (`b7543ca`: done.lua
+took 22 keys) and before the settings' prelude (`SET`): it measures those revisions. For the
+current scripts, `bench/ab/floor.py` calls the tracker's own, loaded by the tracker itself.
 """
 import json, os, statistics, subprocess, sys, time
-from common import ROOT, private_redis, source
+from common import ROOT, private_redis, source, tracker_project
 
 REVS = [None if r == '.' else r for r in sys.argv[1:]] or [None]
 RS = [int(x) for x in os.environ.get('RS', '4,32').split(',')]
@@ -68,11 +72,7 @@ key = lambda slug, name: f't:{{{slug}}}:{name}'
 
 
 def project(slug, n):
-    subprocess.run([TRACKER, 'project', 'create', slug], env=env, check=True, stdout=subprocess.DEVNULL)
-    path = os.path.join(os.path.dirname(sock), 'items')
-    with open(path, 'w') as f:
-        f.writelines(f'{slug}-{i}\n' for i in range(n))
-    subprocess.run([TRACKER, 'items', 'add', slug, path], env=env, check=True, stdout=subprocess.DEVNULL)
+    tracker_project(TRACKER, env, os.path.dirname(sock), slug, n)
 
 
 def claim(sha, slug, n):
