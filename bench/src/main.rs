@@ -395,7 +395,10 @@ async fn main() {
         if by_command {
             let stats1 = rig::commandstats(store).await;
             let units = peak_rate * SECONDS as f64;
-            println!("{}", rig::commandstats_line(&stats0, &stats1, units, "pair"));
+            println!(
+                "{}",
+                rig::commandstats_line(&stats0, &stats1, units, "pair")
+            );
         }
         last_redis_us = rig::redis_us(&line);
     }
@@ -423,7 +426,10 @@ async fn main() {
         if by_command {
             let stats1 = rig::commandstats(store).await;
             let units = rate * SECONDS as f64;
-            println!("{}", rig::commandstats_line(&stats0, &stats1, units, "pair"));
+            println!(
+                "{}",
+                rig::commandstats_line(&stats0, &stats1, units, "pair")
+            );
         }
         redis_per.extend(rig::redis_us(&line).map(|us| ("pair, 256 warriors", us)));
     }

@@ -157,6 +157,34 @@ pub enum ItemsCommand {
         #[arg(default_value = "-")]
         file: String,
     },
+    /// Items found by state, name, claimant and claim age, one a line (name, state, and for a
+    /// claimed item its claimant and claim time, tab-separated); a page at a time, the next
+    /// page's cursor on standard error.
+    Search {
+        /// Project slug.
+        slug: String,
+        /// `queued`, a queue part, `todo:d` (personal queues), `claimed`, `done` or `failed`.
+        #[arg(long, default_value = "")]
+        state: String,
+        /// A glob on the name (`*`, `?`, `[...]`).
+        #[arg(long = "match", default_value = "")]
+        glob: String,
+        /// A regular expression on the name.
+        #[arg(long, default_value = "")]
+        regex: String,
+        /// Claimed by this downloader.
+        #[arg(long, default_value = "")]
+        claimant: String,
+        /// Claimed at least this long ago (`90s`, `15m`, `2h`).
+        #[arg(long = "older-than", default_value = "")]
+        older_than: String,
+        /// The most items (1 to 1,000).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// The cursor a page before gave.
+        #[arg(long, default_value = "")]
+        cursor: String,
+    },
     /// Where an item is, and its last transitions.
     Show {
         /// Project slug.
@@ -218,6 +246,43 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
         Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
         Command::Dictionary(cmd) => dictionary::run(store, cmd).await,
         Command::Project(cmd) => run_project(store, &cli, cmd).await,
+        Command::Items(ItemsCommand::Search {
+            slug,
+            state,
+            glob,
+            regex,
+            claimant,
+            older_than,
+            limit,
+            cursor,
+        }) => {
+            let q = crate::ops::items::search_query(&crate::ops::items::SearchParams {
+                state,
+                glob,
+                regex,
+                claimant,
+                older_than,
+                limit: Some(limit),
+                cursor,
+            })?;
+            if store.project(&slug).await?.is_none() {
+                return Err(CliError::Usage(format!("no such project {slug:?}")));
+            }
+            let page = store
+                .search_items(&slug, &q, crate::store::now_ms())
+                .await?;
+            for f in &page.items {
+                match (&f.claimant, f.claimed_at) {
+                    (Some(who), Some(t)) => println!("{}\t{}\t{who}\t{t}", f.item, f.state),
+                    _ => println!("{}\t{}", f.item, f.state),
+                }
+            }
+            match &page.cursor {
+                Some(c) => eprintln!("next page: --cursor {c}"),
+                None => eprintln!("last page"),
+            }
+            Ok(())
+        }
         Command::Items(ItemsCommand::Show { slug, item }) => {
             let status = store.item_status(&slug, &item).await?;
             let body = serde_json::json!({

@@ -299,6 +299,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route("/{slug}/targets", post(projects::change_target))
         .route("/{slug}/queues", get(items::show_queues))
         .route("/{slug}/item", get(items::show_item))
+        .route("/{slug}/search", get(items::search_items))
         .route(
             "/{slug}/items",
             post(items::add_items).layer(DefaultBodyLimit::disable()),

@@ -51,6 +51,7 @@ mod pipelines;
 mod project_list;
 mod projects;
 pub mod scripts;
+pub mod search;
 mod settings_version;
 mod shuffle;
 mod snapshot;

@@ -47,6 +47,7 @@ mod api {
     mod redis_full;
     mod refusals;
     mod scripts;
+    mod search;
     mod start;
     mod takeover;
     mod warrior;

@@ -198,3 +198,22 @@ pub async fn clear_queue(
         dry_run: req.dry_run,
     }))
 }
+
+/// `GET /admin/api/SLUG/search?state=&match=&regex=&claimant=&older_than=&limit=&cursor=`: a
+/// page of the project's items found by state, name, claimant and claim age
+/// ([`crate::store::search`]); a bad field is 400 with its reason.
+pub async fn search_items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Query(p): Query<ops::items::SearchParams>,
+) -> ApiResult<Json<crate::store::search::SearchPage>> {
+    caller.may_view(&slug)?;
+    known_project(&state, &slug).await?;
+    let q = ops::items::search_query(&p)?;
+    let page = state
+        .store
+        .search_items(&slug, &q, crate::store::now_ms())
+        .await?;
+    Ok(Json(page))
+}

@@ -97,3 +97,152 @@ pub async fn add(
         }
     }
 }
+
+/// A search as the panel, the admin API and `tracker items search` give it: every field text,
+/// empty when not set.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct SearchParams {
+    /// `queued`, a queue part's name, `todo:d` (every personal queue), `claimed`, `done` or
+    /// `failed`.
+    pub state: String,
+    /// A glob on the name (`*`, `?`, `[...]`).
+    #[serde(rename = "match")]
+    pub glob: String,
+    /// A regular expression on the name.
+    pub regex: String,
+    /// Claimed by this downloader.
+    pub claimant: String,
+    /// Claimed at least this long ago: `90s`, `15m`, `2h`, `1d 6h`.
+    pub older_than: String,
+    /// The most items a page holds (default 100, at most 1,000).
+    pub limit: Option<usize>,
+    /// The cursor the page before gave.
+    pub cursor: String,
+}
+
+/// The longest glob or regular expression a search takes, in bytes.
+pub const MAX_PATTERN: usize = 1024;
+
+/// The search `p` describes, or why it is not one.
+pub fn search_query(p: &SearchParams) -> OpsResult<crate::store::search::SearchQuery> {
+    use crate::store::search::{parse_cursor, SearchQuery, MAX_LIMIT};
+    let states = ["queued", "todo:d", "claimed", "done", "failed"];
+    if !p.state.is_empty() && !states.contains(&p.state.as_str()) {
+        check_queue(&p.state).map_err(|_| {
+            invalid(format!(
+                "state is one of {states:?}, a queue part or todo:d:DOWNLOADER, not {:?}",
+                p.state
+            ))
+        })?;
+    }
+    if !p.glob.is_empty() && !p.regex.is_empty() {
+        return Err(invalid("give match or regex, not both"));
+    }
+    if p.glob.len() > MAX_PATTERN || p.regex.len() > MAX_PATTERN {
+        return Err(invalid(format!(
+            "match and regex are at most {MAX_PATTERN} bytes"
+        )));
+    }
+    let regex = (!p.regex.is_empty())
+        .then(|| {
+            regex::RegexBuilder::new(&p.regex)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| invalid(format!("regex: {e}")))
+        })
+        .transpose()?;
+    let older_than_ms = (!p.older_than.is_empty())
+        .then(|| {
+            humantime::parse_duration(&p.older_than)
+                .map(|d| d.as_millis().min(u64::MAX as u128) as u64)
+                .map_err(|e| invalid(format!("older_than {:?}: {e}", p.older_than)))
+        })
+        .transpose()?;
+    let limit = p.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_LIMIT {
+        return Err(invalid(format!("limit is 1 to {MAX_LIMIT}")));
+    }
+    let claimed_only = !p.claimant.is_empty() || older_than_ms.is_some();
+    if claimed_only && !p.state.is_empty() && p.state != "claimed" {
+        return Err(invalid("claimant and older_than find claimed items only"));
+    }
+    Ok(SearchQuery {
+        state: (!p.state.is_empty()).then(|| p.state.clone()),
+        glob: (!p.glob.is_empty()).then(|| p.glob.clone()),
+        regex,
+        claimant: (!p.claimant.is_empty()).then(|| p.claimant.clone()),
+        older_than_ms,
+        limit,
+        cursor: parse_cursor(&p.cursor).map_err(invalid)?,
+    })
+}
+
+#[cfg(test)]
+mod search_tests {
+    use super::*;
+
+    #[test]
+    fn searches_are_read_or_refused_with_a_reason() {
+        let ok = |p: SearchParams| search_query(&p).unwrap();
+        let q = ok(SearchParams {
+            state: "claimed".into(),
+            claimant: "ann".into(),
+            older_than: "1h 30m".into(),
+            cursor: "4:17".into(),
+            ..Default::default()
+        });
+        assert_eq!(q.older_than_ms, Some(5_400_000));
+        assert_eq!(q.cursor, Some((4, "17".into())));
+        assert_eq!(q.limit, 100);
+        assert!(ok(SearchParams {
+            state: "todo:backfeed".into(),
+            ..Default::default()
+        })
+        .state
+        .is_some());
+        for bad in [
+            SearchParams {
+                state: "nowhere".into(),
+                ..Default::default()
+            },
+            SearchParams {
+                glob: "a*".into(),
+                regex: "a".into(),
+                ..Default::default()
+            },
+            SearchParams {
+                regex: "(".into(),
+                ..Default::default()
+            },
+            SearchParams {
+                older_than: "soon".into(),
+                ..Default::default()
+            },
+            SearchParams {
+                limit: Some(0),
+                ..Default::default()
+            },
+            SearchParams {
+                limit: Some(1001),
+                ..Default::default()
+            },
+            SearchParams {
+                state: "done".into(),
+                claimant: "ann".into(),
+                ..Default::default()
+            },
+            SearchParams {
+                cursor: "x".into(),
+                ..Default::default()
+            },
+            SearchParams {
+                glob: "*".repeat(1025),
+                ..Default::default()
+            },
+        ] {
+            let e = search_query(&bad).unwrap_err().to_string();
+            assert!(!e.is_empty(), "{bad:?}");
+        }
+    }
+}
