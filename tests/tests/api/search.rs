@@ -152,3 +152,46 @@ async fn items_are_found_by_state_name_claimant_and_age_page_by_page() {
         run.err
     );
 }
+
+#[tokio::test]
+async fn a_page_of_a_big_project_stops_at_its_scan_budget() {
+    let app = TestApp::start().await;
+    app.project("big", &[]).await;
+    let n = 300_000;
+    let file = app.dir.join("big-items");
+    std::fs::write(
+        &file,
+        (0..n).map(|i| format!("item-{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let add = app.cli(&["items", "add", "big", file.to_str().unwrap()], b"");
+    assert!(add.ok, "{}", add.err);
+    // Nothing matches: a page that scanned everything would have read 300,000 names in one
+    // call; it stops at its budget with a cursor instead, and the pages go on from there.
+    let mut cursor = String::new();
+    let (mut scanned, mut pages) = (0u64, 0);
+    loop {
+        let r = app
+            .send(
+                app.http
+                    .get(app.url(&format!(
+                        "/admin/api/big/search?regex=nomatch&cursor={cursor}"
+                    )))
+                    .bearer_auth(ADMIN_TOKEN),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let page: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert!(page["items"].as_array().unwrap().is_empty());
+        let seen = page["scanned"].as_u64().unwrap();
+        assert!(seen < n, "one page read {seen} names");
+        scanned += seen;
+        pages += 1;
+        match page["cursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    assert!(pages > 1, "{pages} pages");
+    assert!(scanned >= n, "every name seen: {scanned}");
+}
