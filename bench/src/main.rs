@@ -393,12 +393,7 @@ async fn main() {
         let line = m.report(peak_rate * SECONDS as f64, "pair");
         println!("{line}");
         if by_command {
-            let stats1 = rig::commandstats(store).await;
-            let units = peak_rate * SECONDS as f64;
-            println!(
-                "{}",
-                rig::commandstats_line(&stats0, &stats1, units, "pair")
-            );
+            rig::print_commandstats(store, &stats0, peak_rate * SECONDS as f64).await;
         }
         last_redis_us = rig::redis_us(&line);
     }
@@ -424,12 +419,7 @@ async fn main() {
         let line = m.report(rate * SECONDS as f64, "pair");
         println!("{line}");
         if by_command {
-            let stats1 = rig::commandstats(store).await;
-            let units = rate * SECONDS as f64;
-            println!(
-                "{}",
-                rig::commandstats_line(&stats0, &stats1, units, "pair")
-            );
+            rig::print_commandstats(store, &stats0, rate * SECONDS as f64).await;
         }
         redis_per.extend(rig::redis_us(&line).map(|us| ("pair, 256 warriors", us)));
     }

@@ -213,8 +213,18 @@ pub async fn commandstats(store: &Store) -> std::collections::HashMap<String, (u
         .collect()
 }
 
+/// Prints the commands that took the most Redis time since `before`, per pair of `pairs`.
+pub async fn print_commandstats(
+    store: &Store,
+    before: &std::collections::HashMap<String, (u64, u64)>,
+    pairs: f64,
+) {
+    let after = commandstats(store).await;
+    println!("{}", commandstats_line(before, &after, pairs, "pair"));
+}
+
 /// The commands that took the most Redis time between `before` and `after`, per `units`.
-pub fn commandstats_line(
+fn commandstats_line(
     before: &std::collections::HashMap<String, (u64, u64)>,
     after: &std::collections::HashMap<String, (u64, u64)>,
     units: f64,

@@ -5,21 +5,24 @@ use server::store::{now_ms, DoneReport};
 use std::collections::BTreeSet;
 use tests::{TestApp, ADMIN_TOKEN};
 
+/// One page of a search of project `slug` (`query`: the URL's query), as the admin reads it.
+async fn page_of(app: &TestApp, slug: &str, query: &str) -> serde_json::Value {
+    let r = app
+        .send(
+            app.http
+                .get(app.url(&format!("/admin/api/{slug}/search?{query}")))
+                .bearer_auth(ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{query}: {}", r.body);
+    serde_json::from_str(&r.body).unwrap()
+}
+
 /// Every item a search finds, page by page (`limit` a page), and how many pages it took.
 async fn all_pages(app: &TestApp, query: &str, limit: usize) -> (Vec<serde_json::Value>, usize) {
     let (mut found, mut cursor, mut pages) = (Vec::new(), String::new(), 0);
     loop {
-        let r = app
-            .send(
-                app.http
-                    .get(app.url(&format!(
-                        "/admin/api/s1/search?{query}&limit={limit}&cursor={cursor}"
-                    )))
-                    .bearer_auth(ADMIN_TOKEN),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{query}: {}", r.body);
-        let page: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        let page = page_of(app, "s1", &format!("{query}&limit={limit}&cursor={cursor}")).await;
         let items = page["items"].as_array().unwrap().clone();
         assert!(
             items.len() <= limit + 10,
@@ -171,17 +174,7 @@ async fn a_page_of_a_big_project_stops_at_its_scan_budget() {
     let mut cursor = String::new();
     let (mut scanned, mut pages) = (0u64, 0);
     loop {
-        let r = app
-            .send(
-                app.http
-                    .get(app.url(&format!(
-                        "/admin/api/big/search?regex=nomatch&cursor={cursor}"
-                    )))
-                    .bearer_auth(ADMIN_TOKEN),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.body);
-        let page: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        let page = page_of(&app, "big", &format!("regex=nomatch&cursor={cursor}")).await;
         assert!(page["items"].as_array().unwrap().is_empty());
         let seen = page["scanned"].as_u64().unwrap();
         assert!(seen < n, "one page read {seen} names");
