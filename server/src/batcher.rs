@@ -37,6 +37,8 @@ type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
 pub struct Batcher {
     store: Store,
     workers: usize,
+    /// This process's script call figures, for `/metrics`.
+    pub metrics: Arc<crate::script_metrics::ScriptMetrics>,
     claims: Arc<Lanes<ClaimRequest, ClaimOutcome>>,
     dones: Arc<Lanes<DoneReport, DoneOutcome>>,
 }
@@ -47,6 +49,7 @@ impl Batcher {
         Self {
             store,
             workers: workers.max(1),
+            metrics: Arc::default(),
             claims: Arc::default(),
             dones: Arc::default(),
         }
@@ -54,11 +57,15 @@ impl Batcher {
 
     /// Serves one claim request, batched with concurrent ones.
     pub async fn claim(&self, slug: &str, request: ClaimRequest) -> StoreResult<ClaimOutcome> {
-        let store = self.store.clone();
+        let (store, metrics) = (self.store.clone(), self.metrics.clone());
         let run = move |slug: String, reqs: Vec<ClaimRequest>| {
-            let store = store.clone();
+            let (store, metrics) = (store.clone(), metrics.clone());
             async move {
-                match store.claim_batch(&slug, &reqs, now_ms()).await {
+                let started = std::time::Instant::now();
+                let answer = store.claim_batch(&slug, &reqs, now_ms()).await;
+                let seconds = started.elapsed().as_secs_f64();
+                metrics.record("claim", reqs.len(), seconds, answer.as_ref().err());
+                match answer {
                     Ok(Some(outcomes)) => outcomes.into_iter().map(Ok).collect(),
                     Ok(None) => reqs.iter().map(|_| Err(StoreError::NoProject)).collect(),
                     Err(e) => failed(&e, reqs.len()),
@@ -90,11 +97,15 @@ impl Batcher {
 
     /// Records one done report, batched with concurrent ones.
     pub async fn done(&self, slug: &str, report: DoneReport) -> StoreResult<DoneOutcome> {
-        let store = self.store.clone();
+        let (store, metrics) = (self.store.clone(), self.metrics.clone());
         let run = move |slug: String, reports: Vec<DoneReport>| {
-            let store = store.clone();
+            let (store, metrics) = (store.clone(), metrics.clone());
             async move {
-                match store.done_batch(&slug, &reports, now_ms()).await {
+                let started = std::time::Instant::now();
+                let answer = store.done_batch(&slug, &reports, now_ms()).await;
+                let seconds = started.elapsed().as_secs_f64();
+                metrics.record("done", reports.len(), seconds, answer.as_ref().err());
+                match answer {
                     Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
                     Err(e) => failed(&e, reports.len()),
                 }

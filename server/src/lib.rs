@@ -30,6 +30,7 @@
 //! | [`blocked_bloom`] | blocked Bloom filters: layer geometry, where a hash lands, the in-memory filter |
 //! | [`web`] | the HTTP plumbing every front door shares, and the middleware that answers first |
 //! | [`http_metrics`] | this process's HTTP requests and their times by route group, for `/metrics` |
+//! | [`script_metrics`] | this process's batched claim and done script calls: sizes, times, failures, for `/metrics` |
 
 pub mod admin;
 pub mod api;
@@ -50,6 +51,7 @@ pub mod project_list;
 pub mod read_cache;
 pub mod redis_watch;
 pub mod routes;
+pub mod script_metrics;
 pub mod segment;
 pub mod start;
 pub mod state;

@@ -207,6 +207,14 @@ async fn render(state: &AppState) -> ApiResult<String> {
         max_gauge,
     );
     state.http_metrics.register(&mut registry);
+    state.batcher.metrics.register(&mut registry);
+    let viewers = Gauge::<i64>::default();
+    viewers.set(state.viewers.count() as i64);
+    registry.register(
+        "viewers",
+        "Live viewers (websockets and event streams) connected to this process",
+        viewers,
+    );
     let mut out = String::new();
     // Writing to a String does not fail, nor do these labels.
     if encode(&mut out, &registry).is_err() {

@@ -69,6 +69,11 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
         2.0
     );
     assert!(at(r#"tracker_recent_round_trip_seconds{project="p"}"#) >= 0.0);
+    // The claim and the dones went through this process's batcher, each a script call.
+    assert!(at(r#"tracker_script_batch_size_count{op="claim"}"#) >= 1.0);
+    assert!(at(r#"tracker_script_batch_size_count{op="done"}"#) >= 1.0);
+    assert!(at(r#"tracker_script_duration_seconds_sum{op="done"}"#) > 0.0);
+    assert_eq!(at("tracker_viewers"), 0.0);
     // The scrape's own reads fold first: nothing of this process's dones waits.
     assert_eq!(at(r#"tracker_fold_pending_entries{project="p"}"#), 0.0);
     assert!(at("tracker_redis_memory_bytes") > 0.0);

@@ -1,0 +1,90 @@
+//! This process's batched script calls for `GET /metrics` (`admin::metrics`): how many requests
+//! each claim or done call served, how long it took, and the calls that failed, by kind (Redis
+//! full, Redis unavailable, anything else). Recorded by the [`crate::batcher`]; per process.
+
+use crate::store::StoreError;
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        histogram::{exponential_buckets, Histogram},
+    },
+    registry::Registry,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    op: &'static str,
+    kind: &'static str,
+}
+
+fn size_histogram() -> Histogram {
+    // 1 to 128 requests (the batcher's most).
+    Histogram::new(exponential_buckets(1.0, 2.0, 8))
+}
+
+fn duration_histogram() -> Histogram {
+    // 0.1 ms to about 3 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
+
+/// This process's script call figures.
+pub struct ScriptMetrics {
+    sizes: Family<OpLabels, Histogram, fn() -> Histogram>,
+    durations: Family<OpLabels, Histogram, fn() -> Histogram>,
+    errors: Family<ErrorLabels, Counter>,
+}
+
+impl Default for ScriptMetrics {
+    fn default() -> Self {
+        Self {
+            sizes: Family::new_with_constructor(size_histogram),
+            durations: Family::new_with_constructor(duration_histogram),
+            errors: Family::default(),
+        }
+    }
+}
+
+impl ScriptMetrics {
+    /// Adds these figures to `registry` (`script_batch_size`, `script_duration_seconds`,
+    /// `script_errors_total`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "script_batch_size",
+            "Requests one batched claim or done script call served, in this process",
+            self.sizes.clone(),
+        );
+        registry.register(
+            "script_duration_seconds",
+            "Time of a batched claim or done script call, Redis's answer included, in this process",
+            self.durations.clone(),
+        );
+        registry.register(
+            "script_errors",
+            "Batched claim or done script calls that failed, by kind (full, unavailable, other), in this process",
+            self.errors.clone(),
+        );
+    }
+
+    /// Records one call of `op` (`claim` or `done`) serving `size` requests in `seconds`, and
+    /// its failure if it failed.
+    pub fn record(&self, op: &'static str, size: usize, seconds: f64, error: Option<&StoreError>) {
+        let labels = OpLabels { op };
+        self.sizes.get_or_create(&labels).observe(size as f64);
+        self.durations.get_or_create(&labels).observe(seconds);
+        if let Some(e) = error {
+            let kind = match e {
+                StoreError::Full => "full",
+                StoreError::Unavailable(_) => "unavailable",
+                _ => "other",
+            };
+            self.errors.get_or_create(&ErrorLabels { op, kind }).inc();
+        }
+    }
+}
