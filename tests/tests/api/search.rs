@@ -135,7 +135,9 @@ async fn items_are_found_by_state_name_claimant_and_age_page_by_page() {
 
     // The CLI: one item a line, its name first.
     let run = app.cli(
-        &["items", "search", "s1", "--match", "b1?", "--limit", "1000"],
+        &[
+            "items", "search", "s1", "--state", "queued", "--match", "b1?", "--limit", "1000",
+        ],
         b"",
     );
     assert!(run.ok, "{} {}", run.out, run.err);
@@ -147,6 +149,15 @@ async fn items_are_found_by_state_name_claimant_and_age_page_by_page() {
         .collect();
     assert_eq!(lines, want.iter().map(String::as_str).collect());
     assert!(run.err.contains("last page"), "{}", run.err);
+    // A claimed item's line: name, state, claimant, claim time.
+    let run = app.cli(&["items", "search", "s1", "--claimant", "ann"], b"");
+    assert!(run.ok, "{} {}", run.out, run.err);
+    let lines: BTreeSet<String> = run.out.lines().map(String::from).collect();
+    let want: BTreeSet<String> = ann
+        .iter()
+        .map(|a| format!("{a}\tclaimed\tann\t{now}"))
+        .collect();
+    assert_eq!(lines, want);
     let run = app.cli(&["items", "search", "s1", "--limit", "0"], b"");
     assert!(
         !run.ok && run.err.contains("limit"),
