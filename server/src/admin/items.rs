@@ -162,14 +162,7 @@ pub async fn move_items(
 
 /// An optional regular expression from a request (empty: none), or a 400.
 pub fn parse_regex(raw: &str) -> ApiResult<Option<regex::Regex>> {
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    regex::RegexBuilder::new(raw)
-        .size_limit(1 << 20)
-        .build()
-        .map(Some)
-        .map_err(|e| ApiError::bad_request(format!("regex: {e}")))
+    Ok(ops::items::user_regex(raw)?)
 }
 
 /// `POST /admin/api/SLUG/clear`: drops every item waiting in a queue.

@@ -121,6 +121,19 @@ pub struct SearchParams {
     pub cursor: String,
 }
 
+/// A regular expression from a user (empty: none), compiled within 1 MiB, or why it is not one:
+/// the panel's moves, releases and searches and the CLI's alike.
+pub fn user_regex(raw: &str) -> OpsResult<Option<regex::Regex>> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    regex::RegexBuilder::new(raw)
+        .size_limit(1 << 20)
+        .build()
+        .map(Some)
+        .map_err(|e| invalid(format!("regex: {e}")))
+}
+
 /// The longest glob or regular expression a search takes, in bytes.
 pub const MAX_PATTERN: usize = 1024;
 
@@ -144,14 +157,7 @@ pub fn search_query(p: &SearchParams) -> OpsResult<crate::store::search::SearchQ
             "match and regex are at most {MAX_PATTERN} bytes"
         )));
     }
-    let regex = (!p.regex.is_empty())
-        .then(|| {
-            regex::RegexBuilder::new(&p.regex)
-                .size_limit(1 << 20)
-                .build()
-                .map_err(|e| invalid(format!("regex: {e}")))
-        })
-        .transpose()?;
+    let regex = user_regex(&p.regex)?;
     let older_than_ms = (!p.older_than.is_empty())
         .then(|| {
             humantime::parse_duration(&p.older_than)

@@ -54,9 +54,9 @@ impl Pending {
         self.wake.notify_one();
     }
 
-    /// Whether `slug` is noted.
-    fn has(&self, slug: &str) -> bool {
-        self.lock().contains_key(slug)
+    /// How many times `slug` was noted, if it is.
+    fn noted_count(&self, slug: &str) -> Option<u64> {
+        self.lock().get(slug).copied()
     }
 
     /// The projects noted, with their counts.
@@ -189,12 +189,18 @@ impl Store {
     }
 
     /// Folds `slug` first if this process recorded dones for it that it has not folded yet,
-    /// so that a page read after a done shows it. A fold that fails is logged and left to the
+    /// so that a page read after a done shows it; the note is then cleared, so the other reads
+    /// of the same page (and the folder) do not fold again. A fold that fails is logged and left to the
     /// folder: the read goes on with the figures as they are.
     pub async fn fold_for_read(&self, slug: &str) {
-        if self.pending_folds.has(slug) {
-            if let Err(e) = self.fold(slug).await {
-                tracing::warn!(project = %slug, error = %e, "folding the completion log before a read");
+        let Some(n) = self.pending_folds.noted_count(slug) else {
+            return;
+        };
+        match self.fold(slug).await {
+            // Folded through what was there: the reads after it need not fold again.
+            Ok(_) => self.pending_folds.folded(slug, n),
+            Err(e) => {
+                tracing::warn!(project = %slug, error = %e, "folding the completion log before a read")
             }
         }
     }

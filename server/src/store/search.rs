@@ -2,8 +2,9 @@
 //! expression matched here), claimant and claim age, a page at a time. A page walks the states'
 //! keys with incremental scans (`ZSCAN`, `SSCAN`, `HSCAN`), never a whole-key read, and ends when
 //! it holds `limit` items, when its time budget ([`PAGE_BUDGET`]) is spent, or when every key is
-//! walked; its cursor says where the next page starts. Items on disk (offloaded segments) are not
-//! searched yet.
+//! walked; its cursor says where the next page starts. Personal queues are walked when the
+//! project counts items in them (stats `pq`; finding their keys is a scan of the key space).
+//! Items on disk (offloaded segments) are not searched yet.
 //!
 //! A scan's guarantees are Redis's: an item that stays in its state for the whole search is
 //! found once at least; one that moves meanwhile may be found twice or not at all.
@@ -165,7 +166,10 @@ impl Store {
     /// failed (a claimant or an age: claimed only).
     async fn walks(&self, slug: &str, q: &SearchQuery) -> StoreResult<Vec<Walk>> {
         let k = self.keys.project(slug);
-        let order: Option<String> = self.pool.next().hget(k.meta(), "queues").await?;
+        let client = self.pool.next();
+        let order: Option<String> = client.hget(k.meta(), "queues").await?;
+        // Personal queues are found by a scan of the key space: only when some hold items.
+        let personal: Option<i64> = client.hget(k.stats(), "pq").await?;
         let claimed_only = q.claimant.is_some() || q.older_than_ms.is_some();
         let want = |state: &str, queued: bool| match q.state.as_deref() {
             None => !claimed_only || state == "claimed",
@@ -175,7 +179,9 @@ impl Store {
         let mut walks = Vec::new();
         let prefix = k.prefix().to_string();
         let mut queues = queue_part_keys(&k, order.as_deref());
-        queues.extend(self.personal_queues(slug).await?);
+        if personal.unwrap_or(0) > 0 {
+            queues.extend(self.personal_queues(slug).await?);
+        }
         for key in queues {
             let state = key.strip_prefix(&prefix).unwrap_or(&key).to_string();
             let personal = state.starts_with(PERSONAL);
