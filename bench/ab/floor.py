@@ -3,8 +3,12 @@ per-item work that must be atomic and kept (pop the item, record its claim; find
 remove it, add the item to `done`, write its timeline, log the report), at given batch sizes.
 
 Usage: pip install redis; python3 bench/ab/floor.py   Env: RS (batch sizes, "4,32"), ROUNDS (3),
-N (pairs per round and batch size, 15000), TRACKER (the binary whose own claim.lua and done.lua
-are measured beside the floor, default target/release/tracker).
+N (pairs per round and batch size, 15000), TRACKER (the binaries whose own claim.lua and done.lua
+are measured beside the floor, comma-separated, default target/release/tracker: two builds'
+scripts compared in one run, rounds interleaved; an entry may also be a directory holding
+composed `claim.lua` and `done.lua`, as `target/release/tracker script claim` prints them, which
+are loaded and called with the keys of the first binary: a change to a script measured without
+a build).
 
 A private redis-server pinned to core 1 (this process to core 0). Two minimal scripts, called as
 the tracker calls its own: R claims of one item in one call, then one done call reporting them
@@ -69,15 +73,15 @@ return #lines / 2
 proc, r = private_redis()
 subprocess.run(['taskset', '-pc', '1', str(proc.pid)], check=True, stdout=subprocess.DEVNULL)
 os.sched_setaffinity(0, {0})
-TRACKER = os.environ.get('TRACKER', os.path.join(ROOT, 'target/release/tracker'))
+TRACKERS = os.environ.get('TRACKER', os.path.join(ROOT, 'target/release/tracker')).split(',')
 sock = r.connection_pool.connection_kwargs['path']
 env = dict(os.environ, REDIS_URL=f'redis+unix://{sock}', TRACKER_DATA_DIR=os.path.dirname(sock))
 port = 20000 + os.getpid() % 20000
 env['TRACKER_LISTEN'] = f'127.0.0.1:{port}'
 
 
-def project(slug, n):
-    tracker_project(TRACKER, env, os.path.dirname(sock), slug, n)
+def project(tracker, slug, n):
+    tracker_project(tracker, env, os.path.dirname(sock), slug, n)
 
 
 def post(path, body):
@@ -87,46 +91,67 @@ def post(path, body):
         return resp.read().decode()
 
 
-# The tracker's scripts: one claim and one done over HTTP, seen by MONITOR.
-project('probe', 10)
-server = subprocess.Popen([TRACKER, 'serve'], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-for _ in range(200):
-    try:
-        urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=1)
-        break
-    except Exception:
-        time.sleep(0.05)
-seen = []
-monitor = r.monitor()
-conn = monitor.__enter__()
-def watch():
-    while True:
+def probe(tracker, slug):
+    """The SHAs and keys of `tracker`'s claim and done scripts: one claim and one done over HTTP,
+    seen by MONITOR."""
+    project(tracker, slug, 10)
+    server = subprocess.Popen([tracker, 'serve'], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
         try:
-            seen.append(conn.next_command()['command'])
+            urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=1)
+            break
         except Exception:
-            return
-threading.Thread(target=watch, daemon=True).start()
-time.sleep(0.5)
-item = json.loads(post('/probe/request', {'downloader': 'probe', 'api_version': '2', 'version': '20240101.01'}))['item_name']
-post('/probe/done', {'downloader': 'probe', 'version': '20240101.01', 'item': item, 'bytes': {'data': 1}})
-time.sleep(0.5)
-server.kill()
-# MONITOR slows every command down: closed before anything is timed.
-conn.connection.disconnect()
-real = {}
-for line in seen:
-    parts = line.split(' ')
-    if parts[0].upper() == 'EVALSHA' and 'probe' in line:
-        nkeys = int(parts[2])
-        keys = parts[3:3 + nkeys]
-        name = 'claim' if nkeys == 12 else 'done' if nkeys == 14 else None
-        if name:
-            real[name] = (parts[1], [k.replace('probe', '{slug}') for k in keys])
-assert set(real) == {'claim', 'done'}, seen
+            time.sleep(0.05)
+    seen = []
+    monitor = r.monitor()
+    conn = monitor.__enter__()
+
+    def watch():
+        while True:
+            try:
+                seen.append(conn.next_command()['command'])
+            except Exception:
+                return
+    threading.Thread(target=watch, daemon=True).start()
+    time.sleep(0.5)
+    body = {'downloader': 'probe', 'api_version': '2', 'version': '20240101.01'}
+    item = json.loads(post(f'/{slug}/request', body))['item_name']
+    post(f'/{slug}/done', {'downloader': 'probe', 'version': '20240101.01', 'item': item, 'bytes': {'data': 1}})
+    time.sleep(0.5)
+    server.kill()
+    server.wait()
+    # MONITOR slows every command down: closed before anything is timed.
+    conn.connection.disconnect()
+    real = {}
+    for line in seen:
+        parts = line.split(' ')
+        if parts[0].upper() == 'EVALSHA' and slug in line:
+            nkeys = int(parts[2])
+            keys = parts[3:3 + nkeys]
+            name = 'claim' if nkeys == 12 else 'done' if nkeys == 14 else None
+            if name:
+                real[name] = (parts[1], [k.replace(slug, '{slug}') for k in keys])
+    assert set(real) == {'claim', 'done'}, seen
+    return real
+
+
+def lab(directory, like):
+    """Composed claim.lua and done.lua from `directory`, called as `like` calls its own."""
+    real = {}
+    for name in ('claim', 'done'):
+        with open(os.path.join(directory, f'{name}.lua')) as f:
+            real[name] = (r.script_load(f.read()), like[name][1])
+    return real
+
+
+reals = []
+for k, t in enumerate(TRACKERS):
+    reals.append(lab(t, reals[0]) if os.path.isdir(t) else probe(t, f'probe{k}'))
+binary = TRACKERS[0]
 r2 = __import__('redis').Redis(unix_socket_path=sock)
 
 
-def real_pair(slug, n):
+def real_pair(real, slug, n):
     """R claims of one item for R downloaders in one call, then one done call reporting them."""
     sha, keys = real['claim']
     ks = [k.replace('{slug}', slug) for k in keys]
@@ -174,15 +199,19 @@ for rnd in range(ROUNDS):
             u2 = usec()
             c_us, d_us, pairs = c_us + u1 - u0, d_us + u2 - u1, pairs + len(got)
         runs.setdefault(('floor', n), []).append((c_us / pairs, d_us / pairs))
-        slug = f'real{rnd}b{n}'
-        project(slug, N)
-        c_us = d_us = pairs = 0
-        for _ in range(N // n):
-            c, d, p = real_pair(slug, n)
-            c_us, d_us, pairs = c_us + c, d_us + d, pairs + p
-        runs.setdefault(('tracker', n), []).append((c_us / pairs, d_us / pairs))
+        order = list(enumerate(TRACKERS))
+        for k, tracker in (order if rnd % 2 == 0 else order[::-1]):
+            slug = f'real{k}r{rnd}b{n}'
+            project(binary if os.path.isdir(tracker) else tracker, slug, N)
+            c_us = d_us = pairs = 0
+            for _ in range(N // n):
+                c, d, p = real_pair(reals[k], slug, n)
+                c_us, d_us, pairs = c_us + c, d_us + d, pairs + p
+            runs.setdefault((f'ours{k}' if len(TRACKERS) > 1 else 'tracker', n), []).append((c_us / pairs, d_us / pairs))
 for (what, n), v in sorted(runs.items()):
     c, d = statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)
     print(f'{what:7}, batch {n:3}: claim {c:5.1f} µs/pair, done {d:5.1f} µs/pair, sum {c + d:5.1f}')
+for k, tracker in enumerate(TRACKERS):
+    print(f'ours{k} = {tracker}' if len(TRACKERS) > 1 else f'tracker = {tracker}')
 print(f'# command: RS={",".join(map(str, RS))} ROUNDS={ROUNDS} N={N} python3 bench/ab/floor.py')
 proc.kill()

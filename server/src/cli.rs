@@ -43,6 +43,13 @@ pub enum Command {
         #[arg(default_value = "target/site/pkg")]
         dir: std::path::PathBuf,
     },
+    /// Print a Lua script as Redis runs it (prelude and helpers included; for reading a Redis
+    /// error's line number, or measuring a change to it). Needs no Redis.
+    #[command(hide = true)]
+    Script {
+        /// The script's name (`claim`, `done`, ...).
+        name: String,
+    },
     /// Manage projects.
     #[command(subcommand)]
     Project(ProjectCommand),
@@ -239,9 +246,9 @@ pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), 
 pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> {
     let cli = Actor::cli();
     match command {
-        Command::Serve(_) | Command::Precompress { .. } => Err(CliError::Usage(
-            "serve and precompress are not admin commands".into(),
-        )),
+        Command::Serve(_) | Command::Precompress { .. } | Command::Script { .. } => Err(
+            CliError::Usage("serve, precompress and script are not admin commands".into()),
+        ),
         Command::Admin(cmd) => admin::run(store, cmd).await,
         Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
         Command::Dictionary(cmd) => dictionary::run(store, cmd).await,

@@ -42,6 +42,13 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
         );
         return Ok(());
     }
+    if let Some(Command::Script { name }) = &args.command {
+        let scripts = server::store::scripts::Scripts::new();
+        let script = scripts.all().into_iter().find(|s| s.name == name);
+        let script = script.ok_or_else(|| format!("no script named {name:?}"))?;
+        print!("{}", script.composed());
+        return Ok(());
+    }
     // The server's stop signals are caught from now on, before its private Redis starts: a
     // SIGTERM at any instant of the start-up still stops that Redis.
     let stop = matches!(args.command, None | Some(Command::Serve(_)))

@@ -238,6 +238,11 @@ impl LuaScript {
         }
     }
 
+    /// What Redis runs: the source with the prelude and [`LIB`] inserted after its shebang.
+    pub fn composed(&self) -> &str {
+        self.script.lua().map(|s| &**s).unwrap_or(self.source)
+    }
+
     /// The script's shebang line (`#!lua`, `#!lua flags=no-writes`), if it has one.
     pub fn shebang(&self) -> Option<&'static str> {
         self.source.lines().next().filter(|l| l.starts_with("#!"))
