@@ -43,6 +43,8 @@
 //! ns:{SLUG}:ratelimit          hash    limiter -> GCRA theoretical arrival time (ms)
 //! ns:{SLUG}:domain_bytes       hash    domain -> bytes done
 //! ns:{SLUG}:st:<day>           hash    "<minute of day>:<counter>" -> n, 35 days
+//! ns:{SLUG}:tally              hash    counter -> lifetime total of the minutes tallied;
+//!                                      `minute`, the last one tallied (`tally.lua`)
 //! ns:{SLUG}:dw:<minute>        hash    "<dl> i" -> items, "<dl> b" -> bytes done in that minute
 //!                                      (since the epoch), 25 hours: the rate windows
 //! ns:{SLUG}:dwh:<hour>         hash    the same per hour, 26 hours

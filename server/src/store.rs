@@ -13,6 +13,7 @@
 //! | `bloom` | the backfeed de-duplication filter (a scalable Bloom filter in Redis) |
 //! | `snapshot` | the leaderboard: one atomic read of counts, downloaders, recent completions |
 //! | [`stats`] | charts, versions, per-minute counters, unique contributors |
+//! | [`tally`] | the lifetime counters: whole minutes of the per-minute counters tallied once |
 //! | [`contributors`] | unique contributors per month, per project and across all projects |
 //! | `backend` | the pages' data ([`app::backend::Backend`]) read from the above |
 //! | `accounts` | admin accounts, the setup token, login attempt counters, the audit log |
@@ -56,6 +57,7 @@ mod settings_version;
 mod shuffle;
 mod snapshot;
 pub mod stats;
+pub mod tally;
 mod tokens;
 
 pub use accounts::{

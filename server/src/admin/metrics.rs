@@ -17,7 +17,11 @@
 //! - `tracker_recent_events{project,event}`: events of the last 10 minutes from the per-minute
 //!   counters (`requests`, `served`, `claimed`, `reclaimed`, `failed`, `done_items`, `backfed`,
 //!   `backfeed_dups`), and `tracker_recent_round_trip_seconds{project}` their mean claim-to-done
-//!   time; gauges (the counters behind them are kept 31 days, not forever).
+//!   time; gauges (the counters behind them are kept 35 days, not forever);
+//! - the lifetime counters, tallied from those per-minute counters ([`crate::store::tally`]):
+//!   `tracker_events_total{project,event}`, `tracker_refusals_total{project,reason}`,
+//!   `tracker_backfeed_records_total{project,result}` and the histogram
+//!   `tracker_round_trip_seconds{project}`.
 //!
 //! Process-wide: `tracker_redis_memory_bytes` and `tracker_redis_maxmemory_bytes` (Redis's
 //! `used_memory` and `maxmemory`, 0: none); and per process (each process counts its own
@@ -37,11 +41,11 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use prometheus_client::{
-    encoding::{text::encode, EncodeLabelSet},
-    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    encoding::{text::encode, EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, MetricType, TypedMetric},
     registry::Registry,
 };
-use std::sync::atomic::AtomicU64;
+use std::sync::{atomic::AtomicU64, Mutex};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ProjectLabels {
@@ -58,6 +62,51 @@ struct ProjectStateLabels {
 struct ProjectEventLabels {
     project: String,
     event: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectReasonLabels {
+    project: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectResultLabels {
+    project: String,
+    result: String,
+}
+
+/// A histogram's figures: its sum, its count, and its buckets (upper bound, count in that
+/// bucket alone).
+type HistogramFigures = (f64, u64, Vec<(f64, u64)>);
+
+/// A histogram whose buckets were counted elsewhere (the per-minute counters, tallied): set
+/// whole at each scrape.
+#[derive(Debug, Default)]
+struct CountedHistogram(Mutex<HistogramFigures>);
+
+impl CountedHistogram {
+    fn set(&self, sum: f64, buckets: Vec<(f64, u64)>) {
+        let count = buckets.iter().map(|(_, n)| n).sum();
+        if let Ok(mut h) = self.0.lock() {
+            *h = (sum, count, buckets);
+        }
+    }
+}
+
+impl TypedMetric for CountedHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for CountedHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (sum, count, buckets) = self.0.lock().map(|h| h.clone()).unwrap_or_default();
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
 }
 
 /// `GET /metrics`: see the module.
@@ -107,6 +156,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
     let recent = Family::<ProjectEventLabels, Gauge>::default();
     let round_trip = Family::<ProjectLabels, Gauge<f64, AtomicU64>>::default();
     let unfolded = Family::<ProjectLabels, Gauge>::default();
+    let lifetime = Lifetime::default();
     let mut slugs = store.project_slugs().await?;
     slugs.sort();
     for slug in slugs {
@@ -156,6 +206,15 @@ async fn render(state: &AppState) -> ApiResult<String> {
         round_trip.get_or_create(&project()).set(mean);
         let (entries, _) = store.unfolded(&slug).await?;
         unfolded.get_or_create(&project()).set(entries as i64);
+        let mut totals = store.lifetime(&slug, now).await?;
+        if totals.is_none() {
+            // A project no process tallied yet (new, or the tally far behind): tallied now.
+            store.tally(&slug, now).await?;
+            totals = store.lifetime(&slug, now).await?;
+        }
+        if let Some(totals) = totals {
+            lifetime.set(&slug, &totals);
+        }
     }
     let (used, max) = store.redis_memory_bytes().await?;
     let used_gauge = Gauge::<i64>::default();
@@ -200,6 +259,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
         "Completion log entries not folded into the per-downloader figures and events yet",
         unfolded,
     );
+    lifetime.register(&mut registry);
     registry.register("redis_memory_bytes", "Redis's used_memory", used_gauge);
     registry.register(
         "redis_maxmemory_bytes",
@@ -221,4 +281,91 @@ async fn render(state: &AppState) -> ApiResult<String> {
         tracing::error!("the metrics could not be encoded");
     }
     Ok(out)
+}
+
+/// The lifetime counters of every project (`store::tally`): counted since the project's
+/// first tally (which takes in the 35 days of per-minute counters kept before it).
+#[derive(Default)]
+struct Lifetime {
+    events: Family<ProjectEventLabels, Counter>,
+    refusals: Family<ProjectReasonLabels, Counter>,
+    backfeed: Family<ProjectResultLabels, Counter>,
+    round_trip: Family<ProjectLabels, CountedHistogram>,
+}
+
+/// The events of `tracker_events_total`, by their label.
+const LIFETIME_EVENTS: [(crate::keys::Counter, &str); 7] = {
+    use crate::keys::Counter as C;
+    [
+        (C::Requests, "claim_requests"),
+        (C::Served, "claim_requests_served"),
+        (C::Claimed, "claimed_items"),
+        (C::Reclaimed, "reclaimed_items"),
+        (C::Released, "released_items"),
+        (C::Failed, "failed_items"),
+        (C::DuplicateDones, "duplicate_done_items"),
+    ]
+};
+
+impl Lifetime {
+    fn set(&self, slug: &str, totals: &std::collections::BTreeMap<crate::keys::Counter, u64>) {
+        use crate::keys::Counter as C;
+        let total = |c: C| totals.get(&c).copied().unwrap_or(0);
+        for (c, event) in LIFETIME_EVENTS {
+            self.events
+                .get_or_create(&ProjectEventLabels {
+                    project: slug.to_string(),
+                    event: event.to_string(),
+                })
+                .inc_by(total(c));
+        }
+        for (c, reason) in C::REFUSALS {
+            self.refusals
+                .get_or_create(&ProjectReasonLabels {
+                    project: slug.to_string(),
+                    reason: reason.to_string(),
+                })
+                .inc_by(total(c));
+        }
+        for (c, result) in [(C::Backfed, "added"), (C::BackfeedDuplicates, "duplicate")] {
+            self.backfeed
+                .get_or_create(&ProjectResultLabels {
+                    project: slug.to_string(),
+                    result: result.to_string(),
+                })
+                .inc_by(total(c));
+        }
+        let buckets = C::ROUND_TRIPS
+            .iter()
+            .map(|(c, le)| (*le, total(*c)))
+            .collect();
+        self.round_trip
+            .get_or_create(&ProjectLabels {
+                project: slug.to_string(),
+            })
+            .set(total(C::RoundTripMs) as f64 / 1000.0, buckets);
+    }
+
+    fn register(self, registry: &mut Registry) {
+        registry.register(
+            "events",
+            "Claim requests, items claimed, reclaimed, released, failed and reported done again, since the project's first tally",
+            self.events,
+        );
+        registry.register(
+            "refusals",
+            "Claim requests refused, by reason, since the project's first tally",
+            self.refusals,
+        );
+        registry.register(
+            "backfeed_records",
+            "Backfeed records added to the queue or dropped as duplicates, since the project's first tally",
+            self.backfeed,
+        );
+        registry.register(
+            "round_trip_seconds",
+            "Claim-to-done time of completed claims, since the project's first tally",
+            self.round_trip,
+        );
+    }
 }

@@ -107,6 +107,11 @@ impl ProjectKeys {
     pub fn log(&self) -> String {
         self.key("log")
     }
+    /// The lifetime counters: per-minute counter code -> total of the minutes tallied, and
+    /// `minute`, the last minute tallied (`tally.lua`).
+    pub fn tally(&self) -> String {
+        self.key("tally")
+    }
     /// The cumulative items/bytes chart.
     pub fn chart(&self) -> String {
         self.key("chart")

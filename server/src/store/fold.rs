@@ -373,6 +373,7 @@ pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) 
     tokio::spawn(async move {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tallied: Option<tokio::time::Instant> = None;
         loop {
             let all = tokio::select! {
                 _ = sweep.tick() => true,
@@ -398,7 +399,16 @@ pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) 
                     }
                 }
             }
+            let tally = all && tallied.is_none_or(|t| t.elapsed() >= super::tally::TALLY_EVERY);
+            if tally {
+                tallied = Some(started);
+            }
             for (slug, noted) in slugs {
+                if tally {
+                    if let Err(e) = store.tally(&slug, super::now_ms()).await {
+                        tracing::warn!(project = %slug, error = %e, "tallying the lifetime counters; tried again soon");
+                    }
+                }
                 match store.fold(&slug).await {
                     Ok(_) => {
                         if let Some(n) = noted {

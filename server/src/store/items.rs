@@ -366,6 +366,7 @@ impl Store {
             Value::from(if admin { "1" } else { "0" }),
             Value::from(ip),
             Value::from(pipeline),
+            Value::from(k.prefix()),
         ];
         match self
             .scripts

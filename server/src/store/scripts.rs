@@ -316,6 +316,10 @@ pub struct Scripts {
     pub retire_shards: LuaScript,
     /// `places.lua`
     pub places: LuaScript,
+    /// `tally.lua`
+    pub tally: LuaScript,
+    /// `lifetime.lua`
+    pub lifetime: LuaScript,
     header_lines: usize,
 }
 
@@ -351,12 +355,14 @@ impl Scripts {
             refill: lua!("refill", 6),
             retire_shards: lua!("retire_shards", 2),
             places: lua!("places", 7),
+            tally: lua!("tally", 1),
+            lifetime: lua!("lifetime", 1),
             header_lines: header_lines(),
         }
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 22] {
+    pub fn all(&self) -> [&LuaScript; 24] {
         [
             &self.add_items,
             &self.backfeed,
@@ -380,6 +386,8 @@ impl Scripts {
             &self.refill,
             &self.retire_shards,
             &self.places,
+            &self.tally,
+            &self.lifetime,
         ]
     }
 

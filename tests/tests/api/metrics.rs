@@ -40,14 +40,32 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
     for item in &items[..2] {
         assert_eq!(app.done("p", "alice", item, 100).await.status, 200);
     }
+    // A duplicate done, a refusal for an old version, and a release.
+    assert_eq!(app.done("p", "alice", &items[0], 100).await.status, 200);
+    app.settings("p", |s| s.min_version = "20240101.02".into())
+        .await;
+    let old = app
+        .post(
+            "/p/request",
+            r#"{"downloader":"bob","version":"20240101.01"}"#,
+        )
+        .await;
+    assert_eq!(old.status, 455, "{}", old.body);
+    app.settings("p", |s| s.min_version = String::new()).await;
+    let released = app
+        .store
+        .release_as("p", &items[2], "alice", "127.0.0.1", true, "", now_ms())
+        .await
+        .unwrap();
+    assert!(released);
     let r = scrape(&app, Some(TOKEN)).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let kind = r.headers["content-type"].to_str().unwrap();
     assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
     let t = &r.body;
     let at = |series: &str| sample(t, series).unwrap_or_else(|| panic!("no {series} in\n{t}"));
-    assert_eq!(at(r#"tracker_items{project="p",state="todo"}"#), 2.0);
-    assert_eq!(at(r#"tracker_items{project="p",state="claimed"}"#), 1.0);
+    assert_eq!(at(r#"tracker_items{project="p",state="todo"}"#), 3.0);
+    assert_eq!(at(r#"tracker_items{project="p",state="claimed"}"#), 0.0);
     assert_eq!(at(r#"tracker_items{project="p",state="done"}"#), 2.0);
     assert_eq!(at(r#"tracker_items{project="p",state="failed"}"#), 0.0);
     assert_eq!(
@@ -69,6 +87,37 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
         2.0
     );
     assert!(at(r#"tracker_recent_round_trip_seconds{project="p"}"#) >= 0.0);
+    // The lifetime counters (tallied by this scrape: the project is new).
+    let event = |e: &str| {
+        at(&format!(
+            r#"tracker_events_total{{project="p",event="{e}"}}"#
+        ))
+    };
+    assert_eq!(event("claim_requests"), 2.0);
+    assert_eq!(event("claim_requests_served"), 1.0);
+    assert_eq!(event("claimed_items"), 3.0);
+    assert_eq!(event("released_items"), 1.0);
+    assert_eq!(event("duplicate_done_items"), 1.0);
+    assert_eq!(event("failed_items"), 0.0);
+    assert_eq!(
+        at(r#"tracker_refusals_total{project="p",reason="old_version"}"#),
+        1.0
+    );
+    assert_eq!(
+        at(r#"tracker_refusals_total{project="p",reason="blocked"}"#),
+        0.0
+    );
+    assert_eq!(
+        at(r#"tracker_backfeed_records_total{project="p",result="added"}"#),
+        0.0
+    );
+    // Both completions of a claim, within 10 s of it.
+    assert_eq!(at(r#"tracker_round_trip_seconds_count{project="p"}"#), 2.0);
+    assert_eq!(
+        at(r#"tracker_round_trip_seconds_bucket{le="10.0",project="p"}"#),
+        2.0
+    );
+    assert!(at(r#"tracker_round_trip_seconds_sum{project="p"}"#) < 20.0);
     // The claim and the dones went through this process's batcher, each a script call.
     assert!(at(r#"tracker_script_batch_size_count{op="claim"}"#) >= 1.0);
     assert!(at(r#"tracker_script_batch_size_count{op="done"}"#) >= 1.0);
@@ -101,7 +150,7 @@ async fn series_grow_with_projects_not_with_downloaders() {
     let before = scrape(&app, Some(TOKEN)).await;
     assert_eq!(before.status, 200, "{}", before.body);
     let per_project = series(&before.body) / 100;
-    assert!(per_project <= 30, "{per_project} series per project");
+    assert!(per_project <= 60, "{per_project} series per project");
 
     // 10,000 downloaders claim an item each and report it.
     let now = now_ms();
@@ -144,4 +193,40 @@ async fn series_grow_with_projects_not_with_downloaders() {
     };
     assert_eq!(project_series(t), project_series(&before.body));
     assert!(!t.contains("dl-0-0"), "a downloader's name is a label");
+}
+
+#[tokio::test]
+async fn the_tally_moves_each_minute_into_the_totals_exactly_once() {
+    use fred::prelude::*;
+    use server::keys::{Counter, Keys};
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c", "d"]).await;
+    let items = app.claim_n("p", "alice", 2).await;
+    assert_eq!(app.done("p", "alice", &items[0], 1).await.status, 200);
+    let now = now_ms();
+    let store = &app.store;
+    store.tally("p", now).await.unwrap();
+    let first = store.lifetime("p", now).await.unwrap().expect("tallied");
+    assert_eq!(first[&Counter::Claimed], 2);
+    assert_eq!(first[&Counter::DoneItems], 1);
+    // Minutes not tallied yet are read with the totals.
+    assert_eq!(app.claim_n("p", "bob", 1).await.len(), 1);
+    let now = now_ms();
+    let before = store.lifetime("p", now).await.unwrap().unwrap();
+    assert_eq!(before[&Counter::Claimed], 3);
+
+    // An hour on, every minute so far is tallied, once however often the tally runs.
+    let later = now + 3_600_000;
+    store.tally("p", later).await.unwrap();
+    store.tally("p", later).await.unwrap();
+    assert_eq!(store.lifetime("p", later).await.unwrap().unwrap(), before);
+    // The totals are the tally's own: the per-minute counters gone, they stay.
+    let k = Keys::new(&app.namespace).project("p");
+    let client = store.client();
+    for day in (now / 86_400_000 - 1)..=(later / 86_400_000) {
+        let _: i64 = client.del(k.minute_stats(day)).await.unwrap();
+    }
+    assert_eq!(store.lifetime("p", later).await.unwrap().unwrap(), before);
+    // A reader does not add up more than two hours after the tally: nothing, not a wrong sum.
+    assert_eq!(store.lifetime("p", later + 86_400_000).await.unwrap(), None);
 }

@@ -427,14 +427,23 @@ local function write_claims()
   end
 end
 
+-- The per-minute counter of each refusal (lifetime counters by reason in /metrics).
+local REFUSED = { old_version = ST.refused_old_version, bad_name = ST.refused_bad_name,
+  blocked = ST.refused_blocked, token_required = ST.refused_token_required,
+  not_for_pipeline = ST.refused_not_for_pipeline, not_active = ST.refused_not_active,
+  budget = ST.refused_budget, rate_limited = ST.refused_rate_limited,
+  nothing_to_give = ST.refused_nothing_to_give }
+
 -- Each request's answer: its refusal, or its items.
 local function answers()
   local result = {}
   for r, q in ipairs(reqs) do
     if q.refusal then
       result[r] = q.refusal
+      stat(prefix, now, REFUSED[q.refusal.err])
     elseif #q.got == 0 then
       result[r] = { err = 'nothing_to_give' }
+      stat(prefix, now, ST.refused_nothing_to_give)
     else
       stat(prefix, now, ST.served)
       stat(prefix, now, ST.claimed, #q.got)

@@ -17,16 +17,17 @@
   ARGV[4]  1 when the caller is an admin, else 0
   ARGV[5]  the caller's IP (a claimant must call from the IP it claimed from)
   ARGV[6]  the caller's pipeline ('' = none)
+  ARGV[7]  key prefix `ns:{SLUG}:` (for the per-minute counter `released`)
 
   Output: JSON. {} released; {"err":"not_claimed"} the item is not claimed;
   {"err":"not_claimant"} the caller is not the claimant (or calls from another IP);
   {"err":"other_pipeline","item":s} the claim is a pipeline's, and the caller is not it.
   Events: none.
-  Uses: decode_claim, timeline_line, leave_claim.
+  Uses: ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
 ]]
 local out, claims, dl_claims, tl, todo, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, item, who, admin, ip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]
-local pipeline = ARGV[6] or ''
+local pipeline, prefix = ARGV[6] or '', ARGV[7]
 
 if not rcall('ZSCORE', out, item) then return cjson.encode({ err = 'not_claimed' }) end
 local claim = decode_claim(rcall('HGET', claims, item))
@@ -41,4 +42,6 @@ rcall('ZREM', out, item)
 rcall('HDEL', claims, item)
 rcall('ZADD', todo, 0, item)
 leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, ''))
+stat(prefix, now, ST.released)
+flush_stats(prefix, now)
 return '{}'

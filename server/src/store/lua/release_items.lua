@@ -17,7 +17,7 @@
 
   Output: number of items released.
   Events: none.
-  Uses: decode_claim, timeline_line, leave_claim.
+  Uses: ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
 ]]
 local out, claims, dl_claims, tl, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, now, who = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -36,4 +36,6 @@ for i = 4, #ARGV, 3 do
     released = released + 1
   end
 end
+stat(prefix, now, ST.released, released)
+flush_stats(prefix, now)
 return released
