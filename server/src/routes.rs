@@ -300,6 +300,7 @@ fn admin_api(state: &AppState) -> Router<AppState> {
         .route("/{slug}/queues", get(items::show_queues))
         .route("/{slug}/item", get(items::show_item))
         .route("/{slug}/search", get(items::search_items))
+        .route("/{slug}/search/act", post(items::act_on_search))
         .route(
             "/{slug}/items",
             post(items::add_items).layer(DefaultBodyLimit::disable()),

@@ -12,6 +12,7 @@
 //! | `blocks` | blocks (per project and global), the rescue-me limiter, upload targets |
 //! | `bloom` | the backfeed de-duplication filter (a scalable Bloom filter in Redis) |
 //! | `snapshot` | the leaderboard: one atomic read of counts, downloaders, recent completions |
+//! | [`search`], [`search_act`] | item search, a page at a time, and bulk actions on a search's results |
 //! | [`stats`] | charts, versions, per-minute counters, unique contributors |
 //! | [`tally`] | the lifetime counters: whole minutes of the per-minute counters tallied once |
 //! | [`contributors`] | unique contributors per month, per project and across all projects |
@@ -53,6 +54,7 @@ mod project_list;
 mod projects;
 pub mod scripts;
 pub mod search;
+pub mod search_act;
 mod settings_version;
 mod shuffle;
 mod snapshot;

@@ -19,6 +19,7 @@ mod listing;
 mod pipeline;
 mod project;
 mod requests;
+mod search;
 mod setting_codec;
 mod warrior;
 
@@ -41,6 +42,7 @@ pub use requests::{
     ArchiveLog, BlockChange, ClearQueue, CreateProject, Credentials, MoveItems, NewToken, Pin,
     PipelineRequest, Release, ResolveFailed, Restore, SaveList, Setup, TargetChange, UserChange,
 };
+pub use search::{FoundItem, FoundPage, SearchAct};
 pub use setting_codec::{
     decode_meta, default_settings, pattern_limit_value, setting_field, Kind, SettingField,
     DERIVED_FIELDS, SETTING_FIELDS,

@@ -210,3 +210,87 @@ pub async fn search_items(
         .await?;
     Ok(Json(page))
 }
+
+/// `POST /admin/api/SLUG/search/act` ([`app::model::admin::SearchAct`]): releases, requeues,
+/// drops or moves every item a search finds (at most [`crate::store::search_act::ACT_MAX`]);
+/// a dry run counts them. The state must be the one the action takes: `claimed` for `release`,
+/// `failed` for `requeue` and `drop`, `queued` or a queue part for `move`. Recorded in the audit
+/// log with the search.
+pub async fn act_on_search(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+    Json(req): Json<app::model::admin::SearchAct>,
+) -> ApiResult<Json<Affected>> {
+    use crate::store::search_act::{SearchAction, ACT_MAX};
+    caller.may_change(&slug)?;
+    known_project(&state, &slug).await?;
+    let params = ops::items::SearchParams {
+        state: req.state.clone(),
+        glob: req.glob.clone(),
+        regex: req.regex.clone(),
+        claimant: req.claimant.clone(),
+        older_than: req.older_than.clone(),
+        limit: None,
+        cursor: String::new(),
+    };
+    let q = ops::items::search_query(&params)?;
+    let queued = req.state == "queued"
+        || (QUEUES
+            .iter()
+            .any(|q| req.state == *q || req.state.starts_with(&format!("{q}#"))));
+    let action = match (req.action.as_str(), req.state.as_str()) {
+        ("release", "claimed") => SearchAction::Release,
+        ("requeue", "failed") => SearchAction::Requeue,
+        ("drop", "failed") => SearchAction::Drop,
+        ("move", _) if queued => {
+            if !QUEUES.contains(&req.to.as_str()) {
+                return Err(ApiError::bad_request(format!("to is one of {QUEUES:?}")));
+            }
+            SearchAction::Move { to: req.to.clone() }
+        }
+        ("release" | "requeue" | "drop" | "move", _) => return Err(ApiError::bad_request(
+            "release takes state claimed; requeue and drop, failed; move, queued or a queue part",
+        )),
+        _ => {
+            return Err(ApiError::bad_request(
+                "action is release, requeue, drop or move",
+            ))
+        }
+    };
+    let now = crate::store::now_ms();
+    let acted = state
+        .store
+        .act_on_search(&slug, &q, &action, &caller.name, now, req.dry_run)
+        .await?;
+    if acted.too_many {
+        return Err(ApiError::bad_request(format!(
+            "the search finds more than {ACT_MAX} items: narrow it"
+        )));
+    }
+    let count = if req.dry_run {
+        acted.found
+    } else {
+        acted.changed
+    };
+    if !req.dry_run {
+        let detail = format!(
+            "{} state={:?} match={:?} regex={:?} claimant={:?} older_than={:?} to={:?} found={}",
+            req.action,
+            req.state,
+            req.glob,
+            req.regex,
+            req.claimant,
+            req.older_than,
+            req.to,
+            acted.found
+        );
+        caller
+            .record(&state, "items.search_act", &slug, count, detail)
+            .await?;
+    }
+    Ok(Json(Affected {
+        count,
+        dry_run: req.dry_run,
+    }))
+}

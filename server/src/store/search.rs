@@ -4,7 +4,8 @@
 //! it holds `limit` items, when its time budget ([`PAGE_BUDGET`]) is spent, or when every key is
 //! walked; its cursor says where the next page starts. Personal queues are walked when the
 //! project counts items in them (stats `pq`; finding their keys is a scan of the key space).
-//! Items on disk (offloaded segments) are not searched yet.
+//! Items on disk (offloaded segments) are not searched yet. [`super::search_act`] acts on
+//! every item a search finds.
 //!
 //! A scan's guarantees are Redis's: an item that stays in its state for the whole search is
 //! found once at least; one that moves meanwhile may be found twice or not at all.
@@ -12,7 +13,6 @@
 use super::{check::queue_part_keys, Store, StoreResult};
 use crate::keys::PERSONAL;
 use fred::prelude::*;
-use serde::Serialize;
 use std::time::{Duration, Instant};
 
 /// The longest a page spends scanning.
@@ -40,31 +40,8 @@ pub struct SearchQuery {
     pub cursor: Option<(usize, String)>,
 }
 
-/// One item found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Found {
-    /// Its name.
-    pub item: String,
-    /// Its state: a queue part's (or personal queue's) name, `claimed`, `done` or `failed`.
-    pub state: String,
-    /// Who holds it (claimed only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub claimant: Option<String>,
-    /// When it was claimed, ms (claimed only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub claimed_at: Option<u64>,
-}
-
-/// One page of a search.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SearchPage {
-    /// The items found, in the order of the states and scans.
-    pub items: Vec<Found>,
-    /// Where the next page starts; `None` after the last.
-    pub cursor: Option<String>,
-    /// Members the page looked at.
-    pub scanned: u64,
-}
+/// One item found, and one page of a search: the panel reads the same types.
+pub use app::model::admin::{FoundItem as Found, FoundPage as SearchPage};
 
 /// A state to walk: its name and key and the scan that walks it.
 struct Walk {

@@ -199,3 +199,118 @@ async fn a_page_of_a_big_project_stops_at_its_scan_budget() {
     assert!(pages > 1, "{pages} pages");
     assert!(scanned >= n, "every name seen: {scanned}");
 }
+
+#[tokio::test]
+async fn a_searchs_results_are_released_moved_and_requeued_after_a_dry_run() {
+    use server::store::Role;
+    use tests::panel::{account, json, last_audit, Panel};
+    let app = TestApp::start().await;
+    let items: Vec<String> = (0..20)
+        .map(|i| format!("a{i}"))
+        .chain((0..10).map(|i| format!("b{i}")))
+        .collect();
+    app.project("p", &items.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    account(&app, "root", Role::Global, &[]).await;
+    let mut p = Panel::logged_in(&app, "root").await;
+    let now = now_ms();
+    let ann = app.claim_items("p", "ann", 4, now).await;
+    app.claim_items("p", "bob", 3, now).await;
+
+    // Release ann's claims: the dry run counts them and changes nothing.
+    let body = serde_json::json!({"state": "claimed", "claimant": "ann", "action": "release", "dry_run": true});
+    let dry = p.post("/admin/api/p/search/act", body).await;
+    assert_eq!(dry.status, 200, "{}", dry.body);
+    assert_eq!(json(&dry)["count"], 4);
+    assert_eq!(app.counts("p").await.out, 7);
+    let body = serde_json::json!({"state": "claimed", "claimant": "ann", "action": "release"});
+    let real = p.post("/admin/api/p/search/act", body).await;
+    assert_eq!(json(&real)["count"], 4, "{}", real.body);
+    assert_eq!(app.counts("p").await.out, 3, "bob's claims stay");
+    let back = page_of(&app, "p", "state=todo&limit=1000").await;
+    let waiting = names(back["items"].as_array().unwrap());
+    assert!(
+        ann.iter().all(|i| waiting.contains(i)),
+        "ann's items wait again"
+    );
+    let audit = last_audit(&mut p, "items.search_act").await;
+    assert_eq!(audit["count"], 4);
+    assert!(
+        audit["detail"]
+            .as_str()
+            .unwrap()
+            .contains("claimant=\"ann\""),
+        "{audit}"
+    );
+
+    // Move the waiting b's to todo:secondary: as many as a search finds.
+    let queued_b = page_of(&app, "p", "state=todo&match=b*&limit=1000").await["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(queued_b > 0);
+    let body = serde_json::json!({"state": "todo", "match": "b*", "action": "move", "to": "todo:secondary", "dry_run": true});
+    assert_eq!(
+        json(&p.post("/admin/api/p/search/act", body).await)["count"],
+        queued_b
+    );
+    let body = serde_json::json!({"state": "todo", "match": "b*", "action": "move", "to": "todo:secondary"});
+    assert_eq!(
+        json(&p.post("/admin/api/p/search/act", body).await)["count"],
+        queued_b
+    );
+    let moved = page_of(&app, "p", "state=todo:secondary&limit=1000").await;
+    assert_eq!(moved["items"].as_array().unwrap().len(), queued_b);
+    let left = page_of(&app, "p", "state=todo&match=b*").await;
+    assert!(left["items"].as_array().unwrap().is_empty(), "{left}");
+
+    // Failed items requeued by a search.
+    app.settings("p", |s| s.max_attempts = 1).await;
+    let held: Vec<String> = page_of(&app, "p", "state=claimed").await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["item"].as_str().unwrap().to_string())
+        .collect();
+    let body = serde_json::json!({"state": "claimed", "action": "release"});
+    assert_eq!(
+        json(&p.post("/admin/api/p/search/act", body).await)["count"],
+        held.len()
+    );
+    // Released items were claimed once: the next claims of them fail (max_attempts 1).
+    app.claim_items("p", "cy", 30, now_ms()).await;
+    let failed = page_of(&app, "p", "state=failed&limit=1000").await;
+    let n_failed = failed["items"].as_array().unwrap().len();
+    assert!(n_failed >= held.len(), "{failed}");
+    let body = serde_json::json!({"state": "failed", "action": "requeue"});
+    assert_eq!(
+        json(&p.post("/admin/api/p/search/act", body).await)["count"],
+        n_failed
+    );
+    assert_eq!(app.counts("p").await.failed, 0);
+    app.assert_invariant("p").await;
+
+    // Refused, with a reason, changing nothing.
+    for (body, why) in [
+        (
+            serde_json::json!({"state": "failed", "action": "release"}),
+            "release takes",
+        ),
+        (
+            serde_json::json!({"state": "claimed", "action": "burn"}),
+            "action is",
+        ),
+        (
+            serde_json::json!({"state": "todo", "action": "move", "to": "nope"}),
+            "to is one of",
+        ),
+        (
+            serde_json::json!({"state": "todo", "action": "move", "to": "todo:redo", "regex": "("}),
+            "regex",
+        ),
+    ] {
+        let r = p.post("/admin/api/p/search/act", body.clone()).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(why), "{body}: {}", r.body);
+    }
+}
