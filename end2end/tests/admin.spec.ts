@@ -115,3 +115,49 @@ test('a global admin creates and deletes an account on the accounts page', async
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await expect(page.getByRole('status', { name: 'Result' })).toContainText('last global admin');
 });
+
+test('items are found by a search kept in the URL, and the claims found are released after a dry run', async ({ page, tracker }) => {
+  tracker.cli(['admin', 'create-user', 'root', '--global'], `${PASSWORD}\n`);
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['items', 'add', 'demo', '-'], 'user-1\nuser-2\nuser-3\npost-1\npost-2\n');
+  const held = [await tracker.claim('demo', 'alice'), await tracker.claim('demo', 'alice')];
+  await tracker.claim('demo', 'bob');
+  await logIn(page, tracker, 'root');
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.getByRole('link', { name: 'Find items' }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/demo\/search$/);
+  const results = page.getByRole('table', { name: 'Items found' });
+  await expect(results.getByRole('row')).toHaveCount(6);
+
+  const search = page.getByRole('form', { name: 'Search' });
+  await search.getByLabel('State').selectOption('claimed');
+  await search.getByLabel('Claimant').fill('alice');
+  await search.getByRole('button', { name: 'Search' }).click();
+  await expect(page).toHaveURL(/state=claimed&claimant=alice/);
+  await expect(results.getByRole('row')).toHaveCount(3);
+  for (const item of held) await expect(results.getByRole('link', { name: item })).toBeVisible();
+  await expect(page.getByRole('status', { name: 'Found' })).toHaveText(/^2 items shown/);
+
+  // The URL alone gives the same view.
+  await page.reload();
+  await expect(search.getByLabel('Claimant')).toHaveValue('alice');
+  await expect(results.getByRole('row')).toHaveCount(3);
+
+  await page.getByRole('button', { name: 'Release all found' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Confirm' });
+  await expect(dialog).toContainText('Release the 2 items this search finds?');
+  await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 2 items.');
+  await expect(results.getByRole('row')).toHaveCount(1);
+
+  // A glob over the queues; a result's link opens its timeline.
+  await search.getByLabel('State').selectOption('todo');
+  await search.getByLabel('Claimant').fill('');
+  await search.getByLabel('Name (glob)').fill(`${held[0].split('-')[0]}-*`);
+  await search.getByRole('button', { name: 'Search' }).click();
+  await expect(page).toHaveURL(/state=todo&match=/);
+  await expect(results.getByRole('link', { name: held[0] })).toBeVisible();
+  await results.getByRole('link', { name: held[0] }).click();
+  await expect(page).toHaveURL(new RegExp(`/admin/p/demo\\?item=${held[0]}`));
+  await expect(page.getByRole('table', { name: 'Timeline' })).toContainText('released');
+});

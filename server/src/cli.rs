@@ -398,7 +398,12 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 );
             }
             let started = std::time::Instant::now();
-            let problems = store.check(&slug).await?;
+            let shown = progress::Steps::new(&format!("check {slug}"));
+            let problems = store
+                .check_with(&slug, &|done, total| shown.at(done, total))
+                .await;
+            shown.finish();
+            let problems = problems?;
             let took = format!("checked in {:.1} s", started.elapsed().as_secs_f64());
             for p in &problems {
                 println!("{p}");

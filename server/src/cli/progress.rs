@@ -1,6 +1,6 @@
-//! Progress of a long command (`tracker items add` of a big file): on a terminal, a bar of the
-//! bytes read with their rate and the time left, and the items queued so far; otherwise (a log,
-//! a pipe) a plain line every [`PLAIN_EVERY`] on standard error.
+//! Progress of a long command (`tracker items add` of a big file, `tracker check` of a big
+//! project): on a terminal, a bar of the bytes read (or items looked at) with their rate and the
+//! time left; otherwise (a log, a pipe) a plain line every [`PLAIN_EVERY`] on standard error.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::{
@@ -116,6 +116,73 @@ impl Progress {
     }
 }
 
+/// Progress counted in items out of a known total (`tracker check`'s scan): a bar on a
+/// terminal, else a plain line every [`PLAIN_EVERY`].
+pub struct Steps {
+    what: String,
+    started: Instant,
+    bar: Option<ProgressBar>,
+    last_line: Mutex<Instant>,
+}
+
+impl Steps {
+    /// Progress of `what`.
+    pub fn new(what: &str) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(0);
+            let template =
+                "{prefix} [{bar:30}] {human_pos}/{human_len} items, {per_sec}, {eta} left";
+            if let Ok(style) = ProgressStyle::with_template(template) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_prefix(what.to_string());
+            bar
+        });
+        Self {
+            what: what.to_string(),
+            started: Instant::now(),
+            bar,
+            last_line: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// `done` of `total` items so far.
+    pub fn at(&self, done: u64, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+            bar.set_position(done);
+            return;
+        }
+        let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed() >= PLAIN_EVERY {
+            *last = Instant::now();
+            eprintln!(
+                "{}",
+                steps_line(&self.what, done, total, self.started.elapsed())
+            );
+        }
+    }
+
+    /// Clears the bar.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The plain line: `what: N of M items (P %), R/s, S s left`.
+fn steps_line(what: &str, done: u64, total: u64, took: Duration) -> String {
+    let rate = done as f64 / took.as_secs_f64().max(0.001);
+    let left = total.saturating_sub(done) as f64 / rate.max(1.0);
+    let pct = if total == 0 {
+        100.0
+    } else {
+        100.0 * done as f64 / total as f64
+    };
+    format!("{what}: {done} of {total} items ({pct:.0} %), {rate:.0}/s, {left:.0} s left")
+}
+
 /// A reader counting its bytes into a [`Progress`].
 pub struct Counted<R> {
     inner: R,
@@ -136,6 +203,18 @@ impl<R: Read> Read for Counted<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_line_says_how_far_how_fast_and_how_long_is_left() {
+        assert_eq!(
+            steps_line("check big", 250, 1000, Duration::from_secs(5)),
+            "check big: 250 of 1000 items (25 %), 50/s, 15 s left"
+        );
+        assert_eq!(
+            steps_line("check none", 0, 0, Duration::from_secs(1)),
+            "check none: 0 of 0 items (100 %), 0/s, 0 s left"
+        );
+    }
 
     #[test]
     fn the_plain_line_says_how_far_and_how_fast() {

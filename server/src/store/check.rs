@@ -291,6 +291,16 @@ impl Store {
     /// not reported. Counts that disagree, which the offloader moving items between Redis and
     /// disk meanwhile could cause, are read again before they are reported.
     pub async fn check(&self, slug: &str) -> StoreResult<Vec<String>> {
+        self.check_with(slug, &|_, _| {}).await
+    }
+
+    /// [`Store::check`], telling `progress(members scanned, members in all)` after each page
+    /// of the Redis states it scans for items in two places (the longest part of a big check).
+    pub async fn check_with(
+        &self,
+        slug: &str,
+        progress: &(dyn Fn(u64, u64) + Send + Sync),
+    ) -> StoreResult<Vec<String>> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let meta: HashMap<String, String> = client.hgetall(k.meta()).await?;
@@ -328,10 +338,22 @@ impl Store {
         // and the disk, then each segment against the segments after it.
         let mut candidates: BTreeSet<String> = BTreeSet::new();
         let states = look.states();
+        let mut total = 0u64;
+        for (_, key, kind) in &states {
+            let n: u64 = match kind {
+                Kind::Zset => client.zcard(key).await?,
+                Kind::Set => client.scard(key).await?,
+                Kind::Hash => client.hlen(key).await?,
+            };
+            total += n;
+        }
+        let mut scanned = 0u64;
         for (i, (_, key, kind)) in states.iter().enumerate() {
             let mut scan = Scan::new(client, kind.scan(), key);
             while let Some(page) = scan.next_page().await? {
                 let names: Vec<String> = page.into_iter().map(|(m, _)| m).collect();
+                scanned += names.len() as u64;
+                progress(scanned, total.max(scanned));
                 for (_, later, later_kind) in &states[i + 1..] {
                     let held = present(client, *later_kind, later, &names).await?;
                     candidates.extend(

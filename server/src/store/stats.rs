@@ -7,6 +7,10 @@ use app::model::TrackerStats;
 use fred::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
+/// The most minutes of a day [`Store::minutes`] reads field by field; more, it reads the day's
+/// hash whole.
+const FIELDS_READ_MAX_MINUTES: usize = 120;
+
 /// `[[epoch seconds, value], ...]`
 pub type Series = Vec<(u64, u64)>;
 
@@ -152,16 +156,36 @@ impl Store {
         let first = last + 1 - minutes.max(1);
         let mut by_minute: BTreeMap<u64, BTreeMap<String, u64>> =
             (first..=last).map(|m| (m, BTreeMap::new())).collect();
+        // A few minutes of a day: the fields of those minutes only (a day's hash holds up to
+        // 1,440 minutes of every counter, and the pages read the last hour); many: the whole day.
         for day in (first / 1440)..=(last / 1440) {
-            let fields: HashMap<String, u64> =
-                self.pool.next().hgetall(k.minute_stats(day)).await?;
-            for (field, v) in fields {
-                let Some((m, counter)) = field.split_once(':') else {
-                    continue;
-                };
-                let Ok(m) = m.parse::<u64>() else { continue };
-                if let Some(slot) = by_minute.get_mut(&(day * 1440 + m)) {
-                    slot.insert(counter.to_string(), v);
+            let span = first.max(day * 1440)..=last.min(day * 1440 + 1439);
+            if span.clone().count() > FIELDS_READ_MAX_MINUTES {
+                let fields: HashMap<String, u64> =
+                    self.pool.next().hgetall(k.minute_stats(day)).await?;
+                for (field, v) in fields {
+                    let Some((m, counter)) = field.split_once(':') else {
+                        continue;
+                    };
+                    let Ok(m) = m.parse::<u64>() else { continue };
+                    if let Some(slot) = by_minute.get_mut(&(day * 1440 + m)) {
+                        slot.insert(counter.to_string(), v);
+                    }
+                }
+                continue;
+            }
+            let wanted: Vec<(u64, &str)> = span
+                .flat_map(|m| Counter::ALL.iter().map(move |c| (m, c.code())))
+                .collect();
+            let fields: Vec<String> = wanted
+                .iter()
+                .map(|(m, code)| format!("{}:{code}", m % 1440))
+                .collect();
+            let values: Vec<Option<u64>> =
+                self.pool.next().hmget(k.minute_stats(day), fields).await?;
+            for ((m, code), v) in wanted.into_iter().zip(values) {
+                if let (Some(v), Some(slot)) = (v, by_minute.get_mut(&m)) {
+                    slot.insert(code.to_string(), v);
                 }
             }
         }

@@ -5,6 +5,7 @@
 use super::{api, loaded::Loaded};
 use crate::model::admin::{ItemInfo, TimelineEntry};
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 /// A score as the panel shows it: four significant digits at most.
 fn score(s: f64) -> String {
@@ -60,7 +61,9 @@ fn item_view(info: ItemInfo) -> AnyView {
 /// Looks up one item of project `slug`.
 #[component]
 pub fn ItemLookup(slug: String) -> impl IntoView {
-    let (name, asked) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    // `?item=NAME` (a search result's link) looks it up at once.
+    let start = use_query_map().with_untracked(|q| q.get("item").unwrap_or_default());
+    let (name, asked) = (RwSignal::new(start.clone()), RwSignal::new(start));
     let base = StoredValue::new(format!("/admin/api/{slug}/item?name="));
     let reply = LocalResource::new(move || {
         let item = asked.get();

@@ -53,6 +53,7 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
     view! {
         <p class="muted">
             <a href=format!("/{slug}/") rel="external">"Leaderboard"</a> " · "
+            <a href=format!("/admin/p/{slug}/search")>"Find items"</a> " · "
             <a href=format!("/admin/blocks?project={slug}")>"Blocks of this project"</a> " · "
             <a href=format!("/admin/audit?project={slug}")>"Audit log of this project"</a>
         </p>
