@@ -199,7 +199,7 @@ fn Search(slug: String, session: AdminSession) -> impl IntoView {
             <label>"Name (glob)" <input bind:value=glob placeholder="e.g. user-*"/></label>
             <label>"or regex" <input bind:value=regex placeholder="e.g. ^user-[0-9]+$"/></label>
             <label>"Claimant" <input bind:value=claimant/></label>
-            <label>"Claimed at least" <input bind:value=older_than placeholder="e.g. 2h, 1d 6h"/></label>
+            <label>"Claimed longer ago than" <input bind:value=older_than placeholder="e.g. 2h, 1d 6h"/></label>
             <button type="submit">"Search"</button>
         </form>
         <p class="error" role="alert">{move || error.get()}</p>
