@@ -199,9 +199,15 @@ pub(super) async fn every_script(app: &TestApp) {
     store.check("p1").await.unwrap();
     flush().await;
     store.check("p1").await.unwrap();
+    // The lifetime counters: the tally, then its reader.
+    flush().await;
+    store.tally("p1", now + 3_600_000).await.unwrap();
+    flush().await;
+    let totals = store.lifetime("p1", now + 3_600_000).await.unwrap();
+    assert!(totals.is_some_and(|t| t[&server::keys::Counter::Claimed] >= 1));
     assert_eq!(
         store.scripts().all().len(),
-        22,
+        24,
         "every script is exercised above"
     );
 }
