@@ -440,7 +440,8 @@ local function answers()
   for r, q in ipairs(reqs) do
     if q.refusal then
       result[r] = q.refusal
-      stat(prefix, now, REFUSED[q.refusal.err])
+      local code = REFUSED[q.refusal.err]
+      if code then stat(prefix, now, code) end
     elseif #q.got == 0 then
       result[r] = { err = 'nothing_to_give' }
       stat(prefix, now, ST.refused_nothing_to_give)
