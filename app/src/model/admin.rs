@@ -42,7 +42,7 @@ pub use requests::{
     ArchiveLog, BlockChange, ClearQueue, CreateProject, Credentials, MoveItems, NewToken, Pin,
     PipelineRequest, Release, ResolveFailed, Restore, SaveList, Setup, TargetChange, UserChange,
 };
-pub use search::{FoundItem, FoundPage, SearchAct};
+pub use search::{FoundItem, FoundPage, SearchAct, SearchParams};
 pub use setting_codec::{
     decode_meta, default_settings, pattern_limit_value, setting_field, Kind, SettingField,
     DERIVED_FIELDS, SETTING_FIELDS,

@@ -225,21 +225,12 @@ pub async fn act_on_search(
     use crate::store::search_act::{SearchAction, ACT_MAX};
     caller.may_change(&slug)?;
     known_project(&state, &slug).await?;
-    let params = ops::items::SearchParams {
-        state: req.state.clone(),
-        glob: req.glob.clone(),
-        regex: req.regex.clone(),
-        claimant: req.claimant.clone(),
-        older_than: req.older_than.clone(),
-        limit: None,
-        cursor: String::new(),
-    };
-    let q = ops::items::search_query(&params)?;
-    let queued = req.state == "queued"
+    let q = ops::items::search_query(&req.search)?;
+    let queued = req.search.state == "queued"
         || (QUEUES
             .iter()
-            .any(|q| req.state == *q || req.state.starts_with(&format!("{q}#"))));
-    let action = match (req.action.as_str(), req.state.as_str()) {
+            .any(|q| req.search.state == *q || req.search.state.starts_with(&format!("{q}#"))));
+    let action = match (req.action.as_str(), req.search.state.as_str()) {
         ("release", "claimed") => SearchAction::Release,
         ("requeue", "failed") => SearchAction::Requeue,
         ("drop", "failed") => SearchAction::Drop,
@@ -277,11 +268,11 @@ pub async fn act_on_search(
         let detail = format!(
             "{} state={:?} match={:?} regex={:?} claimant={:?} older_than={:?} to={:?} found={}",
             req.action,
-            req.state,
-            req.glob,
-            req.regex,
-            req.claimant,
-            req.older_than,
+            req.search.state,
+            req.search.glob,
+            req.search.regex,
+            req.search.claimant,
+            req.search.older_than,
             req.to,
             acted.found
         );

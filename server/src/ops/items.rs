@@ -98,28 +98,8 @@ pub async fn add(
     }
 }
 
-/// A search as the panel, the admin API and `tracker items search` give it: every field text,
-/// empty when not set.
-#[derive(Clone, Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct SearchParams {
-    /// `queued`, a queue part's name, `todo:d` (every personal queue), `claimed`, `done` or
-    /// `failed`.
-    pub state: String,
-    /// A glob on the name (`*`, `?`, `[...]`).
-    #[serde(rename = "match")]
-    pub glob: String,
-    /// A regular expression on the name.
-    pub regex: String,
-    /// Claimed by this downloader.
-    pub claimant: String,
-    /// Claimed at least this long ago: `90s`, `15m`, `2h`, `1d 6h`.
-    pub older_than: String,
-    /// The most items a page holds (default 100, at most 1,000).
-    pub limit: Option<usize>,
-    /// The cursor the page before gave.
-    pub cursor: String,
-}
+/// A search as the panel, the admin API and `tracker items search` give it (the panel's type).
+pub use app::model::admin::SearchParams;
 
 /// A regular expression from a user (empty: none), compiled within 1 MiB, or why it is not one:
 /// the panel's moves, releases and searches and the CLI's alike.

@@ -41,15 +41,15 @@ async fn a_thousand_completions_make_at_most_four_frames_a_second() {
         (1..=1000).collect::<Vec<u64>>(),
         "every event once, in order"
     );
-    let start = frames[0];
-    let mut per_second = std::collections::BTreeMap::<u64, usize>::new();
-    for t in &frames {
-        *per_second.entry((*t - start).as_secs()).or_default() += 1;
+    // Four frames a second, 250 ms apart when sent: any five span a second, less the jitter
+    // of their arrival here (a loaded machine delays one, bunching it with the next).
+    for five in frames.windows(5) {
+        let span = five[4] - five[0];
+        assert!(
+            span >= Duration::from_millis(750),
+            "five frames within {span:?}"
+        );
     }
-    assert!(
-        per_second.values().all(|n| *n <= 4),
-        "frames per second: {per_second:?}"
-    );
     assert!(frames.len() < 1000 / 4, "{} frames", frames.len());
 }
 

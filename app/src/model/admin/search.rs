@@ -29,22 +29,38 @@ pub struct FoundPage {
     pub scanned: u64,
 }
 
-/// Body of `POST /admin/api/SLUG/search/act`: the search (as `GET .../search` takes it) and
-/// what to do with every item it finds.
+/// A search as the panel, the admin API (`GET /admin/api/SLUG/search`, query parameters) and
+/// `tracker items search` give it: every field text, empty when not set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct SearchAct {
-    /// `queued`, a queue part, `claimed` or `failed` (required: it says what the action takes).
+pub struct SearchParams {
+    /// `queued`, a queue part's name, `todo:d` (every personal queue), `claimed`, `done` or
+    /// `failed`.
     pub state: String,
-    /// A glob on the name.
+    /// A glob on the name (`*`, `?`, `[...]`).
     #[serde(rename = "match")]
     pub glob: String,
     /// A regular expression on the name.
     pub regex: String,
     /// Claimed by this downloader.
     pub claimant: String,
-    /// Claimed at least this long ago (`2h`, `1d 6h`).
+    /// Claimed at least this long ago: `90s`, `15m`, `2h`, `1d 6h`.
     pub older_than: String,
+    /// The most items a page holds (default 100, at most 1,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// The cursor the page before gave.
+    pub cursor: String,
+}
+
+/// Body of `POST /admin/api/SLUG/search/act`: the search (its state is required: it says what
+/// the action takes; its limit and cursor are not read) and what to do with every item it finds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchAct {
+    /// The search.
+    #[serde(flatten)]
+    pub search: SearchParams,
     /// `release` (claimed), `requeue` or `drop` (failed), `move` (queued).
     pub action: String,
     /// The queue `move` takes the items to.

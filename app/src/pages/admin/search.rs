@@ -12,7 +12,7 @@ use super::{
 };
 use crate::{
     format::thousands,
-    model::admin::{AdminSession, FoundItem, FoundPage, SearchAct},
+    model::admin::{AdminSession, FoundItem, FoundPage, SearchAct, SearchParams},
 };
 use leptos::{prelude::*, task::spawn_local};
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
@@ -131,11 +131,14 @@ fn Search(slug: String, session: AdminSession) -> impl IntoView {
     let act = move |action: &'static str, verb: &'static str| {
         let t = terms.get_untracked();
         let body = api::json(&SearchAct {
-            state: term(&t, "state"),
-            glob: term(&t, "match"),
-            regex: term(&t, "regex"),
-            claimant: term(&t, "claimant"),
-            older_than: term(&t, "older_than"),
+            search: SearchParams {
+                state: term(&t, "state"),
+                glob: term(&t, "match"),
+                regex: term(&t, "regex"),
+                claimant: term(&t, "claimant"),
+                older_than: term(&t, "older_than"),
+                ..Default::default()
+            },
             action: action.into(),
             to: if action == "move" {
                 to.get_untracked()
