@@ -50,7 +50,8 @@ pub enum Counter {
     RefusedRateLimited,
     /// ... nothing to give.
     RefusedNothingToGive,
-    /// Completions of a claim, by round trip (claim to done): at most 10 s.
+    /// Completions of a claim, by round trip (claim to done; counted by the fold, from the
+    /// completion log's claim times): at most 10 s.
     RoundTrip10s,
     /// ... over the bucket before, at most 1 minute.
     RoundTrip1m,
@@ -125,7 +126,7 @@ impl Counter {
     ];
 
     /// The round-trip counters, each with its upper bound in seconds (the last one's is
-    /// infinite): the buckets of `tracker_round_trip_seconds`, and (in ms) of `done.lua`.
+    /// infinite): the buckets of `tracker_round_trip_seconds`, counted by the fold.
     pub const ROUND_TRIPS: [(Counter, f64); 10] = [
         (Counter::RoundTrip10s, 10.0),
         (Counter::RoundTrip1m, 60.0),

@@ -98,6 +98,9 @@ struct Sum {
     /// Per entry: its event text (unclosed, without figures), its downloader's index, and
     /// that downloader's items and bytes in the run up to it.
     events: Vec<(String, usize, u64, u64)>,
+    /// Completed claims by round trip: counts in the buckets of
+    /// [`crate::keys::Counter::ROUND_TRIPS`], added to the run's minute's counters.
+    round_trips: [u64; 10],
 }
 
 /// What one run did.
@@ -122,6 +125,8 @@ struct Entry {
     count: u64,
     bytes: String,
     total: u64,
+    /// The claim times of its items (ms; 0 unknown).
+    claimed: Vec<u64>,
 }
 
 impl Entry {
@@ -139,6 +144,7 @@ impl Entry {
                         .map_or(0, |l| l.len() as u64);
                     e.items = v;
                 }
+                "claimed" => e.claimed = serde_json::from_str(&v).unwrap_or_default(),
                 "bytes" => {
                     e.total = serde_json::from_str::<HashMap<String, u64>>(&v)
                         .map_or(0, |m| m.values().sum());
@@ -306,6 +312,17 @@ impl Store {
             args.push((*items as i64).into());
             args.push(bytes.to_string().into());
         }
+        let trips: Vec<(&str, u64)> = crate::keys::Counter::ROUND_TRIPS
+            .iter()
+            .zip(run.round_trips)
+            .filter(|(_, n)| *n > 0)
+            .map(|((c, _), n)| (c.code(), n))
+            .collect();
+        args.push((trips.len() as i64).into());
+        for (code, n) in trips {
+            args.push(code.into());
+            args.push((n as i64).into());
+        }
         let answer: String = self
             .scripts
             .run(client, &self.scripts.fold, k.fold_keys(&run.month), args)
@@ -339,6 +356,7 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
             whos: vec![],
             ips: vec![],
             events: vec![],
+            round_trips: [0; 10],
         });
         if minute != r.minute {
             break;
@@ -360,11 +378,23 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
             ips.insert(e.ip.clone());
         }
         r.events.push((e.event(), at, items, bytes));
+        for t0 in e.claimed.iter().filter(|t0| **t0 > 0) {
+            r.round_trips[round_trip_bucket(e.t.saturating_sub(*t0))] += 1;
+        }
     }
     run.map(|mut r| {
         r.ips = ips.into_iter().collect();
         r
     })
+}
+
+/// The bucket of [`crate::keys::Counter::ROUND_TRIPS`] a round trip of `ms` falls in.
+fn round_trip_bucket(ms: u64) -> usize {
+    let secs = ms as f64 / 1000.0;
+    crate::keys::Counter::ROUND_TRIPS
+        .iter()
+        .position(|(_, le)| secs <= *le)
+        .unwrap_or(crate::keys::Counter::ROUND_TRIPS.len() - 1)
 }
 
 /// Folds, until `closing` is cancelled, the projects `store` notes at most every
@@ -432,6 +462,16 @@ pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_trips_fall_in_the_bucket_of_their_upper_bound() {
+        assert_eq!(round_trip_bucket(0), 0);
+        assert_eq!(round_trip_bucket(10_000), 0);
+        assert_eq!(round_trip_bucket(10_001), 1);
+        assert_eq!(round_trip_bucket(3_600_000), 4);
+        assert_eq!(round_trip_bucket(259_200_000), 8);
+        assert_eq!(round_trip_bucket(u64::MAX), 9);
+    }
 
     fn entry(t: u64, who: &str, items: &str, bytes: &str) -> (String, Vec<(String, String)>) {
         let f = |k: &str, v: &str| (k.to_string(), v.to_string());

@@ -313,17 +313,6 @@ local function log_report(rep, fresh, claimed_at)
   logged = logged + 1
 end
 
--- The round-trip counters with their upper bounds (ms), as in keys::Counter::ROUND_TRIPS.
-local RT = { { 10000, ST.rt_10s }, { 60000, ST.rt_1m }, { 300000, ST.rt_5m }, { 900000, ST.rt_15m },
-  { 3600000, ST.rt_1h }, { 14400000, ST.rt_4h }, { 43200000, ST.rt_12h }, { 86400000, ST.rt_1d },
-  { 259200000, ST.rt_3d } }
-local function round_trip(ms)
-  for _, b in ipairs(RT) do
-    if ms <= b[1] then return b[2] end
-  end
-  return ST.rt_longer
-end
-
 -- A report recorded: each of its items not done yet leaves where it is for `done` (counted
 -- once), the others are duplicates.
 local function complete_report(rep)
@@ -340,10 +329,7 @@ local function complete_report(rep)
         lines, t0 = c.lines, c.t
         if c.claim.d then w_dl[c.claim.d] = (w_dl[c.claim.d] or 0) - 1 end
         w_out[#w_out + 1] = item
-        if t0 > 0 then
-          rtt = rtt + (now - t0)
-          stat(prefix, now, round_trip(now - t0))
-        end
+        if t0 > 0 then rtt = rtt + (now - t0) end
       elseif w == 'failed' then
         w_failed[#w_failed + 1] = item
       else

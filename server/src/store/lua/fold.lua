@@ -40,12 +40,14 @@
   then     E, then E x (event text without its closing brace and its figures, the index of its
            downloader among the D (1-based), that downloader's items and bytes in the run up to
            and including this entry)
+  then     B, then B x (per-minute counter code, n): the run's completed claims by round trip,
+           added to the run's minute (`st:<day>`)
 
   Output: "folded", or "stale" (`folded` is not ARGV[2]; nothing written).
   Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
   project's counts now and its `seq`, pushed on KEYS[7] and published as one message on KEYS[8]
   joined by ',' (parse as `[` .. `]`).
-  Uses: K, SET, queue_groups, bulk, bulk_read, hincr_many.
+  Uses: K, SET, queue_groups, bulk, bulk_read, hincr_many, stat, flush_stats.
 ]]
 local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local seq_key, history, events, log, month_uniques = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -156,6 +158,10 @@ if nev > 0 then
   if history_now > history_len + 64 then rcall('LTRIM', history, 0, history_len - 1) end
   rcall('SPUBLISH', events, table.concat(evs, ','))
 end
+
+-- The run's round trips, counted in its minute (`a` is past the events).
+for b = 1, tonumber(ARGV[a]) do stat(prefix, 0, ARGV[a + 2 * b - 1], tonumber(ARGV[a + 2 * b])) end
+flush_stats(prefix, minute * 60000)
 
 -- The run folded; the log kept to its length, never past an entry not folded yet.
 rcall('HSET', stats, 'folded', to)
