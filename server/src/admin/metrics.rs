@@ -157,6 +157,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
     let round_trip = Family::<ProjectLabels, Gauge<f64, AtomicU64>>::default();
     let unfolded = Family::<ProjectLabels, Gauge>::default();
     let lifetime = Lifetime::default();
+    let offload = Offload::default();
     let mut slugs = store.project_slugs().await?;
     slugs.sort();
     for slug in slugs {
@@ -182,6 +183,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
         let disk = store.offload_summary(&slug).await?;
         set("on_disk_done", disk.done_on_disk);
         set("on_disk_todo", disk.todo_on_disk);
+        offload.set(&slug, &disk);
         done_items
             .get_or_create(&project())
             .inc_by(board.counts.done);
@@ -260,6 +262,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
         unfolded,
     );
     lifetime.register(&mut registry);
+    offload.register(&mut registry);
     registry.register("redis_memory_bytes", "Redis's used_memory", used_gauge);
     registry.register(
         "redis_maxmemory_bytes",
@@ -366,6 +369,75 @@ impl Lifetime {
             "round_trip_seconds",
             "Claim-to-done time of completed claims, since the project's first tally",
             self.round_trip,
+        );
+    }
+}
+
+/// The offloader's progress per project, from its segment registry and its last round.
+#[derive(Default)]
+struct Offload {
+    segments: Family<ProjectLabels, Gauge>,
+    bytes: Family<ProjectLabels, Gauge>,
+    discarded: Family<ProjectLabels, Gauge>,
+    log_files: Family<ProjectLabels, Gauge>,
+    last_run: Family<ProjectLabels, Gauge>,
+    last_error: Family<ProjectLabels, Gauge>,
+}
+
+impl Offload {
+    fn set(&self, slug: &str, disk: &app::model::admin::OffloadState) {
+        let project = ProjectLabels {
+            project: slug.to_string(),
+        };
+        let secs = |ms: Option<u64>| ms.map_or(0, |ms| (ms / 1000) as i64);
+        self.segments
+            .get_or_create(&project)
+            .set(disk.segments as i64);
+        self.bytes.get_or_create(&project).set(disk.bytes as i64);
+        self.discarded
+            .get_or_create(&project)
+            .set(disk.discarded as i64);
+        self.log_files
+            .get_or_create(&project)
+            .set(disk.log_files as i64);
+        self.last_run
+            .get_or_create(&project)
+            .set(secs(disk.last_run));
+        self.last_error
+            .get_or_create(&project)
+            .set(secs(disk.error_t));
+    }
+
+    fn register(self, registry: &mut Registry) {
+        registry.register(
+            "offload_segments",
+            "Segment files of the project on disk (done items and waiting queue items)",
+            self.segments,
+        );
+        registry.register(
+            "offload_segment_bytes",
+            "Bytes of the project's segment files",
+            self.bytes,
+        );
+        registry.register(
+            "offload_discarded_items",
+            "Done items discarded to a filter of their names (done_policy discard)",
+            self.discarded,
+        );
+        registry.register(
+            "offload_log_archive_files",
+            "Completion log archive files of the project",
+            self.log_files,
+        );
+        registry.register(
+            "offload_last_run_timestamp_seconds",
+            "When the offloader last ran a round for the project (0: never)",
+            self.last_run,
+        );
+        registry.register(
+            "offload_last_error_timestamp_seconds",
+            "When the offloader last failed for the project (0: not since it started)",
+            self.last_error,
         );
     }
 }

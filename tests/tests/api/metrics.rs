@@ -118,6 +118,12 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
         2.0
     );
     assert!(at(r#"tracker_round_trip_seconds_sum{project="p"}"#) < 20.0);
+    // The offloader's progress: nothing offloaded in a `keep` project.
+    assert_eq!(at(r#"tracker_offload_segments{project="p"}"#), 0.0);
+    assert_eq!(
+        at(r#"tracker_offload_last_error_timestamp_seconds{project="p"}"#),
+        0.0
+    );
     // The claim and the dones went through this process's batcher, each a script call.
     assert!(at(r#"tracker_script_batch_size_count{op="claim"}"#) >= 1.0);
     assert!(at(r#"tracker_script_batch_size_count{op="done"}"#) >= 1.0);

@@ -131,6 +131,22 @@ async fn offload_moves_done_items_and_their_timelines_to_disk_and_still_answers_
     let state = app.store.offload_summary("big").await.unwrap();
     assert_eq!((state.done_on_disk, state.segments), (2000, 2));
     assert!(state.bytes > 0);
+    // The same progress in `/metrics`.
+    let req = app.http.get(app.url("/metrics"));
+    let m = app.send(req.bearer_auth(tests::ADMIN_TOKEN)).await;
+    assert_eq!(m.status, 200, "{}", m.body);
+    assert!(
+        m.body
+            .contains("tracker_offload_segments{project=\"big\"} 2\n"),
+        "{}",
+        m.body
+    );
+    assert!(
+        m.body
+            .contains("tracker_offload_last_run_timestamp_seconds{project=\"big\"} 1"),
+        "{}",
+        m.body
+    );
     assert_eq!(app.counts("big").await.done, 3000);
     app.assert_invariant("big").await;
     let check = app.cli(&["check", "big"], b"");
