@@ -1,6 +1,9 @@
-//! This process's batched script calls for `GET /metrics` (`admin::metrics`): how many requests
-//! each claim or done call served, how long it took, and the calls that failed, by kind (Redis
-//! full, Redis unavailable, anything else). Recorded by the [`crate::batcher`]; per process.
+//! This process's script calls for `GET /metrics` (`admin::metrics`), per process:
+//! - [`ScriptMetrics`]: the batched claim and done calls, how many requests each served, how
+//!   long it took, and the calls that failed, by kind (Redis full, Redis unavailable, anything
+//!   else); recorded by the [`crate::batcher`];
+//! - [`ScriptCalls`]: every Lua script call, by script (each is one Redis round trip): its
+//!   time and its failures by kind; recorded by `store::scripts::Scripts::run`.
 
 use crate::store::StoreError;
 use prometheus_client::{
@@ -79,12 +82,73 @@ impl ScriptMetrics {
         self.sizes.get_or_create(&labels).observe(size as f64);
         self.durations.get_or_create(&labels).observe(seconds);
         if let Some(e) = error {
-            let kind = match e {
-                StoreError::Full => "full",
-                StoreError::Unavailable(_) => "unavailable",
-                _ => "other",
-            };
+            let kind = error_kind(e);
             self.errors.get_or_create(&ErrorLabels { op, kind }).inc();
+        }
+    }
+}
+
+/// The kind of a failed call: `full` (Redis at `maxmemory`), `unavailable`, or `other`.
+fn error_kind(e: &StoreError) -> &'static str {
+    match e {
+        StoreError::Full => "full",
+        StoreError::Unavailable(_) => "unavailable",
+        _ => "other",
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScriptLabels {
+    script: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScriptErrorLabels {
+    script: &'static str,
+    kind: &'static str,
+}
+
+/// This process's Lua script calls, by script: their time and their failures.
+pub struct ScriptCalls {
+    durations: Family<ScriptLabels, Histogram, fn() -> Histogram>,
+    errors: Family<ScriptErrorLabels, Counter>,
+}
+
+impl Default for ScriptCalls {
+    fn default() -> Self {
+        Self {
+            durations: Family::new_with_constructor(duration_histogram),
+            errors: Family::default(),
+        }
+    }
+}
+
+impl ScriptCalls {
+    /// Adds these figures to `registry` (`redis_script_duration_seconds`,
+    /// `redis_script_errors_total`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "redis_script_duration_seconds",
+            "Time of a Lua script call by script (one Redis round trip, Redis's answer included), in this process",
+            self.durations.clone(),
+        );
+        registry.register(
+            "redis_script_errors",
+            "Lua script calls that failed, by script and kind (full, unavailable, other), in this process",
+            self.errors.clone(),
+        );
+    }
+
+    /// Records one call of `script` that took `seconds`, and its failure if it failed.
+    pub fn record(&self, script: &'static str, seconds: f64, error: Option<&StoreError>) {
+        self.durations
+            .get_or_create(&ScriptLabels { script })
+            .observe(seconds);
+        if let Some(e) = error {
+            let kind = error_kind(e);
+            self.errors
+                .get_or_create(&ScriptErrorLabels { script, kind })
+                .inc();
         }
     }
 }

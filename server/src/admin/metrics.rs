@@ -271,6 +271,7 @@ async fn render(state: &AppState) -> ApiResult<String> {
     );
     state.http_metrics.register(&mut registry);
     state.batcher.metrics.register(&mut registry);
+    state.store.scripts().calls.register(&mut registry);
     let viewers = Gauge::<i64>::default();
     viewers.set(state.viewers.count() as i64);
     registry.register(

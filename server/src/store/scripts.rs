@@ -316,6 +316,8 @@ pub struct Scripts {
     pub retire_shards: LuaScript,
     /// `places.lua`
     pub places: LuaScript,
+    /// This process's calls of them, by script, for `/metrics`.
+    pub calls: crate::script_metrics::ScriptCalls,
     /// `tally.lua`
     pub tally: LuaScript,
     /// `lifetime.lua`
@@ -356,6 +358,7 @@ impl Scripts {
             retire_shards: lua!("retire_shards", 2),
             places: lua!("places", 7),
             tally: lua!("tally", 1),
+            calls: Default::default(),
             lifetime: lua!("lifetime", 1),
             header_lines: header_lines(),
         }
@@ -416,7 +419,8 @@ impl Scripts {
                 ),
             });
         }
-        script
+        let started = std::time::Instant::now();
+        let result: StoreResult<R> = script
             .script
             .evalsha_with_reload(client, keys, args)
             .await
@@ -425,7 +429,10 @@ impl Scripts {
                     Some(detail) => fred::error::Error::new(e.kind().clone(), detail).into(),
                     None => e.into(),
                 },
-            )
+            );
+        let took = started.elapsed().as_secs_f64();
+        self.calls.record(script.name, took, result.as_ref().err());
+        result
     }
 
     /// [`Scripts::run`] for the scripts that answer JSON: their result `T`, or their refusal.

@@ -118,6 +118,25 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
         2.0
     );
     assert!(at(r#"tracker_round_trip_seconds_sum{project="p"}"#) < 20.0);
+    // Every script call of this process, by script; a failing one counted by kind.
+    assert!(at(r#"tracker_redis_script_duration_seconds_count{script="claim"}"#) >= 1.0);
+    assert!(at(r#"tracker_redis_script_duration_seconds_count{script="tally"}"#) >= 1.0);
+    let k = server::keys::Keys::new(&app.namespace).project("p");
+    let scripts = app.store.scripts();
+    let bad = vec!["x".into(), "not a minute".into(), "1".into(), "1".into()];
+    let failed = scripts
+        .run::<i64>(app.store.client(), &scripts.tally, vec![k.tally()], bad)
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    let again = scrape(&app, Some(TOKEN)).await.body;
+    assert_eq!(
+        sample(
+            &again,
+            r#"tracker_redis_script_errors_total{script="tally",kind="other"}"#
+        ),
+        Some(1.0),
+        "{again}"
+    );
     // The offloader's progress: nothing offloaded in a `keep` project.
     assert_eq!(at(r#"tracker_offload_segments{project="p"}"#), 0.0);
     assert_eq!(
