@@ -61,11 +61,8 @@ impl Batcher {
         let run = move |slug: String, reqs: Vec<ClaimRequest>| {
             let (store, metrics) = (store.clone(), metrics.clone());
             async move {
-                let started = std::time::Instant::now();
-                let answer = store.claim_batch(&slug, &reqs, now_ms()).await;
-                let seconds = started.elapsed().as_secs_f64();
-                metrics.record("claim", reqs.len(), seconds, answer.as_ref().err());
-                match answer {
+                metrics.record("claim", reqs.len());
+                match store.claim_batch(&slug, &reqs, now_ms()).await {
                     Ok(Some(outcomes)) => outcomes.into_iter().map(Ok).collect(),
                     Ok(None) => reqs.iter().map(|_| Err(StoreError::NoProject)).collect(),
                     Err(e) => failed(&e, reqs.len()),
@@ -101,11 +98,8 @@ impl Batcher {
         let run = move |slug: String, reports: Vec<DoneReport>| {
             let (store, metrics) = (store.clone(), metrics.clone());
             async move {
-                let started = std::time::Instant::now();
-                let answer = store.done_batch(&slug, &reports, now_ms()).await;
-                let seconds = started.elapsed().as_secs_f64();
-                metrics.record("done", reports.len(), seconds, answer.as_ref().err());
-                match answer {
+                metrics.record("done", reports.len());
+                match store.done_batch(&slug, &reports, now_ms()).await {
                     Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
                     Err(e) => failed(&e, reports.len()),
                 }

@@ -1,9 +1,9 @@
 //! This process's script calls for `GET /metrics` (`admin::metrics`), per process:
-//! - [`ScriptMetrics`]: the batched claim and done calls, how many requests each served, how
-//!   long it took, and the calls that failed, by kind (Redis full, Redis unavailable, anything
-//!   else); recorded by the [`crate::batcher`];
-//! - [`ScriptCalls`]: every Lua script call, by script (each is one Redis round trip): its
-//!   time and its failures by kind; recorded by `store::scripts::Scripts::run`.
+//! - [`ScriptMetrics`]: how many requests each batched claim or done call served; recorded by
+//!   the [`crate::batcher`];
+//! - [`ScriptCalls`]: every Lua script call, by script (each is one Redis round trip; the
+//!   batched claim and done calls among them): its time and its failures by kind (Redis full,
+//!   Redis unavailable, anything else); recorded by `store::scripts::Scripts::run`.
 
 use crate::store::StoreError;
 use prometheus_client::{
@@ -21,12 +21,6 @@ struct OpLabels {
     op: &'static str,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ErrorLabels {
-    op: &'static str,
-    kind: &'static str,
-}
-
 fn size_histogram() -> Histogram {
     // 1 to 128 requests (the batcher's most).
     Histogram::new(exponential_buckets(1.0, 2.0, 8))
@@ -37,54 +31,35 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 16))
 }
 
-/// This process's script call figures.
+/// This process's batch sizes.
 pub struct ScriptMetrics {
     sizes: Family<OpLabels, Histogram, fn() -> Histogram>,
-    durations: Family<OpLabels, Histogram, fn() -> Histogram>,
-    errors: Family<ErrorLabels, Counter>,
 }
 
 impl Default for ScriptMetrics {
     fn default() -> Self {
         Self {
             sizes: Family::new_with_constructor(size_histogram),
-            durations: Family::new_with_constructor(duration_histogram),
-            errors: Family::default(),
         }
     }
 }
 
 impl ScriptMetrics {
-    /// Adds these figures to `registry` (`script_batch_size`, `script_duration_seconds`,
-    /// `script_errors_total`).
+    /// Adds these figures to `registry` (`script_batch_size`).
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "script_batch_size",
             "Requests one batched claim or done script call served, in this process",
             self.sizes.clone(),
         );
-        registry.register(
-            "script_duration_seconds",
-            "Time of a batched claim or done script call, Redis's answer included, in this process",
-            self.durations.clone(),
-        );
-        registry.register(
-            "script_errors",
-            "Batched claim or done script calls that failed, by kind (full, unavailable, other), in this process",
-            self.errors.clone(),
-        );
     }
 
-    /// Records one call of `op` (`claim` or `done`) serving `size` requests in `seconds`, and
-    /// its failure if it failed.
-    pub fn record(&self, op: &'static str, size: usize, seconds: f64, error: Option<&StoreError>) {
-        let labels = OpLabels { op };
-        self.sizes.get_or_create(&labels).observe(size as f64);
-        self.durations.get_or_create(&labels).observe(seconds);
-        if let Some(e) = error {
-            let kind = error_kind(e);
-            self.errors.get_or_create(&ErrorLabels { op, kind }).inc();
-        }
+    /// Records one call of `op` (`claim` or `done`) serving `size` requests (its time and
+    /// failure are recorded where every script call is, [`ScriptCalls`]).
+    pub fn record(&self, op: &'static str, size: usize) {
+        self.sizes
+            .get_or_create(&OpLabels { op })
+            .observe(size as f64);
     }
 }
 

@@ -146,7 +146,7 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
     // The claim and the dones went through this process's batcher, each a script call.
     assert!(at(r#"tracker_script_batch_size_count{op="claim"}"#) >= 1.0);
     assert!(at(r#"tracker_script_batch_size_count{op="done"}"#) >= 1.0);
-    assert!(at(r#"tracker_script_duration_seconds_sum{op="done"}"#) > 0.0);
+    assert!(at(r#"tracker_redis_script_duration_seconds_sum{script="done"}"#) > 0.0);
     assert_eq!(at("tracker_viewers"), 0.0);
     // The scrape's own reads fold first: nothing of this process's dones waits.
     assert_eq!(at(r#"tracker_fold_pending_entries{project="p"}"#), 0.0);
