@@ -9,10 +9,12 @@ use crate::{
 
 mod admin;
 pub mod dictionary;
+mod migrate;
 mod pipeline;
 pub mod progress;
 pub use admin::AdminCommand;
 pub use dictionary::DictionaryCommand;
+pub use migrate::MigrateArgs;
 pub use pipeline::PipelineCommand;
 
 /// `tracker [COMMAND]`
@@ -104,6 +106,8 @@ pub enum Command {
     /// Manage a project's zstd dictionaries (what the grab scripts compress their WARCs with).
     #[command(subcommand)]
     Dictionary(DictionaryCommand),
+    /// Import a live universal tracker's database (read-only, resumable).
+    Migrate(MigrateArgs),
     /// Verify a project's invariant; exits non-zero on any violation.
     Check {
         /// Project slug.
@@ -252,6 +256,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
         Command::Admin(cmd) => admin::run(store, cmd).await,
         Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
         Command::Dictionary(cmd) => dictionary::run(store, cmd).await,
+        Command::Migrate(args) => migrate::run(store, args).await,
         Command::Project(cmd) => run_project(store, &cli, cmd).await,
         Command::Items(ItemsCommand::Search {
             slug,

@@ -337,6 +337,12 @@ impl Keys {
         format!("{}n:{window}", self.fleet_prefix())
     }
 
+    /// The checkpoint of `tracker migrate` from `source` (its URL without password): step ->
+    /// cursor or `done`.
+    pub fn migration(&self, source: &str) -> String {
+        format!("{}:migrate:{source}", self.ns)
+    }
+
     /// The keys of one project.
     pub fn project(&self, slug: &str) -> ProjectKeys {
         ProjectKeys {

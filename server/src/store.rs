@@ -48,6 +48,7 @@ mod hq;
 mod item_status;
 mod items;
 mod listing;
+mod migrate;
 pub mod offload;
 mod pipelines;
 mod project_list;
@@ -80,6 +81,7 @@ pub use item_status::ItemStatus;
 pub use items::{
     ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
 };
+pub use migrate::{ImportedFigures, OldClaim, OldDownloader};
 pub use offload::{DiskHit, OnDisk, SegmentEntry};
 pub use pipelines::{
     may_serve, tags_problem, valid_pipeline_name, CreatedPipeline, Pipeline, MAX_PIPELINES,

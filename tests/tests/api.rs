@@ -38,6 +38,7 @@ mod api {
     mod live;
     mod live_frames;
     mod metrics;
+    mod migrate;
     mod offload;
     mod pages;
     mod pipelines;

@@ -70,12 +70,24 @@ pub async fn log_in(
     };
     let account = store.account(&name).await?;
     let hash = account.as_ref().map(|a| a.hash.clone());
-    let ok = verify_password(creds.password, hash).await;
+    let password = creds.password;
+    let ok = verify_password(password.clone(), hash).await;
     drop(permit);
-    let Some(account) = account.filter(|_| ok) else {
+    let Some(mut account) = account.filter(|_| ok) else {
         tracing::warn!(user = %name, %ip, "failed admin login");
         return Err(wrong());
     };
+    if is_bcrypt(&account.hash) {
+        // An account migrated from the universal tracker: its password, just checked, is
+        // hashed with argon2 from now on (the session generation kept: no session ends).
+        let rehashed =
+            tokio::task::spawn_blocking(move || crate::ops::accounts::hash_password_now(&password))
+                .await;
+        if let Ok(Some(hash)) = rehashed {
+            account.hash = hash;
+            store.save_account(&account).await?;
+        }
+    }
     store.login_undo(&name, &net, true).await?;
     start_session(&session, &account.name, account.gen).await?;
     let caller = Caller {
@@ -147,11 +159,21 @@ pub async fn set_up(
     Ok(Json(info(&state, &session).await?))
 }
 
-/// Whether `password` matches `hash`; without a hash, spends the same time and says no.
+/// Whether `hash` is a bcrypt hash (`$2a$`, `$2b$`, `$2y$`): an account migrated from the
+/// universal tracker that has not logged in here yet.
+fn is_bcrypt(hash: &str) -> bool {
+    ["$2a$", "$2b$", "$2y$"].iter().any(|p| hash.starts_with(p))
+}
+
+/// Whether `password` matches `hash` (argon2, or bcrypt for a migrated account); without a
+/// hash, spends the same time and says no.
 async fn verify_password(password: String, hash: Option<String>) -> bool {
     use argon2::{password_hash::PasswordHash, Argon2, PasswordVerifier};
     static DUMMY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     tokio::task::spawn_blocking(move || {
+        if let Some(h) = hash.as_deref().filter(|h| is_bcrypt(h)) {
+            return bcrypt::verify(&password, h).unwrap_or(false);
+        }
         let known = hash.is_some();
         let hash = hash.or_else(|| {
             DUMMY

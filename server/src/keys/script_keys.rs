@@ -167,6 +167,20 @@ impl ProjectKeys {
         ]
     }
 
+    /// `import.lua` (`tracker migrate`).
+    pub fn import_keys(&self) -> Vec<String> {
+        vec![
+            self.meta(),
+            self.out(),
+            self.claims(),
+            self.done(),
+            self.failed(),
+            self.dl_claims(),
+            self.stats(),
+            self.dl_items(),
+        ]
+    }
+
     /// `clear_queue.lua`.
     pub fn clear_queue_keys(&self) -> Vec<String> {
         vec![self.meta(), self.stats(), self.decay()]

@@ -161,6 +161,15 @@ pub fn queue_parts(order: Option<&str>) -> Vec<String> {
 
 /// The violation, if any, of the count of items project `slug` knows (`None`: not kept) against
 /// the `in_state` distinct items found in a state.
+/// ", and N more WHAT" for a migrated project's gap, or nothing.
+fn gap_text(gap: i64, what: &str) -> String {
+    if gap == 0 {
+        String::new()
+    } else {
+        format!(", and {gap} {what}")
+    }
+}
+
 fn count_problem(slug: &str, known: Option<i64>, in_state: usize) -> Option<String> {
     let in_state = in_state as i64;
     let Some(known) = known else {
@@ -439,10 +448,14 @@ impl Store {
             let c: Counts = look.ask("count").await?;
             count_problems = Vec::new();
             let done_items = c.done_items;
-            if done_items != c.done + disk_done {
+            if done_items != c.done + disk_done + c.done_gap {
                 count_problems.push(format!(
-                    "stats.done_items is {done_items}, done holds {} and the disk {disk_done}",
-                    c.done
+                    "stats.done_items is {done_items}, done holds {} and the disk {disk_done}{}",
+                    c.done,
+                    gap_text(
+                        c.done_gap,
+                        "counted done by the tracker it was migrated from"
+                    )
                 ));
             }
             for (field, kept, found) in [
@@ -455,10 +468,14 @@ impl Store {
                     ));
                 }
             }
-            if c.dl_items != done_items {
+            if c.dl_items + c.dl_gap != done_items {
                 count_problems.push(format!(
-                    "downloaders' items sum to {}, stats.done_items is {done_items}",
-                    c.dl_items
+                    "downloaders' items sum to {}, stats.done_items is {done_items}{}",
+                    c.dl_items,
+                    gap_text(
+                        c.dl_gap,
+                        "not credited to anyone by the tracker it was migrated from"
+                    )
                 ));
             }
             let personal_total: i64 = c.parts[parts.len() - personal_parts.len()..].iter().sum();

@@ -28,7 +28,7 @@
 //! # Replies
 //!
 //! A script that only counts answers an integer (`add_items`, `clear_queue`, `move_items`,
-//! `release_items`, `resolve_failed`, `shuffle`, `login_undo`). Every other script answers one
+//! `release_items`, `resolve_failed`, `shuffle`, `login_undo`, `import` but in 'figures'). Every other script answers one
 //! JSON text (`cjson.encode` of a table) decoded with serde: its result, or a refusal
 //! `{"err": code, ...}`, decoded as [`Refusal`]. Lua's cjson writes an empty table as `{}`, so
 //! lists that may be empty are read with [`lua_list`]; numbers that may pass 10^14 (bytes),
@@ -60,6 +60,7 @@
 //! offload_commit {"moved":n} | refusal: lease, stale {item}
 //! refill         {"restored":n} | refusal: lease, stale {item}
 //! retire_shards  {"retired":["todo:backfeed:NAME", ...]}
+//! import         'figures': {"done_items","done_gap","dl_gap"} (decimal strings)
 //! places         count: {"parts":[n, ...],"out","done","failed","claims","known"|null,
 //!                  "done_items","disk_done","disk_todo","pq","dl_items"}
 //!                places: ["1,5|c", ...] (per item: the states holding it; |c: a claim record)
@@ -316,6 +317,8 @@ pub struct Scripts {
     pub retire_shards: LuaScript,
     /// `places.lua`
     pub places: LuaScript,
+    /// `import.lua`
+    pub import: LuaScript,
     /// This process's calls of them, by script, for `/metrics`.
     pub calls: crate::script_metrics::ScriptCalls,
     /// `tally.lua`
@@ -357,6 +360,7 @@ impl Scripts {
             refill: lua!("refill", 6),
             retire_shards: lua!("retire_shards", 2),
             places: lua!("places", 7),
+            import: lua!("import", 8),
             tally: lua!("tally", 1),
             calls: Default::default(),
             lifetime: lua!("lifetime", 1),
@@ -365,7 +369,7 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 24] {
+    pub fn all(&self) -> [&LuaScript; 25] {
         [
             &self.add_items,
             &self.backfeed,
@@ -389,6 +393,7 @@ impl Scripts {
             &self.refill,
             &self.retire_shards,
             &self.places,
+            &self.import,
             &self.tally,
             &self.lifetime,
         ]

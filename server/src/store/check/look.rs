@@ -21,6 +21,12 @@ pub(super) struct Counts {
     pub(super) disk_todo: i64,
     pub(super) pq: i64,
     pub(super) dl_items: i64,
+    /// Items a migrated project's old tracker counted done but no longer listed.
+    #[serde(default)]
+    pub(super) done_gap: i64,
+    /// Items done less the downloaders' items, as the old tracker's counts had them.
+    #[serde(default)]
+    pub(super) dl_gap: i64,
 }
 
 /// Where one item is, in Redis and on disk, and whether it has a claim record.

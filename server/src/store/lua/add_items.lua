@@ -51,15 +51,20 @@ local function mark(replies, present)
 end
 local function is_set(v) return v and true or false end
 local function is_one(v) return v == 1 end
+-- A key that does not exist holds none of them: one EXISTS instead of a reply of N nils turned
+-- into a table (a fresh project's claimed, done and failed, and most queue parts).
+local function read(cmd, key, present)
+  if rcall('EXISTS', key) == 1 then mark(bulk_read(cmd, key, items), present) end
+end
 if #items > 0 then
-  mark(bulk_read('ZMSCORE', out, items), is_set)
-  mark(bulk_read('SMISMEMBER', done, items), is_one)
-  mark(bulk_read('HMGET', failed, items), is_set)
+  read('ZMSCORE', out, is_set)
+  read('SMISMEMBER', done, is_one)
+  read('HMGET', failed, is_set)
   local looked = {}
   local function look(part)
     if not looked[part] then
       looked[part] = true
-      mark(bulk_read('ZMSCORE', prefix .. part, items), is_set)
+      read('ZMSCORE', prefix .. part, is_set)
     end
   end
   for _, parts in ipairs(groups) do

@@ -12,7 +12,8 @@
   KEYS[2]  done      set   completed items
   KEYS[3]  failed    hash  failed items
   KEYS[4]  claims    hash  claim records
-  KEYS[5]  stats     hash  known, done_items, disk_done, disk_todo, pq, journal_items
+  KEYS[5]  stats     hash  known, done_items, disk_done, disk_todo, pq, journal_items,
+                           import_done_gap, import_dl_gap (`tracker migrate`: import.lua)
   KEYS[6]  dl:items  zset  items per downloader
   KEYS[7]  dl:claims hash  downloader -> items it holds
   Derived (same slot): <prefix><queue part> (queue parts and personal queues, named in ARGV).
@@ -25,7 +26,8 @@
 
   Output: JSON.
     count:  {"parts":[n per part],"out":n,"done":n,"failed":n,"claims":n,
-             "known":n|null,"done_items":n,"disk_done":n,"disk_todo":n,"pq":n,"dl_items":n}
+             "known":n|null,"done_items":n,"disk_done":n,"disk_todo":n,"pq":n,"dl_items":n,
+             "done_gap":n,"dl_gap":n}
             (dl_items: the sum of the per-downloader item totals, plus the items of the
             completion log entries not folded into them yet)
     places: an array of strings, one per item: the 1-based indexes of the states holding it,
@@ -45,7 +47,8 @@ for i = 1, nparts do parts[i] = prefix .. ARGV[3 + i] end
 if mode == 'count' then
   local cards = {}
   for i, key in ipairs(parts) do cards[i] = rcall('ZCARD', key) end
-  local s = rcall('HMGET', stats, 'known', 'done_items', 'disk_done', 'disk_todo', 'pq', 'journal_items')
+  local s = rcall('HMGET', stats, 'known', 'done_items', 'disk_done', 'disk_todo', 'pq', 'journal_items',
+    'import_done_gap', 'import_dl_gap')
   local sum, cursor = tonumber(s[6]) or 0, '0'
   repeat
     local page = rcall('ZSCAN', dl_items, cursor, 'COUNT', 1000)
@@ -60,7 +63,7 @@ if mode == 'count' then
     .. ',"done":' .. n(rcall('SCARD', done)) .. ',"failed":' .. n(rcall('HLEN', failed))
     .. ',"claims":' .. n(rcall('HLEN', claims)) .. ',"known":' .. (s[1] and n(s[1]) or 'null')
     .. ',"done_items":' .. n(s[2]) .. ',"disk_done":' .. n(s[3]) .. ',"disk_todo":' .. n(s[4])
-    .. ',"pq":' .. n(s[5]) .. ',"dl_items":' .. n(sum) .. '}'
+    .. ',"pq":' .. n(s[5]) .. ',"dl_items":' .. n(sum) .. ',"done_gap":' .. n(s[7]) .. ',"dl_gap":' .. n(s[8]) .. '}'
 end
 
 if mode == 'claims' then

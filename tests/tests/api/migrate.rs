@@ -1,0 +1,480 @@
+//! `tracker migrate`: a database written in the universal tracker's exact layout (ArchiveTeam's
+//! `models/tracker/*.rb`: set queues, `out` in seconds beside `claims` of "IP DOWNLOADER",
+//! `done` and a larger `done_counter`, hex charts, log lists, bcrypt users) is surveyed by a dry
+//! run that changes nothing, then carried over: items in the same states, the same totals on the
+//! pages, settings, blocks, targets, logs to files, accounts whose old passwords log in; run
+//! again or resumed after a kill, it changes nothing twice.
+
+use fred::prelude::*;
+use server::store::{BlockKind, Role};
+use std::time::Duration;
+use tests::{panel::log_in_from, start_redis, wait_for, TestApp};
+
+const SLUG: &str = "oldproj";
+
+/// A client of the old tracker's Redis (a private `redis-server` on a unix socket).
+async fn old_client(url: &str) -> Client {
+    let path = url.strip_prefix("redis+unix://").expect("a socket url");
+    let config = Config {
+        server: ServerConfig::new_unix_socket(path),
+        ..Config::default()
+    };
+    let client = Builder::from_config(config).build().unwrap();
+    client.init().await.unwrap();
+    client
+}
+
+/// The old tracker's `redis-server`, stopped on drop (a failed test too).
+struct OldRedis(std::process::Child);
+
+impl Drop for OldRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `redis-server` of its own for the old tracker, and its URL.
+fn old_redis(app: &TestApp) -> (OldRedis, String) {
+    let dir = app.dir.join("old");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (child, url) = start_redis(&dir);
+    (OldRedis(child), url)
+}
+
+fn bcrypt(password: &str) -> String {
+    bcrypt::hash_with_result(password, 4)
+        .unwrap()
+        .format_for_version(bcrypt::Version::TwoA)
+}
+
+/// Writes one project, its users and its quirks as the old tracker would have.
+async fn seed(old: &Client) {
+    let config = serde_json::json!({
+        "title": "Old project", "item_type": "items", "domains": {"data": "data", "extra": "extra"},
+        "valid_item_regexp": "[-_.A-Za-z0-9]{2,50}", "min_script_version": "20130101.01",
+        "moving_average_interval": 120, "history_length": 1000, "ignore_global_blocked": true
+    });
+    let k = |name: &str| format!("{SLUG}:{name}");
+    let _: () = old
+        .hset("trackers", (SLUG, config.to_string()))
+        .await
+        .unwrap();
+    let _: () = old
+        .sadd(k("todo"), vec!["q1", "q2", "q3", "q4", "q5", "dup1"])
+        .await
+        .unwrap();
+    let _: () = old.sadd(k("todo:secondary"), "s1").await.unwrap();
+    let _: () = old.sadd(k("todo:d:alice"), "p1").await.unwrap();
+    // c3 is in `out` without a claim record, c4 has a record but is not in `out`.
+    let out = vec![
+        (1_363_523_640.0, "c1"),
+        (1_363_523_700.0, "c2"),
+        (1_363_523_800.0, "c3"),
+    ];
+    let _: () = old
+        .zadd(k("out"), None, None, false, false, out)
+        .await
+        .unwrap();
+    let claims = vec![
+        ("c1", "203.0.113.5 alice"),
+        ("c2", "2001:db8::1 bob"),
+        ("c4", "198.51.100.7 carol"),
+    ];
+    let _: () = old.hset(k("claims"), claims).await.unwrap();
+    // dup1 is queued and done at once: the old tracker says it is queued.
+    let _: () = old
+        .sadd(k("done"), vec!["d1", "d2", "d3", "d4", "d5", "d6", "dup1"])
+        .await
+        .unwrap();
+    let _: () = old
+        .set(k("done_counter"), "10", None, None, false)
+        .await
+        .unwrap();
+    let _: () = old
+        .hset(k("downloader_count"), vec![("alice", "6"), ("bob", "3")])
+        .await
+        .unwrap();
+    let _: () = old
+        .hset(
+            k("downloader_bytes"),
+            vec![("alice", "6000"), ("bob", "3000")],
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .hset(
+            k("downloader_version"),
+            vec![("alice", "20130317.01"), ("bob", "")],
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .hset(k("domain_bytes"), vec![("data", "8000"), ("extra", "1000")])
+        .await
+        .unwrap();
+    let _: () = old
+        .append(
+            k("chart:total_items"),
+            "201303171234=00000005 201303171236=0000000a ",
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .append(
+            k("chart:total_bytes"),
+            "201303171234=0000000000fa0 201303171235=0000000002328 ",
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .append(
+            k("chart:downloader_bytes:alice"),
+            "201303171234=0000000000bb8 201303171236=0000000001770 ",
+        )
+        .await
+        .unwrap();
+    let entry = |item: &str| {
+        serde_json::json!({"item": item, "by": "alice", "ip": "203.0.113.5", "ua": "Warrior",
+            "at": "2013-03-17T12:34:56Z", "bytes": {"data": 1000}, "version": "20130317.01"})
+        .to_string()
+    };
+    let _: () = old
+        .rpush(k("log"), vec![entry("d5"), entry("d6")])
+        .await
+        .unwrap();
+    let _: () = old
+        .rpush(k("log:2013-04-17T21:12:34Z"), entry("d1"))
+        .await
+        .unwrap();
+    let _: () = old
+        .sadd(k("blocked"), vec!["192.0.2.9", "badguy"])
+        .await
+        .unwrap();
+    let _: () = old
+        .sadd(
+            k("upload_target"),
+            "rsync://fos.example.org:1234/oldproj/:downloader/",
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .sadd(
+            k("inactive_upload_target"),
+            "rsync://old.example.org/oldproj/",
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .set(k("extra_parameters"), "data['x'] = 1", None, None, false)
+        .await
+        .unwrap();
+    let _: () = old
+        .set(k("requests_per_minute"), "120", None, None, false)
+        .await
+        .unwrap();
+    let _: () = old
+        .set(k("min_downloader_budget"), "-50", None, None, false)
+        .await
+        .unwrap();
+    let _: () = old
+        .set(k("requests_processed:05"), "3", None, None, false)
+        .await
+        .unwrap();
+    let _: () = old.sadd(k("tracker_admins"), "projadmin").await.unwrap();
+    let users = vec![
+        ("globaladm", bcrypt("global password")),
+        ("projadmin", bcrypt("project password")),
+        ("admin", bcrypt("admin password")),
+    ];
+    let _: () = old.hset("users", users).await.unwrap();
+    let _: () = old.sadd("admins", "globaladm").await.unwrap();
+    let _: () = old.sadd("global_blocked", "198.51.100.99").await.unwrap();
+    let _: () = old
+        .set("mystery:key", "1", None, None, false)
+        .await
+        .unwrap();
+    let list = serde_json::json!({"warrior": {"seesaw_version": "0.8.5"}, "auto_project": SLUG,
+        "projects": [{"name": SLUG, "title": "Old project", "description": "<b>old</b><script>x</script>",
+            "repository": "https://github.com/ArchiveTeam/oldproj-grab", "lat_lng": [0, 0]}]});
+    let _: () = old
+        .set(
+            "warriorhq:projects_json",
+            list.to_string(),
+            None,
+            None,
+            false,
+        )
+        .await
+        .unwrap();
+}
+
+fn migrate(app: &TestApp, url: &str, more: &[&str]) -> tests::CliRun {
+    let logs = app.dir.join("logs");
+    let mut args = vec![
+        "migrate",
+        "--from",
+        url,
+        "--log-dir",
+        logs.to_str().unwrap(),
+    ];
+    args.extend(more);
+    app.cli(&args, b"")
+}
+
+/// What the project holds: queue todo, secondary, personal, claimed, done items, bytes.
+async fn figures(app: &TestApp) -> (u64, u64, u64, u64, u64, u64) {
+    let (board, _) = app.store.snapshot(SLUG, 0, 0).await.unwrap().unwrap();
+    let k = app.store.keys().project(SLUG);
+    let mut q = vec![];
+    for part in ["todo", "todo:secondary", "todo:d:alice"] {
+        q.push(
+            app.store
+                .client()
+                .zcard::<u64, _>(k.key(part))
+                .await
+                .unwrap(),
+        );
+    }
+    (
+        q[0],
+        q[1],
+        q[2],
+        board.counts.out,
+        board.counts.done,
+        board.total_bytes,
+    )
+}
+
+#[tokio::test]
+async fn a_universal_tracker_is_carried_over_whole() {
+    let app = TestApp::start().await;
+    let (_redis, url) = old_redis(&app);
+    let old = old_client(&url).await;
+    seed(&old).await;
+
+    let dry = migrate(&app, &url, &["--dry-run"]);
+    assert!(dry.ok, "{}", dry.err);
+    for said in [
+        "oldproj",
+        "queue todo",
+        "personal queues",
+        "mystery:key",
+        "extra_parameters",
+        "not carried",
+        "dry run",
+    ] {
+        assert!(dry.out.contains(said), "{said:?} missing from {}", dry.out);
+    }
+    assert!(
+        app.store.project(SLUG).await.unwrap().is_none(),
+        "a dry run changed nothing"
+    );
+
+    let run = migrate(&app, &url, &["--hq-from", &url]);
+    assert!(run.ok, "{}\n{}", run.out, run.err);
+    assert!(
+        run.out.contains("oldproj: check clean, active"),
+        "{}",
+        run.out
+    );
+    let list = app
+        .store
+        .warrior_projects()
+        .await
+        .unwrap()
+        .expect("Warrior HQ's list carried");
+    assert!(
+        list.contains("oldproj-grab") && !list.contains("<script>"),
+        "{list}"
+    );
+    // Queued (dup1 as the old tracker said), claimed (c3 by `unknown`, c4 from its record), done
+    // 6 listed + 4 only counted = done_counter, bytes = domain_bytes.
+    assert_eq!(figures(&app).await, (6, 1, 1, 4, 10, 9000));
+    let c1 = app.store.item_status(SLUG, "c1").await.unwrap();
+    assert_eq!(c1.downloader.as_deref(), Some("alice"));
+    let c3 = app.store.item_status(SLUG, "c3").await.unwrap();
+    assert_eq!(c3.downloader.as_deref(), Some("unknown"));
+    let (board, _) = app.store.snapshot(SLUG, 10, 0).await.unwrap().unwrap();
+    let alice = board
+        .downloaders
+        .iter()
+        .find(|d| d.name == "alice")
+        .expect("alice on the board");
+    assert_eq!((alice.items, alice.bytes), (6, 6000));
+    let s = app.store.project(SLUG).await.unwrap().unwrap();
+    assert_eq!(s.title, "Old project");
+    assert_eq!(s.domains, vec!["data", "extra"]);
+    assert_eq!(s.min_version, "20130101.01");
+    assert!(s.ignore_global_blocks);
+    assert_eq!(
+        (s.rate, s.dl_max_claims, s.state.as_str()),
+        (2.0, 50, "active")
+    );
+    let store = &app.store;
+    let blocked = async |scope, kind| store.blocks(scope, kind).await.unwrap();
+    assert!(blocked(Some(SLUG), BlockKind::Ip)
+        .await
+        .contains_key("192.0.2.9"));
+    assert!(blocked(Some(SLUG), BlockKind::Downloader)
+        .await
+        .contains_key("badguy"));
+    assert!(blocked(None, BlockKind::Ip)
+        .await
+        .contains_key("198.51.100.99"));
+    let targets = app.store.upload_targets(SLUG).await.unwrap();
+    assert!(
+        targets.contains(&(
+            "rsync://fos.example.org:1234/oldproj/:downloader/".into(),
+            true
+        )),
+        "{targets:?}"
+    );
+    assert!(
+        targets.contains(&("rsync://old.example.org/oldproj/".into(), false)),
+        "{targets:?}"
+    );
+    let log = std::fs::read_to_string(app.dir.join("logs").join(SLUG).join("log.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 2);
+    let archive = app
+        .dir
+        .join("logs")
+        .join(SLUG)
+        .join("log_2013-04-17T21_12_34Z.jsonl");
+    assert_eq!(std::fs::read_to_string(archive).unwrap().lines().count(), 1);
+    app.assert_invariant(SLUG).await;
+
+    // The old passwords log in; the first login replaces the bcrypt hash with argon2.
+    assert_eq!(
+        log_in_from(&app, "192.0.2.1", "globaladm", "global password")
+            .await
+            .status,
+        200
+    );
+    let global = app.store.account("globaladm").await.unwrap().unwrap();
+    assert_eq!(global.role, Role::Global);
+    assert!(global.hash.starts_with("$argon2"), "{}", global.hash);
+    assert_eq!(
+        log_in_from(&app, "192.0.2.1", "globaladm", "global password")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        log_in_from(&app, "192.0.2.1", "projadmin", "wrong password")
+            .await
+            .status,
+        401
+    );
+    let project = app.store.account("projadmin").await.unwrap().unwrap();
+    assert_eq!(
+        (project.role, project.projects.clone()),
+        (Role::Project, vec![SLUG.to_string()])
+    );
+    assert!(
+        project.hash.starts_with("$2a$"),
+        "a failed login keeps the old hash"
+    );
+    assert!(
+        app.store.account("admin-ut").await.unwrap().is_some(),
+        "a reserved name is renamed"
+    );
+
+    // Again, and resumed: nothing twice.
+    for more in [&[][..], &["--resume"][..]] {
+        let again = migrate(&app, &url, more);
+        assert!(again.ok, "{}", again.err);
+        assert_eq!(figures(&app).await, (6, 1, 1, 4, 10, 9000));
+        app.assert_invariant(SLUG).await;
+    }
+}
+
+#[tokio::test]
+async fn a_migration_killed_halfway_resumes_without_losing_or_doubling() {
+    let app = TestApp::start().await;
+    let (_redis, url) = old_redis(&app);
+    let old = old_client(&url).await;
+    let config = serde_json::json!({"title": "Big", "domains": {"data": "data"}});
+    let _: () = old
+        .hset("trackers", (SLUG, config.to_string()))
+        .await
+        .unwrap();
+    const N: usize = 300_000;
+    for chunk in (0..N).collect::<Vec<_>>().chunks(10_000) {
+        let items: Vec<String> = chunk.iter().map(|i| format!("item-{i}")).collect();
+        let _: () = old.sadd(format!("{SLUG}:done"), items).await.unwrap();
+    }
+    let _: () = old
+        .set(
+            format!("{SLUG}:done_counter"),
+            N.to_string(),
+            None,
+            None,
+            false,
+        )
+        .await
+        .unwrap();
+    let _: () = old
+        .hset(format!("{SLUG}:downloader_count"), ("alice", N.to_string()))
+        .await
+        .unwrap();
+
+    let logs = app.dir.join("logs");
+    let mut child = std::process::Command::new(tests::tracker_bin())
+        .args([
+            "migrate",
+            "--from",
+            &url,
+            "--log-dir",
+            logs.to_str().unwrap(),
+        ])
+        .env("REDIS_URL", &app.redis_url)
+        .env("TRACKER_NAMESPACE", &app.namespace)
+        .env("TRACKER_OFFLOAD_DIR", app.dir.join("offload"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once it has written some pages of `done`, not all.
+    let checkpoint = app.store.keys().migration(&url);
+    let client = app.store.client().clone();
+    wait_for("a page of done imported", Duration::from_secs(60), || {
+        let (client, checkpoint) = (client.clone(), checkpoint.clone());
+        async move {
+            let at: Option<String> = client
+                .hget(&checkpoint, format!("{SLUG}:done"))
+                .await
+                .unwrap();
+            at.filter(|c| c != "done").map(|_| ())
+        }
+    })
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = app.counts(SLUG).await.done;
+    assert!(partial < N as u64, "killed halfway: {partial}");
+
+    let run = migrate(&app, &url, &["--resume"]);
+    assert!(run.ok, "{}\n{}", run.out, run.err);
+    assert_eq!(app.counts(SLUG).await.done, N as u64);
+    app.assert_invariant(SLUG).await;
+}
+
+#[tokio::test]
+async fn a_project_made_here_is_not_touched() {
+    let app = TestApp::start().await;
+    app.project(SLUG, &["mine"]).await;
+    let (_redis, url) = old_redis(&app);
+    let old = old_client(&url).await;
+    let _: () = old
+        .hset("trackers", (SLUG, r#"{"title":"Theirs"}"#))
+        .await
+        .unwrap();
+    let _: () = old.sadd(format!("{SLUG}:todo"), "theirs").await.unwrap();
+    let run = migrate(&app, &url, &[]);
+    assert!(run.ok, "{}", run.err);
+    assert!(run.out.contains("not touched"), "{}", run.out);
+    let s = app.store.project(SLUG).await.unwrap().unwrap();
+    assert_ne!(s.title, "Theirs");
+    assert_eq!(app.counts(SLUG).await.todo, 1, "its own item only");
+}
