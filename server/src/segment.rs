@@ -272,6 +272,19 @@ impl Segment {
         self.filter.may_hold(hash)
     }
 
+    /// How many blocks hold its records (none for a discard segment).
+    pub fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The names in block `i` (in name order; none past the last block), read from the file.
+    pub fn block_names(&self, i: usize) -> std::io::Result<Vec<String>> {
+        match self.blocks.get(i) {
+            Some(b) => Ok(self.read_block(b)?.into_iter().map(|(n, _)| n).collect()),
+            None => Ok(vec![]),
+        }
+    }
+
     fn read_block(&self, b: &BlockRef) -> std::io::Result<Vec<(String, String)>> {
         let mut packed = vec![0u8; b.len as usize];
         self.file.read_exact_at(&mut packed, b.offset)?;

@@ -120,7 +120,7 @@ pub const MAX_PATTERN: usize = 1024;
 /// The search `p` describes, or why it is not one.
 pub fn search_query(p: &SearchParams) -> OpsResult<crate::store::search::SearchQuery> {
     use crate::store::search::{parse_cursor, SearchQuery, MAX_LIMIT};
-    let states = ["queued", "todo:d", "claimed", "done", "failed"];
+    let states = ["queued", "todo:d", "claimed", "done", "failed", "disk"];
     if !p.state.is_empty() && !states.contains(&p.state.as_str()) {
         check_queue(&p.state).map_err(|_| {
             invalid(format!(
@@ -179,7 +179,10 @@ mod search_tests {
             ..Default::default()
         });
         assert_eq!(q.older_than_ms, Some(5_400_000));
-        assert_eq!(q.cursor, Some((4, "17".into())));
+        assert_eq!(
+            q.cursor,
+            Some(crate::store::search::SearchCursor::Redis(4, "17".into()))
+        );
         assert_eq!(q.limit, 100);
         assert!(ok(SearchParams {
             state: "todo:backfeed".into(),

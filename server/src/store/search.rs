@@ -4,11 +4,16 @@
 //! it holds `limit` items, when its time budget ([`PAGE_BUDGET`]) is spent, or when every key is
 //! walked; its cursor says where the next page starts. Personal queues are walked when the
 //! project counts items in them (stats `pq`; finding their keys is a scan of the key space).
-//! Items on disk (offloaded segments) are not searched yet. [`super::search_act`] acts on
-//! every item a search finds.
+//! Then the segments on disk that the state asks for ([`disk`]), a block at a time. Their items
+//! are found with the state `disk:done` or `disk:PART`. [`super::search_act`] acts on every item
+//! a search finds in Redis.
 //!
 //! A scan's guarantees are Redis's: an item that stays in its state for the whole search is
 //! found once at least; one that moves meanwhile may be found twice or not at all.
+
+mod disk;
+
+pub use disk::DISK_STATE;
 
 use super::{check::queue_part_keys, Store, StoreResult};
 use crate::keys::PERSONAL;
@@ -37,7 +42,17 @@ pub struct SearchQuery {
     /// The most items to return (1 to [`MAX_LIMIT`]).
     pub limit: usize,
     /// Where to go on: the cursor of the page before, read by [`parse_cursor`].
-    pub cursor: Option<(usize, String)>,
+    pub cursor: Option<SearchCursor>,
+}
+
+/// Where a search goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchCursor {
+    /// The Redis walk at this index, at this scan cursor (`AT:SCAN`).
+    Redis(usize, String),
+    /// The segment of this id (or the next one in id order, if it is gone), at this block
+    /// (`disk:ID:BLOCK`).
+    Disk(String, usize),
 }
 
 /// One item found, and one page of a search: the panel reads the same types.
@@ -59,7 +74,11 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<SearchPage> {
         let walks = self.walks(slug, q).await?;
-        let (mut at, mut cursor) = q.cursor.clone().unwrap_or((0, "0".into()));
+        let (mut at, mut cursor) = match &q.cursor {
+            None => (0, "0".to_string()),
+            Some(SearchCursor::Redis(at, scan)) => (*at, scan.clone()),
+            Some(SearchCursor::Disk(..)) => (walks.len(), "0".to_string()),
+        };
         let limit = q.limit.clamp(1, MAX_LIMIT);
         let client = self.pool.next();
         let claims = self.keys.project(slug).claims();
@@ -135,7 +154,16 @@ impl Store {
                 break;
             }
         }
-        page.cursor = (at < walks.len()).then(|| format!("{at}:{cursor}"));
+        if at < walks.len() {
+            page.cursor = Some(format!("{at}:{cursor}"));
+            return Ok(page);
+        }
+        let from = match &q.cursor {
+            Some(SearchCursor::Disk(id, block)) => Some((id.as_str(), *block)),
+            _ => None,
+        };
+        self.search_disk(slug, q, from, limit, started, &mut page)
+            .await?;
         Ok(page)
     }
 
@@ -189,18 +217,29 @@ impl Store {
     }
 }
 
-/// A cursor `STATE:SCAN` as a page gave it (empty: the start), or why it is not one.
-pub fn parse_cursor(raw: &str) -> Result<Option<(usize, String)>, String> {
+/// A cursor `AT:SCAN` or `disk:ID:BLOCK` as a page gave it (empty: the start), or why it is
+/// not one.
+pub fn parse_cursor(raw: &str) -> Result<Option<SearchCursor>, String> {
     if raw.is_empty() {
         return Ok(None);
     }
     let bad = || format!("cursor {raw:?} is not one a search gave");
+    if let Some(rest) = raw.strip_prefix("disk:") {
+        let (id, block) = rest.rsplit_once(':').ok_or_else(bad)?;
+        let id_ok = (1..=100).contains(&id.len())
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        let block = block.parse::<usize>().map_err(|_| bad())?;
+        if !id_ok {
+            return Err(bad());
+        }
+        return Ok(Some(SearchCursor::Disk(id.to_string(), block)));
+    }
     let (at, scan) = raw.split_once(':').ok_or_else(bad)?;
     let at = at.parse::<usize>().map_err(|_| bad())?;
     if scan.is_empty() || !scan.bytes().all(|b| b.is_ascii_digit()) || scan.len() > 20 {
         return Err(bad());
     }
-    Ok(Some((at, scan.to_string())))
+    Ok(Some(SearchCursor::Redis(at, scan.to_string())))
 }
 
 #[cfg(test)]
@@ -210,8 +249,25 @@ mod tests {
     #[test]
     fn cursors_are_read_back_or_refused() {
         assert_eq!(parse_cursor("").unwrap(), None);
-        assert_eq!(parse_cursor("3:1234").unwrap(), Some((3, "1234".into())));
-        for bad in ["x", "1:", ":5", "1:a", "1:2:3", "-1:0"] {
+        assert_eq!(
+            parse_cursor("3:1234").unwrap(),
+            Some(SearchCursor::Redis(3, "1234".into()))
+        );
+        assert_eq!(
+            parse_cursor("disk:done-1700000000000-00ff:7").unwrap(),
+            Some(SearchCursor::Disk("done-1700000000000-00ff".into(), 7))
+        );
+        for bad in [
+            "x",
+            "1:",
+            ":5",
+            "1:a",
+            "1:2:3",
+            "-1:0",
+            "disk:",
+            "disk:a b:1",
+            "disk:x:-1",
+        ] {
             assert!(parse_cursor(bad).is_err(), "{bad}");
         }
     }

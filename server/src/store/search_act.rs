@@ -4,7 +4,10 @@
 //! acts only on an item still where the search found it (a claim still the one found, a failed
 //! item still failed, a queued item still in its part); a dry run counts what the search finds.
 
-use super::{search::SearchQuery, Store, StoreResult};
+use super::{
+    search::{Found, SearchQuery},
+    Store, StoreResult,
+};
 use crate::keys::{PERSONAL, TODO};
 use fred::prelude::*;
 
@@ -55,7 +58,9 @@ impl Store {
         let mut found = Vec::new();
         loop {
             let page = self.search_items(slug, &q, now_ms).await?;
-            found.extend(page.items);
+            // Items on disk are not acted on: their state changes only in Redis.
+            let in_redis = |f: &Found| !f.state.starts_with(super::search::DISK_STATE);
+            found.extend(page.items.into_iter().filter(in_redis));
             if found.len() > ACT_MAX {
                 return Ok(Acted {
                     found: found.len() as u64,

@@ -190,3 +190,106 @@ async fn big_project_settings_are_checked() {
     })
     .await;
 }
+
+/// A search finds items on disk too, by state and name, page by page (the cursor moving from
+/// Redis's keys to the segments), and a bulk action leaves them alone.
+#[tokio::test]
+async fn a_search_finds_items_on_disk() {
+    let app = TestApp::start().await;
+    project(&app, "sd", 6000, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 1000;
+        s.queue_high = 2000;
+        s.segment_items = 1000;
+    })
+    .await;
+    let o = offloader(&app);
+    settle(&o, "sd").await;
+    let queued_on_disk = app.store.offload_summary("sd").await.unwrap().todo_on_disk;
+    assert!(queued_on_disk >= 2000, "{queued_on_disk} queued on disk");
+    let mut done = 0;
+    while done < 3000 {
+        let items = claim(&app, "sd", 100).await;
+        if items.is_empty() {
+            // Redis ran dry: the offloader brings a segment back.
+            o.tick("sd", false).await.unwrap();
+            continue;
+        }
+        done += items.len();
+        app.store
+            .done("sd", &report(items), server::store::now_ms())
+            .await
+            .unwrap();
+    }
+    settle(&o, "sd").await;
+    let s = app.store.offload_summary("sd").await.unwrap();
+    assert!(s.done_on_disk >= 1000, "{} done on disk", s.done_on_disk);
+
+    let search = |query: &'static str| {
+        let app = &app;
+        async move {
+            let (mut found, mut cursor, mut pages) = (Vec::new(), String::new(), 0);
+            loop {
+                let url = format!("/admin/api/sd/search?{query}&limit=200&cursor={cursor}");
+                let r = app
+                    .send(app.http.get(app.url(&url)).bearer_auth(ADMIN_TOKEN))
+                    .await;
+                assert_eq!(r.status, 200, "{query}: {}", r.body);
+                let page: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+                for f in page["items"].as_array().unwrap() {
+                    let (item, state) = (f["item"].as_str().unwrap(), f["state"].as_str().unwrap());
+                    found.push((item.to_string(), state.to_string()));
+                }
+                pages += 1;
+                match page["cursor"].as_str() {
+                    Some(c) => cursor = c.to_string(),
+                    None => break,
+                }
+                assert!(pages < 200, "the cursor moves on");
+            }
+            found.sort();
+            found.dedup();
+            found
+        }
+    };
+    let on_disk = |found: &[(String, String)], state: &str| {
+        found.iter().filter(|(_, s)| s == state).count() as u64
+    };
+    // Every item, once, wherever it is.
+    let all = search("").await;
+    assert_eq!(all.len(), 6000, "every item found once");
+    assert_eq!(on_disk(&all, "disk:done"), s.done_on_disk);
+    assert_eq!(on_disk(&all, "disk:todo"), s.todo_on_disk);
+    // By state: done in Redis and on disk; `disk` only what is on disk.
+    let done_found = search("state=done").await;
+    assert_eq!(done_found.len(), 3000);
+    let disk = search("state=disk").await;
+    assert_eq!(disk.len() as u64, s.done_on_disk + s.todo_on_disk);
+    assert!(disk.iter().all(|(_, state)| state.starts_with("disk:")));
+    // A glob and a regex match names on disk as in Redis.
+    let last = search("state=disk&match=sd-029*").await;
+    let expected = all
+        .iter()
+        .filter(|(i, s)| i.starts_with("sd-029") && s.starts_with("disk:"));
+    assert_eq!(last.len(), expected.count());
+    assert!(!last.is_empty());
+    let re = search("regex=sd-0299.").await;
+    assert_eq!(re.len(), 10, "{re:?}");
+    // A move of the queued items acts on those in Redis only.
+    let body = r#"{"state":"queued","action":"move","to":"todo:secondary","dry_run":true}"#;
+    let req = app
+        .http
+        .post(app.url("/admin/api/sd/search/act"))
+        .bearer_auth(ADMIN_TOKEN);
+    let r = app
+        .send(req.header("content-type", "application/json").body(body))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let counted: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(
+        counted["count"].as_u64(),
+        Some(3000 - s.todo_on_disk),
+        "{counted}"
+    );
+    app.assert_invariant("sd").await;
+}

@@ -1,0 +1,120 @@
+//! The survey of `tracker migrate`: every key of the old database by project and kind, with what
+//! becomes of it, and the keys the old tracker does not write.
+
+use super::{old_err, source, CliError, Fate, Source, Steps};
+use std::collections::{BTreeMap, HashMap};
+
+/// What the survey found: per project (or `""`, global), per kind, (fate, keys, elements).
+pub(super) type Survey = BTreeMap<String, BTreeMap<&'static str, (Fate, u64, u64)>>;
+
+/// The survey, and the keys of each project by kind that the import walks.
+pub(super) struct Found {
+    pub(super) survey: Survey,
+    pub(super) personal: HashMap<String, Vec<String>>,
+    pub(super) dl_charts: HashMap<String, Vec<String>>,
+    pub(super) logs: HashMap<String, Vec<String>>,
+    pub(super) unknown: Vec<String>,
+    pub(super) unknown_count: u64,
+}
+
+/// Every key of the old database, by project and kind.
+pub(super) async fn survey(
+    old: &Source,
+    projects: &BTreeMap<String, serde_json::Value>,
+) -> Result<Found, CliError> {
+    let mut found = Found {
+        survey: Survey::new(),
+        personal: HashMap::new(),
+        dl_charts: HashMap::new(),
+        logs: HashMap::new(),
+        unknown: Vec::new(),
+        unknown_count: 0,
+    };
+    let steps = Steps::new("survey");
+    let total = old.dbsize().await.map_err(old_err)?;
+    let (mut cursor, mut seen) = ("0".to_string(), 0);
+    loop {
+        let (next, names) = old.page("SCAN", "*", &cursor).await.map_err(old_err)?;
+        for key in &names {
+            survey_key(old, projects, &mut found, key).await?;
+        }
+        seen += names.len() as u64;
+        steps.at(seen, total);
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    steps.finish();
+    Ok(found)
+}
+
+/// Counts `key` in the survey (or among the unknown keys), and keeps the names the import walks.
+async fn survey_key(
+    old: &Source,
+    projects: &BTreeMap<String, serde_json::Value>,
+    found: &mut Found,
+    key: &str,
+) -> Result<(), CliError> {
+    {
+        let place = match key.split_once(':') {
+            Some((slug, rest)) if projects.contains_key(slug) => {
+                source::project_key(rest).map(|kind| (slug, rest, kind))
+            }
+            _ => source::global_key(key).map(|kind| ("", key, kind)),
+        };
+        let Some((slug, rest, (kind, fate))) = place else {
+            found.unknown_count += 1;
+            if found.unknown.len() < 50 {
+                found.unknown.push(key.to_string());
+            }
+            return Ok(());
+        };
+        let (_, n) = old.size(key).await.map_err(old_err)?;
+        let entry = found
+            .survey
+            .entry(slug.to_string())
+            .or_default()
+            .entry(kind)
+            .or_insert((fate, 0, 0));
+        entry.1 += 1;
+        entry.2 += n;
+        let list = match kind {
+            "personal queues" => &mut found.personal,
+            "downloader charts" => &mut found.dl_charts,
+            "log" | "log archives" => &mut found.logs,
+            _ => return Ok(()),
+        };
+        list.entry(slug.to_string())
+            .or_default()
+            .push(rest.to_string());
+    }
+    Ok(())
+}
+
+pub(super) fn print_survey(found: &Found, only: &[String]) {
+    for (slug, kinds) in &found.survey {
+        if !slug.is_empty() && !only.is_empty() && !only.contains(slug) {
+            continue;
+        }
+        println!("{}", if slug.is_empty() { "global" } else { slug });
+        for (kind, (fate, keys, n)) in kinds {
+            let what = match fate {
+                Fate::Carried => "carried over".to_string(),
+                Fate::File => "written to files".to_string(),
+                Fate::NotCarried(why) => format!("not carried: {why}"),
+                Fate::Transient => "not carried (short-lived)".to_string(),
+            };
+            println!("  {kind:<22} {keys:>7} keys {n:>12} elements  {what}");
+        }
+    }
+    if found.unknown_count > 0 {
+        println!(
+            "{} keys the old tracker does not write (not carried):",
+            found.unknown_count
+        );
+        for key in &found.unknown {
+            println!("  {key}");
+        }
+    }
+}
