@@ -21,7 +21,7 @@ use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 const TERMS: [&str; 5] = ["state", "match", "regex", "claimant", "older_than"];
 
 /// The states a search may ask for (empty: every state).
-const STATES: [(&str, &str); 9] = [
+const STATES: [(&str, &str); 10] = [
     ("", "every state"),
     ("queued", "queued (every queue)"),
     ("todo", "todo"),
@@ -31,6 +31,7 @@ const STATES: [(&str, &str); 9] = [
     ("claimed", "claimed"),
     ("done", "done"),
     ("failed", "failed"),
+    ("disk", "on disk (offloaded)"),
 ];
 
 /// The search page of a project.
