@@ -159,9 +159,7 @@ pub fn queue_parts(order: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-/// The violation, if any, of the count of items project `slug` knows (`None`: not kept) against
-/// the `in_state` distinct items found in a state.
-/// ", and N more WHAT" for a migrated project's gap, or nothing.
+/// ", and N WHAT" for a migrated project's gap, or nothing.
 fn gap_text(gap: i64, what: &str) -> String {
     if gap == 0 {
         String::new()
@@ -170,6 +168,8 @@ fn gap_text(gap: i64, what: &str) -> String {
     }
 }
 
+/// The violation, if any, of the count of items project `slug` knows (`None`: not kept) against
+/// the `in_state` distinct items found in a state.
 fn count_problem(slug: &str, known: Option<i64>, in_state: usize) -> Option<String> {
     let in_state = in_state as i64;
     let Some(known) = known else {

@@ -27,13 +27,7 @@ impl Run<'_> {
             return Ok(false);
         }
         if !self.checkpoint.contains_key(&made) {
-            let text = |k: &str| {
-                config
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
+            let text = |k: &str| config_text(config, k);
             let domains: Vec<String> = config
                 .get("domains")
                 .and_then(|d| d.as_object())
@@ -92,13 +86,7 @@ impl Run<'_> {
 
     /// Gives project `slug` the old tracker's settings, paused until the migration ends.
     async fn settings(&mut self, slug: &str, config: &serde_json::Value) -> Result<(), CliError> {
-        let text = |k: &str| {
-            config
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string()
-        };
+        let text = |k: &str| config_text(config, k);
         let current = ops::project(self.store, slug).await?;
         let mut s = (*current).clone();
         s.state = "paused".into();
@@ -345,4 +333,13 @@ impl Run<'_> {
         file.flush().await.map_err(io)?;
         Ok(from as u64)
     }
+}
+
+/// A text field of an old project's config JSON (absent or not a text: empty).
+fn config_text(config: &serde_json::Value, key: &str) -> String {
+    config
+        .get(key)
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string()
 }

@@ -65,6 +65,18 @@ end
 -- state: only a script that really adds or drops items changes it, by what it really did.
 -- A project from before the count was kept has no field until `tracker check --recount` sets
 -- it; a delta must not start it from zero, so it is skipped there.
+-- The sum of the scores of sorted set `key` (the downloaders' items: `tracker check` and
+-- `tracker migrate`), read a page of 1,000 at a time.
+local function zset_sum(key)
+  local sum, cursor = 0, '0'
+  repeat
+    local page = rcall('ZSCAN', key, cursor, 'COUNT', 1000)
+    cursor = page[1]
+    for i = 2, #page[2], 2 do sum = sum + tonumber(page[2][i]) end
+  until cursor == '0'
+  return sum
+end
+
 local function count_known(stats, n)
   if n ~= 0 and rcall('HEXISTS', stats, 'known') == 1 then rcall('HINCRBY', stats, 'known', n) end
 end

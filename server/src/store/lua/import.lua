@@ -36,7 +36,7 @@
   Output: 'claims' and 'done': the number of items added (the others were known already);
           'figures': JSON {"done_items":"n","done_gap":"n","dl_gap":"n"}.
   Events: none.
-  Uses: queue_groups, count_known, bulk, bulk_read, hincr_many, SET.
+  Uses: queue_groups, count_known, zset_sum, bulk, bulk_read, hincr_many, SET.
 ]]
 local meta, out, claims, done, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, stats, dl_items = KEYS[6], KEYS[7], KEYS[8]
@@ -49,12 +49,7 @@ if mode == 'figures' then
   local s = rcall('HMGET', stats, 'done_items', 'import_done_gap', 'journal_items')
   local held = (tonumber(s[1]) or 0) - (tonumber(s[2]) or 0)
   local gap = math.max(0, counter - held)
-  local sum, cursor = tonumber(s[3]) or 0, '0'
-  repeat
-    local page = rcall('ZSCAN', dl_items, cursor, 'COUNT', 1000)
-    cursor = page[1]
-    for i = 2, #page[2], 2 do sum = sum + tonumber(page[2][i]) end
-  until cursor == '0'
+  local sum = (tonumber(s[3]) or 0) + zset_sum(dl_items)
   local total = held + gap
   rcall('HSET', stats, 'done_items', string.format('%d', total), 'import_done_gap', string.format('%d', gap),
     'import_dl_gap', string.format('%d', total - sum), 'done_bytes', bytes)

@@ -36,7 +36,7 @@
     claims: {"held":{downloader: n},"counted":{downloader: n (dl:claims)},
              "missing":[claimed items without a readable record, at most 1,000]}
   Events: none.
-  Uses: none.
+  Uses: zset_sum.
 ]]
 local out, done, failed, claims, stats, dl_items = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local dl_claims = KEYS[7]
@@ -49,12 +49,7 @@ if mode == 'count' then
   for i, key in ipairs(parts) do cards[i] = rcall('ZCARD', key) end
   local s = rcall('HMGET', stats, 'known', 'done_items', 'disk_done', 'disk_todo', 'pq', 'journal_items',
     'import_done_gap', 'import_dl_gap')
-  local sum, cursor = tonumber(s[6]) or 0, '0'
-  repeat
-    local page = rcall('ZSCAN', dl_items, cursor, 'COUNT', 1000)
-    cursor = page[1]
-    for i = 2, #page[2], 2 do sum = sum + tonumber(page[2][i]) end
-  until cursor == '0'
+  local sum = (tonumber(s[6]) or 0) + zset_sum(dl_items)
   -- Built by hand: cjson prints an empty table as an object, and large integers in exponent form.
   local n = function(v) return string.format('%d', tonumber(v) or 0) end
   local list = {}
