@@ -205,9 +205,25 @@ pub(super) async fn every_script(app: &TestApp) {
     flush().await;
     let totals = store.lifetime("p1", now + 3_600_000).await.unwrap();
     assert!(totals.is_some_and(|t| t[&server::keys::Counter::Claimed] >= 1));
+    // `tracker migrate`'s import: a claim, a done item, the totals.
+    flush().await;
+    let claim = (
+        "imported-1".to_string(),
+        now,
+        "bob".to_string(),
+        "10.0.0.2".to_string(),
+    );
+    assert_eq!(store.import_claims("p1", &[], &[claim]).await.unwrap(), 1);
+    flush().await;
+    let done = ["imported-2".to_string()];
+    assert_eq!(store.import_done("p1", &[], &done).await.unwrap(), 1);
+    flush().await;
+    let figures = store.import_figures("p1", 0, 0).await.unwrap();
+    assert_eq!(figures.done_gap, 0);
+    store.check("p1").await.unwrap();
     assert_eq!(
         store.scripts().all().len(),
-        24,
+        25,
         "every script is exercised above"
     );
 }
