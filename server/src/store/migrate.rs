@@ -77,19 +77,18 @@ impl Store {
         args.push(done_counter.to_string().into());
         args.push(bytes.to_string().into());
         let k = self.keys.project(slug);
-        let raw: String = self
-            .scripts
-            .run(
+        self.scripts
+            .call(
                 self.pool.next(),
                 &self.scripts.import,
                 k.import_keys(),
                 args,
             )
-            .await?;
-        serde_json::from_str(&raw).map_err(|e| super::StoreError::Reply {
-            script: "import",
-            detail: format!("{e}: {raw}"),
-        })
+            .await?
+            .map_err(|refusal| super::StoreError::Reply {
+                script: "import",
+                detail: format!("{refusal:?}"),
+            })
     }
 
     fn import_args(&self, slug: &str, mode: &str, personal: &[String]) -> Vec<Value> {
@@ -164,12 +163,15 @@ impl Store {
             .iter()
             .map(|(m, i, b)| format!("{m} {i} {b}"))
             .collect();
-        self.replace_list(&k.chart(), lines).await
+        let pipe = self.pool.next().pipeline();
+        replace_list(&pipe, &k.chart(), lines).await?;
+        let _: Vec<Value> = pipe.all().await?;
+        Ok(())
     }
 
     /// Sets the chart of downloader `who` of project `slug` to `points` (minute, bytes;
     /// cumulative, in order): the last point's minute is the one the tracker reads from the
-    /// downloader's total, and the time it was last seen.
+    /// downloader's total, and the time it was last seen. One round trip.
     pub async fn import_dl_chart(
         &self,
         slug: &str,
@@ -181,23 +183,15 @@ impl Store {
         };
         let k = self.keys.project(slug);
         let lines: Vec<String> = before.iter().map(|(m, b)| format!("{m} {b}")).collect();
-        self.replace_list(&k.dl_chart(who), lines).await?;
-        let client = self.pool.next();
-        let _: () = client
+        let pipe = self.pool.next().pipeline();
+        replace_list(&pipe, &k.dl_chart(who), lines).await?;
+        let _: () = pipe
             .hset(k.dl_chart_last(), (who, last.to_string()))
             .await?;
-        let _: () = client
+        let _: () = pipe
             .hset(k.dl_seen(), (who, (last * 60_000).to_string()))
             .await?;
-        Ok(())
-    }
-
-    async fn replace_list(&self, key: &str, lines: Vec<String>) -> StoreResult<()> {
-        let client = self.pool.next();
-        let _: () = client.del(key).await?;
-        for chunk in lines.chunks(1000) {
-            let _: () = client.rpush(key, chunk.to_vec()).await?;
-        }
+        let _: Vec<Value> = pipe.all().await?;
         Ok(())
     }
 
@@ -224,4 +218,17 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+/// Queues on `pipe` the replacement of list `key` by `lines`.
+async fn replace_list(
+    pipe: &fred::clients::Pipeline<Client>,
+    key: &str,
+    lines: Vec<String>,
+) -> StoreResult<()> {
+    let _: () = pipe.del(key).await?;
+    for chunk in lines.chunks(1000) {
+        let _: () = pipe.rpush(key, chunk.to_vec()).await?;
+    }
+    Ok(())
 }
