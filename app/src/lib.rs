@@ -142,7 +142,7 @@ pub fn AdminApp() -> impl IntoView {
                     <Route path=path!("/admin/tokens") view=admin::TokensPage/>
                     <Route path=path!("/admin/pipelines") view=admin::PipelinesPage/>
                     <Route path=path!("/admin/p/:slug") view=admin::ProjectAdminPage/>
-                    <Route path=path!("/admin/p/:slug/search") view=admin::SearchItemsPage/>
+                    <Route path=path!("/admin/p/:slug/:section") view=admin::ProjectAdminPage/>
                 </Routes>
             </main>
         </Router>

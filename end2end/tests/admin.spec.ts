@@ -34,12 +34,21 @@ test('items added in the textarea show in the queue sizes', async ({ page, track
   await page.getByRole('link', { name: 'Demo' }).click();
   const queues = page.getByRole('region', { name: 'Queues' });
   await expect(queues.getByRole('row', { name: 'todo 0', exact: true })).toBeVisible();
+  // The sections are links in the page: adding is one, the overview another.
+  const sections = page.getByRole('navigation', { name: 'Project sections' });
+  await expect(sections.getByRole('link', { name: 'Overview' })).toHaveAttribute('aria-current', 'page');
+  await sections.getByRole('link', { name: 'Add and move' }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/demo\/queues$/);
+  await expect(sections.getByRole('link', { name: 'Add and move' })).toHaveAttribute('aria-current', 'page');
+  await expect(queues).toHaveCount(0);
   await page.getByLabel('Items, one a line').fill('a\nb\nc\n');
   await page.getByRole('region', { name: 'Add items' }).getByRole('button', { name: 'Preview' }).click();
   const dialog = page.getByRole('dialog', { name: 'Confirm' });
   await expect(dialog).toContainText('Add 3 items to todo?');
-  await expect(queues.getByRole('row', { name: 'todo 0', exact: true })).toBeVisible();
   await dialog.getByRole('button', { name: 'Confirm' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 3 items.');
+  await sections.getByRole('link', { name: 'Overview' }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/demo$/);
   await expect(queues.getByRole('row', { name: 'todo 3', exact: true })).toBeVisible();
 });
 
@@ -49,7 +58,7 @@ test('claims of one downloader are released after the dry-run count', async ({ p
   tracker.cli(['items', 'add', 'demo', '-'], 'i1\ni2\ni3\ni4\n');
   for (const who of ['alice', 'alice', 'bob']) await tracker.claim('demo', who);
   await logIn(page, tracker, 'root');
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/claims`);
   const claims = page.getByRole('region', { name: 'Claims' });
   await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toContainText('2');
   await page.getByRole('button', { name: 'Release claims of alice' }).click();
@@ -59,6 +68,7 @@ test('claims of one downloader are released after the dry-run count', async ({ p
   await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 2 items.');
   await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toHaveCount(0);
   await expect(claims.getByRole('row').filter({ hasText: 'bob' })).toBeVisible();
+  await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Overview' }).click();
   const queues = page.getByRole('region', { name: 'Queues' });
   await expect(queues.getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
 });
@@ -69,13 +79,21 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   tracker.cli(['items', 'add', 'demo', '-'], 'i1\ni2\n');
   await tracker.claim('demo', 'alice');
   await logIn(page, tracker, 'viewer');
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/claims`);
   const claims = page.getByRole('region', { name: 'Claims' });
   await expect(claims.getByRole('row').filter({ hasText: 'alice' })).toBeVisible();
   await expect(page.getByRole('region', { name: 'Failed items' })).toContainText('No failed items.');
-  // Logging out and looking an item up (a read) are the only buttons; no action anywhere.
-  await expect(page.getByRole('button')).toHaveText(['Log out', 'Look up']);
+  // Logging out is the only button; no action anywhere, and no section of actions only.
+  await expect(page.getByRole('button')).toHaveText(['Log out']);
+  await expect(page.getByRole('navigation', { name: 'Project sections' }).getByRole('link')).toHaveText(
+    ['Overview', 'Items', 'Claims and failures', 'Settings', 'Warrior listing', 'Backfeed and uploads', 'Log']);
+  await page.goto(`${tracker.base}/admin/p/demo/queues`);
+  await expect(page.getByRole('alert')).toHaveText('Your account may not use this section.');
   await expect(page.getByLabel('Items, one a line')).toHaveCount(0);
+  await page.goto(`${tracker.base}/admin/p/demo/items`);
+  await expect(page.getByRole('table', { name: 'Items found' }).getByRole('row')).toHaveCount(3);
+  await expect(page.getByRole('button')).toHaveText(['Log out', 'Look up', 'Search']);
+  await page.goto(`${tracker.base}/admin/p/demo/settings`);
   await expect(page.getByRole('form', { name: 'Settings' }).getByLabel('Title', { exact: true })).toHaveAttribute('readonly', '');
   const status = await page.evaluate(async () => {
     const session = await (await fetch('/admin/api/session')).json();
@@ -87,6 +105,7 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
     return r.status;
   });
   expect(status).toBe(403);
+  await page.goto(`${tracker.base}/admin/p/demo`);
   await expect(page.getByRole('region', { name: 'Queues' }).getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
   for (const path of ['/admin/blocks', '/admin/warrior', '/admin/tokens']) {
     await page.goto(`${tracker.base}${path}`);
@@ -124,8 +143,8 @@ test('items are found by a search kept in the URL, and the claims found are rele
   await tracker.claim('demo', 'bob');
   await logIn(page, tracker, 'root');
   await page.goto(`${tracker.base}/admin/p/demo`);
-  await page.getByRole('link', { name: 'Find items' }).click();
-  await expect(page).toHaveURL(/\/admin\/p\/demo\/search$/);
+  await page.getByRole('link', { name: 'Items', exact: true }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/demo\/items$/);
   const results = page.getByRole('table', { name: 'Items found' });
   await expect(results.getByRole('row')).toHaveCount(6);
 
@@ -158,6 +177,18 @@ test('items are found by a search kept in the URL, and the claims found are rele
   await expect(page).toHaveURL(/state=todo&match=/);
   await expect(results.getByRole('link', { name: held[0] })).toBeVisible();
   await results.getByRole('link', { name: held[0] }).click();
-  await expect(page).toHaveURL(new RegExp(`/admin/p/demo\\?item=${held[0]}`));
+  await expect(page).toHaveURL(new RegExp(`/admin/p/demo/items\\?state=todo&match=.*&item=${held[0]}$`));
   await expect(page.getByRole('table', { name: 'Timeline' })).toContainText('released');
+  // The search stays under the timeline.
+  await expect(search.getByLabel('Name (glob)')).toHaveValue(`${held[0].split('-')[0]}-*`);
+  await expect(results.getByRole('link', { name: held[0] })).toBeVisible();
+
+  // The overview's queue sizes link to their items; the old address of the search still works.
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.getByRole('region', { name: 'Queues' }).getByRole('link', { name: 'claimed', exact: true }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/demo\/items\?state=claimed$/);
+  await expect(results.getByRole('row')).toHaveCount(2);
+  await page.goto(`${tracker.base}/admin/p/demo/search?state=todo`);
+  await expect(page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Items' })).toHaveAttribute('aria-current', 'page');
+  await expect(results.getByRole('row')).toHaveCount(5);
 });

@@ -15,9 +15,13 @@ function show(tracker: Tracker, slug: string) {
 test('the settings form saves every kind of field and shows the server reasons', async ({ page, tracker }) => {
   tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
   await asRoot(page, tracker);
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/settings`);
   const form = page.getByRole('form', { name: 'Settings' });
   await expect(form.getByLabel('Title', { exact: true })).toHaveValue('Demo');
+  // Grouped by concern, each group a named box.
+  await expect(form.getByRole('group', { name: 'Limits' }).getByLabel('Rate limit (items per second; 0: none)')).toBeVisible();
+  await expect(form.getByRole('group', { name: 'Storage' }).getByLabel('Items per segment file on disk')).toBeVisible();
+  await expect(form.getByRole('group', { name: 'Shown to volunteers' }).getByLabel('Title', { exact: true })).toBeVisible();
   await form.getByLabel('Title', { exact: true }).fill('Renamed');
   await form.getByLabel('Rate limit (items per second; 0: none)').fill('2.5');
   await form.getByLabel('State').selectOption('paused');
@@ -60,6 +64,8 @@ test('a project is created on the overview and destroyed after typing its slug',
   await create.getByRole('button', { name: 'Create project' }).click();
   await expect(page).toHaveURL(/\/admin\/p\/fresh$/);
   await expect(page.getByRole('heading', { name: 'fresh', level: 1 })).toBeVisible();
+  await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Danger zone' }).click();
+  await expect(page).toHaveURL(/\/admin\/p\/fresh\/danger$/);
 
   const destroy = page.getByRole('form', { name: 'Destroy project' });
   const button = destroy.getByRole('button', { name: 'Destroy project' });
@@ -148,7 +154,7 @@ test('failed items are requeued after the dry-run count', async ({ page, tracker
   // At the claims limit the next claim is served the reclaim, its second attempt: it fails.
   await fetch(`${tracker.base}/demo/request`, { method: 'POST', body: JSON.stringify({ downloader: 'bob', api_version: '2' }) });
   await asRoot(page, tracker);
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/claims`);
   const failed = page.getByRole('region', { name: 'Failed items' });
   await expect(failed.getByRole('row').filter({ hasText: 'f1' })).toContainText('claimed');
   await failed.getByRole('button', { name: 'Requeue all failed' }).click();
@@ -158,6 +164,7 @@ test('failed items are requeued after the dry-run count', async ({ page, tracker
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 1 items.');
   await expect(failed).toContainText('No failed items.');
+  await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Overview' }).click();
   const queues = page.getByRole('region', { name: 'Queues' });
   await expect(queues.getByRole('row', { name: 'failed 0', exact: true })).toBeVisible();
   await expect(queues.getByRole('row', { name: 'todo 1', exact: true })).toBeVisible();
@@ -170,17 +177,17 @@ test('a .gz file of items is uploaded after the dry-run count', async ({ page, t
   const file = path.join(dir, 'items.txt.gz');
   writeFileSync(file, gzipSync(Array.from({ length: 1000 }, (_, i) => `u${i}`).join('\n') + '\n'));
   await asRoot(page, tracker);
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/queues`);
   const add = page.getByRole('region', { name: 'Add items' });
   await add.getByLabel('Items file (one a line; plain, .gz or .zst; streamed)').setInputFiles(file);
   await add.getByRole('button', { name: 'Check file' }).click();
   const dialog = page.getByRole('dialog', { name: 'Confirm' });
   // u1 is known already: 999 would be new.
   await expect(dialog).toContainText("Add the file's 999 new items to todo?");
-  const queues = page.getByRole('region', { name: 'Queues' });
-  await expect(queues.getByRole('row', { name: 'todo 1', exact: true })).toBeVisible();
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await expect(page.getByRole('status', { name: 'Result' })).toHaveText('Done: 999 items.');
+  await page.goto(`${tracker.base}/admin/p/demo`);
+  const queues = page.getByRole('region', { name: 'Queues' });
   await expect(queues.getByRole('row', { name: 'todo 1,000', exact: true })).toBeVisible();
 });
 
@@ -214,7 +221,7 @@ test('the completion log is archived to a file listed for download', async ({ pa
   tracker.cli(['items', 'add', 'demo', '-'], 'a\nb\nc\n');
   for (let i = 0; i < 3; i++) await tracker.done('demo', 'alice', await tracker.claim('demo', 'alice'), 10);
   await asRoot(page, tracker);
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/log`);
   const log = page.getByRole('region', { name: 'Completion log' });
   await expect(log.getByRole('link', { name: 'Download NDJSON' })).toHaveAttribute('href', '/admin/api/demo/log');
   await expect(log).toContainText('No archives.');
@@ -240,7 +247,7 @@ test('each backfeed key shows what it fed and is revoked alone; a dictionary is 
   const fed = await fetch(`${tracker.base}/backfeed/legacy/demo-urlsgrab1`, { method: 'POST', body: 'a\0b\0c\0' });
   expect(fed.status).toBe(200);
   await asRoot(page, tracker);
-  await page.goto(`${tracker.base}/admin/p/demo`);
+  await page.goto(`${tracker.base}/admin/p/demo/uploads`);
   const keys = page.getByRole('table', { name: 'Backfeed keys' });
   const urls = keys.getByRole('row').filter({ hasText: '/backfeed/legacy/demo-urlsgrab1' });
   await expect(urls.getByRole('cell', { name: '3', exact: true })).toHaveCount(2);

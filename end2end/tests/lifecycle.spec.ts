@@ -29,7 +29,7 @@ test('a project is listed for Warriors, its state changes shown, and auto_projec
   tracker.cli(['items', 'add', 'two', '-'], 'y\n');
   await asRoot(page, tracker);
   for (const slug of ['one', 'two']) {
-    await page.goto(`${tracker.base}/admin/p/${slug}`);
+    await page.goto(`${tracker.base}/admin/p/${slug}/listing`);
     const form = page.getByRole('form', { name: 'Warrior listing' });
     await form.getByLabel('Repository (git URL)').fill(`https://example.org/${slug}-grab`);
     await form.getByLabel('Position (latitude, longitude)').fill('52.5, 13.4');
@@ -50,7 +50,7 @@ test('a project is listed for Warriors, its state changes shown, and auto_projec
     await expect(page.getByRole('table', { name: 'State changes' })).toContainText('active', { timeout: 2_000 });
   }).toPass({ timeout: 20_000 });
 
-  await page.getByRole('link', { name: 'Warrior list' }).click();
+  await page.getByRole('link', { name: 'Warrior list', exact: true }).click();
   const auto = page.getByRole('region', { name: 'Auto project' });
   await expect(auto.getByLabel('Auto project now')).toHaveText('one');
   await expect(auto.getByRole('table', { name: 'Auto project candidates' }).getByRole('row')).toHaveCount(3);

@@ -61,9 +61,16 @@ fn item_view(info: ItemInfo) -> AnyView {
 /// Looks up one item of project `slug`.
 #[component]
 pub fn ItemLookup(slug: String) -> impl IntoView {
-    // `?item=NAME` (a search result's link) looks it up at once.
-    let start = use_query_map().with_untracked(|q| q.get("item").unwrap_or_default());
-    let (name, asked) = (RwSignal::new(start.clone()), RwSignal::new(start));
+    // `?item=NAME` (a search result's link) looks it up at once, and again when it changes.
+    let query = use_query_map();
+    let (name, asked) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    Effect::new(move || {
+        let item = query.with(|q| q.get("item").unwrap_or_default());
+        if !item.is_empty() {
+            name.set(item.clone());
+            asked.set(item);
+        }
+    });
     let base = StoredValue::new(format!("/admin/api/{slug}/item?name="));
     let reply = LocalResource::new(move || {
         let item = asked.get();

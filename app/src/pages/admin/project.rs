@@ -1,24 +1,66 @@
-//! `/admin/p/SLUG`: one project's queues, adding items (textarea or a streamed file), moving
-//! and clearing, with the other sections (claims, failed items, one item's timeline, settings,
-//! targets, logs) beside them. Every bulk action is previewed (dry run) before it runs.
+//! `/admin/p/SLUG[/SECTION]`: one project in sections, each with its own URL so a view can be
+//! shared: the overview (queue sizes, what is on disk), items (search, bulk actions on what it
+//! finds, one item's timeline), adding and moving items, claims and failed items, settings
+//! grouped by concern, the lifecycle and Warrior listing, backfeed and uploads, the completion
+//! log, and the danger zone. Every bulk action is previewed (dry run) before it runs.
 
 use super::{
     api,
-    bulk::{BodyKind, Bulk, ConfirmBox},
+    bulk::{Bulk, ConfirmBox},
     frame::Frame,
     loaded::Loaded,
 };
 use crate::{
     format::thousands,
-    model::admin::{AdminSession, ClearQueue, MoveItems, Queues},
+    model::admin::{AdminSession, Queues},
 };
-use leptos::{html, prelude::*};
+use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 /// The queues items can be added to and moved between.
 pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
 
-/// The project page of the panel.
+/// Who sees a section in a project's navigation.
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    Everyone,
+    /// Accounts that may change the project.
+    Changers,
+    Global,
+}
+
+/// The sections of a project page: (path segment, label, who sees it). The overview is the
+/// project's own URL; the others are `/admin/p/SLUG/SEGMENT`.
+const SECTIONS: [(&str, &str, Who); 9] = [
+    ("", "Overview", Who::Everyone),
+    ("items", "Items", Who::Everyone),
+    ("queues", "Add and move", Who::Changers),
+    ("claims", "Claims and failures", Who::Everyone),
+    ("settings", "Settings", Who::Everyone),
+    ("listing", "Warrior listing", Who::Everyone),
+    ("uploads", "Backfeed and uploads", Who::Everyone),
+    ("log", "Log", Who::Everyone),
+    ("danger", "Danger zone", Who::Global),
+];
+
+/// The section a path segment names: `search` (the items page's old address) is `items`.
+fn section_of(segment: &str) -> &str {
+    match segment {
+        "search" => "items",
+        s => s,
+    }
+}
+
+/// The URL of section `segment` of project `slug`.
+pub fn section_url(slug: &str, segment: &str) -> String {
+    if segment.is_empty() {
+        format!("/admin/p/{slug}")
+    } else {
+        format!("/admin/p/{slug}/{segment}")
+    }
+}
+
+/// The project page of the panel, at its overview or at one section.
 #[component]
 pub fn ProjectAdminPage() -> impl IntoView {
     let slug = use_params_map().with_untracked(|p| p.get("slug").unwrap_or_default());
@@ -42,158 +84,127 @@ pub fn queue_select(value: RwSignal<String>, label: &'static str) -> impl IntoVi
 
 #[component]
 fn Project(slug: String, session: AdminSession) -> impl IntoView {
+    let params = use_params_map();
+    // Followed as the URL changes: the links between sections stay on this page.
+    let section = Memo::new(move |_| {
+        params.with(|p| section_of(&p.get("section").unwrap_or_default()).to_string())
+    });
     let may_change = session.may_change(&slug);
     let global = session.is_global();
+    let shown = move |who: Who| match who {
+        Who::Everyone => true,
+        Who::Changers => may_change,
+        Who::Global => global,
+    };
     let bulk = Bulk::new(session.csrf);
+    let nav_slug = slug.clone();
+    let slug = StoredValue::new(slug);
+    let body = move || {
+        let slug = slug.get_value();
+        let here = section.get();
+        let known = SECTIONS.iter().find(|s| s.0 == here);
+        if known.is_none_or(|s| !shown(s.2)) {
+            let why = if known.is_some() {
+                "Your account may not use this section."
+            } else {
+                "There is no such section: choose one above."
+            };
+            return view! { <p class="muted" role="alert">{why}</p> }.into_any();
+        }
+        match here.as_str() {
+            "" => view! { <Overview slug=slug.clone() bulk/> }.into_any(),
+            "items" => view! {
+                <super::item::ItemLookup slug=slug.clone()/>
+                <super::search::Search slug=slug.clone() bulk may_change/>
+            }
+            .into_any(),
+            "queues" => view! {
+                <ConfirmBox bulk/>
+                <super::queues::AddItems slug=slug.clone() bulk/>
+                <super::queues::MoveOrClear slug=slug.clone() bulk/>
+            }
+            .into_any(),
+            "claims" => view! {
+                <ConfirmBox bulk/>
+                <super::claims::Claims slug=slug.clone() bulk may_change/>
+                <super::claims::Failed slug=slug.clone() bulk may_change/>
+            }
+            .into_any(),
+            "settings" => view! {
+                <super::settings::SettingsEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
+            }
+            .into_any(),
+            "listing" => view! {
+                <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change/>
+            }
+            .into_any(),
+            "uploads" => view! {
+                <ConfirmBox bulk/>
+                <super::targets::Targets slug=slug.clone() bulk may_change/>
+                <super::dictionary::Dictionary slug=slug.clone() bulk may_change/>
+            }
+            .into_any(),
+            "log" => view! {
+                <ConfirmBox bulk/>
+                <super::logs::Logs slug=slug.clone() bulk may_change/>
+            }
+            .into_any(),
+            _ => view! {
+                <ConfirmBox bulk/>
+                <super::targets::Destroy slug=slug.clone() bulk/>
+            }
+            .into_any(),
+        }
+    };
+    view! {
+        <nav class="section-nav" aria-label="Project sections">
+            <ul>
+                {SECTIONS.iter().filter(|s| shown(s.2)).map(|(segment, label, _)| {
+                    let href = section_url(&nav_slug, segment);
+                    let here = move || (section.get() == *segment).then_some("page");
+                    view! { <li><a href=href aria-current=here>{*label}</a></li> }
+                }).collect_view()}
+            </ul>
+        </nav>
+        {body}
+    }
+    .into_any()
+}
+
+/// The overview: where the project's pages are, its queue sizes and what is on disk.
+#[component]
+fn Overview(slug: String, bulk: Bulk) -> impl IntoView {
     let queues_path = format!("/admin/api/{slug}/queues");
     let queues = LocalResource::new(move || {
         bulk.version.track();
         api::get::<Queues>(queues_path.clone())
     });
+    let on_disk = slug.clone();
     view! {
         <p class="muted">
             <a href=format!("/{slug}/") rel="external">"Leaderboard"</a> " · "
-            <a href=format!("/admin/p/{slug}/search")>"Find items"</a> " · "
             <a href=format!("/admin/blocks?project={slug}")>"Blocks of this project"</a> " · "
             <a href=format!("/admin/audit?project={slug}")>"Audit log of this project"</a>
         </p>
+        <div class="grid2">
         <section class="card" aria-label="Queues">
             <h2>"Queues"</h2>
-            <Loaded reply=queues show={|q: Queues| {
+            <Loaded reply=queues show={move |q: Queues| {
                 let mut rows: Vec<(String, u64)> = q.queues.into_iter().collect();
                 rows.extend([("claimed".into(), q.claimed), ("done".into(), q.done), ("failed".into(), q.failed)]);
                 view! {
                     <table><tbody>
-                        {rows.into_iter().map(|(name, size)| view! {
-                            <tr><th scope="row">{name}</th><td>{thousands(size)}</td></tr>
+                        {rows.into_iter().map(|(name, size)| {
+                            // Each links to its items (`personal`: every personal queue, `todo:d`).
+                            let state = if name == "personal" { "todo:d" } else { name.as_str() };
+                            let href = format!("{}?state={}", section_url(&slug, "items"), api::encode(state));
+                            view! { <tr><th scope="row"><a href=href>{name}</a></th><td>{thousands(size)}</td></tr> }
                         }).collect_view()}
                     </tbody></table>
                 }
             }}/>
         </section>
-        <super::offload::OnDisk slug=slug.clone() bulk/>
-        <ConfirmBox bulk/>
-        {may_change.then(|| view! { <AddItems slug=slug.clone() bulk/> <MoveOrClear slug=slug.clone() bulk/> }.into_any())}
-        <super::claims::Claims slug=slug.clone() bulk may_change/>
-        <super::claims::Failed slug=slug.clone() bulk may_change/>
-        <super::item::ItemLookup slug=slug.clone()/>
-        <super::settings::SettingsEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
-        <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change/>
-        <super::targets::Targets slug=slug.clone() bulk may_change/>
-        <super::dictionary::Dictionary slug=slug.clone() bulk may_change/>
-        <super::logs::Logs slug=slug.clone() bulk may_change/>
-        {global.then(|| view! { <super::targets::Destroy slug=slug.clone() bulk/> })}
-    }
-    .into_any()
-}
-
-/// Adding items: typed in, or a file streamed from disk (plain, .gz or .zst).
-#[component]
-fn AddItems(slug: String, bulk: Bulk) -> impl IntoView {
-    let items = RwSignal::new(String::new());
-    let queue = RwSignal::new("todo".to_string());
-    let file_input: NodeRef<html::Input> = NodeRef::new();
-    let path = StoredValue::new(format!("/admin/api/{slug}/items"));
-    let describe = move |c: u64| {
-        format!(
-            "Add {} items to {}? Items the project already knows are skipped.",
-            thousands(c),
-            queue.get_untracked()
-        )
-    };
-    let preview_text = move |_| {
-        let path = format!(
-            "{}?queue={}",
-            path.get_value(),
-            api::encode(&queue.get_untracked())
-        );
-        bulk.preview(path, BodyKind::Text(items.get_untracked()), describe)
-    };
-    let preview_file = move |_| {
-        #[cfg(feature = "hydrate")]
-        {
-            let Some(file) = api::chosen_file(file_input) else {
-                return bulk.message.set("Choose a file first.".into());
-            };
-            let path = format!(
-                "{}?queue={}",
-                path.get_value(),
-                api::encode(&queue.get_untracked())
-            );
-            bulk.preview(path, BodyKind::File(file), move |c| {
-                format!(
-                    "Add the file's {} new items to {}?",
-                    thousands(c),
-                    queue.get_untracked()
-                )
-            })
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (file_input, path, describe);
-    };
-    view! {
-        <section class="card" aria-label="Add items">
-            <h2>"Add items"</h2>
-            {queue_select(queue, "Queue")}
-            <p class="muted">"Items the project already knows (waiting, claimed, done or failed) are always skipped: an item is in one state only. The preview counts the new ones."</p>
-            <div class="grid2">
-                <div>
-                    <label>"Items, one a line" <textarea rows="6" bind:value=items></textarea></label>
-                    <button on:click=preview_text>"Preview"</button>
-                </div>
-                <div>
-                    <label>"Items file (one a line; plain, .gz or .zst; streamed)"
-                        <input type="file" node_ref=file_input accept=".txt,.gz,.zst,text/plain"/>
-                    </label>
-                    <button on:click=preview_file>"Check file"</button>
-                </div>
-            </div>
-        </section>
-    }
-}
-
-/// Moving items between queues (all, or those matching a regex), and clearing a queue.
-#[component]
-fn MoveOrClear(slug: String, bulk: Bulk) -> impl IntoView {
-    let (from, to, regex) = (
-        RwSignal::new("todo".to_string()),
-        RwSignal::new("todo:redo".to_string()),
-        RwSignal::new(String::new()),
-    );
-    let move_path = format!("/admin/api/{slug}/move");
-    let preview_move = move |_| {
-        let body = api::json(&MoveItems {
-            from: from.get_untracked(),
-            to: to.get_untracked(),
-            regex: regex.get_untracked(),
-            dry_run: false,
-        });
-        bulk.preview(move_path.clone(), BodyKind::Json(body), |c| {
-            format!("Move {} items?", thousands(c))
-        })
-    };
-    let clear_path = format!("/admin/api/{slug}/clear");
-    let preview_clear = move |_| {
-        let body = api::json(&ClearQueue {
-            queue: from.get_untracked(),
-            dry_run: false,
-        });
-        bulk.preview(clear_path.clone(), BodyKind::Json(body), |c| {
-            format!("Drop all {} items of the queue?", thousands(c))
-        })
-    };
-    view! {
-        <section class="card" aria-label="Move or clear">
-            <h2>"Move or clear a queue"</h2>
-            <div class="row">
-                {queue_select(from, "From")}
-                {queue_select(to, "To")}
-            </div>
-            <label>"Only items matching (regular expression; empty: all)" <input bind:value=regex/></label>
-            <div class="actions">
-                <button on:click=preview_move>"Preview move"</button>
-                <button on:click=preview_clear>"Preview clearing From"</button>
-            </div>
-        </section>
+        <super::offload::OnDisk slug=on_disk bulk/>
+        </div>
     }
 }

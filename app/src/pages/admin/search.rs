@@ -1,4 +1,4 @@
-//! `/admin/p/SLUG/search`: the items of a project found by state, name, claimant and claim age
+//! The items section of a project page (`/admin/p/SLUG/items`): the items of a project found by state, name, claimant and claim age
 //! (the admin API's search, a page at a time, "More results" for the next), each linked to its
 //! timeline; and, for an account that may change the project, bulk actions on every item the
 //! search finds (release, requeue, drop, move), each counted by a dry run and confirmed first.
@@ -7,43 +7,32 @@
 use super::{
     api::{self, encode},
     bulk::{BodyKind, Bulk, ConfirmBox},
-    frame::Frame,
-    project::{queue_select, QUEUES},
+    project::{queue_select, section_url, QUEUES},
 };
 use crate::{
     format::thousands,
-    model::admin::{AdminSession, FoundItem, FoundPage, SearchAct, SearchParams},
+    model::admin::{FoundItem, FoundPage, SearchAct, SearchParams},
 };
 use leptos::{prelude::*, task::spawn_local};
-use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
+use leptos_router::hooks::{use_navigate, use_query_map};
 
 /// The search's terms, as the URL and the admin API name them.
 const TERMS: [&str; 5] = ["state", "match", "regex", "claimant", "older_than"];
 
 /// The states a search may ask for (empty: every state).
-const STATES: [(&str, &str); 10] = [
+const STATES: [(&str, &str); 11] = [
     ("", "every state"),
     ("queued", "queued (every queue)"),
     ("todo", "todo"),
     ("todo:backfeed", "todo:backfeed"),
     ("todo:secondary", "todo:secondary"),
     ("todo:redo", "todo:redo"),
+    ("todo:d", "personal queues"),
     ("claimed", "claimed"),
     ("done", "done"),
     ("failed", "failed"),
     ("disk", "on disk (offloaded)"),
 ];
-
-/// The search page of a project.
-#[component]
-pub fn SearchItemsPage() -> impl IntoView {
-    let slug = use_params_map().with_untracked(|p| p.get("slug").unwrap_or_default());
-    let content = {
-        let slug = slug.clone();
-        move |s: AdminSession| view! { <Search slug=slug.clone() session=s/> }
-    };
-    view! { <Frame title=format!("{slug}: find items") current="" content/> }
-}
 
 /// The value of term `name` in `terms` (empty when not given).
 fn term(terms: &[(String, String)], name: &str) -> String {
@@ -54,10 +43,9 @@ fn term(terms: &[(String, String)], name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The search form, its results and the bulk actions on them.
 #[component]
-fn Search(slug: String, session: AdminSession) -> impl IntoView {
-    let may_change = session.may_change(&slug);
-    let bulk = Bulk::new(session.csrf);
+pub fn Search(slug: String, bulk: Bulk, may_change: bool) -> impl IntoView {
     let query = use_query_map();
     // The search the URL holds: its non-empty terms.
     let terms = Memo::new(move |_| {
@@ -74,7 +62,7 @@ fn Search(slug: String, session: AdminSession) -> impl IntoView {
     let scanned = RwSignal::new(0u64);
     let error = RwSignal::new(String::new());
     let api_path = StoredValue::new(format!("/admin/api/{slug}/search"));
-    let page_path = StoredValue::new(format!("/admin/p/{slug}/search"));
+    let page_path = StoredValue::new(section_url(&slug, "items"));
     let slug = StoredValue::new(slug);
 
     // A page of results: the first (`after` None) replaces the list, the next ones extend it.
@@ -191,9 +179,6 @@ fn Search(slug: String, session: AdminSession) -> impl IntoView {
     };
 
     view! {
-        <p class="muted">
-            <a href=format!("/admin/p/{}", slug.get_value())>"Back to the project"</a>
-        </p>
         <form class="card filters" on:submit=submit aria-label="Search">
             <label>"State"
                 <select prop:value=move || state.get() on:change=move |ev| state.set(event_target_value(&ev))>
@@ -220,10 +205,16 @@ fn Search(slug: String, session: AdminSession) -> impl IntoView {
                 let more = if cursor.get().is_some() { ", more to come" } else { "" };
                 format!("{} items shown ({} looked at{more})", thousands(found.get().len() as u64), thousands(scanned.get()))
             }}</p>
+            <div class="scroll-box">
             <table aria-label="Items found">
                 <thead><tr><th>"Item"</th><th>"State"</th><th>"Claimant"</th><th>"Claimed"</th></tr></thead>
                 <tbody>{move || found.get().into_iter().map(|f| {
-                    let href = format!("/admin/p/{}?item={}", slug.get_value(), encode(&f.item));
+                    // The timeline above the results, the search kept.
+                    let mut href = format!("{}?", page_path.get_value());
+                    for (k, v) in terms.get_untracked() {
+                        href.push_str(&format!("{k}={}&", encode(&v)));
+                    }
+                    href.push_str(&format!("item={}", encode(&f.item)));
                     view! {
                         <tr>
                             <td><a href=href>{f.item}</a></td>
@@ -234,6 +225,7 @@ fn Search(slug: String, session: AdminSession) -> impl IntoView {
                     }
                 }).collect_view()}</tbody>
             </table>
+            </div>
             <Show when=move || cursor.get().is_some()>
                 <button on:click=move |_| load(cursor.get_untracked())>"More results"</button>
             </Show>

@@ -14,6 +14,39 @@ fn plain_fields() -> impl Iterator<Item = &'static SettingField> {
     SETTING_FIELDS.iter().filter(|f| f.label.is_some())
 }
 
+/// The form's groups, by concern: (anchor, legend, the plain fields in it by name). The
+/// fields with controls of their own are placed in the view.
+const GROUPS: [(&str, &str, &[&str]); 8] = [
+    (
+        "shown",
+        "Shown to volunteers",
+        &["title", "banner", "domains"],
+    ),
+    ("running", "Running", &[]),
+    ("claims", "Claims", &["item_pattern", "min_version", "tags"]),
+    (
+        "limits",
+        "Limits",
+        &["rate", "burst", "dl_max_claims", "claims_limit"],
+    ),
+    (
+        "reclaims",
+        "Reclaims and failures",
+        &["reclaim_ttl", "max_attempts"],
+    ),
+    ("blocks", "Blocks", &["auto_block_ttl"]),
+    (
+        "backfeed",
+        "Backfeed",
+        &["bloom_capacity", "backfeed_shards", "shard_pattern"],
+    ),
+    (
+        "storage",
+        "Storage",
+        &["offload_keep", "queue_high", "segment_items", "log_keep"],
+    ),
+];
+
 /// The entries of a comma-separated list.
 fn split(text: &str) -> Vec<String> {
     text.split(',')
@@ -234,59 +267,110 @@ pub fn SettingsEditor(
     let remove_row =
         move |list: RwSignal<Vec<Row>>, id: u32| list.update(|l| l.retain(|r| r.id != id));
     let ro = !may_change;
+    // The plain text fields of group `names`, in the group's order.
+    let inputs = move |names: &'static [&'static str]| {
+        names
+            .iter()
+            .filter_map(|name| plain_fields().position(|f| f.name == *name))
+            .map(|i| {
+                let value = fields.with_value(|f| f[i]);
+                let label = plain_fields().nth(i).and_then(|f| f.label);
+                view! { <label>{label} <input bind:value=value readonly=ro/></label> }
+            })
+            .collect_view()
+    };
     view! {
         <form class="card settings" aria-label="Settings" on:submit=save>
             <h2>"Settings"</h2>
-            <div class="grid2">
-                {plain_fields().enumerate().map(|(i, field)| {
-                    let value = fields.with_value(|f| f[i]);
-                    view! { <label>{field.label} <input bind:value=value readonly=ro/></label> }
-                }).collect_view()}
-                <label>"State"
-                    <select prop:value=move || state.get() on:change=move |ev| state.set(event_target_value(&ev)) disabled=ro>
-                        {crate::model::lifecycle::SETTABLE.map(|s| view! { <option value=s>{s}</option> }).into_iter().collect_view()}
-                    </select>
-                </label>
-                <label>"Priority (niceness: lower runs first, for auto_project and the overview)" <input bind:value=priority readonly=ro/></label>
-                <label>"Done items (big projects: keep Redis small)"
-                    <select prop:value=move || done_policy.get() on:change=move |ev| done_policy.set(event_target_value(&ev)) disabled=ro>
-                        <option value="keep">"keep (in Redis)"</option>
-                        <option value="offload">"offload (to disk, exact)"</option>
-                        <option value="discard">"discard (a filter only)"</option>
-                    </select>
-                </label>
-                <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
-                <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
-                <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>
-                <label class="check"><input type="checkbox" prop:checked=move || decay_on.get() on:change=move |ev| switch_decay(event_target_checked(&ev)) disabled=ro/> "Score decay: each reclaim multiplies an item's score by the factor and moves it back in its queue"</label>
-                <label>"Decay factor (0 to 1; 0: off)" <input bind:value=decay_factor readonly=move || ro || !decay_on.get()/></label>
-                <label>"Decay threshold (below it an item fails)" <input bind:value=decay_threshold readonly=ro/></label>
-            </div>
-            <label>"Description (HTML, sanitised when saved)" <textarea rows="4" bind:value=description readonly=ro></textarea></label>
-            <label>"Project admins (project-admin accounts, comma-separated)" <input bind:value=admins readonly=ro || !global/></label>
-            <fieldset class="list-editor" aria-label="Pattern limits">
-                <legend>"Pattern limits (items matching a pattern share their own rate limit)"</legend>
-                <For each=move || limits.get() key=|r| r.id let:r>
-                    <div class="row">
-                        <label>"Name" <input bind:value=r.cells[0] readonly=ro/></label>
-                        <label>"Pattern" <input bind:value=r.cells[1] readonly=ro/></label>
-                        <label>"Rate" <input bind:value=r.cells[2] readonly=ro/></label>
-                        <label>"Burst" <input bind:value=r.cells[3] readonly=ro/></label>
-                        {may_change.then(|| view! { <button type="button" on:click=move |_| remove_row(limits, r.id)>"Remove"</button> })}
-                    </div>
-                </For>
-                {may_change.then(|| view! { <button type="button" on:click=move |_| add_row(limits)>"Add pattern limit"</button> })}
+            <nav class="jump" aria-label="Setting groups">
+                {GROUPS.iter().map(|(id, legend, _)| view! { <a href=format!("#{id}")>{*legend}</a> }).collect_view()}
+            </nav>
+            <fieldset class="group" id=GROUPS[0].0 aria-label=GROUPS[0].1>
+                <legend>{GROUPS[0].1}</legend>
+                <div class="grid2">{inputs(GROUPS[0].2)}</div>
+                <label>"Description (HTML, sanitised when saved)" <textarea rows="4" bind:value=description readonly=ro></textarea></label>
             </fieldset>
-            <fieldset class="list-editor" aria-label="Extra item fields">
-                <legend>"Extra item fields (static strings sent with every claim)"</legend>
-                <For each=move || extra.get() key=|r| r.id let:r>
-                    <div class="row">
-                        <label>"Field" <input bind:value=r.cells[0] readonly=ro/></label>
-                        <label>"Value" <input bind:value=r.cells[1] readonly=ro/></label>
-                        {may_change.then(|| view! { <button type="button" on:click=move |_| remove_row(extra, r.id)>"Remove"</button> })}
-                    </div>
-                </For>
-                {may_change.then(|| view! { <button type="button" on:click=move |_| add_row(extra)>"Add extra field"</button> })}
+            <fieldset class="group" id=GROUPS[1].0 aria-label=GROUPS[1].1>
+                <legend>{GROUPS[1].1}</legend>
+                <div class="grid2">
+                    <label>"State"
+                        <select prop:value=move || state.get() on:change=move |ev| state.set(event_target_value(&ev)) disabled=ro>
+                            {crate::model::lifecycle::SETTABLE.map(|s| view! { <option value=s>{s}</option> }).into_iter().collect_view()}
+                        </select>
+                    </label>
+                    <label>"Priority (niceness: lower runs first, for auto_project and the overview)" <input bind:value=priority readonly=ro/></label>
+                    {inputs(GROUPS[1].2)}
+                </div>
+                <label>"Project admins (project-admin accounts, comma-separated)" <input bind:value=admins readonly=ro || !global/></label>
+            </fieldset>
+            <fieldset class="group" id=GROUPS[2].0 aria-label=GROUPS[2].1>
+                <legend>{GROUPS[2].1}</legend>
+                <div class="grid2">
+                    {inputs(GROUPS[2].2)}
+                    <label class="check"><input type="checkbox" bind:checked=fifo disabled=ro/> "Serve queues first in, first out (items queued from then on; waiting ones keep their place)"</label>
+                    <label class="check"><input type="checkbox" bind:checked=require_token disabled=ro/> "Require a pipeline token to claim"</label>
+                </div>
+                <fieldset class="list-editor" aria-label="Extra item fields">
+                    <legend>"Extra item fields (static strings sent with every claim)"</legend>
+                    <For each=move || extra.get() key=|r| r.id let:r>
+                        <div class="row">
+                            <label>"Field" <input bind:value=r.cells[0] readonly=ro/></label>
+                            <label>"Value" <input bind:value=r.cells[1] readonly=ro/></label>
+                            {may_change.then(|| view! { <button type="button" on:click=move |_| remove_row(extra, r.id)>"Remove"</button> })}
+                        </div>
+                    </For>
+                    {may_change.then(|| view! { <button type="button" on:click=move |_| add_row(extra)>"Add extra field"</button> })}
+                </fieldset>
+            </fieldset>
+            <fieldset class="group" id=GROUPS[3].0 aria-label=GROUPS[3].1>
+                <legend>{GROUPS[3].1}</legend>
+                <div class="grid2">{inputs(GROUPS[3].2)}</div>
+                <fieldset class="list-editor" aria-label="Pattern limits">
+                    <legend>"Pattern limits (items matching a pattern share their own rate limit)"</legend>
+                    <For each=move || limits.get() key=|r| r.id let:r>
+                        <div class="row">
+                            <label>"Name" <input bind:value=r.cells[0] readonly=ro/></label>
+                            <label>"Pattern" <input bind:value=r.cells[1] readonly=ro/></label>
+                            <label>"Rate" <input bind:value=r.cells[2] readonly=ro/></label>
+                            <label>"Burst" <input bind:value=r.cells[3] readonly=ro/></label>
+                            {may_change.then(|| view! { <button type="button" on:click=move |_| remove_row(limits, r.id)>"Remove"</button> })}
+                        </div>
+                    </For>
+                    {may_change.then(|| view! { <button type="button" on:click=move |_| add_row(limits)>"Add pattern limit"</button> })}
+                </fieldset>
+            </fieldset>
+            <fieldset class="group" id=GROUPS[4].0 aria-label=GROUPS[4].1>
+                <legend>{GROUPS[4].1}</legend>
+                <div class="grid2">
+                    {inputs(GROUPS[4].2)}
+                    <label class="check"><input type="checkbox" prop:checked=move || decay_on.get() on:change=move |ev| switch_decay(event_target_checked(&ev)) disabled=ro/> "Score decay: each reclaim multiplies an item's score by the factor and moves it back in its queue"</label>
+                    <label>"Decay factor (0 to 1; 0: off)" <input bind:value=decay_factor readonly=move || ro || !decay_on.get()/></label>
+                    <label>"Decay threshold (below it an item fails)" <input bind:value=decay_threshold readonly=ro/></label>
+                </div>
+            </fieldset>
+            <fieldset class="group" id=GROUPS[5].0 aria-label=GROUPS[5].1>
+                <legend>{GROUPS[5].1}</legend>
+                <div class="grid2">
+                    {inputs(GROUPS[5].2)}
+                    <label class="check"><input type="checkbox" bind:checked=ignore_blocks disabled=ro/> "Ignore the global block list"</label>
+                </div>
+            </fieldset>
+            <fieldset class="group" id=GROUPS[6].0 aria-label=GROUPS[6].1>
+                <legend>{GROUPS[6].1}</legend>
+                <div class="grid2">{inputs(GROUPS[6].2)}</div>
+            </fieldset>
+            <fieldset class="group" id=GROUPS[7].0 aria-label=GROUPS[7].1>
+                <legend>{GROUPS[7].1}</legend>
+                <div class="grid2">
+                    <label>"Done items (big projects: keep Redis small)"
+                        <select prop:value=move || done_policy.get() on:change=move |ev| done_policy.set(event_target_value(&ev)) disabled=ro>
+                            <option value="keep">"keep (in Redis)"</option>
+                            <option value="offload">"offload (to disk, exact)"</option>
+                            <option value="discard">"discard (a filter only)"</option>
+                        </select>
+                    </label>
+                    {inputs(GROUPS[7].2)}
+                </div>
             </fieldset>
             {may_change.then(|| view! { <button type="submit">"Save settings"</button> })}
             <p role="status" aria-label="Settings status">{message}</p>
@@ -298,5 +382,24 @@ pub fn SettingsEditor(
                 </details>
             })}
         </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{plain_fields, GROUPS};
+
+    #[test]
+    fn every_plain_field_is_in_exactly_one_group() {
+        for field in plain_fields() {
+            let homes = GROUPS.iter().filter(|g| g.2.contains(&field.name)).count();
+            assert_eq!(homes, 1, "{} is in {homes} groups", field.name);
+        }
+        let named: usize = GROUPS.iter().map(|g| g.2.len()).sum();
+        assert_eq!(
+            named,
+            plain_fields().count(),
+            "a group names a field the form lacks"
+        );
     }
 }
