@@ -45,6 +45,7 @@ pub mod hub;
 pub mod keys;
 pub mod limits;
 pub mod offloader;
+pub mod openapi;
 pub mod ops;
 pub mod precompress;
 pub mod project_list;

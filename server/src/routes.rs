@@ -9,7 +9,7 @@ use axum::http::{header, HeaderName, HeaderValue};
 use axum::{
     extract::{DefaultBodyLimit, Extension, Path, Request, State},
     response::{IntoResponse, Redirect, Response},
-    routing::{delete, get, post, put},
+    routing::get,
     Router,
 };
 use leptos::prelude::provide_context;
@@ -18,6 +18,10 @@ use tower::ServiceExt;
 use tower_http::{
     compression::CompressionLayer, services::ServeDir, set_header::SetResponseHeaderLayer,
     timeout::TimeoutLayer,
+};
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
 };
 
 /// How long a public page waits for its data before it answers 503.
@@ -28,49 +32,35 @@ pub fn router(state: AppState) -> Router {
     // Bodies are capped near what the largest legal call needs (`crate::limits`).
     let limits = &state.config.limits;
     let small = DefaultBodyLimit::max(limits.claim_body);
-    let warriors = Router::new()
-        .route("/{slug}/request", post(warrior::claim_items).layer(small))
+    // The warrior API, Warrior HQ's, the public JSON and the live feeds, each route registered
+    // with its OpenAPI description (`crate::openapi`), so the document lists exactly what is
+    // routed.
+    let warriors = OpenApiRouter::new()
+        .routes(routes!(warrior::claim_items).layer(small))
         // seesaw posts to `<tracker url>/request` where the url is `.../SLUG/multi=N/`.
-        .route(
-            "/{slug}/{multi}//request",
-            post(warrior::claim_multi).layer(small),
+        .routes(routes!(warrior::claim_multi).layer(small))
+        .routes(routes!(warrior::release_item).layer(small))
+        // seesaw's UploadWithTracker sends the whole batch as `item_name` (NUL-joined, 100
+        // URLs with their contexts in urls-grab): as large as a done's.
+        .routes(routes!(extras::get_upload_target).layer(DefaultBodyLimit::max(limits.done_body())))
+        .routes(routes!(extras::report_uploaded).layer(DefaultBodyLimit::max(limits.done_body())))
+        .routes(routes!(warrior::report_done).layer(DefaultBodyLimit::max(limits.done_body())))
+        .routes(
+            routes!(warrior::report_done_and_claim)
+                .layer(DefaultBodyLimit::max(limits.done_body())),
         )
-        .route("/{slug}/release", post(warrior::release_item).layer(small))
-        .route(
-            "/{slug}/upload",
-            // seesaw's UploadWithTracker sends the whole batch as `item_name` (NUL-joined, 100
-            // URLs with their contexts in urls-grab): as large as a done's.
-            post(extras::get_upload_target).layer(DefaultBodyLimit::max(limits.done_body())),
-        )
-        .route(
-            "/{slug}/uploaded",
-            post(extras::report_uploaded).layer(DefaultBodyLimit::max(limits.done_body())),
-        )
-        .route(
-            "/{slug}/done",
-            post(warrior::report_done).layer(DefaultBodyLimit::max(limits.done_body())),
-        )
-        .route(
-            "/{slug}/done+request",
-            post(warrior::report_done_and_claim).layer(DefaultBodyLimit::max(limits.done_body())),
-        )
-        .route("/{slug}/items/{*item}", get(warrior::get_item))
-        .route(
-            "/{slug}/rescue-me",
-            get(extras::show_rescue_form)
-                .post(extras::rescue_items)
+        .routes(routes!(warrior::get_item))
+        .routes(
+            routes!(extras::show_rescue_form, extras::rescue_items)
                 .layer(DefaultBodyLimit::max(limits.rescue_body())),
         )
-        .route(
-            "/backfeed/legacy/{key}",
-            post(backfeed::add_backfeed).layer((
-                DefaultBodyLimit::max(limits.backfeed_body),
-                Extension(backfeed::DecodeSlots::new(limits.backfeed_decodes)),
-            )),
-        )
-        .route("/now", get(extras::get_now))
-        .route("/dictionary", get(extras::get_dictionary))
-        .route("/dictionary/{slug}/{id}", get(extras::download_dictionary))
+        .routes(routes!(backfeed::add_backfeed).layer((
+            DefaultBodyLimit::max(limits.backfeed_body),
+            Extension(backfeed::DecodeSlots::new(limits.backfeed_decodes)),
+        )))
+        .routes(routes!(extras::get_now))
+        .routes(routes!(extras::get_dictionary))
+        .routes(routes!(extras::download_dictionary))
         // While Redis does not answer, every call is refused at once (`crate::redis_watch`).
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -78,43 +68,52 @@ pub fn router(state: AppState) -> Router {
         ));
 
     // Warrior HQ: a warrior's calls are small, and limited per address like the public reads.
-    let hq = Router::new()
-        .route("/api/register.json", post(hq::register_warrior))
-        .route("/api/update.json", post(hq::update_warrior))
+    let hq = OpenApiRouter::new()
+        .routes(routes!(hq::register_warrior))
+        .routes(routes!(hq::update_warrior))
         .layer(small);
-    let public_json = Router::new()
-        .route("/healthz", get(public::check_health))
-        .route("/api/stats.json", get(hq::get_fleet_stats))
+    let public_json = OpenApiRouter::new()
+        .routes(routes!(public::check_health))
+        .routes(routes!(hq::get_fleet_stats))
         // warrior-hq's own paths, for the tools built on them.
-        .route("/stats.json", get(hq::get_hq_stats))
-        .route("/positions.json", get(hq::get_hq_positions))
-        .route(
-            "/projects.json",
-            get(crate::admin::project_list::get_projects_json),
-        )
-        .route("/{slug}/stats.json", get(public::get_stats))
-        .route("/{slug}/charts.json", get(public::get_charts))
-        .route("/{slug}/update-status.json", get(public::get_update_status))
-        .route("/{slug}/tracker-stats.json", get(public::get_tracker_stats))
-        .route("/{slug}/recent.json", get(feed::get_recent))
-        .route(
-            "/{slug}/downloaders.json",
-            get(downloaders::get_downloaders),
-        )
-        .route("/board/projects.json", get(pages::get_projects))
-        .route("/board/{slug}/page.json", get(pages::get_page))
-        .route("/board/{slug}/charts.json", get(pages::get_charts))
-        .route("/board/{slug}/window.json", get(pages::get_window))
-        .route("/board/{slug}/figures.json", get(pages::get_figures))
-        .route("/{slug}", get(redirect_or_file));
+        .routes(routes!(hq::get_hq_stats))
+        .routes(routes!(hq::get_hq_positions))
+        .routes(routes!(crate::admin::project_list::get_projects_json))
+        .routes(routes!(public::get_stats))
+        .routes(routes!(public::get_charts))
+        .routes(routes!(public::get_update_status))
+        .routes(routes!(public::get_tracker_stats))
+        .routes(routes!(feed::get_recent))
+        .routes(routes!(downloaders::get_downloaders))
+        .routes(routes!(pages::get_projects))
+        .routes(routes!(pages::get_page))
+        .routes(routes!(pages::get_charts))
+        .routes(routes!(pages::get_window))
+        .routes(routes!(pages::get_figures));
 
-    let live_feeds = Router::new()
-        .route("/{slug}/ws", get(live::watch_project))
-        .route("/{slug}/live", get(feed::stream_live_events))
+    let live_feeds = OpenApiRouter::new()
+        .routes(routes!(live::watch_project))
+        .routes(routes!(feed::stream_live_events))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::web::refuse_calls_while_down,
         ));
+    let metrics = OpenApiRouter::new().routes(routes!(crate::admin::metrics::get_metrics));
+    let (warriors, warriors_doc) = warriors.split_for_parts();
+    let (hq, hq_doc) = hq.split_for_parts();
+    let (public_json, public_doc) = public_json.split_for_parts();
+    let public_json = public_json.route("/{slug}", get(redirect_or_file));
+    let (live_feeds, live_doc) = live_feeds.split_for_parts();
+    let (metrics, metrics_doc) = metrics.split_for_parts();
+    let (admin, admin_doc) = admin_api(&state).split_for_parts();
+    let doc = crate::openapi::document([
+        warriors_doc,
+        hq_doc,
+        public_doc,
+        live_doc,
+        metrics_doc,
+        admin_doc,
+    ]);
 
     let pkg_dir = format!("{}/{}", state.leptos.site_root, state.leptos.site_pkg_dir);
     // The public pages and the admin panel are two apps, each hydrated by its own Wasm bundle.
@@ -163,7 +162,7 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(unrouted);
 
-    let admin = admin_api(&state).layer(axum::middleware::from_fn_with_state(
+    let admin = admin.layer(axum::middleware::from_fn_with_state(
         state.read_cache.clone(),
         crate::read_cache::forget_after_change,
     ));
@@ -184,14 +183,18 @@ pub fn router(state: AppState) -> Router {
             crate::http_metrics::track,
         )
     };
-    let metrics = Router::new()
-        .route("/metrics", get(crate::admin::metrics::get_metrics))
-        .layer(timeout);
+    let metrics = metrics.layer(timeout);
     let app = Router::new()
         .merge(warriors.layer(timeout).layer(track("warrior")))
         .merge(live_feeds.layer(track("live")))
         .merge(admin.layer(track("admin")))
         .merge(metrics.layer(track("metrics")))
+        // The API's description, and Swagger UI reading it (`crate::openapi`).
+        .merge(
+            crate::openapi::router(doc)
+                .layer(timeout)
+                .layer(track("public")),
+        )
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
@@ -231,91 +234,65 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// `/admin/api/...`: the admin JSON API, with its session and CSRF layers.
-fn admin_api(state: &AppState) -> Router<AppState> {
+fn admin_api(state: &AppState) -> OpenApiRouter<AppState> {
     use crate::admin::{
         archive, auth, claims, csrf, dictionary, fleet, items, listing, login, logs, people,
         pipelines, project_list, projects, session_layer, settings, tokens,
     };
     // A visitor who has not logged in has no session, so no CSRF token: these need only a
     // same-origin `Origin` (a cross-site page cannot send JSON here without CORS either).
-    let visitors = Router::new()
-        .route("/session", get(auth::show_session))
-        .route("/login", post(login::log_in))
-        .route("/setup", post(login::set_up))
+    let visitors = OpenApiRouter::new()
+        .routes(routes!(auth::show_session))
+        .routes(routes!(login::log_in))
+        .routes(routes!(login::set_up))
         .layer(axum::middleware::from_fn(csrf::same_origin_guard));
-    let api = Router::new()
-        .route("/logout", post(login::log_out))
-        .route("/overview", get(projects::show_overview))
-        .route("/projects", post(projects::create_project))
-        .route("/blocks", get(people::list_blocks).post(people::add_block))
-        .route("/unblock", post(people::remove_block))
-        .route("/users", get(people::list_users).post(people::create_user))
-        .route(
-            "/users/{name}",
-            put(people::update_user).delete(people::delete_user),
-        )
-        .route("/audit", get(people::list_audit))
-        .route(
-            "/tokens",
-            get(tokens::list_tokens).post(tokens::create_token),
-        )
-        .route("/tokens/{id}", delete(tokens::revoke_token))
-        .route(
-            "/pipelines",
-            get(pipelines::list_pipelines).post(pipelines::create_pipeline),
-        )
-        .route("/pipelines/{name}", delete(pipelines::revoke_pipeline))
-        .route(
-            "/warrior/projects",
-            get(project_list::show_list).put(project_list::save_list),
-        )
-        .route("/warrior/restore", post(project_list::restore_list))
-        .route(
-            "/warrior/auto",
-            get(listing::show_auto).put(listing::pin_auto),
-        )
-        .route("/fleet", get(fleet::show_fleet))
-        .route("/{slug}/log", get(logs::download_log))
-        .route("/{slug}/log/archive", post(archive::archive_log))
-        .route("/{slug}/archives", get(archive::list_archives))
-        .route("/{slug}/offload", get(archive::show_offload))
-        .route("/{slug}/archives/{name}", get(archive::download_archive))
-        .route("/{slug}", delete(projects::destroy_project))
-        .route(
-            "/{slug}/settings",
-            get(settings::show_settings).put(settings::save_settings),
-        )
-        .route(
-            "/{slug}/listing",
-            get(listing::show_listing).put(listing::save_listing),
-        )
-        .route("/{slug}/backfeed-key", post(projects::rotate_backfeed_key))
-        .route(
-            "/{slug}/dictionary",
-            get(dictionary::show_dictionary)
-                .put(dictionary::set_dictionary)
+    let api = OpenApiRouter::new()
+        .routes(routes!(login::log_out))
+        .routes(routes!(projects::show_overview))
+        .routes(routes!(projects::create_project))
+        .routes(routes!(people::list_blocks, people::add_block))
+        .routes(routes!(people::remove_block))
+        .routes(routes!(people::list_users, people::create_user))
+        .routes(routes!(people::update_user, people::delete_user))
+        .routes(routes!(people::list_audit))
+        .routes(routes!(tokens::list_tokens, tokens::create_token))
+        .routes(routes!(tokens::revoke_token))
+        .routes(routes!(
+            pipelines::list_pipelines,
+            pipelines::create_pipeline
+        ))
+        .routes(routes!(pipelines::revoke_pipeline))
+        .routes(routes!(project_list::show_list, project_list::save_list))
+        .routes(routes!(project_list::restore_list))
+        .routes(routes!(listing::show_auto, listing::pin_auto))
+        .routes(routes!(fleet::show_fleet))
+        .routes(routes!(logs::download_log))
+        .routes(routes!(archive::archive_log))
+        .routes(routes!(archive::list_archives))
+        .routes(routes!(archive::show_offload))
+        .routes(routes!(archive::download_archive))
+        .routes(routes!(projects::destroy_project))
+        .routes(routes!(settings::show_settings, settings::save_settings))
+        .routes(routes!(listing::show_listing, listing::save_listing))
+        .routes(routes!(projects::rotate_backfeed_key))
+        .routes(
+            routes!(dictionary::show_dictionary, dictionary::set_dictionary)
                 .layer(DefaultBodyLimit::max(crate::store::dictionary::MAX_BYTES)),
         )
-        .route("/{slug}/targets", post(projects::change_target))
-        .route("/{slug}/queues", get(items::show_queues))
-        .route("/{slug}/item", get(items::show_item))
-        .route("/{slug}/search", get(items::search_items))
-        .route("/{slug}/search/act", post(items::act_on_search))
-        .route(
-            "/{slug}/items",
-            post(items::add_items).layer(DefaultBodyLimit::disable()),
-        )
-        .route("/{slug}/move", post(items::move_items))
-        .route("/{slug}/clear", post(items::clear_queue))
-        .route("/{slug}/claims", get(claims::list_claims))
-        .route("/{slug}/release", post(claims::release_claims))
-        .route(
-            "/{slug}/failed",
-            get(claims::list_failed).post(claims::resolve_failed),
-        )
+        .routes(routes!(projects::change_target))
+        .routes(routes!(items::show_queues))
+        .routes(routes!(items::show_item))
+        .routes(routes!(items::search_items))
+        .routes(routes!(items::act_on_search))
+        .routes(routes!(items::add_items).layer(DefaultBodyLimit::disable()))
+        .routes(routes!(items::move_items))
+        .routes(routes!(items::clear_queue))
+        .routes(routes!(claims::list_claims))
+        .routes(routes!(claims::release_claims))
+        .routes(routes!(claims::list_failed, claims::resolve_failed))
         .layer(axum::middleware::from_fn(csrf::guard))
         .merge(visitors);
-    Router::new()
+    OpenApiRouter::new()
         .nest("/admin/api", api)
         .layer(session_layer(&state.store, state.config.secure_cookies))
 }

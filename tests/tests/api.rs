@@ -40,6 +40,7 @@ mod api {
     mod metrics;
     mod migrate;
     mod offload;
+    mod openapi;
     mod pages;
     mod pipelines;
     mod processes;

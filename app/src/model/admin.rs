@@ -56,6 +56,7 @@ use std::collections::BTreeMap;
 
 /// What an account may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Everything, on every project, and the accounts.
@@ -98,6 +99,7 @@ impl Role {
 /// `GET /admin/api/session` (and the answer of login and setup): what the panel knows about
 /// its visitor.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AdminSession {
     /// Account name, when logged in.
     pub user: Option<String>,
@@ -146,6 +148,7 @@ impl AdminSession {
 /// The answer of every bulk action (adding, moving, clearing, releasing, failed items,
 /// archiving): how many items it affected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Affected {
     /// Items affected (or, in a dry run, that would be).
     pub count: u64,
@@ -155,6 +158,7 @@ pub struct Affected {
 
 /// One project on the overview.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ProjectRow {
     /// Slug.
     pub slug: String,
@@ -185,6 +189,7 @@ impl ProjectRow {
 
 /// `GET /admin/api/overview`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Overview {
     /// The projects the caller may see, by priority then slug.
     pub projects: Vec<ProjectRow>,
@@ -197,6 +202,7 @@ pub struct Overview {
 /// An admin account as listed (`GET /admin/api/users`) and as created or changed: never its
 /// password hash.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AccountInfo {
     /// Lowercase name.
     pub name: String,
@@ -210,6 +216,7 @@ pub struct AccountInfo {
 
 /// One audit log entry (`GET /admin/api/audit` lists the newest first).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AuditEntry {
     /// When (ms).
     pub t: u64,
@@ -230,6 +237,7 @@ pub struct AuditEntry {
 
 /// One block-list entry (stored as this JSON too).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BlockEntry {
     /// Why.
     #[serde(default)]
@@ -259,6 +267,7 @@ impl BlockEntry {
 
 /// One block as listed by `GET /admin/api/blocks`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BlockRow {
     /// `ip` or `dl`.
     pub kind: String,
@@ -273,6 +282,7 @@ pub struct BlockRow {
 
 /// One API token as listed (never its secret).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ApiToken {
     /// Short public id (names the token in lists and the audit log).
     pub id: String,
@@ -284,6 +294,7 @@ pub struct ApiToken {
 
 /// Answer of `POST /admin/api/tokens`: the only time the secret is shown.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct CreatedToken {
     /// The token as listed.
     #[serde(flatten)]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 /// `GET /api/stats.json`: the Warrior HQ instances heard from in the last 15 minutes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FleetStats {
     /// Warriors heard from.
     pub warriors: u64,

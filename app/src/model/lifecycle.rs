@@ -39,6 +39,7 @@ pub fn settable(stored: &str) -> &'static str {
 
 /// One recorded change of a project's state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Transition {
     /// The state entered.
     pub state: String,

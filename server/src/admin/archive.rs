@@ -40,6 +40,13 @@ fn write_failed(e: std::io::Error) -> ApiError {
 
 /// `POST /admin/api/SLUG/log/archive`: writes the log entries up to `to` to a gzip NDJSON file
 /// and trims them from Redis (dry run: counts them).
+#[utoipa::path(
+    post,
+    path = "/{slug}/log/archive",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Archived)),
+)]
 pub async fn archive_log(
     State(state): State<AppState>,
     caller: Caller,
@@ -122,6 +129,13 @@ pub async fn archive_log(
 }
 
 /// `GET /admin/api/SLUG/offload`: what of the project is on disk, and the offloader's state.
+#[utoipa::path(
+    get,
+    path = "/{slug}/offload",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = OffloadState)),
+)]
 pub async fn show_offload(
     State(state): State<AppState>,
     caller: Caller,
@@ -135,6 +149,13 @@ pub async fn show_offload(
 }
 
 /// `GET /admin/api/SLUG/archives`: the archive files of a project, newest first.
+#[utoipa::path(
+    get,
+    path = "/{slug}/archives",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = [ArchiveFile])),
+)]
 pub async fn list_archives(
     State(state): State<AppState>,
     caller: Caller,
@@ -160,6 +181,12 @@ pub async fn list_archives(
 }
 
 /// `GET /admin/api/SLUG/archives/NAME`: one archive file, streamed.
+#[utoipa::path(
+    get,
+    path = "/{slug}/archives/{name}",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug"), ("name" = String, Path, description = "The archive file's name")),
+)]
 pub async fn download_archive(
     State(state): State<AppState>,
     caller: Caller,

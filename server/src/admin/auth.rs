@@ -192,6 +192,12 @@ pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<Admin
 }
 
 /// `GET /admin/api/session`: who is logged in, and the CSRF token.
+#[utoipa::path(
+    get,
+    path = "/session",
+    tag = "admin",
+    responses((status = 200, body = AdminSession)),
+)]
 pub async fn show_session(
     State(state): State<AppState>,
     session: Session,

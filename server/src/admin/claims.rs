@@ -18,6 +18,13 @@ use axum::{
 };
 
 /// `GET /admin/api/SLUG/claims`: claims grouped by downloader.
+#[utoipa::path(
+    get,
+    path = "/{slug}/claims",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = [ClaimGroup])),
+)]
 pub async fn list_claims(
     State(state): State<AppState>,
     caller: Caller,
@@ -29,6 +36,13 @@ pub async fn list_claims(
 }
 
 /// `POST /admin/api/SLUG/release`: gives matching claims back to `todo`.
+#[utoipa::path(
+    post,
+    path = "/{slug}/release",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Affected)),
+)]
 pub async fn release_claims(
     State(state): State<AppState>,
     caller: Caller,
@@ -80,6 +94,13 @@ pub async fn release_claims(
 }
 
 /// `GET /admin/api/SLUG/failed`: failed items (up to 1000) and their number.
+#[utoipa::path(
+    get,
+    path = "/{slug}/failed",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = FailedList)),
+)]
 pub async fn list_failed(
     State(state): State<AppState>,
     caller: Caller,
@@ -92,6 +113,13 @@ pub async fn list_failed(
 }
 
 /// `POST /admin/api/SLUG/failed`: requeues or drops failed items.
+#[utoipa::path(
+    post,
+    path = "/{slug}/failed",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Affected)),
+)]
 pub async fn resolve_failed(
     State(state): State<AppState>,
     caller: Caller,

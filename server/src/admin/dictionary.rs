@@ -16,6 +16,13 @@ use axum::{
 };
 
 /// `GET /admin/api/SLUG/dictionary`: the dictionary served now, or `null`.
+#[utoipa::path(
+    get,
+    path = "/{slug}/dictionary",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Option<DictionaryInfo>)),
+)]
 pub async fn show_dictionary(
     State(state): State<AppState>,
     caller: Caller,
@@ -30,6 +37,14 @@ pub async fn show_dictionary(
 /// that records its size; at most [`crate::store::dictionary::MAX_BYTES`]): served from now
 /// on under a new id; the ones before stay downloadable by id. 400 with the reason when the
 /// bytes do not load as a zstd dictionary; audited (`dictionary.set`).
+#[utoipa::path(
+    put,
+    path = "/{slug}/dictionary",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The dictionary: raw, or .zst with its size"),
+    responses((status = 200, body = DictionaryInfo)),
+)]
 pub async fn set_dictionary(
     State(state): State<AppState>,
     caller: Caller,

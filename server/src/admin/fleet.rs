@@ -29,7 +29,8 @@ pub const MAX_LIMIT: usize = 1000;
 const MAX_QUERY: usize = 200;
 
 /// Query of `GET /admin/api/fleet`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FleetQuery {
     /// Search: part of a name, project, address, user agent or version (any case).
     #[serde(default)]
@@ -49,6 +50,13 @@ pub struct FleetQuery {
 }
 
 /// `GET /admin/api/fleet?q=&sort=&dir=&offset=&limit=`.
+#[utoipa::path(
+    get,
+    path = "/fleet",
+    tag = "admin",
+    params(FleetQuery),
+    responses((status = 200, body = FleetView)),
+)]
 pub async fn show_fleet(
     State(state): State<AppState>,
     caller: Caller,

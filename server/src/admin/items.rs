@@ -21,6 +21,13 @@ use futures::TryStreamExt;
 use serde::Deserialize;
 
 /// `GET /admin/api/SLUG/queues`: the size of every queue part, and the other states.
+#[utoipa::path(
+    get,
+    path = "/{slug}/queues",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Queues)),
+)]
 pub async fn show_queues(
     State(state): State<AppState>,
     caller: Caller,
@@ -42,7 +49,8 @@ pub async fn show_queues(
 }
 
 /// Query of `GET /admin/api/SLUG/item`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ItemQuery {
     /// The item.
     pub name: String,
@@ -50,6 +58,13 @@ pub struct ItemQuery {
 
 /// `GET /admin/api/SLUG/item?name=ITEM`: where the item is, its decay score and its timeline.
 /// A name that is empty or longer than an item may be is 400.
+#[utoipa::path(
+    get,
+    path = "/{slug}/item",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug"), ItemQuery),
+    responses((status = 200, body = ItemInfo)),
+)]
 pub async fn show_item(
     State(state): State<AppState>,
     caller: Caller,
@@ -98,6 +113,18 @@ fn is_dry(flag: &Option<String>) -> bool {
 /// `POST /admin/api/SLUG/items?queue=Q[&dry_run=1]`: adds the items of the body, one a line
 /// (plain, gzip or zstd), as [`ops::items::add`] does. The answer counts new items (dry run:
 /// the items that would be new).
+#[utoipa::path(
+    post,
+    path = "/{slug}/items",
+    tag = "admin",
+    params(
+        ("slug" = String, Path, description = "The project's slug"),
+        ("queue" = Option<String>, Query, description = "The queue: `todo` (default), `todo:backfeed`, `todo:secondary` or `todo:redo`"),
+        ("dry_run" = Option<bool>, Query, description = "Count the new items only"),
+    ),
+    request_body(content = String, content_type = "text/plain", description = "Items, one a line; plain, gzip or zstd (by `Content-Encoding` or magic bytes), streamed"),
+    responses((status = 200, body = Affected)),
+)]
 pub async fn add_items(
     State(state): State<AppState>,
     caller: Caller,
@@ -127,6 +154,13 @@ pub async fn add_items(
 }
 
 /// `POST /admin/api/SLUG/move`: moves waiting items between queues.
+#[utoipa::path(
+    post,
+    path = "/{slug}/move",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Affected)),
+)]
 pub async fn move_items(
     State(state): State<AppState>,
     caller: Caller,
@@ -166,6 +200,13 @@ pub fn parse_regex(raw: &str) -> ApiResult<Option<regex::Regex>> {
 }
 
 /// `POST /admin/api/SLUG/clear`: drops every item waiting in a queue.
+#[utoipa::path(
+    post,
+    path = "/{slug}/clear",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Affected)),
+)]
 pub async fn clear_queue(
     State(state): State<AppState>,
     caller: Caller,
@@ -195,6 +236,13 @@ pub async fn clear_queue(
 /// `GET /admin/api/SLUG/search?state=&match=&regex=&claimant=&older_than=&limit=&cursor=`: a
 /// page of the project's items found by state, name, claimant and claim age
 /// ([`crate::store::search`]); a bad field is 400 with its reason.
+#[utoipa::path(
+    get,
+    path = "/{slug}/search",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug"), app::model::admin::SearchParams),
+    responses((status = 200, body = crate::store::search::SearchPage)),
+)]
 pub async fn search_items(
     State(state): State<AppState>,
     caller: Caller,
@@ -216,6 +264,13 @@ pub async fn search_items(
 /// a dry run counts them. The state must be the one the action takes: `claimed` for `release`,
 /// `failed` for `requeue` and `drop`, `queued` or a queue part for `move`. Recorded in the audit
 /// log with the search.
+#[utoipa::path(
+    post,
+    path = "/{slug}/search/act",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = Affected)),
+)]
 pub async fn act_on_search(
     State(state): State<AppState>,
     caller: Caller,

@@ -66,6 +66,13 @@ pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
 }
 
 /// `GET /admin/api/SLUG/listing`.
+#[utoipa::path(
+    get,
+    path = "/{slug}/listing",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = ProjectListing)),
+)]
 pub async fn show_listing(
     State(state): State<AppState>,
     caller: Caller,
@@ -95,6 +102,13 @@ async fn listing_of(
 }
 
 /// `PUT /admin/api/SLUG/listing`: checks, sanitises, saves and audits a listing.
+#[utoipa::path(
+    put,
+    path = "/{slug}/listing",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = ProjectListing)),
+)]
 pub async fn save_listing(
     State(state): State<AppState>,
     caller: Caller,
@@ -118,6 +132,12 @@ pub async fn save_listing(
 }
 
 /// `GET /admin/api/warrior/auto`: the project "auto" Warriors run, the pin, the candidates.
+#[utoipa::path(
+    get,
+    path = "/warrior/auto",
+    tag = "admin",
+    responses((status = 200, body = AutoProject)),
+)]
 pub async fn show_auto(
     State(state): State<AppState>,
     _caller: Caller,
@@ -135,6 +155,12 @@ async fn auto_of(state: &AppState, headers: &HeaderMap) -> ApiResult<AutoProject
 
 /// `PUT /admin/api/warrior/auto` (global admins): pins `auto_project` to a project, or unpins
 /// it; audited, and the new choice recorded at once.
+#[utoipa::path(
+    put,
+    path = "/warrior/auto",
+    tag = "admin",
+    responses((status = 200, body = AutoProject)),
+)]
 pub async fn pin_auto(
     State(state): State<AppState>,
     caller: Caller,

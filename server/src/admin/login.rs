@@ -34,6 +34,12 @@ pub const PASSWORD_CHECK_WAIT: Duration = Duration::from_secs(2);
 /// `POST /admin/api/login`: counts the attempt (429 past a limit), checks the password, and
 /// starts a session with a new id and CSRF token.
 #[tracing::instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/login",
+    tag = "admin",
+    responses((status = 200, body = AdminSession)),
+)]
 pub async fn log_in(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -117,6 +123,7 @@ async fn start_session(session: &Session, name: &str, gen: u64) -> ApiResult<()>
 }
 
 /// `POST /admin/api/logout`: ends the session.
+#[utoipa::path(post, path = "/logout", tag = "admin")]
 pub async fn log_out(session: Session) -> ApiResult<StatusCode> {
     session.flush().await.map_err(session_error)?;
     Ok(StatusCode::NO_CONTENT)
@@ -124,6 +131,12 @@ pub async fn log_out(session: Session) -> ApiResult<StatusCode> {
 
 /// `POST /admin/api/setup`: with the one-time token, creates the first global admin and logs
 /// it in. Refused once any account exists.
+#[utoipa::path(
+    post,
+    path = "/setup",
+    tag = "admin",
+    responses((status = 200, body = AdminSession)),
+)]
 pub async fn set_up(
     State(state): State<AppState>,
     session: Session,

@@ -14,7 +14,8 @@ use axum::{
 use serde::Deserialize;
 
 /// Query of `GET /admin/api/SLUG/log`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LogRange {
     /// From this time (ms, inclusive; default: the start).
     #[serde(default)]
@@ -30,6 +31,12 @@ pub struct LogRange {
 /// {"log_id":"1700000000000-0","t":1700000000000,"d":"alice","ip":"…","ua":"…","v":"…",
 ///  "items":["…"],"claimed":{…},"bytes":{"data":123},"id":"…"}
 /// ```
+#[utoipa::path(
+    get,
+    path = "/{slug}/log",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug"), LogRange),
+)]
 pub async fn download_log(
     State(state): State<AppState>,
     caller: Caller,

@@ -110,6 +110,7 @@ impl EncodeMetric for CountedHistogram {
 }
 
 /// `GET /metrics`: see the module.
+#[utoipa::path(get, path = "/metrics", tag = "metrics")]
 pub async fn get_metrics(
     State(state): State<AppState>,
     caller: Result<Caller, ApiError>,

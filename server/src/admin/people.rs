@@ -17,6 +17,12 @@ use axum::{
 use serde::Deserialize;
 
 /// `GET /admin/api/users` (global admins).
+#[utoipa::path(
+    get,
+    path = "/users",
+    tag = "admin",
+    responses((status = 200, body = [AccountInfo])),
+)]
 pub async fn list_users(
     State(state): State<AppState>,
     caller: Caller,
@@ -27,6 +33,12 @@ pub async fn list_users(
 }
 
 /// `POST /admin/api/users` (global admins): creates an account.
+#[utoipa::path(
+    post,
+    path = "/users",
+    tag = "admin",
+    responses((status = 201, body = AccountInfo)),
+)]
 pub async fn create_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -51,6 +63,13 @@ pub async fn create_user(
 }
 
 /// `PUT /admin/api/users/NAME` (global admins): sets role, projects or password.
+#[utoipa::path(
+    put,
+    path = "/users/{name}",
+    tag = "admin",
+    params(("name" = String, Path, description = "The account's name")),
+    responses((status = 200, body = AccountInfo)),
+)]
 pub async fn update_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -69,6 +88,12 @@ pub async fn update_user(
 
 /// `DELETE /admin/api/users/NAME` (global admins): deletes an account, never the last global
 /// admin.
+#[utoipa::path(
+    delete,
+    path = "/users/{name}",
+    tag = "admin",
+    params(("name" = String, Path, description = "The account's name")),
+)]
 pub async fn delete_user(
     State(state): State<AppState>,
     caller: Caller,
@@ -101,7 +126,8 @@ pub async fn delete_user(
 }
 
 /// Query of `GET /admin/api/blocks`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct BlocksQuery {
     /// A project's lists (default: the global ones).
     #[serde(default)]
@@ -131,6 +157,13 @@ async fn block_scope(
 }
 
 /// `GET /admin/api/blocks[?project=SLUG]`: a block list, automatic blocks with their expiry.
+#[utoipa::path(
+    get,
+    path = "/blocks",
+    tag = "admin",
+    params(BlocksQuery),
+    responses((status = 200, body = [BlockRow])),
+)]
 pub async fn list_blocks(
     State(state): State<AppState>,
     caller: Caller,
@@ -154,6 +187,7 @@ pub async fn list_blocks(
 }
 
 /// `POST /admin/api/blocks`: blocks an IP or a name.
+#[utoipa::path(post, path = "/blocks", tag = "admin")]
 pub async fn add_block(
     State(state): State<AppState>,
     caller: Caller,
@@ -171,6 +205,7 @@ pub async fn add_block(
 }
 
 /// `POST /admin/api/unblock`: lifts a block.
+#[utoipa::path(post, path = "/unblock", tag = "admin")]
 pub async fn remove_block(
     State(state): State<AppState>,
     caller: Caller,
@@ -190,7 +225,8 @@ pub async fn remove_block(
 }
 
 /// Query of `GET /admin/api/audit`: every set field must match.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// Account name.
     #[serde(default)]
@@ -208,6 +244,13 @@ pub struct AuditQuery {
 
 /// `GET /admin/api/audit`: the newest entries, filtered. Project admins see their projects'
 /// and their own.
+#[utoipa::path(
+    get,
+    path = "/audit",
+    tag = "admin",
+    params(AuditQuery),
+    responses((status = 200, body = [AuditEntry])),
+)]
 pub async fn list_audit(
     State(state): State<AppState>,
     caller: Caller,

@@ -16,6 +16,12 @@ use axum::{
 };
 
 /// `GET /admin/api/pipelines`: every pipeline, by name (never their secrets).
+#[utoipa::path(
+    get,
+    path = "/pipelines",
+    tag = "admin",
+    responses((status = 200, body = [Pipeline])),
+)]
 pub async fn list_pipelines(
     State(state): State<AppState>,
     caller: Caller,
@@ -26,6 +32,12 @@ pub async fn list_pipelines(
 
 /// `POST /admin/api/pipelines`: issues a pipeline token; the answer is the only place its
 /// secret appears.
+#[utoipa::path(
+    post,
+    path = "/pipelines",
+    tag = "admin",
+    responses((status = 201, body = CreatedPipeline)),
+)]
 pub async fn create_pipeline(
     State(state): State<AppState>,
     caller: Caller,
@@ -42,6 +54,12 @@ pub async fn create_pipeline(
 }
 
 /// `DELETE /admin/api/pipelines/NAME`: revokes a pipeline token.
+#[utoipa::path(
+    delete,
+    path = "/pipelines/{name}",
+    tag = "admin",
+    params(("name" = String, Path, description = "The pipeline's name")),
+)]
 pub async fn revoke_pipeline(
     State(state): State<AppState>,
     caller: Caller,

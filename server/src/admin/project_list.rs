@@ -103,6 +103,12 @@ pub fn valid_deadline(s: &str) -> bool {
 }
 
 /// `GET /admin/api/warrior/projects`: the list and its versions (who, when).
+#[utoipa::path(
+    get,
+    path = "/warrior/projects",
+    tag = "admin",
+    responses((status = 200, body = WarriorList)),
+)]
 pub async fn show_list(
     State(state): State<AppState>,
     _caller: Caller,
@@ -122,6 +128,12 @@ pub async fn show_list(
 }
 
 /// `PUT /admin/api/warrior/projects` (global admins): validates, sanitises and saves.
+#[utoipa::path(
+    put,
+    path = "/warrior/projects",
+    tag = "admin",
+    responses((status = 200, body = SavedList)),
+)]
 pub async fn save_list(
     State(state): State<AppState>,
     caller: Caller,
@@ -147,6 +159,12 @@ pub async fn save_list(
 }
 
 /// `POST /admin/api/warrior/restore` (global admins): saves an earlier version again.
+#[utoipa::path(
+    post,
+    path = "/warrior/restore",
+    tag = "admin",
+    responses((status = 200, body = RestoredList)),
+)]
 pub async fn restore_list(
     State(state): State<AppState>,
     caller: Caller,
@@ -176,7 +194,8 @@ pub async fn restore_list(
 }
 
 /// Query of `GET /projects.json`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Jsonp {
     /// JSONP callback name.
     #[serde(default)]
@@ -185,6 +204,7 @@ pub struct Jsonp {
 
 /// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::project_list`]; with a pipeline's
 /// bearer token, `auto_project` chosen for it), CORS `*`, JSON or JSONP.
+#[utoipa::path(get, path = "/projects.json", tag = "warrior-hq", params(Jsonp))]
 pub async fn get_projects_json(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -22,6 +22,12 @@ use axum::{
 use serde::Deserialize;
 
 /// `GET /admin/api/overview`: every project the caller may see, with its numbers.
+#[utoipa::path(
+    get,
+    path = "/overview",
+    tag = "admin",
+    responses((status = 200, body = Overview)),
+)]
 pub async fn show_overview(
     State(state): State<AppState>,
     caller: Caller,
@@ -64,6 +70,7 @@ pub async fn show_overview(
 }
 
 /// `POST /admin/api/projects` (global admins): creates a project.
+#[utoipa::path(post, path = "/projects", tag = "admin")]
 pub async fn create_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -82,7 +89,8 @@ pub async fn create_project(
 }
 
 /// Query of `DELETE /admin/api/SLUG`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Confirm {
     /// Must repeat the slug.
     #[serde(default)]
@@ -91,6 +99,13 @@ pub struct Confirm {
 
 /// `DELETE /admin/api/SLUG?confirm=SLUG` (global admins): removes the project and every item,
 /// and takes it off its project admins' lists; its segment files and log archives are deleted.
+#[utoipa::path(
+    delete,
+    path = "/{slug}",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug"), Confirm),
+    responses((status = 200, body = Destroyed)),
+)]
 pub async fn destroy_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -136,6 +151,14 @@ pub async fn destroy_project(
 /// one new random key (the old ones stop working); `add` adds one (a project fed by several
 /// grab scripts has a key for each, up to [`MAX_BACKFEED_KEYS`]); `rotate` replaces the key of
 /// `id` alone and `revoke` removes it. Answers the keys now; audited with the key's id.
+#[utoipa::path(
+    post,
+    path = "/{slug}/backfeed-key",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = BackfeedKeyChange, content_type = "application/json", description = "`{}` rotates every key; `{\"action\": \"add\"}` adds one; `rotate` or `revoke` with an `id` changes one"),
+    responses((status = 200, body = BackfeedKey)),
+)]
 pub async fn rotate_backfeed_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -206,6 +229,12 @@ pub async fn rotate_backfeed_key(
 }
 
 /// `POST /admin/api/SLUG/targets`: adds, activates, deactivates or removes an upload target.
+#[utoipa::path(
+    post,
+    path = "/{slug}/targets",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn change_target(
     State(state): State<AppState>,
     caller: Caller,

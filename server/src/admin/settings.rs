@@ -16,6 +16,13 @@ use axum::{
 };
 
 /// `GET /admin/api/SLUG/settings`.
+#[utoipa::path(
+    get,
+    path = "/{slug}/settings",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = ProjectSettings)),
+)]
 pub async fn show_settings(
     State(state): State<AppState>,
     caller: Caller,
@@ -123,6 +130,13 @@ pub fn sanitise_html(html: &str) -> String {
 pub const PRIORITY_RANGE: i64 = 1_000_000;
 
 /// `PUT /admin/api/SLUG/settings`: checks (as `tracker project set` does) and saves.
+#[utoipa::path(
+    put,
+    path = "/{slug}/settings",
+    tag = "admin",
+    params(("slug" = String, Path, description = "The project's slug")),
+    responses((status = 200, body = ProjectSettings)),
+)]
 pub async fn save_settings(
     State(state): State<AppState>,
     caller: Caller,

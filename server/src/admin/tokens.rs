@@ -31,6 +31,12 @@ fn needs_session(caller: &Caller) -> ApiResult<()> {
 }
 
 /// `GET /admin/api/tokens`: the caller's tokens (never their secrets).
+#[utoipa::path(
+    get,
+    path = "/tokens",
+    tag = "admin",
+    responses((status = 200, body = [ApiToken])),
+)]
 pub async fn list_tokens(
     State(state): State<AppState>,
     caller: Caller,
@@ -40,6 +46,12 @@ pub async fn list_tokens(
 }
 
 /// `POST /admin/api/tokens`: a new token for the caller, acting with the caller's role.
+#[utoipa::path(
+    post,
+    path = "/tokens",
+    tag = "admin",
+    responses((status = 201, body = CreatedToken)),
+)]
 pub async fn create_token(
     State(state): State<AppState>,
     caller: Caller,
@@ -83,6 +95,12 @@ pub async fn create_token(
 }
 
 /// `DELETE /admin/api/tokens/ID`: revokes one of the caller's tokens.
+#[utoipa::path(
+    delete,
+    path = "/tokens/{id}",
+    tag = "admin",
+    params(("id" = String, Path, description = "The token's id")),
+)]
 pub async fn revoke_token(
     State(state): State<AppState>,
     caller: Caller,

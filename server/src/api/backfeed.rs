@@ -27,7 +27,8 @@ mod body;
 ///
 /// `shard` is one of the project's `backfeed_shards`, or any name of [`valid_shard_name`],
 /// made on first use, up to [`MAX_SHARDS`].
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct BackfeedQuery {
     delimiter: Option<String>,
     itemseparator: Option<String>,
@@ -82,6 +83,17 @@ pub fn valid_shard_name(name: &str) -> bool {
 /// (not UTF-8, an item too long): the rest are queued. Every check of the call (key, query,
 /// shard, size, record count) passes before anything is queued.
 #[tracing::instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/backfeed/legacy/{key}",
+    tag = "warrior",
+    params(("key" = String, Path, description = "The backfeed key: `SLUG-KEY`, or `SLUG` with an `?key=` query"), BackfeedQuery),
+    request_body(content = String, content_type = "application/octet-stream", description = "Items separated by NUL or newlines; gzip or zstd (with the project's dictionary) when `Content-Encoding` says so"),
+    responses(
+        (status = 200, description = "How many records were new", content_type = "text/plain"),
+        (status = 403, description = "Unknown key"),
+    ),
+)]
 pub async fn add_backfeed(
     State(state): State<AppState>,
     Extension(slots): Extension<DecodeSlots>,

@@ -124,6 +124,12 @@ pub fn page_of(rows: &[DownloaderRow], query: &PageQuery) -> (u64, Vec<RankedRow
 /// (any case), `name` one exact name; `sort` is `rank`, `name`, `bytes`, `items_rate`,
 /// `bytes_rate`, `seen` or `version`, `dir=reverse` turns it round; `window` (minutes, 1-1440)
 /// is the span of the rates. 400 with the reason for anything else.
+#[utoipa::path(
+    get,
+    path = "/{slug}/downloaders.json",
+    tag = "public",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_downloaders(
     State(state): State<AppState>,
     Path(slug): Path<String>,

@@ -17,13 +17,23 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 
 /// Body of `POST /SLUG/upload`: `{"downloader": "alice", "item_name": "x", "version": "..."}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct UploadBody {
     downloader: String,
 }
 
 /// `POST /SLUG/upload`: `{"upload_target": "rsync://host/module/alice/"}` from the active
 /// targets (`:downloader` replaced), or `{}` when there is none.
+#[utoipa::path(
+    post,
+    path = "/{slug}/upload",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = UploadBody, content_type = "application/json", description = "`item_name` (a whole NUL-joined batch for multi-item claims) and `version` are read but not needed"),
+    responses(
+        (status = 200, description = "`{\"upload_target\": \"rsync://host/module/alice/\"}`, or `{}` when the project has no active target", content_type = "application/json"),
+    ),
+)]
 pub async fn get_upload_target(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -54,7 +64,7 @@ pub async fn get_upload_target(
 
 /// Body of `POST /SLUG/uploaded`: `{"uploader", "item", "server"}`; `user` is taken for `item`,
 /// as the old tracker did (`data["item"] || data["user"]`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct UploadedBody {
     uploader: String,
     #[serde(default)]
@@ -66,6 +76,14 @@ pub struct UploadedBody {
 }
 
 /// `POST /SLUG/uploaded`: records who uploaded what where; `OK`.
+#[utoipa::path(
+    post,
+    path = "/{slug}/uploaded",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = UploadedBody, content_type = "application/json"),
+    responses((status = 200, description = "`OK`", body = String, content_type = "text/plain")),
+)]
 pub async fn report_uploaded(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -88,6 +106,7 @@ pub async fn report_uploaded(
 }
 
 /// `GET /now`: server time in seconds with milliseconds, `1700000000.123`.
+#[utoipa::path(get, path = "/now", tag = "warrior")]
 pub async fn get_now() -> Response {
     let ms = now_ms();
     (
@@ -115,6 +134,12 @@ fn rescue_page(title: &str, message: &str) -> Html<String> {
 }
 
 /// `GET /SLUG/rescue-me`: the public form.
+#[utoipa::path(
+    get,
+    path = "/{slug}/rescue-me",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn show_rescue_form(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -136,6 +161,13 @@ pub struct RescueForm {
 /// counted against its IP's limit (an IPv6 /64's) before its body is read: 429 with
 /// `Retry-After` past it; 413 past the most items of one post.
 #[tracing::instrument(skip_all, fields(slug = %slug))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/rescue-me",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Form field `items`: items, one a line, matching the project's item pattern"),
+)]
 pub async fn rescue_items(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -194,7 +226,8 @@ pub async fn rescue_items(
 }
 
 /// Query of `GET /dictionary`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DictionaryQuery {
     /// The project's slug.
     #[serde(default)]
@@ -205,6 +238,7 @@ pub struct DictionaryQuery {
 /// serves now, as urls-, reddit-, telegram- and imgur-grab fetch it every 30 minutes (they
 /// download `url`, check its SHA-256, decompress it when it is zstd-framed, and name their WARCs
 /// after `id`); 404 when the project has none.
+#[utoipa::path(get, path = "/dictionary", tag = "warrior", params(DictionaryQuery))]
 pub async fn get_dictionary(
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
@@ -225,6 +259,12 @@ pub async fn get_dictionary(
 
 /// `GET /dictionary/SLUG/ID`: the bytes of a dictionary, current or one of the last kept
 /// (uploads in flight may name an older one); cached for a year, as an id never changes.
+#[utoipa::path(
+    get,
+    path = "/dictionary/{slug}/{id}",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug"), ("id" = String, Path, description = "The dictionary's id")),
+)]
 pub async fn download_dictionary(
     State(state): State<AppState>,
     Path((slug, id)): Path<(String, u64)>,

@@ -26,6 +26,12 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// `GET /SLUG/recent.json`: the last [`RECENT_JSON_LEN`] completions, newest first, each as
 /// the old broadcaster's event (see [`LegacyEvent`]).
+#[utoipa::path(
+    get,
+    path = "/{slug}/recent.json",
+    tag = "public",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_recent(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -52,6 +58,12 @@ pub async fn get_recent(
 ///
 /// : keep-alive
 /// ```
+#[utoipa::path(
+    get,
+    path = "/{slug}/live",
+    tag = "live",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn stream_live_events(
     State(state): State<AppState>,
     Path(slug): Path<String>,

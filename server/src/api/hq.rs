@@ -44,6 +44,13 @@ struct Update {
 const MAX_VERSION: usize = 64;
 
 /// `POST /api/register.json` `{"warrior": {"version": "..."}}` → `{"warrior_id": "N"}`.
+#[utoipa::path(
+    post,
+    path = "/api/register.json",
+    tag = "warrior-hq",
+    request_body(content = serde_json::Value, content_type = "application/json", description = "`{\"warrior\": {\"version\": \"...\"}}`"),
+    responses((status = 200, description = "`{\"warrior_id\": \"N\"}`", content_type = "application/json")),
+)]
 pub async fn register_warrior(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -61,6 +68,13 @@ pub async fn register_warrior(
 /// `POST /api/update.json` `{"warrior": {"warrior_id", "downloader", "selected_project",
 /// "lat_lng", ...}}`: records the instance and answers the project list (`/projects.json`; with a
 /// pipeline's bearer token, `auto_project` chosen for that pipeline).
+#[utoipa::path(
+    post,
+    path = "/api/update.json",
+    tag = "warrior-hq",
+    request_body(content = serde_json::Value, content_type = "application/json", description = "`{\"warrior\": {\"warrior_id\", \"downloader\", \"selected_project\", \"lat_lng\", \"version\"}}` (other fields are ignored)"),
+    responses((status = 200, description = "The Warrior's new project list and settings, as warrior-hq answered", content_type = "application/json")),
+)]
 pub async fn update_warrior(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -205,6 +219,12 @@ fn lat_lng(v: &serde_json::Value) -> ApiResult<Option<(f64, f64)>> {
 }
 
 /// `GET /api/stats.json`: how many warriors, per selected project and per whole degree.
+#[utoipa::path(
+    get,
+    path = "/api/stats.json",
+    tag = "warrior-hq",
+    responses((status = 200, body = FleetStats)),
+)]
 pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<FleetStats>> {
     Ok(Json(state.store.fleet_stats(now_ms()).await?))
 }
@@ -213,6 +233,7 @@ pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<Fl
 /// (most first; `null` for none yet), "coords": [[lat, lng]...]}`, one position per warrior that
 /// said where it is, at its whole degree (warrior-hq added up to half a degree of noise; the
 /// whole degree says no more).
+#[utoipa::path(get, path = "/stats.json", tag = "warrior-hq")]
 pub async fn get_hq_stats(State(state): State<AppState>) -> ApiResult<Response> {
     let stats = state.store.fleet_stats(now_ms()).await?;
     let mut projects: Vec<(Option<String>, u64)> = stats
@@ -238,6 +259,7 @@ pub async fn get_hq_stats(State(state): State<AppState>) -> ApiResult<Response> 
 
 /// `GET /positions.json`, as warrior-hq served it: `[[lat, lng]...]` in whole degrees, one per
 /// distinct position.
+#[utoipa::path(get, path = "/positions.json", tag = "warrior-hq")]
 pub async fn get_hq_positions(State(state): State<AppState>) -> ApiResult<Response> {
     let stats = state.store.fleet_stats(now_ms()).await?;
     let positions: Vec<(i32, i32)> = stats

@@ -19,13 +19,20 @@ use std::{net::SocketAddr, time::Instant};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Query of the websocket: the last sequence number the viewer has.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Resume {
     since: Option<u64>,
 }
 
 /// Upgrades to the live websocket of project `slug`; every frame is written from the hub's one
 /// copy ([`crate::websocket`]).
+#[utoipa::path(
+    get,
+    path = "/{slug}/ws",
+    tag = "live",
+    params(("slug" = String, Path, description = "The project's slug"), Resume),
+)]
 pub async fn watch_project(
     ws: Upgrade,
     State(state): State<AppState>,

@@ -15,7 +15,8 @@ use axum::{
 use serde::Deserialize;
 
 /// `?window=MINUTES` (default 5; the backend keeps it within 1 to 1440).
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Window {
     #[serde(default = "default_window")]
     window: u64,
@@ -39,11 +40,18 @@ fn answer<T: serde::Serialize>(read: Result<Option<T>, String>) -> ApiResult<Res
 }
 
 /// `GET /board/projects.json`: every project's summary (`Vec<ProjectSummary>`).
+#[utoipa::path(get, path = "/board/projects.json", tag = "leaderboard")]
 pub async fn get_projects(State(state): State<AppState>) -> ApiResult<Response> {
     answer(Backend::projects(&state.store).await.map(Some))
 }
 
 /// `GET /board/SLUG/page.json?window=M`: the leaderboard page's data (`Leaderboard`).
+#[utoipa::path(
+    get,
+    path = "/board/{slug}/page.json",
+    tag = "leaderboard",
+    params(("slug" = String, Path, description = "The project's slug"), Window),
+)]
 pub async fn get_page(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -53,6 +61,12 @@ pub async fn get_page(
 }
 
 /// `GET /board/SLUG/charts.json`: the page's charts (`ChartData`).
+#[utoipa::path(
+    get,
+    path = "/board/{slug}/charts.json",
+    tag = "leaderboard",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_charts(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -62,6 +76,12 @@ pub async fn get_charts(
 
 /// `GET /board/SLUG/window.json?window=M`: items and bytes of the top downloaders over the
 /// last M minutes (`[[name, items, bytes], ...]`).
+#[utoipa::path(
+    get,
+    path = "/board/{slug}/window.json",
+    tag = "leaderboard",
+    params(("slug" = String, Path, description = "The project's slug"), Window),
+)]
 pub async fn get_window(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -76,6 +96,12 @@ pub async fn get_window(
 }
 
 /// `GET /board/SLUG/figures.json`: the tracker statistics of the last hour (`TrackerStats`).
+#[utoipa::path(
+    get,
+    path = "/board/{slug}/figures.json",
+    tag = "leaderboard",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_figures(
     State(state): State<AppState>,
     Path(slug): Path<String>,

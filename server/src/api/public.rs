@@ -17,6 +17,7 @@ use serde_json::json;
 
 /// `GET /healthz`: 200 with the Redis round trip; 503 with `Retry-After` while Redis does not
 /// answer (as the process's probe last found, or this ping within a second).
+#[utoipa::path(get, path = "/healthz", tag = "public")]
 pub async fn check_health(State(state): State<AppState>) -> Response {
     if !state.redis.is_up() {
         return unhealthy("reconnecting: redis does not answer".into());
@@ -54,6 +55,12 @@ fn unhealthy(reason: String) -> Response {
 /// exporters read them: `rcr` reclaims per item handed out, `rcsr` reclaimed items per item
 /// served, `irsr` claims served per claim, `ifir` backfed records filtered as known per record
 /// backfed, `ifar` items failed per item finished (done or failed); 0 without activity.
+#[utoipa::path(
+    get,
+    path = "/{slug}/stats.json",
+    tag = "public",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_stats(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -104,6 +111,12 @@ pub async fn get_stats(
 /// {"items_done_chart": [[epoch_s, n]...], "bytes_done_chart": [[epoch_s, n]...],
 ///  "downloader_chart": {dl: [[epoch_s, bytes]...]}}
 /// ```
+#[utoipa::path(
+    get,
+    path = "/{slug}/charts.json",
+    tag = "public",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_charts(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -121,6 +134,12 @@ pub async fn get_charts(
 /// `GET /SLUG/update-status.json`: `{"downloader_version": {dl: v}, "current_version": v,
 /// "current_version_update_message": m}`, as the old tracker answered (its dashboard shows the
 /// message, then the names of the downloaders below the version).
+#[utoipa::path(
+    get,
+    path = "/{slug}/update-status.json",
+    tag = "public",
+    params(("slug" = String, Path, description = "The project's slug")),
+)]
 pub async fn get_update_status(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -138,7 +157,8 @@ pub async fn get_update_status(
 }
 
 /// Query of `GET /SLUG/tracker-stats.json`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WindowQuery {
     /// Minutes to cover (default 60, at most 7 days).
     minutes: Option<u64>,
@@ -164,6 +184,12 @@ fn public_offload(mut o: app::model::admin::OffloadState) -> app::model::admin::
     o
 }
 
+#[utoipa::path(
+    get,
+    path = "/{slug}/tracker-stats.json",
+    tag = "public",
+    params(("slug" = String, Path, description = "The project's slug"), WindowQuery),
+)]
 pub async fn get_tracker_stats(
     State(state): State<AppState>,
     Path(slug): Path<String>,

@@ -33,7 +33,7 @@ const RESERVED_FIELDS: [&str; 5] = [
 /// ```text
 /// {"downloader": "alice", "api_version": "2", "version": "20240101.01"}
 /// ```
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct RequestBody {
     downloader: String,
     #[serde(default)]
@@ -47,7 +47,7 @@ pub struct RequestBody {
 /// ```text
 /// {"downloader":"alice","version":"20240101.01","item":"a\u0000b","bytes":{"data":1234},"id":{...}}
 /// ```
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct DoneBody {
     downloader: String,
     item: String,
@@ -62,7 +62,7 @@ pub struct DoneBody {
 }
 
 /// Body of `POST /SLUG/release`: `{"item": "x", "downloader": "alice"}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ReleaseBody {
     item: String,
     #[serde(default)]
@@ -206,6 +206,21 @@ async fn serve_claim(
 
 /// `POST /SLUG/request`: claims one item.
 #[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/request",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = RequestBody, content_type = "application/json", description = "Read from the raw body, whatever its content type"),
+    responses(
+        (status = 200, description = "The claim: `{\"item_name\": \"...\"}` (with the project's extra fields) for `api_version` 2, else the bare name as text", content_type = "application/json"),
+        (status = 400, description = "Invalid JSON or downloader name (a plain-text reason)"),
+        (status = 403, description = "The address or the downloader is blocked"),
+        (status = 404, description = "No item to give, the downloader's claims at their limit, or the project not active"),
+        (status = 429, description = "Rate limited (`Retry-After` in seconds)"),
+        (status = 455, description = "The script's `version` is below the project's minimum"),
+    ),
+)]
 pub async fn claim_items(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -220,6 +235,21 @@ pub async fn claim_items(
 
 /// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
 #[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/{multi}//request",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug"), ("multi" = String, Path, description = "`multi=N`: how many items one call claims (seesaw's `--multi-item`)")),
+    request_body(content = RequestBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Up to N items, joined by NUL in `item_name`: `{\"item_name\": \"...\"}` (with the project's extra fields) for `api_version` 2, else the bare name as text", content_type = "application/json"),
+        (status = 400, description = "Invalid JSON or downloader name (a plain-text reason)"),
+        (status = 403, description = "The address or the downloader is blocked"),
+        (status = 404, description = "No item to give, the downloader's claims at their limit, or the project not active"),
+        (status = 429, description = "Rate limited (`Retry-After` in seconds)"),
+        (status = 455, description = "The script's `version` is below the project's minimum"),
+    ),
+)]
 pub async fn claim_multi(
     State(state): State<AppState>,
     Path((slug, multi)): Path<(String, String)>,
@@ -334,6 +364,18 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
 
 /// `POST /SLUG/done`: records completed items; `OK`.
 #[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/done",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = DoneBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`OK` (a repeated done too; it is not counted twice)", body = String, content_type = "text/plain"),
+        (status = 400, description = "Invalid JSON, names, bytes or items (a plain-text reason); nothing changed"),
+        (status = 404, description = "An item the downloader does not hold and the project has not done"),
+    ),
+)]
 pub async fn report_done(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -361,6 +403,21 @@ async fn take_done(
 
 /// `POST /SLUG/done+request`: a done, then a request for the same downloader.
 #[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/done+request",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = DoneBody, content_type = "application/json", description = "A done body; the claim that follows is the same downloader's"),
+    responses(
+        (status = 200, description = "The claim: `{\"item_name\": \"...\"}` (with the project's extra fields) for `api_version` 2, else the bare name as text", content_type = "application/json"),
+        (status = 400, description = "Invalid JSON or downloader name (a plain-text reason)"),
+        (status = 403, description = "The address or the downloader is blocked"),
+        (status = 404, description = "No item to give, the downloader's claims at their limit, or the project not active"),
+        (status = 429, description = "Rate limited (`Retry-After` in seconds)"),
+        (status = 455, description = "The script's `version` is below the project's minimum"),
+    ),
+)]
 pub async fn report_done_and_claim(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -380,6 +437,17 @@ pub async fn report_done_and_claim(
 
 /// `POST /SLUG/release`: the claimant (or an admin) gives an item back; a pipeline's claim,
 /// only that pipeline.
+#[utoipa::path(
+    post,
+    path = "/{slug}/release",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug")),
+    request_body(content = ReleaseBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "`Released OK.`", body = String, content_type = "text/plain"),
+        (status = 404, description = "The item is not claimed by that downloader"),
+    ),
+)]
 pub async fn release_item(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -436,7 +504,8 @@ pub async fn release_item(
 }
 
 /// Query of `GET /SLUG/items/ITEM.json`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ItemQuery {
     #[serde(default)]
     history: Option<String>,
@@ -444,6 +513,15 @@ pub struct ItemQuery {
 
 /// `GET /SLUG/items/ITEM.json`: `{"status": ..., "downloader": ...}`; with `?history=1` and the
 /// admin token, also the item's last transitions.
+#[utoipa::path(
+    get,
+    path = "/{slug}/items/{*item}",
+    tag = "warrior",
+    params(("slug" = String, Path, description = "The project's slug"), ("item" = String, Path, description = "The item name (the rest of the path)"), ItemQuery),
+    responses(
+        (status = 200, description = "`{\"status\": \"todo\"|\"out\"|\"done\"|\"failed\"|null, \"downloader\": ...}` (`downloader` only when out); the item name may end in `.json`", content_type = "application/json"),
+    ),
+)]
 pub async fn get_item(
     State(state): State<AppState>,
     Path((slug, item)): Path<(String, String)>,

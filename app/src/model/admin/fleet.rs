@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// One downloader seen on the warrior API: a downloader name calling one project from one
 /// address.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FleetClient {
     /// `SLUG:HEX`, the same in every process.
     pub id: String,
@@ -32,6 +33,7 @@ pub struct FleetClient {
 
 /// One Warrior HQ instance (`/api/update.json`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FleetWarrior {
     /// Its warrior id.
     pub id: u64,
@@ -51,6 +53,7 @@ pub struct FleetWarrior {
 
 /// The fleet of one project.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FleetProjectTotal {
     /// The project (for Warrior HQ instances: what they selected, `auto` included).
     pub project: String,
@@ -68,6 +71,7 @@ pub struct FleetProjectTotal {
 
 /// The fleet running one version.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FleetVersionTotal {
     /// The seesaw version of API downloaders, the warrior version of HQ instances (`""`:
     /// not said).
@@ -80,6 +84,7 @@ pub struct FleetVersionTotal {
 
 /// `GET /admin/api/fleet?q=&sort=&dir=&offset=&limit=`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FleetView {
     /// Server time (ms).
     pub now: u64,
@@ -114,6 +119,7 @@ impl FleetView {
 /// The orders of the fleet's lists (`sort=`); each has its natural direction, which
 /// `dir=reverse` turns around.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FleetSort {
     /// Last heard from, newest first.

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// One transition of an item's timeline (the stored line `time event who version`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TimelineEntry {
     /// When, ms since the epoch.
     pub t: u64,
@@ -49,6 +50,7 @@ impl TimelineEntry {
 
 /// `GET /admin/api/SLUG/item?name=ITEM`: where an item is and its last transitions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ItemInfo {
     /// The item.
     pub item: String,

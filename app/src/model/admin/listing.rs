@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// A project's Warrior listing: the fields of its `projects.json` entry that are not settings
 /// already (name, title, description and state are). `GET`/`PUT /admin/api/SLUG/listing`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Listing {
     /// Offered to Warriors at all (a project also needs a repository to be listed).
     #[serde(default = "yes")]
@@ -53,6 +54,7 @@ impl Default for Listing {
 /// now, its recorded state changes (newest first), and its `projects.json` entry as served
 /// (`null` when it is not listed).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ProjectListing {
     /// The listing.
     pub listing: Listing,
@@ -66,6 +68,7 @@ pub struct ProjectListing {
 
 /// One project `auto_project` may go to, in the order of the choice.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AutoCandidate {
     /// Slug.
     pub slug: String,
@@ -80,6 +83,7 @@ pub struct AutoCandidate {
 /// `GET /admin/api/warrior/auto` (and the answer of a `PUT`): the project "auto" Warriors run
 /// now, the pin if an admin set one, and the listed projects in the order of the choice.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AutoProject {
     /// What `projects.json` names as `auto_project` (for Warriors without a pipeline token).
     pub chosen: Option<String>,

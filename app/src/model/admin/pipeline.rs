@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// A pipeline: a client (a grab script, a fleet of them) that claims with its own token. Never
 /// carries the secret; only the secret's SHA-256 is stored.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Pipeline {
     /// `[A-Za-z0-9_.-]{1,64}`, unique; names the pipeline in claim records and the audit log.
     pub name: String,
@@ -23,6 +24,7 @@ pub struct Pipeline {
 
 /// Answer of `POST /admin/api/pipelines`: the only time the secret is shown.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct CreatedPipeline {
     /// The pipeline as listed.
     #[serde(flatten)]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 /// `GET /admin/api/SLUG/queues`: the size of every queue part, and the other states.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Queues {
     /// Items waiting, per queue part.
     pub queues: BTreeMap<String, u64>,
@@ -19,6 +20,7 @@ pub struct Queues {
 
 /// Items matching `pattern` share their own rate limit (and their own queue parts `Q#name`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct PatternLimit {
     /// `[a-z0-9_-]{1,32}`, names the queue parts and the limiter.
     pub name: String,
@@ -32,6 +34,7 @@ pub struct PatternLimit {
 
 /// A project's settings (the `meta` hash), as the CLI and the panel edit them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Settings {
     /// Title.
     pub title: String,
@@ -122,6 +125,7 @@ pub struct Settings {
 /// `GET /admin/api/SLUG/offload` (and `offload` in `/SLUG/tracker-stats.json`): what of a
 /// project is on disk rather than in Redis, and how the offloader fares.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct OffloadState {
     /// The project's `done_policy`.
     pub done_policy: String,
@@ -180,6 +184,7 @@ pub type UploadTargets = Vec<(String, bool)>;
 
 /// `GET`/`PUT /admin/api/SLUG/settings`: settings as the panel shows and saves them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ProjectSettings {
     /// The settings the CLI also edits.
     pub settings: Settings,
@@ -191,6 +196,7 @@ pub struct ProjectSettings {
     pub priority: Option<i64>,
     /// Upload targets (read-only here; see `/targets`).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = Vec<Vec<serde_json::Value>>))]
     pub targets: UploadTargets,
     /// The project-admin accounts administering the project; unchanged when absent. Only
     /// global admins may change it.
@@ -207,6 +213,7 @@ pub struct ProjectSettings {
 /// One of a project's backfeed keys and what it fed (a project fed by several grab scripts has
 /// a key for each).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BackfeedKeyUse {
     /// The key's id: the first 8 hex digits of its SHA-256 (shown to read-only accounts too).
     pub id: String,
@@ -224,6 +231,7 @@ pub struct BackfeedKeyUse {
 /// `{"action": "add"}` adds a key; `{"action": "rotate" | "revoke", "id": ID}` replaces or
 /// removes the key of that id alone.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BackfeedKeyChange {
     /// `add`, `rotate` or `revoke`; absent: replace them all.
     #[serde(default)]
@@ -235,6 +243,7 @@ pub struct BackfeedKeyChange {
 
 /// Answer of `POST /admin/api/SLUG/backfeed-key`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BackfeedKey {
     /// The project's keys now, comma-separated (each the secret of
     /// `/backfeed/legacy/SLUG-SECRET`).
@@ -243,6 +252,7 @@ pub struct BackfeedKey {
 
 /// Answer of `DELETE /admin/api/SLUG`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Destroyed {
     /// Redis keys removed.
     pub keys: u64,
@@ -250,6 +260,7 @@ pub struct Destroyed {
 
 /// The claims of one downloader (`GET /admin/api/SLUG/claims` lists them).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ClaimGroup {
     /// Downloader name.
     pub downloader: String,
@@ -265,6 +276,7 @@ pub struct ClaimGroup {
 
 /// A failed item.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FailedItem {
     /// The item.
     pub item: String,
@@ -276,6 +288,7 @@ pub struct FailedItem {
 
 /// `GET /admin/api/SLUG/failed`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FailedList {
     /// Up to 1000 failed items.
     pub items: Vec<FailedItem>,
@@ -285,6 +298,7 @@ pub struct FailedList {
 
 /// One archive file of a project's completion log (`GET /admin/api/SLUG/archives`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ArchiveFile {
     /// File name, `SLUG-FIRSTMS-LASTMS.ndjson.gz`.
     pub name: String,
@@ -294,6 +308,7 @@ pub struct ArchiveFile {
 
 /// Answer of `POST /admin/api/SLUG/log/archive`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Archived {
     /// Entries archived (dry run: that would be).
     #[serde(flatten)]
@@ -305,6 +320,7 @@ pub struct Archived {
 /// What is known of one zstd dictionary of a project (`GET /dictionary?project=SLUG` serves
 /// the current one; `GET`/`PUT /admin/api/SLUG/dictionary`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct DictionaryInfo {
     /// Its id, in the project.
     pub id: u64,

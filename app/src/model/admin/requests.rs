@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Body of `POST /admin/api/login`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Credentials {
     /// Account name (any case).
     pub username: String,
@@ -15,6 +16,7 @@ pub struct Credentials {
 
 /// Body of `POST /admin/api/setup`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Setup {
     /// The token of the setup link.
     pub token: String,
@@ -26,6 +28,7 @@ pub struct Setup {
 
 /// Body of `POST /admin/api/pipelines`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct PipelineRequest {
     /// `[A-Za-z0-9_.-]{1,64}`.
     pub name: String,
@@ -39,6 +42,7 @@ pub struct PipelineRequest {
 
 /// Body of `POST /admin/api/tokens`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct NewToken {
     /// What the token is for, e.g. `ingest script`.
     pub name: String,
@@ -47,6 +51,7 @@ pub struct NewToken {
 /// Body of `POST /admin/api/SLUG/release`: which claims to release (all set fields must
 /// match; at least one must be set).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Release {
     /// Claimed at or before this time (ms since the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +75,7 @@ pub struct Release {
 
 /// Body of `POST /admin/api/SLUG/failed`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ResolveFailed {
     /// `requeue` or `drop`.
     pub action: String,
@@ -83,6 +89,7 @@ pub struct ResolveFailed {
 
 /// Body of `POST /admin/api/SLUG/move`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct MoveItems {
     /// Source queue.
     pub from: String,
@@ -98,6 +105,7 @@ pub struct MoveItems {
 
 /// Body of `POST /admin/api/SLUG/clear`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ClearQueue {
     /// The queue to empty.
     pub queue: String,
@@ -108,6 +116,7 @@ pub struct ClearQueue {
 
 /// Body of `POST /admin/api/projects`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct CreateProject {
     /// `[a-z0-9-]{1,64}`.
     pub slug: String,
@@ -121,6 +130,7 @@ pub struct CreateProject {
 
 /// Body of `POST /admin/api/SLUG/targets`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TargetChange {
     /// e.g. `rsync://host/module/:downloader/`.
     pub target: String,
@@ -130,6 +140,7 @@ pub struct TargetChange {
 
 /// Body of `POST /admin/api/users` and `PUT /admin/api/users/NAME`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct UserChange {
     /// Name (creating only).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -147,6 +158,7 @@ pub struct UserChange {
 
 /// Body of `POST /admin/api/blocks` and `/unblock`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BlockChange {
     /// `ip` or `dl`.
     pub kind: String,
@@ -165,6 +177,7 @@ pub struct BlockChange {
 
 /// Body of `PUT /admin/api/warrior/projects`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SaveList {
     /// The new document.
     pub json: String,
@@ -175,6 +188,7 @@ pub struct SaveList {
 
 /// Body of `POST /admin/api/warrior/restore`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Restore {
     /// Index in the versions (0 = current).
     pub index: usize,
@@ -182,6 +196,7 @@ pub struct Restore {
 
 /// Body of `PUT /admin/api/warrior/auto`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Pin {
     /// The project to pin, or `null` to let the tracker choose.
     pub pin: Option<String>,
@@ -189,6 +204,7 @@ pub struct Pin {
 
 /// Body of `POST /admin/api/SLUG/log/archive`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ArchiveLog {
     /// Archive the entries up to this time (ms, inclusive).
     pub to: u64,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// One item a search found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FoundItem {
     /// Its name.
     pub item: String,
@@ -20,6 +21,7 @@ pub struct FoundItem {
 
 /// One page of a search.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FoundPage {
     /// The items found.
     pub items: Vec<FoundItem>,
@@ -32,6 +34,8 @@ pub struct FoundPage {
 /// A search as the panel, the admin API (`GET /admin/api/SLUG/search`, query parameters) and
 /// `tracker items search` give it: every field text, empty when not set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "ssr", into_params(parameter_in = Query))]
 #[serde(default)]
 pub struct SearchParams {
     /// `queued`, a queue part's name, `todo:d` (every personal queue), `claimed`, `done` or
@@ -56,6 +60,7 @@ pub struct SearchParams {
 /// Body of `POST /admin/api/SLUG/search/act`: the search (its state is required: it says what
 /// the action takes; its limit and cursor are not read) and what to do with every item it finds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct SearchAct {
     /// The search.

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 /// One saved version of the list.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct WarriorVersion {
     /// Saved at (ms).
     pub t: u64,
@@ -16,6 +17,7 @@ pub struct WarriorVersion {
 /// `GET /admin/api/warrior/projects`: the list and its versions, newest first (the first is
 /// the current list).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct WarriorList {
     /// The current document, as text.
     pub json: String,
@@ -25,6 +27,7 @@ pub struct WarriorList {
 
 /// Answer of `PUT /admin/api/warrior/projects`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SavedList {
     /// The document as sanitised (free JSON: a Warrior list may carry any field).
     pub json: Value,
@@ -34,6 +37,7 @@ pub struct SavedList {
 
 /// Answer of `POST /admin/api/warrior/restore`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct RestoredList {
     /// The document now current, as text.
     pub json: String,
@@ -42,6 +46,7 @@ pub struct RestoredList {
 /// What a Warrior shows of a project list: read leniently (a field of another type reads as
 /// absent), since the list is free JSON the server only checks in part.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct WarriorPreview {
     /// A message over the list (sanitised HTML).
     #[serde(default, deserialize_with = "text")]
@@ -56,6 +61,7 @@ pub struct WarriorPreview {
 
 /// The `warrior` object of a project list.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct WarriorPart {
     /// The seesaw version Warriors must run.
     #[serde(default, deserialize_with = "text")]
@@ -64,6 +70,7 @@ pub struct WarriorPart {
 
 /// One project of the list as a Warrior shows it.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct WarriorEntry {
     /// Its name (required by the server).
     #[serde(default, deserialize_with = "text")]

@@ -1,0 +1,170 @@
+//! `GET /openapi.json` and Swagger UI at `/admin/api/docs`: the document describes the warrior
+//! API as seesaw and the grab scripts call it, covers the admin API, and every operation it
+//! lists is routed (no call to a documented path meets the router's not-found page or a 405).
+
+use serde_json::Value;
+use tests::TestApp;
+
+/// Every (method, path) the document lists.
+fn operations(doc: &Value) -> Vec<(String, String)> {
+    let mut ops = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in ["get", "post", "put", "delete", "patch"] {
+            if item.get(method).is_some() {
+                ops.push((method.to_string(), path.clone()));
+            }
+        }
+    }
+    ops
+}
+
+/// `path` with its parameters filled in: the project `p`, `multi=2`, anything else `x`.
+fn concrete(path: &str) -> String {
+    path.replace("{slug}", "p")
+        .replace("{multi}", "multi=2")
+        .replace("{*item}", "a.json")
+        .replace("{key}", "p-nokey")
+        .split('/')
+        .map(|seg| {
+            if seg.starts_with('{') && seg.ends_with('}') {
+                "x"
+            } else {
+                seg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[tokio::test]
+async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_routed() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b"]).await;
+    let r = app.get("/openapi.json").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/json"));
+    let doc: Value = serde_json::from_str(&r.body).expect("JSON");
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let ops = operations(&doc);
+    let has = |method: &str, path: &str| ops.iter().any(|(m, p)| m == method && p == path);
+
+    // The warrior API, at the exact paths the real clients call.
+    for (method, path) in [
+        ("post", "/{slug}/request"),
+        ("post", "/{slug}/{multi}//request"),
+        ("post", "/{slug}/done"),
+        ("post", "/{slug}/done+request"),
+        ("post", "/{slug}/release"),
+        ("post", "/{slug}/upload"),
+        ("post", "/{slug}/uploaded"),
+        ("get", "/{slug}/items/{*item}"),
+        ("post", "/backfeed/legacy/{key}"),
+        ("post", "/api/register.json"),
+        ("post", "/api/update.json"),
+        ("get", "/projects.json"),
+        ("get", "/{slug}/stats.json"),
+        ("get", "/metrics"),
+    ] {
+        assert!(has(method, path), "{method} {path} is not described");
+    }
+    let claim = &doc["paths"]["/{slug}/request"]["post"];
+    assert_eq!(claim["tags"][0], "warrior");
+    let codes: Vec<&str> = claim["responses"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for code in ["200", "400", "403", "404", "429", "455"] {
+        assert!(codes.contains(&code), "claim answers {code}: {codes:?}");
+    }
+    // Bodies come from the code's types.
+    let body = &claim["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(body["$ref"], "#/components/schemas/RequestBody", "{body}");
+    let fields = &doc["components"]["schemas"]["RequestBody"]["properties"];
+    assert!(fields.get("downloader").is_some(), "{fields}");
+    let done = &doc["components"]["schemas"]["DoneBody"]["properties"];
+    for field in ["downloader", "item", "bytes", "id"] {
+        assert!(done.get(field).is_some(), "done body lacks {field}: {done}");
+    }
+    let settings = &doc["paths"]["/admin/api/{slug}/settings"]["put"]["requestBody"];
+    assert!(
+        settings.to_string().contains("ProjectSettings"),
+        "{settings}"
+    );
+
+    // The admin API: every call under /admin/api, tagged.
+    let admin: Vec<_> = ops
+        .iter()
+        .filter(|(_, p)| p.starts_with("/admin/api/"))
+        .collect();
+    assert!(admin.len() >= 50, "{} admin operations", admin.len());
+    for (m, p) in &admin {
+        assert_eq!(doc["paths"][p][m]["tags"][0], "admin", "{m} {p}");
+    }
+    for (method, path) in [
+        ("post", "/admin/api/login"),
+        ("post", "/admin/api/{slug}/items"),
+        ("get", "/admin/api/{slug}/search"),
+        ("post", "/admin/api/{slug}/search/act"),
+        ("delete", "/admin/api/{slug}"),
+    ] {
+        assert!(has(method, path), "{method} {path} is not described");
+    }
+
+    // Every documented operation is routed: called without a body or a session, it answers
+    // from its handler or its guards (401, 403, 400, 404 with a reason...), never with the
+    // router's not-found page or 405.
+    for (method, path) in &ops {
+        let url = app.url(&concrete(path));
+        let req = match method.as_str() {
+            "get" => app.http.get(&url),
+            "post" => app.http.post(&url),
+            "put" => app.http.put(&url),
+            "delete" => app.http.delete(&url),
+            _ => app.http.patch(&url),
+        };
+        // Streams (the live feed) answer their headers first: the status is enough.
+        let resp = req
+            .header("origin", app.url(""))
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        let html = resp
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t.to_str().unwrap_or("").starts_with("text/html"));
+        assert_ne!(status, 405, "{method} {path} is not routed for {method}");
+        assert!(
+            !(status == 404 && html),
+            "{method} {path} ({url}) met the not-found page"
+        );
+    }
+    // A call that is not routed does meet them: the checks above can fail.
+    let r = app.get("/p/request").await;
+    assert_eq!(r.status, 405, "{}", r.body);
+    let r = app.post("/p/no-such-call", "{}").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+}
+
+#[tokio::test]
+async fn swagger_ui_is_served_at_the_admin_api_docs() {
+    let app = TestApp::start().await;
+    let r = app.get("/admin/api/docs/").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("swagger-ui"), "{}", r.body);
+    let r = app.get("/admin/api/docs/swagger-initializer.js").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("/openapi.json"), "{}", r.body);
+    let r = app.get("/admin/api/docs/swagger-ui-bundle.js").await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.len() > 100_000, "{} bytes", r.body.len());
+}
