@@ -4,8 +4,20 @@
 //! doc comment), and `crate::routes` registers it with that description, so a route cannot be
 //! served without being described, nor described without being served.
 
-use axum::Router;
-use utoipa::{openapi::OpenApi as Document, OpenApi};
+use axum::{
+    http::{header, HeaderValue},
+    Router,
+};
+use tower_http::set_header::SetResponseHeaderLayer;
+use utoipa::{
+    openapi::{
+        security::{
+            ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+        },
+        OpenApi as Document,
+    },
+    OpenApi,
+};
 use utoipa_swagger_ui::SwaggerUi;
 
 /// Where the document is served.
@@ -39,16 +51,79 @@ pub const UI_PATH: &str = "/admin/api/docs";
 )]
 struct Base;
 
-/// The whole document: [`Base`] and the routers' parts.
+/// The admin API's calls a visitor makes before there is a session.
+const OPEN_ADMIN_CALLS: [&str; 3] = ["/admin/api/session", "/admin/api/login", "/admin/api/setup"];
+
+/// The whole document: [`Base`] and the routers' parts, with how each call is authorised: the
+/// admin API by the session cookie with its CSRF token, or an API token; `/metrics` by a token.
 pub fn document(parts: impl IntoIterator<Item = Document>) -> Document {
     let mut doc = Base::openapi();
     for part in parts {
         doc.merge(part);
     }
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "session",
+        SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+            crate::admin::SESSION_COOKIE,
+            "The panel's session, made by `POST /admin/api/login`",
+        ))),
+    );
+    components.add_security_scheme(
+        "csrf",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            crate::admin::csrf::CSRF_HEADER,
+            "The session's CSRF token (`GET /admin/api/session`), on every change",
+        ))),
+    );
+    components.add_security_scheme(
+        "token",
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(
+                    "An API token (`/admin/tokens`) for the admin API; the admin or metrics token for `/metrics`",
+                ))
+                .build(),
+        ),
+    );
+    let by_session =
+        SecurityRequirement::new("session", Vec::<String>::new()).add("csrf", Vec::<String>::new());
+    let by_token = SecurityRequirement::new("token", Vec::<String>::new());
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let admin = path.starts_with("/admin/api/") && !OPEN_ADMIN_CALLS.contains(&path.as_str());
+        if !admin && path != "/metrics" {
+            continue;
+        }
+        let ops = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for op in ops.into_iter().flatten() {
+            op.security = Some(if admin {
+                vec![by_session.clone(), by_token.clone()]
+            } else {
+                vec![by_token.clone()]
+            });
+        }
+    }
     doc
+}
+
+/// The Content-Security-Policy of Swagger UI's files: the tracker's own ([`app::csp::POLICY`]),
+/// but with inline styles, which Swagger UI sets on its elements. Scripts stay its own files.
+fn ui_policy() -> HeaderValue {
+    let policy =
+        app::csp::POLICY.replacen("style-src 'self'", "style-src 'self' 'unsafe-inline'", 1);
+    HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static(app::csp::POLICY))
 }
 
 /// `GET /openapi.json`, and Swagger UI at `/admin/api/docs`.
 pub fn router<S: Clone + Send + Sync + 'static>(doc: Document) -> Router<S> {
-    SwaggerUi::new(UI_PATH).url(DOCUMENT_PATH, doc).into()
+    Router::from(SwaggerUi::new(UI_PATH).url(DOCUMENT_PATH, doc)).layer(
+        SetResponseHeaderLayer::overriding(header::CONTENT_SECURITY_POLICY, ui_policy()),
+    )
 }

@@ -105,6 +105,17 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
     for (m, p) in &admin {
         assert_eq!(doc["paths"][p][m]["tags"][0], "admin", "{m} {p}");
     }
+    // How each call is authorised: the session with its CSRF token, or an API token; logging
+    // in needs neither.
+    let add = doc["paths"]["/admin/api/{slug}/items"]["post"]["security"].to_string();
+    assert!(
+        add.contains("session") && add.contains("csrf") && add.contains("token"),
+        "{add}"
+    );
+    assert!(doc["paths"]["/admin/api/login"]["post"]
+        .get("security")
+        .is_none());
+    assert!(doc["components"]["securitySchemes"]["token"]["scheme"] == "bearer");
     for (method, path) in [
         ("post", "/admin/api/login"),
         ("post", "/admin/api/{slug}/items"),
@@ -161,6 +172,13 @@ async fn swagger_ui_is_served_at_the_admin_api_docs() {
     let r = app.get("/admin/api/docs/").await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("swagger-ui"), "{}", r.body);
+    // Its policy lets Swagger UI style its elements inline; scripts stay its own files.
+    let policy = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(policy.contains("style-src 'self' 'unsafe-inline'"), "{policy}");
+    assert!(policy.contains("script-src 'self' 'wasm-unsafe-eval';"), "{policy}");
+    let r = app.get("/admin").await;
+    let policy = r.headers["content-security-policy"].to_str().unwrap();
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
     let r = app.get("/admin/api/docs/swagger-initializer.js").await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("/openapi.json"), "{}", r.body);
