@@ -174,8 +174,14 @@ async fn swagger_ui_is_served_at_the_admin_api_docs() {
     assert!(r.body.contains("swagger-ui"), "{}", r.body);
     // Its policy lets Swagger UI style its elements inline; scripts stay its own files.
     let policy = r.headers["content-security-policy"].to_str().unwrap();
-    assert!(policy.contains("style-src 'self' 'unsafe-inline'"), "{policy}");
-    assert!(policy.contains("script-src 'self' 'wasm-unsafe-eval';"), "{policy}");
+    assert!(
+        policy.contains("style-src 'self' 'unsafe-inline'"),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("script-src 'self' 'wasm-unsafe-eval';"),
+        "{policy}"
+    );
     let r = app.get("/admin").await;
     let policy = r.headers["content-security-policy"].to_str().unwrap();
     assert!(!policy.contains("unsafe-inline"), "{policy}");

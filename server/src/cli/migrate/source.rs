@@ -80,18 +80,44 @@ impl Source {
         }
     }
 
-    /// How many elements `key` holds, by its type (a string: one), and the type.
-    pub async fn size(&self, key: &str) -> Result<(String, u64), Error> {
-        let kind: String = self.client.custom(fred::cmd!("TYPE"), vec![key]).await?;
-        let n: u64 = match kind.as_str() {
-            "set" => self.client.scard(key).await?,
-            "zset" => self.client.zcard(key).await?,
-            "hash" => self.client.hlen(key).await?,
-            "list" => self.client.llen(key).await?,
-            "string" => 1,
-            _ => 0,
+    /// How many elements each of `keys` holds, by its type (a string: one): two pipelined
+    /// round trips for the page (every `TYPE`, then every size), not two per key.
+    pub async fn sizes(&self, keys: &[&str]) -> Result<Vec<u64>, Error> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pipe = self.client.pipeline();
+        for key in keys {
+            let _: () = pipe.custom(fred::cmd!("TYPE"), vec![*key]).await?;
+        }
+        let kinds: Vec<String> = pipe.all().await?;
+        let pipe = self.client.pipeline();
+        let mut asked = Vec::with_capacity(keys.len());
+        for (key, kind) in keys.iter().zip(&kinds) {
+            let cmd = match kind.as_str() {
+                "set" => fred::cmd!("SCARD"),
+                "zset" => fred::cmd!("ZCARD"),
+                "hash" => fred::cmd!("HLEN"),
+                "list" => fred::cmd!("LLEN"),
+                _ => continue,
+            };
+            let _: () = pipe.custom(cmd, vec![*key]).await?;
+            asked.push(kind);
+        }
+        let counted: Vec<u64> = if asked.is_empty() {
+            Vec::new()
+        } else {
+            pipe.all().await?
         };
-        Ok((kind, n))
+        let mut counted = counted.into_iter();
+        Ok(kinds
+            .iter()
+            .map(|kind| match kind.as_str() {
+                "set" | "zset" | "hash" | "list" => counted.next().unwrap_or(0),
+                "string" => 1,
+                _ => 0,
+            })
+            .collect())
     }
 
     /// How many keys the database holds.

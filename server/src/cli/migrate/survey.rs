@@ -35,8 +35,22 @@ pub(super) async fn survey(
     let (mut cursor, mut seen) = ("0".to_string(), 0);
     loop {
         let (next, names) = old.page("SCAN", "*", &cursor).await.map_err(old_err)?;
+        let known: Vec<&str> = names
+            .iter()
+            .filter(|key| place(projects, key).is_some())
+            .map(String::as_str)
+            .collect();
+        let sizes = old.sizes(&known).await.map_err(old_err)?;
+        let mut sizes = known.into_iter().zip(sizes).peekable();
         for key in &names {
-            survey_key(old, projects, &mut found, key).await?;
+            let size = match sizes.peek() {
+                Some((k, n)) if *k == key.as_str() => Some(*n),
+                _ => None,
+            };
+            if size.is_some() {
+                sizes.next();
+            }
+            survey_key(projects, &mut found, key, size);
         }
         seen += names.len() as u64;
         steps.at(seen, total);
@@ -49,47 +63,52 @@ pub(super) async fn survey(
     Ok(found)
 }
 
-/// Counts `key` in the survey (or among the unknown keys), and keeps the names the import walks.
-async fn survey_key(
-    old: &Source,
+/// Where `key` belongs: its project (`""`: global), its name there, its kind and fate; `None`
+/// for a key the old tracker does not write.
+fn place<'a>(
+    projects: &BTreeMap<String, serde_json::Value>,
+    key: &'a str,
+) -> Option<(&'a str, &'a str, (&'static str, Fate))> {
+    match key.split_once(':') {
+        Some((slug, rest)) if projects.contains_key(slug) => {
+            source::project_key(rest).map(|kind| (slug, rest, kind))
+        }
+        _ => source::global_key(key).map(|kind| ("", key, kind)),
+    }
+}
+
+/// Counts `key` (of `size` elements when it is known) in the survey, or among the unknown
+/// keys, and keeps the names the import walks.
+fn survey_key(
     projects: &BTreeMap<String, serde_json::Value>,
     found: &mut Found,
     key: &str,
-) -> Result<(), CliError> {
-    {
-        let place = match key.split_once(':') {
-            Some((slug, rest)) if projects.contains_key(slug) => {
-                source::project_key(rest).map(|kind| (slug, rest, kind))
-            }
-            _ => source::global_key(key).map(|kind| ("", key, kind)),
-        };
-        let Some((slug, rest, (kind, fate))) = place else {
-            found.unknown_count += 1;
-            if found.unknown.len() < 50 {
-                found.unknown.push(key.to_string());
-            }
-            return Ok(());
-        };
-        let (_, n) = old.size(key).await.map_err(old_err)?;
-        let entry = found
-            .survey
-            .entry(slug.to_string())
-            .or_default()
-            .entry(kind)
-            .or_insert((fate, 0, 0));
-        entry.1 += 1;
-        entry.2 += n;
-        let list = match kind {
-            "personal queues" => &mut found.personal,
-            "downloader charts" => &mut found.dl_charts,
-            "log" | "log archives" => &mut found.logs,
-            _ => return Ok(()),
-        };
-        list.entry(slug.to_string())
-            .or_default()
-            .push(rest.to_string());
-    }
-    Ok(())
+    size: Option<u64>,
+) {
+    let (Some((slug, rest, (kind, fate))), Some(n)) = (place(projects, key), size) else {
+        found.unknown_count += 1;
+        if found.unknown.len() < 50 {
+            found.unknown.push(key.to_string());
+        }
+        return;
+    };
+    let entry = found
+        .survey
+        .entry(slug.to_string())
+        .or_default()
+        .entry(kind)
+        .or_insert((fate, 0, 0));
+    entry.1 += 1;
+    entry.2 += n;
+    let list = match kind {
+        "personal queues" => &mut found.personal,
+        "downloader charts" => &mut found.dl_charts,
+        "log" | "log archives" => &mut found.logs,
+        _ => return,
+    };
+    list.entry(slug.to_string())
+        .or_default()
+        .push(rest.to_string());
 }
 
 pub(super) fn print_survey(found: &Found, only: &[String]) {
