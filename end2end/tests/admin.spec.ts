@@ -40,6 +40,7 @@ test('items added in the textarea show in the queue sizes', async ({ page, track
   await sections.getByRole('link', { name: 'Add and move' }).click();
   await expect(page).toHaveURL(/\/admin\/p\/demo\/queues$/);
   await expect(sections.getByRole('link', { name: 'Add and move' })).toHaveAttribute('aria-current', 'page');
+  await expect(page).toHaveTitle('demo: Add and move · Admin · Tracker');
   await expect(queues).toHaveCount(0);
   await page.getByLabel('Items, one a line').fill('a\nb\nc\n');
   await page.getByRole('region', { name: 'Add items' }).getByRole('button', { name: 'Preview' }).click();

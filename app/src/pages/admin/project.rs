@@ -15,6 +15,7 @@ use crate::{
     model::admin::{AdminSession, Queues},
 };
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 /// The queues items can be added to and moved between.
@@ -156,7 +157,14 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
             .into_any(),
         }
     };
+    let title = StoredValue::new(nav_slug.clone());
+    let tab_title = move || {
+        let here = section.get();
+        let label = SECTIONS.iter().find(|s| s.0 == here).map_or("", |s| s.1);
+        format!("{}: {label} · Admin · Tracker", title.get_value())
+    };
     view! {
+        <Title text=tab_title/>
         <nav class="section-nav" aria-label="Project sections">
             <ul>
                 {SECTIONS.iter().filter(|s| shown(s.2)).map(|(segment, label, _)| {
