@@ -69,6 +69,31 @@ pub struct ReleaseBody {
     downloader: String,
 }
 
+/// What a claim answers, in PROTOCOL.md's order of checks (the OpenAPI document's responses of
+/// `request`, `multi=N//request` and `done+request`).
+#[derive(utoipa::IntoResponses)]
+pub enum ClaimAnswers {
+    /// The claim: `{"item_name": "..."}` (NUL-joined for `multi=N`, with the project's extra
+    /// fields) for `api_version` 2, else the bare name as text.
+    #[response(status = 200, content_type = "application/json")]
+    Claimed,
+    /// Invalid JSON or downloader name (a plain-text reason).
+    #[response(status = 400)]
+    Invalid,
+    /// The address or the downloader is blocked.
+    #[response(status = 403)]
+    Blocked,
+    /// No item to give, the downloader's claims at their limit, or the project not active.
+    #[response(status = 404)]
+    Nothing,
+    /// Rate limited (`Retry-After` in seconds).
+    #[response(status = 429)]
+    Limited,
+    /// The script's `version` is below the project's minimum.
+    #[response(status = 455)]
+    OldVersion,
+}
+
 /// Parses a JSON body; 400 with the reason otherwise.
 pub fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
@@ -212,14 +237,7 @@ async fn serve_claim(
     tag = "warrior",
     params(("slug" = String, Path, description = "The project's slug")),
     request_body(content = RequestBody, content_type = "application/json", description = "Read from the raw body, whatever its content type"),
-    responses(
-        (status = 200, description = "The claim: `{\"item_name\": \"...\"}` (with the project's extra fields) for `api_version` 2, else the bare name as text", content_type = "application/json"),
-        (status = 400, description = "Invalid JSON or downloader name (a plain-text reason)"),
-        (status = 403, description = "The address or the downloader is blocked"),
-        (status = 404, description = "No item to give, the downloader's claims at their limit, or the project not active"),
-        (status = 429, description = "Rate limited (`Retry-After` in seconds)"),
-        (status = 455, description = "The script's `version` is below the project's minimum"),
-    ),
+    responses(ClaimAnswers),
 )]
 pub async fn claim_items(
     State(state): State<AppState>,
@@ -241,14 +259,7 @@ pub async fn claim_items(
     tag = "warrior",
     params(("slug" = String, Path, description = "The project's slug"), ("multi" = String, Path, description = "`multi=N`: how many items one call claims (seesaw's `--multi-item`)")),
     request_body(content = RequestBody, content_type = "application/json"),
-    responses(
-        (status = 200, description = "Up to N items, joined by NUL in `item_name`: `{\"item_name\": \"...\"}` (with the project's extra fields) for `api_version` 2, else the bare name as text", content_type = "application/json"),
-        (status = 400, description = "Invalid JSON or downloader name (a plain-text reason)"),
-        (status = 403, description = "The address or the downloader is blocked"),
-        (status = 404, description = "No item to give, the downloader's claims at their limit, or the project not active"),
-        (status = 429, description = "Rate limited (`Retry-After` in seconds)"),
-        (status = 455, description = "The script's `version` is below the project's minimum"),
-    ),
+    responses(ClaimAnswers),
 )]
 pub async fn claim_multi(
     State(state): State<AppState>,
@@ -409,14 +420,7 @@ async fn take_done(
     tag = "warrior",
     params(("slug" = String, Path, description = "The project's slug")),
     request_body(content = DoneBody, content_type = "application/json", description = "A done body; the claim that follows is the same downloader's"),
-    responses(
-        (status = 200, description = "The claim: `{\"item_name\": \"...\"}` (with the project's extra fields) for `api_version` 2, else the bare name as text", content_type = "application/json"),
-        (status = 400, description = "Invalid JSON or downloader name (a plain-text reason)"),
-        (status = 403, description = "The address or the downloader is blocked"),
-        (status = 404, description = "No item to give, the downloader's claims at their limit, or the project not active"),
-        (status = 429, description = "Rate limited (`Retry-After` in seconds)"),
-        (status = 455, description = "The script's `version` is below the project's minimum"),
-    ),
+    responses(ClaimAnswers),
 )]
 pub async fn report_done_and_claim(
     State(state): State<AppState>,
