@@ -230,7 +230,9 @@ async fn serve_claim(
 }
 
 /// `POST /SLUG/request`: claims one item.
-#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+// The warrior calls' spans (address, pipeline) are made only when tracing asks for debug: at the
+// default level no event is logged inside them (the batcher logs from its own task).
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 #[utoipa::path(
     post,
     path = "/{slug}/request",
@@ -252,7 +254,7 @@ pub async fn claim_items(
 }
 
 /// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
-#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 #[utoipa::path(
     post,
     path = "/{slug}/{multi}//request",
@@ -374,7 +376,7 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
 }
 
 /// `POST /SLUG/done`: records completed items; `OK`.
-#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 #[utoipa::path(
     post,
     path = "/{slug}/done",
@@ -413,7 +415,7 @@ async fn take_done(
 }
 
 /// `POST /SLUG/done+request`: a done, then a request for the same downloader.
-#[tracing::instrument(skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 #[utoipa::path(
     post,
     path = "/{slug}/done+request",
