@@ -254,10 +254,7 @@ impl Run<'_> {
             );
         }
         let old = self.old;
-        let chart = async |name: &str| {
-            let raw = old.get(&key(name)).await.map_err(old_err)?;
-            Ok::<_, CliError>(source::hex_chart(&raw.unwrap_or_default()))
-        };
+        let chart = async |name: &str| old.chart(&key(name)).await.map_err(old_err);
         let items = chart("chart:total_items").await?;
         let merged = source::merge_charts(&items, &chart("chart:total_bytes").await?);
         self.store.import_chart(slug, &merged).await?;

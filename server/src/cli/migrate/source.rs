@@ -13,6 +13,9 @@
 
 use fred::prelude::*;
 
+/// How much of a chart string one `GETRANGE` reads.
+const CHART_CHUNK: usize = 256 * 1024;
+
 /// A read-only connection to the old tracker's Redis.
 pub struct Source {
     client: Client,
@@ -128,6 +131,26 @@ impl Source {
     /// A string key, or none.
     pub async fn get(&self, key: &str) -> Result<Option<String>, Error> {
         self.client.get(key).await
+    }
+
+    /// The hex chart string `key` (entries `YYYYmmddHHMM=hex`, by minute), read [`CHART_CHUNK`] bytes at a time
+    /// with `GETRANGE`, never whole: a chart gains an entry a minute, megabytes over years.
+    pub async fn chart(&self, key: &str) -> Result<Vec<(u64, u64)>, Error> {
+        let (mut points, mut tail, mut at) = (Vec::new(), String::new(), 0);
+        loop {
+            let (from, to) = (at.to_string(), (at + CHART_CHUNK - 1).to_string());
+            let chunk: String = self
+                .client
+                .custom(fred::cmd!("GETRANGE"), vec![key, &from, &to])
+                .await?;
+            let last = chunk.len() < CHART_CHUNK;
+            tail.push_str(&chunk);
+            take_entries(&mut tail, last, &mut points);
+            if last {
+                return Ok(in_order(points));
+            }
+            at += CHART_CHUNK;
+        }
     }
 
     /// The scores of `members` of sorted set `key` (none where absent).
@@ -261,17 +284,40 @@ pub fn global_key(key: &str) -> Option<(&'static str, Fate)> {
 
 /// A hex chart string ("YYYYmmddHHMM=hex " per minute) as (minute since the epoch, value),
 /// in order; entries that do not parse are left out.
+#[cfg(test)]
 pub fn hex_chart(raw: &str) -> Vec<(u64, u64)> {
-    let mut points: Vec<(u64, u64)> = raw
-        .split_whitespace()
-        .filter_map(|entry| {
-            let (stamp, hex) = entry.split_once('=')?;
-            Some((stamp_minute(stamp)?, u64::from_str_radix(hex, 16).ok()?))
-        })
-        .collect();
+    let mut points = Vec::new();
+    hex_entries(raw, &mut points);
+    in_order(points)
+}
+
+/// The entries `YYYYmmddHHMM=hex` of `text` (whole entries, separated by spaces) added to
+/// `points`; one that does not read is passed over.
+fn hex_entries(text: &str, points: &mut Vec<(u64, u64)>) {
+    points.extend(text.split_whitespace().filter_map(|entry| {
+        let (stamp, hex) = entry.split_once('=')?;
+        Some((stamp_minute(stamp)?, u64::from_str_radix(hex, 16).ok()?))
+    }));
+}
+
+/// `points` by minute, one a minute.
+fn in_order(mut points: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     points.sort_unstable();
     points.dedup_by_key(|p| p.0);
     points
+}
+
+/// Reads the whole entries of `tail` (all of it when `last`, else up to its last space) into
+/// `points` and keeps only the unfinished entry in `tail`: a chart string read a chunk at a
+/// time.
+fn take_entries(tail: &mut String, last: bool, points: &mut Vec<(u64, u64)>) {
+    let end = if last {
+        tail.len()
+    } else {
+        tail.rfind(' ').map_or(0, |i| i + 1)
+    };
+    hex_entries(&tail[..end], points);
+    tail.drain(..end);
 }
 
 /// "YYYYmmddHHMM" (UTC) as minutes since the epoch.
@@ -317,6 +363,38 @@ pub fn merge_charts(items: &[(u64, u64)], bytes: &[(u64, u64)]) -> Vec<(u64, u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chart_read_in_chunks_is_the_chart_read_whole() {
+        let raw: String = (0..500u64)
+            .map(|i| {
+                format!(
+                    "2013031{}{:02}{:02}={:08x} ",
+                    7 + i / 1440 % 2,
+                    i / 60 % 24,
+                    i % 60,
+                    i * 977
+                )
+            })
+            .collect();
+        let whole = hex_chart(&raw);
+        assert_eq!(whole.len(), 500);
+        for size in [1, 7, 20, 21, 64, 1000] {
+            let (mut points, mut tail) = (Vec::new(), String::new());
+            let bytes = raw.as_bytes();
+            for (i, chunk) in bytes.chunks(size).enumerate() {
+                tail.push_str(std::str::from_utf8(chunk).unwrap());
+                let last = (i + 1) * size >= bytes.len();
+                take_entries(&mut tail, last, &mut points);
+                assert!(
+                    tail.len() <= 21 + size,
+                    "the unfinished entry only: {tail:?}"
+                );
+            }
+            assert!(tail.is_empty());
+            assert_eq!(in_order(points), whole, "chunks of {size}");
+        }
+    }
 
     #[test]
     fn hex_charts_read_as_minutes_and_values() {
