@@ -127,3 +127,12 @@ pub fn router<S: Clone + Send + Sync + 'static>(doc: Document) -> Router<S> {
         SetResponseHeaderLayer::overriding(header::CONTENT_SECURITY_POLICY, ui_policy()),
     )
 }
+
+/// The project a call is about, as its path names it (`/{slug}/...`): the path parameter of
+/// every per-project call's description.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProjectPath {
+    /// The project's slug.
+    pub slug: String,
+}

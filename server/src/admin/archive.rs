@@ -16,6 +16,7 @@ use super::{auth::Caller, items::Affected};
 use crate::offloader::archive::{
     offload_state, project_dir, valid_archive_name, write_archive, ArchiveError, Written,
 };
+use crate::openapi::ProjectPath;
 use crate::{
     state::AppState,
     web::{known_project, ApiError, ApiResult},
@@ -44,7 +45,7 @@ fn write_failed(e: std::io::Error) -> ApiError {
     post,
     path = "/{slug}/log/archive",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Archived)),
 )]
 pub async fn archive_log(
@@ -133,7 +134,7 @@ pub async fn archive_log(
     get,
     path = "/{slug}/offload",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = OffloadState)),
 )]
 pub async fn show_offload(
@@ -153,7 +154,7 @@ pub async fn show_offload(
     get,
     path = "/{slug}/archives",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = [ArchiveFile])),
 )]
 pub async fn list_archives(
@@ -185,7 +186,7 @@ pub async fn list_archives(
     get,
     path = "/{slug}/archives/{name}",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug"), ("name" = String, Path, description = "The archive file's name")),
+    params(ProjectPath, ("name" = String, Path, description = "The archive file's name")),
 )]
 pub async fn download_archive(
     State(state): State<AppState>,

@@ -5,6 +5,7 @@ use super::{
     auth::Caller,
     items::{parse_regex, Affected},
 };
+use crate::openapi::ProjectPath;
 use crate::{
     state::AppState,
     store::{now_ms, ClaimFilter, ClaimGroup},
@@ -22,7 +23,7 @@ use axum::{
     get,
     path = "/{slug}/claims",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = [ClaimGroup])),
 )]
 pub async fn list_claims(
@@ -40,7 +41,7 @@ pub async fn list_claims(
     post,
     path = "/{slug}/release",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Affected)),
 )]
 pub async fn release_claims(
@@ -98,7 +99,7 @@ pub async fn release_claims(
     get,
     path = "/{slug}/failed",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = FailedList)),
 )]
 pub async fn list_failed(
@@ -117,7 +118,7 @@ pub async fn list_failed(
     post,
     path = "/{slug}/failed",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Affected)),
 )]
 pub async fn resolve_failed(

@@ -3,6 +3,7 @@
 //! `tracker dictionary set` does from a file.
 
 use super::auth::Caller;
+use crate::openapi::ProjectPath;
 use crate::{
     state::AppState,
     store::dictionary::{dictionary_problem, DictionaryInfo},
@@ -20,7 +21,7 @@ use axum::{
     get,
     path = "/{slug}/dictionary",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Option<DictionaryInfo>)),
 )]
 pub async fn show_dictionary(
@@ -41,7 +42,7 @@ pub async fn show_dictionary(
     put,
     path = "/{slug}/dictionary",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The dictionary: raw, or .zst with its size"),
     responses((status = 200, body = DictionaryInfo)),
 )]

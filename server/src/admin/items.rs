@@ -3,6 +3,7 @@
 //! Every bulk action has a dry run.
 
 use super::auth::Caller;
+use crate::openapi::ProjectPath;
 use crate::{
     keys::QUEUES,
     ops,
@@ -25,7 +26,7 @@ use serde::Deserialize;
     get,
     path = "/{slug}/queues",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Queues)),
 )]
 pub async fn show_queues(
@@ -62,7 +63,7 @@ pub struct ItemQuery {
     get,
     path = "/{slug}/item",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug"), ItemQuery),
+    params(ProjectPath, ItemQuery),
     responses((status = 200, body = ItemInfo)),
 )]
 pub async fn show_item(
@@ -118,7 +119,7 @@ fn is_dry(flag: &Option<String>) -> bool {
     path = "/{slug}/items",
     tag = "admin",
     params(
-        ("slug" = String, Path, description = "The project's slug"),
+        ProjectPath,
         ("queue" = Option<String>, Query, description = "The queue: `todo` (default), `todo:backfeed`, `todo:secondary` or `todo:redo`"),
         ("dry_run" = Option<bool>, Query, description = "Count the new items only"),
     ),
@@ -158,7 +159,7 @@ pub async fn add_items(
     post,
     path = "/{slug}/move",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Affected)),
 )]
 pub async fn move_items(
@@ -204,7 +205,7 @@ pub fn parse_regex(raw: &str) -> ApiResult<Option<regex::Regex>> {
     post,
     path = "/{slug}/clear",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Affected)),
 )]
 pub async fn clear_queue(
@@ -240,7 +241,7 @@ pub async fn clear_queue(
     get,
     path = "/{slug}/search",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug"), app::model::admin::SearchParams),
+    params(ProjectPath, app::model::admin::SearchParams),
     responses((status = 200, body = crate::store::search::SearchPage)),
 )]
 pub async fn search_items(
@@ -268,7 +269,7 @@ pub async fn search_items(
     post,
     path = "/{slug}/search/act",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = Affected)),
 )]
 pub async fn act_on_search(

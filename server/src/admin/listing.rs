@@ -2,6 +2,7 @@
 //! ([`crate::project_list`] builds the list).
 
 use super::auth::Caller;
+use crate::openapi::ProjectPath;
 use crate::{
     project_list,
     state::AppState,
@@ -70,7 +71,7 @@ pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
     get,
     path = "/{slug}/listing",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = ProjectListing)),
 )]
 pub async fn show_listing(
@@ -106,7 +107,7 @@ async fn listing_of(
     put,
     path = "/{slug}/listing",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = ProjectListing)),
 )]
 pub async fn save_listing(

@@ -1,6 +1,7 @@
 //! The completion log of a project as NDJSON, streamed page by page for any time range.
 
 use super::auth::Caller;
+use crate::openapi::ProjectPath;
 use crate::{
     state::AppState,
     web::{known_project, ApiResult},
@@ -35,7 +36,7 @@ pub struct LogRange {
     get,
     path = "/{slug}/log",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug"), LogRange),
+    params(ProjectPath, LogRange)
 )]
 pub async fn download_log(
     State(state): State<AppState>,

@@ -2,6 +2,7 @@
 //! destroying projects (settings are in [`super::settings`]).
 
 use super::auth::Caller;
+use crate::openapi::ProjectPath;
 use crate::{ops::settings::MAX_BACKFEED_KEYS, store::fed::key_id};
 use crate::{
     ops::{self, projects::TargetAction},
@@ -103,7 +104,7 @@ pub struct Confirm {
     delete,
     path = "/{slug}",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug"), Confirm),
+    params(ProjectPath, Confirm),
     responses((status = 200, body = Destroyed)),
 )]
 pub async fn destroy_project(
@@ -155,7 +156,7 @@ pub async fn destroy_project(
     post,
     path = "/{slug}/backfeed-key",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = BackfeedKeyChange, content_type = "application/json", description = "`{}` rotates every key; `{\"action\": \"add\"}` adds one; `rotate` or `revoke` with an `id` changes one"),
     responses((status = 200, body = BackfeedKey)),
 )]
@@ -229,12 +230,7 @@ pub async fn rotate_backfeed_key(
 }
 
 /// `POST /admin/api/SLUG/targets`: adds, activates, deactivates or removes an upload target.
-#[utoipa::path(
-    post,
-    path = "/{slug}/targets",
-    tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
-)]
+#[utoipa::path(post, path = "/{slug}/targets", tag = "admin", params(ProjectPath))]
 pub async fn change_target(
     State(state): State<AppState>,
     caller: Caller,

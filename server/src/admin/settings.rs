@@ -3,6 +3,7 @@
 //! project.
 
 use super::auth::Caller;
+use crate::openapi::ProjectPath;
 use crate::{
     ops,
     state::AppState,
@@ -20,7 +21,7 @@ use axum::{
     get,
     path = "/{slug}/settings",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = ProjectSettings)),
 )]
 pub async fn show_settings(
@@ -134,7 +135,7 @@ pub const PRIORITY_RANGE: i64 = 1_000_000;
     put,
     path = "/{slug}/settings",
     tag = "admin",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     responses((status = 200, body = ProjectSettings)),
 )]
 pub async fn save_settings(

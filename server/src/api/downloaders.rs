@@ -2,6 +2,7 @@
 //! sorted on the server, so that the leaderboard stays light with 50,000 downloaders (its
 //! snapshot carries only the top rows).
 
+use crate::openapi::ProjectPath;
 use crate::state::AppState;
 use crate::web::{ApiError, ApiResult};
 use app::model::{DownloaderPage, DownloaderRow, RankedRow, SortBy};
@@ -128,7 +129,7 @@ pub fn page_of(rows: &[DownloaderRow], query: &PageQuery) -> (u64, Vec<RankedRow
     get,
     path = "/{slug}/downloaders.json",
     tag = "public",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath)
 )]
 pub async fn get_downloaders(
     State(state): State<AppState>,

@@ -3,6 +3,7 @@
 
 use super::warrior::parse;
 use crate::limits::valid_downloader;
+use crate::openapi::ProjectPath;
 use crate::web::{client_ip, known_project, ApiError, ApiResult};
 use crate::{state::AppState, store::now_ms};
 use axum::{
@@ -28,7 +29,7 @@ pub struct UploadBody {
     post,
     path = "/{slug}/upload",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = UploadBody, content_type = "application/json", description = "`item_name` (a whole NUL-joined batch for multi-item claims) and `version` are read but not needed"),
     responses(
         (status = 200, description = "`{\"upload_target\": \"rsync://host/module/alice/\"}`, or `{}` when the project has no active target", content_type = "application/json"),
@@ -80,7 +81,7 @@ pub struct UploadedBody {
     post,
     path = "/{slug}/uploaded",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = UploadedBody, content_type = "application/json"),
     responses((status = 200, description = "`OK`", body = String, content_type = "text/plain")),
 )]
@@ -134,12 +135,7 @@ fn rescue_page(title: &str, message: &str) -> Html<String> {
 }
 
 /// `GET /SLUG/rescue-me`: the public form.
-#[utoipa::path(
-    get,
-    path = "/{slug}/rescue-me",
-    tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
-)]
+#[utoipa::path(get, path = "/{slug}/rescue-me", tag = "warrior", params(ProjectPath))]
 pub async fn show_rescue_form(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -165,7 +161,7 @@ pub struct RescueForm {
     post,
     path = "/{slug}/rescue-me",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Form field `items`: items, one a line, matching the project's item pattern"),
 )]
 pub async fn rescue_items(
@@ -263,7 +259,7 @@ pub async fn get_dictionary(
     get,
     path = "/dictionary/{slug}/{id}",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug"), ("id" = String, Path, description = "The dictionary's id")),
+    params(ProjectPath, ("id" = String, Path, description = "The dictionary's id")),
 )]
 pub async fn download_dictionary(
     State(state): State<AppState>,

@@ -2,6 +2,7 @@
 //! (PROTOCOL.md, "Live event") as server-sent events at `GET /SLUG/live`, and the last 20 at
 //! `GET /SLUG/recent.json`.
 
+use crate::openapi::ProjectPath;
 use crate::web::{ApiError, ApiResult};
 use crate::{
     hub::{history, Frame, LegacyEvent, Signal},
@@ -26,12 +27,7 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// `GET /SLUG/recent.json`: the last [`RECENT_JSON_LEN`] completions, newest first, each as
 /// the old broadcaster's event (see [`LegacyEvent`]).
-#[utoipa::path(
-    get,
-    path = "/{slug}/recent.json",
-    tag = "public",
-    params(("slug" = String, Path, description = "The project's slug")),
-)]
+#[utoipa::path(get, path = "/{slug}/recent.json", tag = "public", params(ProjectPath))]
 pub async fn get_recent(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -58,12 +54,7 @@ pub async fn get_recent(
 ///
 /// : keep-alive
 /// ```
-#[utoipa::path(
-    get,
-    path = "/{slug}/live",
-    tag = "live",
-    params(("slug" = String, Path, description = "The project's slug")),
-)]
+#[utoipa::path(get, path = "/{slug}/live", tag = "live", params(ProjectPath))]
 pub async fn stream_live_events(
     State(state): State<AppState>,
     Path(slug): Path<String>,

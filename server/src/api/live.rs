@@ -3,6 +3,7 @@
 //! shared frames, each event once; a fresh snapshot whenever this watcher fell behind or the
 //! hub lost events, never a silent gap.
 
+use crate::openapi::ProjectPath;
 use crate::web::ApiResult;
 use crate::{
     hub::{events_frame, history, Signal},
@@ -27,12 +28,7 @@ pub struct Resume {
 
 /// Upgrades to the live websocket of project `slug`; every frame is written from the hub's one
 /// copy ([`crate::websocket`]).
-#[utoipa::path(
-    get,
-    path = "/{slug}/ws",
-    tag = "live",
-    params(("slug" = String, Path, description = "The project's slug"), Resume),
-)]
+#[utoipa::path(get, path = "/{slug}/ws", tag = "live", params(ProjectPath, Resume))]
 pub async fn watch_project(
     ws: Upgrade,
     State(state): State<AppState>,

@@ -3,6 +3,7 @@
 //! first data comes with the page itself. The project list, a page and its charts are here too,
 //! for tools.
 
+use crate::openapi::ProjectPath;
 use crate::state::AppState;
 use crate::web::{ApiError, ApiResult};
 use app::backend::Backend;
@@ -50,7 +51,7 @@ pub async fn get_projects(State(state): State<AppState>) -> ApiResult<Response> 
     get,
     path = "/board/{slug}/page.json",
     tag = "leaderboard",
-    params(("slug" = String, Path, description = "The project's slug"), Window),
+    params(ProjectPath, Window)
 )]
 pub async fn get_page(
     State(state): State<AppState>,
@@ -65,7 +66,7 @@ pub async fn get_page(
     get,
     path = "/board/{slug}/charts.json",
     tag = "leaderboard",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath)
 )]
 pub async fn get_charts(
     State(state): State<AppState>,
@@ -80,7 +81,7 @@ pub async fn get_charts(
     get,
     path = "/board/{slug}/window.json",
     tag = "leaderboard",
-    params(("slug" = String, Path, description = "The project's slug"), Window),
+    params(ProjectPath, Window)
 )]
 pub async fn get_window(
     State(state): State<AppState>,
@@ -100,7 +101,7 @@ pub async fn get_window(
     get,
     path = "/board/{slug}/figures.json",
     tag = "leaderboard",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath)
 )]
 pub async fn get_figures(
     State(state): State<AppState>,

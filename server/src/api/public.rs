@@ -1,5 +1,6 @@
 //! Public JSON: health and the old leaderboard's `stats.json`.
 
+use crate::openapi::ProjectPath;
 use crate::web::{ApiError, ApiResult};
 use crate::{
     hub::LegacyRates,
@@ -55,12 +56,7 @@ fn unhealthy(reason: String) -> Response {
 /// exporters read them: `rcr` reclaims per item handed out, `rcsr` reclaimed items per item
 /// served, `irsr` claims served per claim, `ifir` backfed records filtered as known per record
 /// backfed, `ifar` items failed per item finished (done or failed); 0 without activity.
-#[utoipa::path(
-    get,
-    path = "/{slug}/stats.json",
-    tag = "public",
-    params(("slug" = String, Path, description = "The project's slug")),
-)]
+#[utoipa::path(get, path = "/{slug}/stats.json", tag = "public", params(ProjectPath))]
 pub async fn get_stats(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -111,12 +107,7 @@ pub async fn get_stats(
 /// {"items_done_chart": [[epoch_s, n]...], "bytes_done_chart": [[epoch_s, n]...],
 ///  "downloader_chart": {dl: [[epoch_s, bytes]...]}}
 /// ```
-#[utoipa::path(
-    get,
-    path = "/{slug}/charts.json",
-    tag = "public",
-    params(("slug" = String, Path, description = "The project's slug")),
-)]
+#[utoipa::path(get, path = "/{slug}/charts.json", tag = "public", params(ProjectPath))]
 pub async fn get_charts(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -138,7 +129,7 @@ pub async fn get_charts(
     get,
     path = "/{slug}/update-status.json",
     tag = "public",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath)
 )]
 pub async fn get_update_status(
     State(state): State<AppState>,
@@ -188,7 +179,7 @@ fn public_offload(mut o: app::model::admin::OffloadState) -> app::model::admin::
     get,
     path = "/{slug}/tracker-stats.json",
     tag = "public",
-    params(("slug" = String, Path, description = "The project's slug"), WindowQuery),
+    params(ProjectPath, WindowQuery)
 )]
 pub async fn get_tracker_stats(
     State(state): State<AppState>,

@@ -2,6 +2,7 @@
 //! and item status.
 
 use super::pipeline::CallerPipeline;
+use crate::openapi::ProjectPath;
 use crate::web::{
     is_admin, known_project, request_ip, user_agent, within_deadline, ApiError, ApiResult,
 };
@@ -237,7 +238,7 @@ async fn serve_claim(
     post,
     path = "/{slug}/request",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = RequestBody, content_type = "application/json", description = "Read from the raw body, whatever its content type"),
     responses(ClaimAnswers),
 )]
@@ -259,7 +260,7 @@ pub async fn claim_items(
     post,
     path = "/{slug}/{multi}//request",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug"), ("multi" = String, Path, description = "`multi=N`: how many items one call claims (seesaw's `--multi-item`)")),
+    params(ProjectPath, ("multi" = String, Path, description = "`multi=N`: how many items one call claims (seesaw's `--multi-item`)")),
     request_body(content = RequestBody, content_type = "application/json"),
     responses(ClaimAnswers),
 )]
@@ -381,7 +382,7 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
     post,
     path = "/{slug}/done",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = DoneBody, content_type = "application/json"),
     responses(
         (status = 200, description = "`OK` (a repeated done too; it is not counted twice)", body = String, content_type = "text/plain"),
@@ -420,7 +421,7 @@ async fn take_done(
     post,
     path = "/{slug}/done+request",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = DoneBody, content_type = "application/json", description = "A done body; the claim that follows is the same downloader's"),
     responses(ClaimAnswers),
 )]
@@ -447,7 +448,7 @@ pub async fn report_done_and_claim(
     post,
     path = "/{slug}/release",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug")),
+    params(ProjectPath),
     request_body(content = ReleaseBody, content_type = "application/json"),
     responses(
         (status = 200, description = "`Released OK.`", body = String, content_type = "text/plain"),
@@ -523,7 +524,7 @@ pub struct ItemQuery {
     get,
     path = "/{slug}/items/{*item}",
     tag = "warrior",
-    params(("slug" = String, Path, description = "The project's slug"), ("item" = String, Path, description = "The item name (the rest of the path)"), ItemQuery),
+    params(ProjectPath, ("item" = String, Path, description = "The item name (the rest of the path)"), ItemQuery),
     responses(
         (status = 200, description = "`{\"status\": \"todo\"|\"out\"|\"done\"|\"failed\"|null, \"downloader\": ...}` (`downloader` only when out); the item name may end in `.json`", content_type = "application/json"),
     ),

@@ -81,6 +81,16 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
     for code in ["200", "400", "403", "404", "429", "455"] {
         assert!(codes.contains(&code), "claim answers {code}: {codes:?}");
     }
+    let slug = &claim["parameters"][0];
+    assert_eq!(
+        (&slug["name"], &slug["in"], &slug["required"]),
+        (&"slug".into(), &"path".into(), &true.into()),
+        "{slug}"
+    );
+    assert!(
+        slug["description"].as_str().unwrap().contains("slug"),
+        "{slug}"
+    );
     // Bodies come from the code's types.
     let body = &claim["requestBody"]["content"]["application/json"]["schema"];
     assert_eq!(body["$ref"], "#/components/schemas/RequestBody", "{body}");
