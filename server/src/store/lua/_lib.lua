@@ -60,11 +60,6 @@ local function queue_scorer(qseq, n, fifo)
   return function() return clock_ms + math.random() * DAY_MS end
 end
 
--- Adds `n` (items that joined the project, or minus those that left it for good) to the count
--- of items it knows, stats `known`, which `tracker check` compares with the items found in a
--- state: only a script that really adds or drops items changes it, by what it really did.
--- A project from before the count was kept has no field until `tracker check --recount` sets
--- it; a delta must not start it from zero, so it is skipped there.
 -- The sum of the scores of sorted set `key` (the downloaders' items: `tracker check` and
 -- `tracker migrate`), read a page of 1,000 at a time.
 local function zset_sum(key)
@@ -77,6 +72,11 @@ local function zset_sum(key)
   return sum
 end
 
+-- Adds `n` (items that joined the project, or minus those that left it for good) to the count
+-- of items it knows, stats `known`, which `tracker check` compares with the items found in a
+-- state: only a script that really adds or drops items changes it, by what it really did.
+-- A project from before the count was kept has no field until `tracker check --recount` sets
+-- it; a delta must not start it from zero, so it is skipped there.
 local function count_known(stats, n)
   if n ~= 0 and rcall('HEXISTS', stats, 'known') == 1 then rcall('HINCRBY', stats, 'known', n) end
 end
