@@ -4,6 +4,10 @@
 //! viewers are sent a fresh snapshot.
 
 use crate::store::Store;
+use prometheus_client::{
+    metrics::histogram::{exponential_buckets, Histogram},
+    registry::Registry,
+};
 use std::{
     sync::{Arc, Weak},
     time::{Duration, Instant},
@@ -18,14 +22,16 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(400);
 /// outage, two (about half a second) are.
 pub const FAILURES_TO_DOWN: u32 = 2;
 
-/// Redis's reachability as last probed; cheap to clone. Starts reachable (the process has just
-/// connected).
+/// Redis's reachability as last probed, and the probes' round trips; cheap to clone. Starts
+/// reachable (the process has just connected).
 #[derive(Clone)]
-pub struct RedisWatch(Arc<watch::Sender<bool>>);
+pub struct RedisWatch(Arc<watch::Sender<bool>>, Histogram);
 
 impl Default for RedisWatch {
     fn default() -> Self {
-        Self(Arc::new(watch::Sender::new(true)))
+        // 50 µs to about 1.6 s.
+        let pings = Histogram::new(exponential_buckets(0.00005, 2.0, 16));
+        Self(Arc::new(watch::Sender::new(true)), pings)
     }
 }
 
@@ -42,19 +48,32 @@ impl RedisWatch {
 
     /// Records a probe's verdict (the probe task, and tests of what follows from it).
     pub fn set(&self, up: bool) {
-        self.0
-            .send_if_modified(|now| std::mem::replace(now, up) != up);
+        send(&self.0, up);
     }
 
     /// Starts probing `store`'s Redis; the task ends when every clone of this watch is dropped.
     pub fn start_probing(&self, store: &Store) {
         let watch = Arc::downgrade(&self.0);
         let store = store.clone();
-        tokio::spawn(probe(watch, store));
+        tokio::spawn(probe(watch, self.1.clone(), store));
+    }
+
+    /// Adds the probes' round trips to `registry` (`redis_ping_seconds`, this process's).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "redis_ping_seconds",
+            "Round trip of this process's PING to Redis every 250 ms, on a connection of its own (answered ones)",
+            self.1.clone(),
+        );
     }
 }
 
-async fn probe(watch: Weak<watch::Sender<bool>>, store: Store) {
+/// Sends `up` to the watchers if it is a change.
+fn send(tx: &watch::Sender<bool>, up: bool) {
+    tx.send_if_modified(|now| std::mem::replace(now, up) != up);
+}
+
+async fn probe(watch: Weak<watch::Sender<bool>>, pings: Histogram, store: Store) {
     use fred::interfaces::ClientLike as _;
     // Made again while Redis cannot be reached at all (a first connection fails outright).
     let mut client = None;
@@ -68,10 +87,13 @@ async fn probe(watch: Weak<watch::Sender<bool>>, store: Store) {
             if client.is_none() {
                 client = store.probe_client().await.ok();
             }
-            match &client {
-                Some(c) => c.ping::<String>(None).await.is_ok(),
-                None => false,
+            let Some(c) = &client else { return false };
+            let sent = Instant::now();
+            let answered = c.ping::<String>(None).await.is_ok();
+            if answered {
+                pings.observe(sent.elapsed().as_secs_f64());
             }
+            answered
         })
         .await
         .unwrap_or(false);
@@ -82,14 +104,14 @@ async fn probe(watch: Weak<watch::Sender<bool>>, store: Store) {
                     after_s = since.elapsed().as_secs_f64(),
                     "redis answers again"
                 );
-                RedisWatch(watch).set(true);
+                send(&watch, true);
             }
         } else {
             failures += 1;
             if failures == FAILURES_TO_DOWN {
                 tracing::warn!("redis does not answer: warrior calls get 503 until it does");
                 down_since = Some(Instant::now());
-                RedisWatch(watch).set(false);
+                send(&watch, false);
             }
         }
     }

@@ -27,6 +27,7 @@
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
+//! | [`redis_info`] | Redis's figures of its commands, and this process's failed Redis calls, for `/metrics` |
 //! | [`offload`] | items on disk: the segment registry, lookups, moving items between Redis and disk |
 //!
 //! Key names come from [`crate::keys`].
@@ -53,6 +54,7 @@ pub mod offload;
 mod pipelines;
 mod project_list;
 mod projects;
+pub mod redis_info;
 pub mod scripts;
 pub mod search;
 pub mod search_act;
@@ -143,15 +145,19 @@ pub enum StoreError {
     Refused(Refusal),
 }
 
+/// Every failed Redis call of the tracker becomes a `StoreError` here, and is counted
+/// ([`redis_info::REDIS_ERRORS`], for `/metrics`).
 impl From<fred::error::Error> for StoreError {
     fn from(e: fred::error::Error) -> Self {
-        if is_oom(e.details()) {
+        let e = if is_oom(e.details()) {
             Self::Full
         } else if is_unavailable(&e) {
             Self::Unavailable(e.to_string())
         } else {
             Self::Redis(e)
-        }
+        };
+        redis_info::REDIS_ERRORS.count(&e);
+        e
     }
 }
 

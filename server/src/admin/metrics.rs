@@ -24,11 +24,17 @@
 //!   `tracker_round_trip_seconds{project}`.
 //!
 //! Process-wide: `tracker_redis_memory_bytes` and `tracker_redis_maxmemory_bytes` (Redis's
-//! `used_memory` and `maxmemory`, 0: none); and per process (each process counts its own
-//! requests since it started: sum them across processes) `tracker_http_requests_total{group,
-//! status}` and `tracker_http_request_duration_seconds{group}` (to the response's head), by route
-//! group (`warrior`, `live`, `admin`, `hq`, `public`, `metrics`). No label holds a downloader or an item, so
+//! `used_memory` and `maxmemory`, 0: none); Redis's own figures of each command, counting all
+//! its clients (`tracker_redis_commands_total`, `tracker_redis_command_seconds_total`,
+//! `tracker_redis_command_failures_total{command,kind}`, `tracker_redis_command_latency_seconds
+//! {command,quantile}`: [`redis`]); and per process `tracker_redis_errors_total{kind}` (every
+//! failed Redis call), `tracker_redis_ping_seconds` (the health probe's round trip),
+//! `tracker_http_requests_total{group,status}` and `tracker_http_request_duration_seconds{group}` (to the response's head), by route
+//! group (`warrior`, `live`, `admin`, `hq`, `public`, `metrics`): each process counts its own
+//! since it started, so sum them across processes. No label holds a downloader or an item, so
 //! the series grow with projects and queue parts only.
+
+mod redis;
 
 use crate::{
     admin::auth::Caller,
@@ -270,6 +276,8 @@ async fn render(state: &AppState) -> ApiResult<String> {
         "Redis's maxmemory (0: none)",
         max_gauge,
     );
+    redis::register(&mut registry, &store.redis_commands().await?);
+    state.redis.register(&mut registry);
     state.http_metrics.register(&mut registry);
     state.batcher.metrics.register(&mut registry);
     state.store.scripts().calls.register(&mut registry);

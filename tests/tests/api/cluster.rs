@@ -66,6 +66,26 @@ async fn warrior_calls_and_backfeed_on_every_master() {
         );
         app.assert_invariant(slug).await;
     }
+    // Redis's own figures for /metrics are every master's added up: at least the claims and
+    // dones above on each master, and no fewer than any one master counts.
+    let cluster = Cluster::shared();
+    let evalshas_on = |port: u16| {
+        let info = cli(port, &["INFO", "commandstats"]).unwrap_or_default();
+        server::store::redis_info::parse_commandstats(&info)
+            .into_iter()
+            .find(|(name, _)| name == "evalsha")
+            .map_or(0, |(_, s)| s.calls)
+    };
+    let per_master: Vec<u64> = cluster.masters().into_iter().map(evalshas_on).collect();
+    let summed = app.store.redis_commands().await.unwrap().commands["evalsha"].calls;
+    assert!(
+        per_master.iter().filter(|&&n| n > 0).count() >= 2,
+        "{per_master:?}"
+    );
+    assert!(
+        summed >= per_master.iter().sum::<u64>(),
+        "{summed} < {per_master:?}"
+    );
     // The month's contributors of all projects: a global key, in a slot of its own, written by
     // the process rather than by the projects' scripts.
     tests::wait_for(

@@ -137,6 +137,41 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
         Some(1.0),
         "{again}"
     );
+    // Every failed Redis call of this process, by kind; and Redis's own view of the script
+    // call that failed, beside its calls, time and latency.
+    assert!(
+        sample(&again, r#"tracker_redis_errors_total{kind="other"}"#).unwrap_or(0.0)
+            > sample(t, r#"tracker_redis_errors_total{kind="other"}"#).unwrap_or(0.0),
+        "{again}"
+    );
+    let redis = |text: &str, series: &str| sample(text, series).unwrap_or(0.0);
+    assert!(
+        redis(
+            &again,
+            r#"tracker_redis_command_failures_total{command="evalsha",kind="failed"}"#
+        ) > redis(
+            t,
+            r#"tracker_redis_command_failures_total{command="evalsha",kind="failed"}"#
+        ),
+        "{again}"
+    );
+    assert!(at(r#"tracker_redis_commands_total{command="evalsha"}"#) >= 3.0);
+    assert!(at(r#"tracker_redis_command_seconds_total{command="evalsha"}"#) > 0.0);
+    // Commands the scripts run are Redis's too.
+    assert!(at(r#"tracker_redis_commands_total{command="zadd"}"#) >= 1.0);
+    assert!(
+        at(r#"tracker_redis_command_latency_seconds{command="evalsha",quantile="0.99"}"#) > 0.0
+    );
+    // The health probe pings every 250 ms: its round trips appear.
+    let body = tests::wait_for("a ping", std::time::Duration::from_secs(10), || async {
+        let body = scrape(&app, Some(TOKEN)).await.body;
+        (redis(&body, "tracker_redis_ping_seconds_count") >= 1.0).then_some(body)
+    })
+    .await;
+    assert!(
+        redis(&body, "tracker_redis_ping_seconds_sum") > 0.0,
+        "{body}"
+    );
     // The offloader's progress: nothing offloaded in a `keep` project.
     assert_eq!(at(r#"tracker_offload_segments{project="p"}"#), 0.0);
     assert_eq!(
@@ -156,6 +191,34 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
     assert!(at(r#"tracker_http_requests_total{group="metrics",status="401"}"#) >= 2.0);
     assert!(at(r#"tracker_http_request_duration_seconds_count{group="warrior"}"#) >= 3.0);
 
+    // Every series the shipped dashboard and alert rules read is one this tracker exports.
+    let families: std::collections::BTreeSet<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for doc in ["docs/grafana-dashboard.json", "docs/alerts.yml"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("tracker_") {
+            rest = &rest[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..end];
+            rest = &rest[end..];
+            let family = ["_bucket", "_count", "_sum", "_total"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            assert!(
+                families.contains(family),
+                "{doc} reads {name}, which /metrics does not export"
+            );
+        }
+    }
+
     // `TRACKER_METRICS_PUBLIC` opens them to anyone.
     let public = TestApp::start_with(|c| c.metrics_public = true).await;
     let r = scrape(&public, None).await;
@@ -174,8 +237,16 @@ async fn series_grow_with_projects_not_with_downloaders() {
     }
     let before = scrape(&app, Some(TOKEN)).await;
     assert_eq!(before.status, 200, "{}", before.body);
-    let per_project = series(&before.body) / 100;
+    // A project's series (Redis's command series are process-wide: bounded below).
+    let project_series = |text: &str| {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains("project="))
+            .count()
+    };
+    let per_project = project_series(&before.body) / 100;
     assert!(per_project <= 60, "{per_project} series per project");
+    let process_wide = series(&before.body) - project_series(&before.body);
+    assert!(process_wide <= 1_000, "{process_wide} process-wide series");
 
     // 10,000 downloaders claim an item each and report it.
     let now = now_ms();
@@ -211,13 +282,23 @@ async fn series_grow_with_projects_not_with_downloaders() {
     );
     // The same project series as before; only this process's HTTP series may have grown (the
     // scrape itself is one more group and status).
-    let project_series = |text: &str| {
-        text.lines()
-            .filter(|l| !l.starts_with('#') && l.contains("project="))
-            .count()
-    };
     assert_eq!(project_series(t), project_series(&before.body));
     assert!(!t.contains("dl-0-0"), "a downloader's name is a label");
+    // Redis's figures are by command: as many series as commands the tracker uses, a few each.
+    let commands: std::collections::BTreeSet<&str> = t
+        .lines()
+        .filter_map(|l| l.strip_prefix("tracker_redis_commands_total{command=\""))
+        .filter_map(|l| l.split('"').next())
+        .collect();
+    let redis_series = t
+        .lines()
+        .filter(|l| l.starts_with("tracker_redis_command"))
+        .count();
+    assert!(
+        !commands.is_empty() && commands.len() <= 100,
+        "{commands:?}"
+    );
+    assert!(redis_series <= 7 * commands.len(), "{redis_series} series");
 }
 
 #[tokio::test]

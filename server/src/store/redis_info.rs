@@ -1,0 +1,228 @@
+//! Redis's own figures of its commands for `GET /metrics`: every command's calls, time and
+//! failures (`INFO commandstats`) and its latency percentiles (`INFO latencystats`, Redis 7),
+//! read from every primary of a cluster and added up. They count every client of that Redis
+//! (every tracker process, and the commands the Lua scripts run), since Redis started.
+//!
+//! Also this process's failed Redis calls by kind, counted where a Redis error becomes a
+//! [`StoreError`]: every call the tracker makes goes through that conversion when it fails.
+
+use super::{Store, StoreError, StoreResult};
+use fred::{cmd, prelude::*, types::InfoKind};
+use std::{
+    collections::BTreeMap,
+    sync::atomic::{AtomicU64, Ordering::Relaxed},
+};
+
+/// One command's figures in `INFO commandstats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommandStat {
+    /// Calls that ran.
+    pub calls: u64,
+    /// Time inside Redis, in µs.
+    pub usec: u64,
+    /// Calls that ran and answered an error.
+    pub failed: u64,
+    /// Calls refused before they ran (a wrong argument count, `OOM`, ...).
+    pub rejected: u64,
+}
+
+/// Redis's figures of its commands, every primary added up.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RedisCommands {
+    /// By command name, lower case, subcommands as `config|get`.
+    pub commands: BTreeMap<String, CommandStat>,
+    /// By command name: its percentiles (`p50`, `p99`, `p99.9`) in µs; on a cluster, the
+    /// highest of its primaries'.
+    pub latency: BTreeMap<String, Vec<(String, f64)>>,
+}
+
+impl Store {
+    /// Redis's figures of its commands, from every primary.
+    pub async fn redis_commands(&self) -> StoreResult<RedisCommands> {
+        let client = self.pool.next();
+        let mut out = RedisCommands::default();
+        // A cluster client holds a connection to each primary (no replicas are read).
+        let nodes = client.is_clustered().then(|| client.active_connections());
+        let mut texts = Vec::new();
+        match nodes {
+            Some(nodes) => {
+                for node in nodes {
+                    let on = client.with_cluster_node(node);
+                    let stats: String = on.info(Some(InfoKind::CommandStats)).await?;
+                    let latency: String = on.custom(cmd!("INFO"), vec!["latencystats"]).await?;
+                    texts.push((stats, latency));
+                }
+            }
+            None => {
+                let stats: String = client.info(Some(InfoKind::CommandStats)).await?;
+                let latency: String = client.custom(cmd!("INFO"), vec!["latencystats"]).await?;
+                texts.push((stats, latency));
+            }
+        }
+        for (stats, latency) in texts {
+            for (name, s) in parse_commandstats(&stats) {
+                let sum = out.commands.entry(name).or_default();
+                sum.calls += s.calls;
+                sum.usec += s.usec;
+                sum.failed += s.failed;
+                sum.rejected += s.rejected;
+            }
+            for (name, ps) in parse_latencystats(&latency) {
+                let have = out.latency.entry(name).or_default();
+                for (p, v) in ps {
+                    match have.iter_mut().find(|(q, _)| *q == p) {
+                        Some((_, w)) => *w = w.max(v),
+                        None => have.push((p, v)),
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `INFO commandstats`' lines, by command:
+///
+/// ```text
+/// # Commandstats
+/// cmdstat_evalsha:calls=12,usec=340,usec_per_call=28.33,rejected_calls=0,failed_calls=1
+/// cmdstat_config|get:calls=1,usec=20,usec_per_call=20.00,rejected_calls=0,failed_calls=0
+/// ```
+///
+/// Before Redis 6.2 there are no `rejected_calls`/`failed_calls`: read as 0.
+pub fn parse_commandstats(text: &str) -> Vec<(String, CommandStat)> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, fields) = line.trim().strip_prefix("cmdstat_")?.split_once(':')?;
+            let mut stat = CommandStat::default();
+            for field in fields.split(',') {
+                let Some((k, v)) = field.split_once('=') else {
+                    continue;
+                };
+                let slot = match k {
+                    "calls" => &mut stat.calls,
+                    "usec" => &mut stat.usec,
+                    "failed_calls" => &mut stat.failed,
+                    "rejected_calls" => &mut stat.rejected,
+                    _ => continue,
+                };
+                *slot = v.parse().unwrap_or(0);
+            }
+            Some((name.to_ascii_lowercase(), stat))
+        })
+        .collect()
+}
+
+/// `INFO latencystats`' lines (Redis 7), by command: its percentiles in µs.
+///
+/// ```text
+/// # Latencystats
+/// latency_percentiles_usec_evalsha:p50=21.119,p99=75.263,p99.9=120.319
+/// ```
+pub fn parse_latencystats(text: &str) -> Vec<(String, Vec<(String, f64)>)> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, fields) = line
+                .trim()
+                .strip_prefix("latency_percentiles_usec_")?
+                .split_once(':')?;
+            let ps = fields
+                .split(',')
+                .filter_map(|f| {
+                    let (p, v) = f.split_once('=')?;
+                    Some((p.to_string(), v.parse().ok()?))
+                })
+                .collect();
+            Some((name.to_ascii_lowercase(), ps))
+        })
+        .collect()
+}
+
+/// This process's failed Redis calls, by kind (see [`ErrorCounts::count`]).
+pub static REDIS_ERRORS: ErrorCounts = ErrorCounts::new();
+
+/// Failed Redis calls of this process, by kind: `full` (Redis at `maxmemory`), `unavailable`
+/// (no connection, a timeout, a cluster moving), `other`.
+pub struct ErrorCounts {
+    full: AtomicU64,
+    unavailable: AtomicU64,
+    other: AtomicU64,
+}
+
+impl ErrorCounts {
+    const fn new() -> Self {
+        Self {
+            full: AtomicU64::new(0),
+            unavailable: AtomicU64::new(0),
+            other: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one failed call, by the kind of its error.
+    pub fn count(&self, e: &StoreError) {
+        let slot = match e {
+            StoreError::Full => &self.full,
+            StoreError::Unavailable(_) => &self.unavailable,
+            _ => &self.other,
+        };
+        slot.fetch_add(1, Relaxed);
+    }
+
+    /// Each kind's count so far.
+    pub fn read(&self) -> [(&'static str, u64); 3] {
+        [
+            ("full", self.full.load(Relaxed)),
+            ("unavailable", self.unavailable.load(Relaxed)),
+            ("other", self.other.load(Relaxed)),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commandstats_and_latencystats_are_read_line_by_line() {
+        let stats = "# Commandstats\r\n\
+            cmdstat_evalsha:calls=12,usec=340,usec_per_call=28.33,rejected_calls=2,failed_calls=1\r\n\
+            cmdstat_config|get:calls=1,usec=20,usec_per_call=20.00\r\n\
+            not a line\r\n";
+        let got = parse_commandstats(stats);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "evalsha".to_string(),
+                    CommandStat {
+                        calls: 12,
+                        usec: 340,
+                        failed: 1,
+                        rejected: 2
+                    }
+                ),
+                (
+                    "config|get".to_string(),
+                    CommandStat {
+                        calls: 1,
+                        usec: 20,
+                        ..Default::default()
+                    }
+                ),
+            ]
+        );
+        let latency = "# Latencystats\r\n\
+            latency_percentiles_usec_evalsha:p50=21.119,p99=75.263,p99.9=120.319\r\n";
+        assert_eq!(
+            parse_latencystats(latency),
+            vec![(
+                "evalsha".to_string(),
+                vec![
+                    ("p50".to_string(), 21.119),
+                    ("p99".to_string(), 75.263),
+                    ("p99.9".to_string(), 120.319)
+                ]
+            )]
+        );
+    }
+}
