@@ -207,6 +207,12 @@ pub async fn run() {
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![50, 5000]);
     let nofile = raise_nofile();
+    // Every viewer comes from this one address: the tracker's cap on viewers per address
+    // (50 by default) is lifted for the tracker started next, unless the caller set it.
+    if std::env::var_os("TRACKER_MAX_VIEWERS_PER_IP").is_none() {
+        let most = counts.iter().max().copied().unwrap_or(0).max(50);
+        std::env::set_var("TRACKER_MAX_VIEWERS_PER_IP", most.to_string());
+    }
     let rig = crate::rig::Rig::start("viewers", 4, false).await;
     let (dir, store, base) = (&rig.dir, &rig.store, &rig.base);
     let (redis_pid, pid) = (rig.redis_pids[0], rig.tracker_pid);

@@ -12,10 +12,12 @@ pub mod dictionary;
 mod migrate;
 mod pipeline;
 pub mod progress;
+mod workers;
 pub use admin::AdminCommand;
 pub use dictionary::DictionaryCommand;
 pub use migrate::MigrateArgs;
 pub use pipeline::PipelineCommand;
+pub use workers::redis_is_local;
 
 /// `tracker [COMMAND]`
 #[derive(clap::Parser, Debug)]
@@ -28,6 +30,14 @@ pub struct Cli {
     /// Redis settings, shared by every command.
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// Threads that run the tracker's tasks (the async runtime's workers). Default: the
+    /// machine's cores, less one when Redis runs on this machine (the private Redis, or a
+    /// `REDIS_URL` of a unix socket or a loopback address): Redis runs its commands on one
+    /// thread, and a worker competing with it for that core cost 15-19 % more CPU per claim
+    /// and done pair on 2 cores (bench/README.md).
+    #[arg(long, env = "TRACKER_WORKER_THREADS", global = true,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
     /// What to do (default: serve).
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -13,8 +13,7 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -23,7 +22,12 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = Cli::parse();
-    match run(args).await {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.workers())
+        .enable_all()
+        .build()
+        .expect("the async runtime starts");
+    match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tracker: {e}");
