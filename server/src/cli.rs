@@ -17,7 +17,6 @@ pub use admin::AdminCommand;
 pub use dictionary::DictionaryCommand;
 pub use migrate::MigrateArgs;
 pub use pipeline::PipelineCommand;
-pub use workers::redis_is_local;
 
 /// `tracker [COMMAND]`
 #[derive(clap::Parser, Debug)]

@@ -29,10 +29,11 @@
 //! `tracker_redis_command_failures_total{command,kind}`, `tracker_redis_command_latency_seconds
 //! {command,quantile}`: [`redis`]); and per process `tracker_redis_errors_total{kind}` (every
 //! failed Redis call), `tracker_redis_ping_seconds` (the health probe's round trip),
-//! `tracker_http_requests_total{group,status}` and `tracker_http_request_duration_seconds{group}` (to the response's head), by route
-//! group (`warrior`, `live`, `admin`, `hq`, `public`, `metrics`): each process counts its own
-//! since it started, so sum them across processes. No label holds a downloader or an item, so
-//! the series grow with projects and queue parts only.
+//! `tracker_http_requests_total{group,status}` and `tracker_http_request_duration_seconds
+//! {group}` (to the response's head), by route group (`warrior`, `live`, `admin`, `hq`,
+//! `public`, `metrics`): each process counts its own since it started, so sum them across
+//! processes. No label holds a downloader or an item, so the series grow with projects and
+//! queue parts only.
 
 mod redis;
 
