@@ -12,7 +12,6 @@ pub mod dictionary;
 mod migrate;
 mod pipeline;
 pub mod progress;
-mod workers;
 pub use admin::AdminCommand;
 pub use dictionary::DictionaryCommand;
 pub use migrate::MigrateArgs;
@@ -29,11 +28,11 @@ pub struct Cli {
     /// Redis settings, shared by every command.
     #[command(flatten)]
     pub redis: RedisArgs,
-    /// Threads that run the tracker's tasks (the async runtime's workers). Default: the
-    /// machine's cores, less one when Redis runs on this machine (the private Redis, or a
-    /// `REDIS_URL` of a unix socket or a loopback address): Redis runs its commands on one
-    /// thread, and a worker competing with it for that core cost 15-19 % more CPU per claim
-    /// and done pair on 2 cores (bench/README.md).
+    /// Threads that run the tracker's tasks (the async runtime's workers). Default: one per
+    /// core. On a small machine shared with its Redis, one less than the cores cut the
+    /// tracker's CPU per claim and done pair by 12-22 % on 2 cores, at the cost of its p99
+    /// latency (twice at half of the peak) and of 6 % of pairs/s at 256 warriors
+    /// (bench/README.md).
     #[arg(long, env = "TRACKER_WORKER_THREADS", global = true,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
@@ -465,4 +464,19 @@ async fn run_project(store: &Store, cli: &Actor, command: ProjectCommand) -> Res
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    #[test]
+    fn worker_threads_are_a_flag_of_every_command() {
+        let a = super::Cli::try_parse_from(["tracker", "serve", "--worker-threads", "3"]);
+        assert_eq!(a.unwrap().worker_threads, Some(3));
+        let a = super::Cli::try_parse_from(["tracker", "--worker-threads", "1", "check", "p"]);
+        assert_eq!(a.unwrap().worker_threads, Some(1));
+        assert!(super::Cli::try_parse_from(["tracker", "--worker-threads", "0"]).is_err());
+        assert!(super::Cli::try_parse_from(["tracker", "2"]).is_err());
+    }
 }

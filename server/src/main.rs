@@ -22,8 +22,11 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.workers())
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.worker_threads {
+        runtime.worker_threads(usize::from(n));
+    }
+    let runtime = runtime
         .enable_all()
         .build()
         .expect("the async runtime starts");
