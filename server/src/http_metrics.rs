@@ -1,13 +1,8 @@
 //! This process's HTTP figures for `GET /metrics` (`admin::metrics`): requests by route group and
-//! status, and their time to the response's head, counted by a middleware on each route group.
+//! status, and their time to the response's head, counted by each route group's gate (`crate::gate`).
 //! Per process: each counts its own since it started (sum them across processes).
 
-use axum::{
-    extract::{Request, State},
-    http::StatusCode,
-    middleware::Next,
-    response::Response,
-};
+use axum::http::StatusCode;
 use prometheus_client::{
     encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder},
     metrics::{
@@ -17,7 +12,7 @@ use prometheus_client::{
     },
     registry::Registry,
 };
-use std::{fmt::Write, sync::Arc, time::Instant};
+use std::fmt::Write;
 
 /// A route group's name, as a label value.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -97,17 +92,4 @@ impl HttpMetrics {
             .get_or_create(&GroupLabels { group })
             .observe(seconds);
     }
-}
-
-/// Middleware of one route group (its state: this process's figures and the group's name):
-/// counts each request and times it to its response's head.
-pub async fn track(
-    State((metrics, group)): State<(Arc<HttpMetrics>, Group)>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let started = Instant::now();
-    let response = next.run(request).await;
-    metrics.record(group, response.status(), started.elapsed().as_secs_f64());
-    response
 }

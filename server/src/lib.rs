@@ -29,6 +29,7 @@
 //! | [`segment`] | the segment files those items live in: sorted, compressed, with a filter |
 //! | [`blocked_bloom`] | blocked Bloom filters: layer geometry, where a hash lands, the in-memory filter |
 //! | [`web`] | the HTTP plumbing every front door shares, and the middleware that answers first |
+//! | [`gate`] | the one layer in front of each route group: counted, timed out, refused while Redis is down |
 //! | [`http_metrics`] | this process's HTTP requests and their times by route group, for `/metrics` |
 //! | [`script_metrics`] | this process's batched claim and done script calls: sizes, times, failures, for `/metrics` |
 
@@ -40,6 +41,7 @@ pub mod cli;
 pub mod config;
 pub mod embedded_redis;
 pub mod fleet;
+pub mod gate;
 pub mod http_metrics;
 pub mod hub;
 pub mod keys;

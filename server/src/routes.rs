@@ -2,6 +2,7 @@
 
 use crate::{
     api::{backfeed, downloaders, extras, feed, hq, live, pages, pipeline, public, warrior},
+    gate::GateLayer,
     state::AppState,
 };
 use app::{admin_shell, shell, AdminApp};
@@ -15,10 +16,7 @@ use axum::{
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
-use tower_http::{
-    compression::CompressionLayer, services::ServeDir, set_header::SetResponseHeaderLayer,
-    timeout::TimeoutLayer,
-};
+use tower_http::{compression::CompressionLayer, services::ServeDir};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
     routes,
@@ -60,12 +58,7 @@ pub fn router(state: AppState) -> Router {
         )))
         .routes(routes!(extras::get_now))
         .routes(routes!(extras::get_dictionary))
-        .routes(routes!(extras::download_dictionary))
-        // While Redis does not answer, every call is refused at once (`crate::redis_watch`).
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::web::refuse_calls_while_down,
-        ));
+        .routes(routes!(extras::download_dictionary));
 
     // Warrior HQ: a warrior's calls are small, and limited per address like the public reads.
     let hq = OpenApiRouter::new()
@@ -93,11 +86,7 @@ pub fn router(state: AppState) -> Router {
 
     let live_feeds = OpenApiRouter::new()
         .routes(routes!(live::watch_project))
-        .routes(routes!(feed::stream_live_events))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::web::refuse_calls_while_down,
-        ));
+        .routes(routes!(feed::stream_live_events));
     let metrics = OpenApiRouter::new().routes(routes!(crate::admin::metrics::get_metrics));
     let (warriors, warriors_doc) = warriors.split_for_parts();
     let (hq, hq_doc) = hq.split_for_parts();
@@ -167,41 +156,32 @@ pub fn router(state: AppState) -> Router {
         crate::read_cache::forget_after_change,
     ));
 
-    // Every request but the live feeds' and the panel's (whose uploads stream files of any size)
-    // is answered within the request timeout: 408 for a client that sends its body too slowly.
-    let timeout = TimeoutLayer::with_status_code(
-        axum::http::StatusCode::REQUEST_TIMEOUT,
-        state.config.limits.request_timeout(),
-    );
-    // Each route group's requests are counted and timed for `/metrics` (`crate::http_metrics`).
-    let track = |group: &'static str| {
-        axum::middleware::from_fn_with_state(
-            (
-                state.http_metrics.clone(),
-                crate::http_metrics::Group(group),
-            ),
-            crate::http_metrics::track,
-        )
-    };
-    let metrics = metrics.layer(timeout);
+    // Each route group's one gate (`crate::gate`): its requests counted and timed for
+    // `/metrics`; every request but the live feeds' and the panel's (whose uploads stream files
+    // of any size) answered within the request timeout (408 for a client that sends its body
+    // too slowly); the warrior calls and the live feeds refused at once while Redis does not
+    // answer.
+    let gate = |group: &'static str| GateLayer::new(state.http_metrics.clone(), group);
+    let timeout = state.config.limits.request_timeout();
     let app = Router::new()
-        .merge(warriors.layer(timeout).layer(track("warrior")))
-        .merge(live_feeds.layer(track("live")))
-        .merge(admin.layer(track("admin")))
-        .merge(metrics.layer(track("metrics")))
-        // The API's description, and Swagger UI reading it (`crate::openapi`).
         .merge(
-            crate::openapi::router(doc)
-                .layer(timeout)
-                .layer(track("public")),
+            warriors.layer(
+                gate("warrior")
+                    .timeout(timeout)
+                    .refusing_while_down(state.redis.clone()),
+            ),
         )
+        .merge(live_feeds.layer(gate("live").refusing_while_down(state.redis.clone())))
+        .merge(admin.layer(gate("admin")))
+        .merge(metrics.layer(gate("metrics").timeout(timeout)))
+        // The API's description, and Swagger UI reading it (`crate::openapi`).
+        .merge(crate::openapi::router(doc).layer(gate("public").timeout(timeout)))
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
         .merge(
             hq.layer(limit_reads.clone())
-                .layer(timeout)
-                .layer(track("hq")),
+                .layer(gate("hq").timeout(timeout)),
         )
         .merge(
             public_json
@@ -212,23 +192,16 @@ pub fn router(state: AppState) -> Router {
                 .layer(limit_reads.clone())
                 .merge(pages)
                 .layer(CompressionLayer::new())
-                .layer(timeout)
-                .layer(track("public")),
-        );
-    let app = SECURITY_HEADERS
-        .into_iter()
-        .fold(app, |app, (name, value)| {
-            app.layer(SetResponseHeaderLayer::if_not_present(
-                name,
-                HeaderValue::from_static(value),
-            ))
-        })
+                .layer(gate("public").timeout(timeout)),
+        )
         .with_state(state);
     // A pipeline's token inside the tracker URL (`/SLUG/token=SECRET/...`) leaves the path
-    // before routing, so every warrior route takes it (`api::pipeline`).
+    // before routing, so every warrior route takes it (`api::pipeline`). The security headers
+    // go on every response here, once, rather than as a layer wrapping every route.
     Router::new().fallback_service(
         tower::ServiceBuilder::new()
             .map_request(pipeline::take_token_segment)
+            .map_response(with_security_headers)
             .service(app),
     )
 }
@@ -301,6 +274,17 @@ fn admin_api(state: &AppState) -> OpenApiRouter<AppState> {
 /// Content-Security-Policy ([`app::csp`]; a rendered page sends its own, with its scripts'
 /// nonce, which the layer leaves alone), no MIME sniffing, no framing, and no address in
 /// `Referer` to other sites.
+/// `response` with each of [`SECURITY_HEADERS`] its handler did not set.
+fn with_security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in SECURITY_HEADERS {
+        if !headers.contains_key(&name) {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+    }
+    response
+}
+
 const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
     (header::CONTENT_SECURITY_POLICY, app::csp::POLICY),
     (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),

@@ -272,22 +272,6 @@ pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next
     }
 }
 
-/// Warrior calls while Redis does not answer: 503 with `Retry-After` at once, before the body
-/// is read or anything queues.
-pub async fn refuse_calls_while_down(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if state.redis.is_up() {
-        return next.run(req).await;
-    }
-    ApiError::Internal(crate::store::StoreError::Unavailable(
-        "redis does not answer".into(),
-    ))
-    .into_response()
-}
-
 /// Public pages while Redis does not answer: a 503 page saying the tracker is reconnecting,
 /// which reloads itself a few seconds later.
 pub async fn explain_pages_while_down(
