@@ -452,10 +452,16 @@ async fn main() {
         );
     }
     if run("half") {
-        let half = pairs(base, &["paced"], SECONDS, Some(peak_rate / 2.0)).await;
+        // BENCH_PACED_RATE: this rate instead of half of this run's peak, so that two builds'
+        // tails are compared at the same offered load.
+        let rate = std::env::var("BENCH_PACED_RATE")
+            .ok()
+            .and_then(|r| r.parse::<f64>().ok())
+            .unwrap_or(peak_rate / 2.0);
+        let half = pairs(base, &["paced"], SECONDS, Some(rate)).await;
         println!(
-            "at half of peak ({:.0} pairs/s offered): {:.0}/s done; request p99 {:.2} ms (from the scheduled send); done p99 {:.2} ms{}",
-            peak_rate / 2.0,
+            "paced ({:.0} pairs/s offered, peak {peak_rate:.0}): {:.0}/s done; request p99 {:.2} ms (from the scheduled send); done p99 {:.2} ms{}",
+            rate,
             half.pairs as f64 / SECONDS as f64,
             percentile(&half.request, 0.99),
             percentile(&half.done, 0.99),

@@ -228,13 +228,8 @@ mod tests {
                 async {}
             }
         };
-        let tx = lane(
-            &lanes,
-            "s",
-            crate::config::DEFAULT_BATCH_WORKERS,
-            run,
-            gave_back,
-        );
+        // Two in flight, so that the second batch runs while the first waits on `go`.
+        let tx = lane(&lanes, "s", 2, run, gave_back);
         // A caller that has gone before its batch runs.
         let (reply, gone) = oneshot::channel();
         drop(gone);
