@@ -327,11 +327,10 @@ pub fn offload_dir_conflict(
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// Script calls in flight per lane of the batcher unless configured (`TRACKER_BATCH_WORKERS`):
-/// one, so that the next batch gathers everything that arrives while it runs. Fewer calls in
-/// flight make bigger batches, which is what Redis's time depends on: at 32 warriors one in
-/// flight took 27 % less Redis time per pair than two (bench/README.md, "One script call in
-/// flight per lane").
-pub const DEFAULT_BATCH_WORKERS: usize = 1;
+/// one runs while the next batch gathers. Fewer workers make bigger batches, which is what
+/// Redis's time depends on; one in flight was measured against two and did not win in every
+/// phase (bench/README.md, "One script call in flight per lane").
+pub const DEFAULT_BATCH_WORKERS: usize = 2;
 
 /// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
 /// `g` (powers of 1000) or `kb`, `mb`, `gb` (powers of 1024), in any case: `512mb`, `2gb`.

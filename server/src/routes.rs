@@ -272,8 +272,15 @@ fn admin_api(state: &AppState) -> OpenApiRouter<AppState> {
 
 /// The headers every answer carries (pages, JSON, files, the warrior API alike): the
 /// Content-Security-Policy ([`app::csp`]; a rendered page sends its own, with its scripts'
-/// nonce, which the layer leaves alone), no MIME sniffing, no framing, and no address in
+/// nonce, which is left alone), no MIME sniffing, no framing, and no address in
 /// `Referer` to other sites.
+const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
+    (header::CONTENT_SECURITY_POLICY, app::csp::POLICY),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::REFERRER_POLICY, "same-origin"),
+];
+
 /// `response` with each of [`SECURITY_HEADERS`] its handler did not set.
 fn with_security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
@@ -284,13 +291,6 @@ fn with_security_headers(mut response: Response) -> Response {
     }
     response
 }
-
-const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
-    (header::CONTENT_SECURITY_POLICY, app::csp::POLICY),
-    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-    (header::X_FRAME_OPTIONS, "DENY"),
-    (header::REFERRER_POLICY, "same-origin"),
-];
 
 /// `GET /` and `GET /SLUG/`: a page of the public app, rendered from the data read for it first
 /// (`app::data::load_page`), which the page also carries for the browser to hydrate from. A
