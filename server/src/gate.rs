@@ -1,13 +1,13 @@
-//! The one layer in front of each route group ([`GateLayer`]): counts and times every request
-//! for `/metrics` ([`crate::http_metrics`]), answers 408 when a response takes longer than the
-//! group's request timeout, and, for the groups that need Redis for every call (the warrior API
-//! and the live feeds), answers 503 at once while Redis does not answer
-//! ([`crate::redis_watch`]), before the body is read or anything queues.
+//! The gate in front of each route group ([`GateLayer`]): counts and times every request for
+//! `/metrics` ([`crate::http_metrics`]) and, for the groups that need Redis for every call (the
+//! warrior API and the live feeds), answers 503 at once while Redis does not answer
+//! ([`crate::redis_watch`]), before the body is read or anything queues. `routes` applies it
+//! with the group's request timeout (tower-http's) in one `Router::layer` call.
 //!
-//! These were three middlewares, and each `Router::layer` wraps every route of the group in a
-//! boxed service whose call clones a box and boxes its future: a warrior call went through
-//! nine such levels. One service with a future of its own type does the three without a box
-//! (bench/README.md, "One layer per route group").
+//! These were two `from_fn` middlewares, each applied by a `Router::layer` of its own, which
+//! wraps every route of the group in a boxed service whose call clones a box and boxes its
+//! future: a warrior call went through nine such levels. One service with a future of its own
+//! type does both without a box (bench/README.md, "One layer per route group").
 
 use crate::{
     http_metrics::{Group, HttpMetrics},
@@ -16,7 +16,6 @@ use crate::{
 };
 use axum::{
     extract::Request,
-    http::StatusCode,
     response::{IntoResponse, Response},
 };
 use std::{
@@ -25,7 +24,7 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 /// What a route group's gate does.
@@ -33,8 +32,6 @@ use std::{
 struct Gate {
     metrics: Arc<HttpMetrics>,
     group: Group,
-    /// The longest a response may take (none for streams and uploads).
-    timeout: Option<Duration>,
     /// Refuse every call while this says Redis does not answer.
     redis: Option<RedisWatch>,
 }
@@ -49,16 +46,8 @@ impl GateLayer {
         Self(Gate {
             metrics,
             group: Group(group),
-            timeout: None,
             redis: None,
         })
-    }
-
-    /// Also answers 408 when a response takes longer than `timeout` (a client that sends its
-    /// body too slowly, or a call stuck behind Redis).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.0.timeout = Some(timeout);
-        self
     }
 
     /// Also answers 503 with `Retry-After` at once while `redis` says Redis does not answer.
@@ -103,7 +92,6 @@ where
         let down = self.gate.redis.as_ref().is_some_and(|r| !r.is_up());
         GateFuture {
             inner: (!down).then(|| self.inner.call(request)),
-            deadline: self.gate.timeout.filter(|_| !down).map(tokio::time::sleep),
             started,
             gate: self.gate.clone(),
         }
@@ -111,13 +99,11 @@ where
 }
 
 pin_project_lite::pin_project! {
-    /// A call behind the gate: the route's own future (none when refused), raced against the
-    /// group's timeout, counted when it ends.
+    /// A call behind the gate: the route's own future (none when refused), counted when it
+    /// ends.
     pub struct GateFuture<F> {
         #[pin]
         inner: Option<F>,
-        #[pin]
-        deadline: Option<tokio::time::Sleep>,
         started: Instant,
         gate: Arc<Gate>,
     }
@@ -139,16 +125,7 @@ where
             Some(inner) => match inner.poll(cx) {
                 Poll::Ready(Ok(response)) => response,
                 Poll::Ready(Err(never)) => match never {},
-                Poll::Pending => {
-                    let expired = this
-                        .deadline
-                        .as_pin_mut()
-                        .is_some_and(|deadline| deadline.poll(cx).is_ready());
-                    if !expired {
-                        return Poll::Pending;
-                    }
-                    StatusCode::REQUEST_TIMEOUT.into_response()
-                }
+                Poll::Pending => return Poll::Pending,
             },
         };
         let gate = &**this.gate;

@@ -26,10 +26,13 @@ fn main() -> ExitCode {
     if let Some(n) = args.worker_threads {
         runtime.worker_threads(usize::from(n));
     }
-    let runtime = runtime
-        .enable_all()
-        .build()
-        .expect("the async runtime starts");
+    let runtime = match runtime.enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("tracker: the async runtime did not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -16,7 +16,7 @@ use axum::{
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower::ServiceExt;
-use tower_http::{compression::CompressionLayer, services::ServeDir};
+use tower_http::{compression::CompressionLayer, services::ServeDir, timeout::TimeoutLayer};
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouterExt},
     routes,
@@ -156,33 +156,28 @@ pub fn router(state: AppState) -> Router {
         crate::read_cache::forget_after_change,
     ));
 
-    // Each route group's one gate (`crate::gate`): its requests counted and timed for
-    // `/metrics`; every request but the live feeds' and the panel's (whose uploads stream files
-    // of any size) answered within the request timeout (408 for a client that sends its body
-    // too slowly); the warrior calls and the live feeds refused at once while Redis does not
-    // answer.
+    // Each route group's gate (`crate::gate`): its requests counted and timed for `/metrics`,
+    // the warrior calls and the live feeds refused at once while Redis does not answer. Every
+    // request but the live feeds' and the panel's (whose uploads stream files of any size) is
+    // answered within the request timeout: 408 for a client that sends its body too slowly.
+    // The gate and the timeout go on in one `layer` call: one boxed level, not one each.
     let gate = |group: &'static str| GateLayer::new(state.http_metrics.clone(), group);
-    let timeout = state.config.limits.request_timeout();
+    let timeout = TimeoutLayer::with_status_code(
+        axum::http::StatusCode::REQUEST_TIMEOUT,
+        state.config.limits.request_timeout(),
+    );
+    let redis = || state.redis.clone();
     let app = Router::new()
-        .merge(
-            warriors.layer(
-                gate("warrior")
-                    .timeout(timeout)
-                    .refusing_while_down(state.redis.clone()),
-            ),
-        )
-        .merge(live_feeds.layer(gate("live").refusing_while_down(state.redis.clone())))
+        .merge(warriors.layer((gate("warrior").refusing_while_down(redis()), timeout)))
+        .merge(live_feeds.layer(gate("live").refusing_while_down(redis())))
         .merge(admin.layer(gate("admin")))
-        .merge(metrics.layer(gate("metrics").timeout(timeout)))
+        .merge(metrics.layer((gate("metrics"), timeout)))
         // The API's description, and Swagger UI reading it (`crate::openapi`).
-        .merge(crate::openapi::router(doc).layer(gate("public").timeout(timeout)))
+        .merge(crate::openapi::router(doc).layer((gate("public"), timeout)))
         // gzip for whoever accepts it: pages, bundles (unless a precompressed copy went out)
         // and the public JSON. The warrior API's answers are a few bytes and stay as the old
         // tracker sent them; the live feeds are streams.
-        .merge(
-            hq.layer(limit_reads.clone())
-                .layer(gate("hq").timeout(timeout)),
-        )
+        .merge(hq.layer(limit_reads.clone()).layer((gate("hq"), timeout)))
         .merge(
             public_json
                 .layer(axum::middleware::from_fn_with_state(
@@ -192,7 +187,7 @@ pub fn router(state: AppState) -> Router {
                 .layer(limit_reads.clone())
                 .merge(pages)
                 .layer(CompressionLayer::new())
-                .layer(gate("public").timeout(timeout)),
+                .layer((gate("public"), timeout)),
         )
         .with_state(state);
     // A pipeline's token inside the tracker URL (`/SLUG/token=SECRET/...`) leaves the path
