@@ -16,11 +16,11 @@ pub enum Counter {
     ServedReclaimed,
     /// Items moved to `failed` (claimed too often).
     Failed,
-    /// Items done.
+    /// Items done (counted by the fold, from the completion log, in its entries' minute).
     DoneItems,
-    /// Bytes done.
+    /// Bytes done (by the fold).
     DoneBytes,
-    /// Milliseconds from claim to done, summed over the items that had a claim.
+    /// Milliseconds from claim to done, summed over the items that had a claim (by the fold).
     RoundTripMs,
     /// Items whose round trip is in [`Counter::RoundTripMs`].
     RoundTrips,

@@ -60,6 +60,7 @@ impl ProjectKeys {
             self.meta(),
             self.out(),
             self.failed(),
+            self.tally(),
         ]
     }
 

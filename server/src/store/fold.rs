@@ -98,9 +98,14 @@ struct Sum {
     /// Per entry: its event text (unclosed, without figures), its downloader's index, and
     /// that downloader's items and bytes in the run up to it.
     events: Vec<(String, usize, u64, u64)>,
+    /// The run's bytes (every domain).
+    bytes: u64,
     /// Completed claims by round trip: counts in the buckets of
     /// [`crate::keys::Counter::ROUND_TRIPS`], added to the run's minute's counters.
     round_trips: [u64; 10],
+    /// The completed claims' round trips summed (ms), and their number.
+    round_trip_ms: u64,
+    round_trip_n: u64,
 }
 
 /// What one run did.
@@ -312,16 +317,11 @@ impl Store {
             args.push((*items as i64).into());
             args.push(bytes.to_string().into());
         }
-        let trips: Vec<(&str, u64)> = crate::keys::Counter::ROUND_TRIPS
-            .iter()
-            .zip(run.round_trips)
-            .filter(|(_, n)| *n > 0)
-            .map(|((c, _), n)| (c.code(), n))
-            .collect();
-        args.push((trips.len() as i64).into());
-        for (code, n) in trips {
+        let counters: Vec<(&str, u64)> = run.counters().filter(|(_, n)| *n > 0).collect();
+        args.push((counters.len() as i64).into());
+        for (code, n) in counters {
             args.push(code.into());
-            args.push((n as i64).into());
+            args.push(n.to_string().into());
         }
         let answer: String = self
             .scripts
@@ -335,6 +335,27 @@ impl Store {
         } else {
             Run::Stale
         })
+    }
+}
+
+impl Sum {
+    /// The run's per-minute counters, by code: its done items, bytes and round trips.
+    fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        use crate::keys::Counter;
+        [
+            (Counter::DoneItems, self.items),
+            (Counter::DoneBytes, self.bytes),
+            (Counter::RoundTripMs, self.round_trip_ms),
+            (Counter::RoundTrips, self.round_trip_n),
+        ]
+        .into_iter()
+        .chain(
+            Counter::ROUND_TRIPS
+                .iter()
+                .zip(self.round_trips)
+                .map(|((c, _), n)| (*c, n)),
+        )
+        .map(|(c, n)| (c.code(), n))
     }
 }
 
@@ -356,7 +377,10 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
             whos: vec![],
             ips: vec![],
             events: vec![],
+            bytes: 0,
             round_trips: [0; 10],
+            round_trip_ms: 0,
+            round_trip_n: 0,
         });
         if minute != r.minute {
             break;
@@ -364,6 +388,7 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
         r.to = id;
         r.entries += 1;
         r.items += e.count;
+        r.bytes += e.total;
         let at = *index.entry(e.who.clone()).or_insert_with(|| {
             r.whos.push((e.who.clone(), Sums::default()));
             r.whos.len() - 1
@@ -379,7 +404,10 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
         }
         r.events.push((e.event(), at, items, bytes));
         for t0 in e.claimed.iter().filter(|t0| **t0 > 0) {
-            r.round_trips[round_trip_bucket(e.t.saturating_sub(*t0))] += 1;
+            let ms = e.t.saturating_sub(*t0);
+            r.round_trips[round_trip_bucket(ms)] += 1;
+            r.round_trip_ms += ms;
+            r.round_trip_n += 1;
         }
     }
     run.map(|mut r| {

@@ -342,7 +342,7 @@ impl Scripts {
             backfeed: lua!("backfeed", 8),
             claim: lua!("claim", 12),
             done: lua!("done", 14),
-            fold: lua!("fold", 13),
+            fold: lua!("fold", 14),
             item_status: lua!("item_status", 7),
             release: lua!("release", 6),
             snapshot: lua!("snapshot", 11),

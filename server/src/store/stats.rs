@@ -149,8 +149,10 @@ impl Store {
     }
 
     /// Per-minute counters of the last `minutes` minutes up to `now_ms`, oldest first; minutes
-    /// without activity are included with no counters.
+    /// without activity are included with no counters. The done counters come from the fold:
+    /// what this process recorded is folded first.
     pub async fn minutes(&self, slug: &str, now_ms: u64, minutes: u64) -> StoreResult<Vec<Minute>> {
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         let last = now_ms / 60_000;
         let first = last + 1 - minutes.max(1);

@@ -64,6 +64,8 @@ impl Store {
         slug: &str,
         now_ms: u64,
     ) -> StoreResult<Option<BTreeMap<Counter, u64>>> {
+        // The done counters come from the fold: what this process recorded is folded first.
+        self.fold_for_read(slug).await;
         let k = self.keys.project(slug);
         // The minute after now too: a process whose clock is ahead writes there.
         let upto = now_ms / 60_000 + 1;

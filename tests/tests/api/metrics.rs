@@ -336,3 +336,36 @@ async fn the_tally_moves_each_minute_into_the_totals_exactly_once() {
     // A reader does not add up more than two hours after the tally: nothing, not a wrong sum.
     assert_eq!(store.lifetime("p", later + 86_400_000).await.unwrap(), None);
 }
+
+/// The done counters come from the fold, in the minute of their log entries: a run folded after
+/// the tally moved its minute into the totals (every process down past the grace) still counts
+/// there, once; the per-minute figures have it too.
+#[tokio::test]
+async fn a_run_folded_after_its_minute_was_tallied_counts_in_the_totals_once() {
+    use server::keys::Counter;
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b"]).await;
+    let store = &app.store;
+    let later = now_ms() + 3_600_000;
+    // The tally is ahead of the done's minute before the done is folded.
+    store.tally("p", later).await.unwrap();
+    let item = app.claim("p", "alice").await;
+    assert_eq!(app.done("p", "alice", &item, 7).await.status, 200);
+    tests::wait_for("the fold", std::time::Duration::from_secs(10), || async {
+        (store.unfolded("p").await.unwrap() == (0, 0)).then_some(())
+    })
+    .await;
+    let done = |m: &std::collections::BTreeMap<Counter, u64>| {
+        [Counter::DoneItems, Counter::DoneBytes, Counter::RoundTrips]
+            .map(|c| m.get(&c).copied().unwrap_or(0))
+    };
+    let totals = store.lifetime("p", later).await.unwrap().expect("tallied");
+    assert_eq!(done(&totals), [1, 7, 1]);
+    store.tally("p", later + 60_000).await.unwrap();
+    let again = store.lifetime("p", later + 60_000).await.unwrap().unwrap();
+    assert_eq!(done(&again), [1, 7, 1]);
+    let minutes = store.minutes("p", now_ms(), 5).await.unwrap();
+    let per_minute = [Counter::DoneItems, Counter::DoneBytes, Counter::RoundTrips]
+        .map(|c| server::store::stats::sum(&minutes, c));
+    assert_eq!(per_minute, [1, 7, 1]);
+}

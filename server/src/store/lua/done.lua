@@ -7,8 +7,9 @@
   back to `todo`; items others hold stay theirs. A report from an IP blocked in the project
   changes nothing. Otherwise the
   items move to `done`, each counted once, and the report goes to the completion log (one
-  entry per report that counts anything). The per-downloader figures, the unique contributors
-  and the events are made from the log later, by `fold.lua`: this script counts the entries it
+  entry per report that counts anything). The per-downloader figures, the unique contributors,
+  the events and the per-minute counters of done items, bytes and round trips are made from
+  the log later, by `fold.lua`: this script counts the entries it
   adds (stats `journal`, their items `journal_items`), which the fold takes off again.
   Where each item is comes from a few variadic reads for the whole batch (ZMSCORE, SMISMEMBER,
   HMGET); the reports are then decided in order against that local state, and every write is
@@ -300,8 +301,6 @@ local function log_report(rep, fresh, claimed_at)
     dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
   end
   done_items, done_bytes = done_items + #fresh, done_bytes + total
-  stat(prefix, now, ST.done_items, #fresh)
-  stat(prefix, now, ST.done_bytes, total)
   if not folded then
     local last = rcall('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
     folded = last and last[1] or '0-0'
@@ -316,7 +315,7 @@ end
 -- A report recorded: each of its items not done yet leaves where it is for `done` (counted
 -- once), the others are duplicates.
 local function complete_report(rep)
-  local fresh, claimed_at, dups, rtt = {}, {}, 0, 0
+  local fresh, claimed_at, dups = {}, {}, 0
   local done_line = timeline_line(now, 'done', rep.who, rep.version)
   for _, item in ipairs(rep.items) do
     local w = state[item]
@@ -329,7 +328,6 @@ local function complete_report(rep)
         lines, t0 = c.lines, c.t
         if c.claim.d then w_dl[c.claim.d] = (w_dl[c.claim.d] or 0) - 1 end
         w_out[#w_out + 1] = item
-        if t0 > 0 then rtt = rtt + (now - t0) end
       elseif w == 'failed' then
         w_failed[#w_failed + 1] = item
       else
@@ -345,13 +343,7 @@ local function complete_report(rep)
       claimed_at[#claimed_at + 1] = t0
     end
   end
-  if #fresh > 0 then
-    if rtt > 0 then
-      stat(prefix, now, ST.round_trip_ms, rtt)
-      stat(prefix, now, ST.round_trips, #fresh)
-    end
-    log_report(rep, fresh, claimed_at)
-  end
+  if #fresh > 0 then log_report(rep, fresh, claimed_at) end
   if dups > 0 then stat(prefix, now, ST.duplicate_dones, dups) end
   return { counted = #fresh, duplicates = dups }
 end

@@ -23,6 +23,7 @@
   KEYS[11] meta          hash    queues
   KEYS[12] out           zset    claimed items
   KEYS[13] failed        hash    failed items
+  KEYS[14] tally         hash    lifetime counters; `minute`, the last minute tallied
   Derived (same slot): queue parts, dlc:<downloader>, dlc_last, dw:<minute>, dwh:<hour>,
   u:dl:<day>, u:ip:<day>.
 
@@ -40,8 +41,8 @@
   then     E, then E x (event text without its closing brace and its figures, the index of its
            downloader among the D (1-based), that downloader's items and bytes in the run up to
            and including this entry)
-  then     B, then B x (per-minute counter code, n): the run's completed claims by round trip,
-           added to the run's minute (`st:<day>`)
+  then     B, then B x (per-minute counter code, n): the run's done items, bytes, round trips
+           (summed, and counted by bucket), added to the run's minute (`st:<day>`)
 
   Output: "folded", or "stale" (`folded` is not ARGV[2]; nothing written).
   Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
@@ -51,7 +52,7 @@
 ]]
 local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local seq_key, history, events, log, month_uniques = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local meta, out, failed = KEYS[11], KEYS[12], KEYS[13]
+local meta, out, failed, tally = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 local prefix, from, to, after = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local nentries, nitems, minute = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local history_len, log_len = tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -159,9 +160,18 @@ if nev > 0 then
   rcall('SPUBLISH', events, table.concat(evs, ','))
 end
 
--- The run's round trips, counted in its minute (`a` is past the events).
-for b = 1, tonumber(ARGV[a]) do stat(prefix, 0, ARGV[a + 2 * b - 1], tonumber(ARGV[a + 2 * b])) end
+-- The run's per-minute counters, counted in its minute (`a` is past the events). A minute the
+-- tally has moved into the lifetime totals already (the run folded late: every process was
+-- down past the tally's grace) gets them in the totals too, so that they still count there.
+local tallied = tonumber(rcall('HGET', tally, 'minute'))
+local late = {}
+for b = 1, tonumber(ARGV[a]) do
+  local code, n = ARGV[a + 2 * b - 1], ARGV[a + 2 * b]
+  stat(prefix, 0, code, tonumber(n))
+  if tallied and minute <= tallied then late[code] = n end
+end
 flush_stats(prefix, minute * 60000)
+for code, n in pairs(late) do rcall('HINCRBY', tally, code, n) end
 
 -- The run folded; the log kept to its length, never past an entry not folded yet.
 rcall('HSET', stats, 'folded', to)
