@@ -128,7 +128,8 @@ def probe(tracker, slug):
         if parts[0].upper() == 'EVALSHA' and slug in line:
             nkeys = int(parts[2])
             keys = parts[3:3 + nkeys]
-            name = 'claim' if nkeys == 12 else 'done' if nkeys == 14 else None
+            # The fold has 14 keys too; done's first is the project's `meta`, the fold's `stats`.
+            name = 'claim' if nkeys == 12 else 'done' if nkeys == 14 and keys[0].endswith(':meta') else None
             if name:
                 real[name] = (parts[1], [k.replace(slug, '{slug}') for k in keys])
     assert set(real) == {'claim', 'done'}, seen

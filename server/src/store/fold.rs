@@ -98,7 +98,8 @@ struct Sum {
     /// Per entry: its event text (unclosed, without figures), its downloader's index, and
     /// that downloader's items and bytes in the run up to it.
     events: Vec<(String, usize, u64, u64)>,
-    /// The run's bytes (every domain).
+    /// The run's items and bytes (every domain) that count in the per-minute counters.
+    done_items: u64,
     bytes: u64,
     /// Completed claims by round trip: counts in the buckets of
     /// [`crate::keys::Counter::ROUND_TRIPS`], added to the run's minute's counters.
@@ -185,6 +186,12 @@ impl Entry {
 }
 
 /// The stream id right after `id` (`ms-seq`).
+/// A stream id's two numbers, in the order the stream keeps them.
+fn stream_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
 fn next_id(id: &str) -> String {
     let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
     match seq.parse::<u64>() {
@@ -266,7 +273,10 @@ impl Store {
     async fn fold_run(&self, slug: &str) -> StoreResult<Run> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
-        let head: Vec<Option<String>> = client.hmget(k.stats(), vec!["folded", "journal"]).await?;
+        let head: Vec<Option<String>> = client
+            .hmget(k.stats(), vec!["folded", "journal", "counts_from"])
+            .await?;
+        let counts_from = head.get(2).cloned().flatten();
         let (Some(from), waiting) = (
             head.first().cloned().flatten(),
             head.get(1)
@@ -284,7 +294,7 @@ impl Store {
             .log_page(slug, &format!("({from}"), "+", RUN_MAX as u64)
             .await?;
         let read = page.len();
-        let Some(run) = read_run(page) else {
+        let Some(run) = read_run(page, counts_from.as_deref().and_then(stream_id)) else {
             return Ok(Run::Nothing);
         };
         // More waited than this run took: a full page, or a run cut at a new minute.
@@ -299,6 +309,7 @@ impl Store {
             (run.minute as i64).into(),
             (HISTORY_LEN as i64).into(),
             (LOG_LEN as i64).into(),
+            counts_from.unwrap_or_default().into(),
             (run.whos.len() as i64).into(),
         ];
         for (who, s) in &run.whos {
@@ -343,7 +354,7 @@ impl Sum {
     fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         use crate::keys::Counter;
         [
-            (Counter::DoneItems, self.items),
+            (Counter::DoneItems, self.done_items),
             (Counter::DoneBytes, self.bytes),
             (Counter::RoundTripMs, self.round_trip_ms),
             (Counter::RoundTrips, self.round_trip_n),
@@ -360,8 +371,12 @@ impl Sum {
 }
 
 /// The run that starts `page` (log entries after the last folded, oldest first): the entries
-/// of the first one's minute.
-fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
+/// of the first one's minute. Its per-minute done counters are of the entries from
+/// `counts_from` on (the done scripts before it counted their own; none without it).
+fn read_run(
+    page: Vec<(String, Vec<(String, String)>)>,
+    counts_from: Option<(u64, u64)>,
+) -> Option<Sum> {
     let mut run: Option<Sum> = None;
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut ips: BTreeSet<String> = BTreeSet::new();
@@ -377,6 +392,7 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
             whos: vec![],
             ips: vec![],
             events: vec![],
+            done_items: 0,
             bytes: 0,
             round_trips: [0; 10],
             round_trip_ms: 0,
@@ -385,10 +401,14 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
         if minute != r.minute {
             break;
         }
+        let counts = counts_from.is_some_and(|from| stream_id(&id).is_some_and(|id| id >= from));
         r.to = id;
         r.entries += 1;
         r.items += e.count;
-        r.bytes += e.total;
+        if counts {
+            r.done_items += e.count;
+            r.bytes += e.total;
+        }
         let at = *index.entry(e.who.clone()).or_insert_with(|| {
             r.whos.push((e.who.clone(), Sums::default()));
             r.whos.len() - 1
@@ -403,7 +423,7 @@ fn read_run(page: Vec<(String, Vec<(String, String)>)>) -> Option<Sum> {
             ips.insert(e.ip.clone());
         }
         r.events.push((e.event(), at, items, bytes));
-        for t0 in e.claimed.iter().filter(|t0| **t0 > 0) {
+        for t0 in e.claimed.iter().filter(|t0| counts && **t0 > 0) {
             let ms = e.t.saturating_sub(*t0);
             r.round_trips[round_trip_bucket(ms)] += 1;
             r.round_trip_ms += ms;

@@ -38,7 +38,7 @@ fn a_run_sums_per_downloader_and_ends_at_a_new_minute() {
         entry(60_002, "a", r#"["w"]"#, r#"{"d":9007199254740000}"#),
         entry(120_000, "a", r#"["v"]"#, r#"{"d":1}"#),
     ];
-    let run = read_run(page).unwrap();
+    let run = read_run(page, Some((0, 0))).unwrap();
     assert_eq!((run.entries, run.items, run.minute), (3, 4, 1));
     assert_eq!(run.to, "60002-0");
     assert_eq!(run.whos.len(), 2);
@@ -57,7 +57,29 @@ fn a_run_sums_per_downloader_and_ends_at_a_new_minute() {
     assert_eq!(v["downloader"], "b");
     assert_eq!(v["items"][0], "z");
     assert_eq!(v["bytes"], 1);
-    assert!(read_run(vec![]).is_none());
+    assert!(read_run(vec![], None).is_none());
+}
+
+/// The per-minute done counters are of the entries from `counts_from` on: a done script from
+/// before it counted its own entries' when it wrote them.
+#[test]
+fn a_run_counts_per_minute_only_from_counts_from_on() {
+    let page = || {
+        vec![
+            entry(60_000, "a", r#"["x","y"]"#, r#"{"d":5}"#),
+            entry(60_001, "b", r#"["z"]"#, r#"{"d":1}"#),
+        ]
+    };
+    let counted = |from| {
+        let run = read_run(page(), from).unwrap();
+        assert_eq!((run.entries, run.items), (2, 3));
+        (run.done_items, run.bytes)
+    };
+    assert_eq!(counted(None), (0, 0));
+    assert_eq!(counted(Some((60_001, 0))), (1, 1));
+    assert_eq!(counted(Some((60_000, 0))), (3, 6));
+    assert_eq!(stream_id("60001-7"), Some((60_001, 7)));
+    assert_eq!(stream_id("x-1"), None);
 }
 
 #[test]

@@ -24,7 +24,9 @@
   KEYS[7]  dl:claims     hash    downloader -> items held
   KEYS[8]  stats         hash    done_items, done_bytes, pq (items in personal queues),
                                  disk_todo (items waiting on disk), journal, journal_items,
-                                 folded (the last log entry folded; set here when missing)
+                                 folded (the last log entry folded; set here when missing),
+                                 counts_from (the first entry the fold counts per minute; set
+                                 here when missing)
   KEYS[9]  domain_bytes  hash    bytes per domain
   KEYS[10] timeline      hash    item -> transitions; a claim's own line joins it here
   KEYS[11] blocked:ip    hash    ip -> JSON block entry
@@ -193,9 +195,12 @@ local function claim_info(raw, done_line)
 end
 
 -- The project's totals, kept current as reports change them, and the last log entry folded.
-local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded')
+-- Read once and written back once (HSET of the new values: one command, not an HINCRBY each).
+local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded', 'journal', 'journal_items', 'counts_from')
 local done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 0
-local done_items0, done_bytes0, folded = done_items, done_bytes, totals[3]
+local done_items0, folded = done_items, totals[3]
+local journal, journal_items = tonumber(totals[4]) or 0, tonumber(totals[5]) or 0
+local counts_from = totals[6]
 
 -- Items found waiting in a queue (rather than claimed, failed or done), and whether each was
 -- handed out before: a claim count kept in `attempts` when it left a claim, or (claims made before
@@ -306,9 +311,15 @@ local function log_report(rep, fresh, claimed_at)
     folded = last and last[1] or '0-0'
     rcall('HSET', stats, 'folded', folded)
   end
-  rcall('XADD', log, '*', 't', now, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
+  local id = rcall('XADD', log, '*', 't', now, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
     'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
     'id', rep.id)
+  -- The first entry whose per-minute counters are the fold's (a done script from before
+  -- counted them itself): the fold counts this one and those after it.
+  if not counts_from then
+    counts_from = id
+    rcall('HSET', stats, 'counts_from', id)
+  end
   logged = logged + 1
 end
 
@@ -366,10 +377,8 @@ end
 
 -- The batch's figures: the project's totals and chart, and the log entries not folded yet.
 local function write_figures()
-  rcall('HINCRBY', stats, 'done_items', done_items - done_items0)
-  rcall('HINCRBY', stats, 'done_bytes', string.format('%d', done_bytes - done_bytes0))
-  rcall('HINCRBY', stats, 'journal', logged)
-  rcall('HINCRBY', stats, 'journal_items', done_items - done_items0)
+  rcall('HSET', stats, 'done_items', string.format('%d', done_items), 'done_bytes', string.format('%d', done_bytes),
+    'journal', string.format('%d', journal + logged), 'journal_items', string.format('%d', journal_items + done_items - done_items0))
   for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end

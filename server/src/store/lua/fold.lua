@@ -10,7 +10,8 @@
   minute), so its rate windows, charts and unique contributors are the minute's, day's and
   month's of that minute.
 
-  KEYS[1]  stats         hash    folded, journal, journal_items; done_items, pq, disk_todo
+  KEYS[1]  stats         hash    folded, journal, journal_items, counts_from; done_items, pq,
+                                 disk_todo
   KEYS[2]  dl:items      zset    items per downloader
   KEYS[3]  dl:bytes      zset    bytes per downloader
   KEYS[4]  dl:version    hash    last version per downloader
@@ -36,15 +37,18 @@
   ARGV[7]  the minute (ms / 60000) of the run's entries
   ARGV[8]  history length to keep
   ARGV[9]  completion log length to keep
-  ARGV[10] D, then D x (downloader, items, bytes, last version, last completion ms)
+  ARGV[10] counts_from: stats `counts_from` as the run was read ('' none; else refused as stale)
+  ARGV[11] D, then D x (downloader, items, bytes, last version, last completion ms)
   then     P, then P x ip (the run's reporting addresses, distinct)
   then     E, then E x (event text without its closing brace and its figures, the index of its
            downloader among the D (1-based), that downloader's items and bytes in the run up to
            and including this entry)
   then     B, then B x (per-minute counter code, n): the run's done items, bytes, round trips
-           (summed, and counted by bucket), added to the run's minute (`st:<day>`)
+           (summed, and counted by bucket), added to the run's minute (`st:<day>`); of its
+           entries from `counts_from` on only (the done scripts before it counted their own)
 
-  Output: "folded", or "stale" (`folded` is not ARGV[2]; nothing written).
+  Output: "folded", or "stale" (`folded` is not ARGV[2], or `counts_from` not ARGV[10]; nothing
+  written).
   Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
   project's counts now and its `seq`, pushed on KEYS[7] and published as one message on KEYS[8]
   joined by ',' (parse as `[` .. `]`).
@@ -58,12 +62,13 @@ local nentries, nitems, minute = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(
 local history_len, log_len = tonumber(ARGV[8]), tonumber(ARGV[9])
 local day = math.floor(minute / 1440)
 
-if rcall('HGET', stats, 'folded') ~= from then return 'stale' end
+local cursor = rcall('HMGET', stats, 'folded', 'counts_from')
+if cursor[1] ~= from or (cursor[2] or '') ~= ARGV[10] then return 'stale' end
 
 -- The run's downloaders, addresses and events.
 local whos, sums = {}, {}
-local a = 11
-for d = 1, tonumber(ARGV[10]) do
+local a = 12
+for d = 1, tonumber(ARGV[11]) do
   whos[d] = ARGV[a]
   sums[d] = { items = tonumber(ARGV[a + 1]), bytes = tonumber(ARGV[a + 2]), version = ARGV[a + 3], seen = ARGV[a + 4] }
   a = a + 5
