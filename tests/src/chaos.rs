@@ -359,6 +359,7 @@ pub async fn run(cfg: &Config) -> Report {
     report.violations.extend(problems);
     report.violations.extend(fleet.cli_check(SLUG).await);
     if !report.violations.is_empty() {
+        report.violations.extend(fleet.log_tails(5));
         let dir = fleet.keep();
         report
             .violations

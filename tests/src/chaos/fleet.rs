@@ -138,6 +138,28 @@ impl Fleet {
         self.dir.display().to_string()
     }
 
+    /// The last `n` errors and panics of each process's log (the processes log at `error`;
+    /// their standard output, the setup link, goes there too and is left out), each cut to 300
+    /// characters: what a failed run's report shows of them, for a reader who has its log but
+    /// not its directory (a CI machine's).
+    pub(super) fn log_tails(&self, n: usize) -> Vec<String> {
+        (0..self.ports.len())
+            .flat_map(|i| {
+                let name = format!("tracker-{i}.log");
+                let text = std::fs::read(self.dir.join(&name)).unwrap_or_default();
+                let text = String::from_utf8_lossy(&text);
+                let lines: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains("ERROR") || l.contains("panicked"))
+                    .collect();
+                lines[lines.len().saturating_sub(n)..]
+                    .iter()
+                    .map(|l| format!("{name}: {}", l.chars().take(300).collect::<String>()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     /// Process `i` on its port, its errors logged to `tracker-<i>.log` in the run's dir.
     fn spawn_process(&self, i: usize) -> Killed {
         let log = std::fs::OpenOptions::new()
