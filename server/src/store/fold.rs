@@ -17,11 +17,8 @@
 use super::{Store, StoreResult};
 use crate::keys::{HISTORY_LEN, LOG_LEN};
 use fred::prelude::*;
-use std::{
-    collections::{BTreeSet, HashMap},
-    sync::Mutex,
-    time::Duration,
-};
+use run::{next_id, read_run, stream_id};
+use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 /// How often a process folds a project it recorded dones for, at most.
 pub const FOLD_EVERY: Duration = Duration::from_millis(200);
@@ -77,38 +74,6 @@ impl Pending {
     }
 }
 
-/// One downloader's sums over a run.
-#[derive(Default)]
-struct Sums {
-    items: u64,
-    bytes: u64,
-    version: String,
-    seen: u64,
-}
-
-/// A run of log entries read and summed: the arguments of `fold.lua`.
-struct Sum {
-    to: String,
-    entries: usize,
-    items: u64,
-    minute: u64,
-    month: String,
-    whos: Vec<(String, Sums)>,
-    ips: Vec<String>,
-    /// Per entry: its event text (unclosed, without figures), its downloader's index, and
-    /// that downloader's items and bytes in the run up to it.
-    events: Vec<(String, usize, u64, u64)>,
-    /// The run's items and bytes (every domain) that count in the per-minute counters.
-    done_items: u64,
-    bytes: u64,
-    /// Completed claims by round trip: counts in the buckets of
-    /// [`crate::keys::Counter::ROUND_TRIPS`], added to the run's minute's counters.
-    round_trips: [u64; 10],
-    /// The completed claims' round trips summed (ms), and their number.
-    round_trip_ms: u64,
-    round_trip_n: u64,
-}
-
 /// What one run did.
 enum Run {
     /// Nothing waits.
@@ -117,87 +82,6 @@ enum Run {
     Stale,
     /// `entries` folded; `rest`: more waited than the run took.
     Folded { entries: usize, rest: bool },
-}
-
-/// One log entry's fields, as the log holds them.
-#[derive(Default)]
-struct Entry {
-    t: u64,
-    who: String,
-    ip: String,
-    ua: String,
-    version: String,
-    items: String,
-    count: u64,
-    bytes: String,
-    total: u64,
-    /// The claim times of its items (ms; 0 unknown).
-    claimed: Vec<u64>,
-}
-
-impl Entry {
-    fn read(fields: Vec<(String, String)>) -> Self {
-        let mut e = Entry::default();
-        for (k, v) in fields {
-            match k.as_str() {
-                "t" => e.t = v.parse().unwrap_or(0),
-                "d" => e.who = v,
-                "ip" => e.ip = v,
-                "ua" => e.ua = v,
-                "v" => e.version = v,
-                "items" => {
-                    e.count = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(&v)
-                        .map_or(0, |l| l.len() as u64);
-                    e.items = v;
-                }
-                "claimed" => e.claimed = serde_json::from_str(&v).unwrap_or_default(),
-                "bytes" => {
-                    e.total = serde_json::from_str::<HashMap<String, u64>>(&v)
-                        .map_or(0, |m| m.values().sum());
-                    e.bytes = v;
-                }
-                _ => {}
-            }
-        }
-        e
-    }
-
-    /// The entry's event, without its closing brace and the figures `fold.lua` adds.
-    fn event(&self) -> String {
-        let js = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-        let or_empty = |s: &str, empty: &'static str| {
-            if s.is_empty() {
-                empty.to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        format!(
-            r#"{{"time":{},"downloader":{},"items":{},"bytes":{},"domain_bytes":{},"version":{},"user_agent":{}"#,
-            self.t,
-            js(&self.who),
-            or_empty(&self.items, "[]"),
-            self.total,
-            or_empty(&self.bytes, "{}"),
-            js(&self.version),
-            js(&self.ua),
-        )
-    }
-}
-
-/// The stream id right after `id` (`ms-seq`).
-/// A stream id's two numbers, in the order the stream keeps them.
-fn stream_id(id: &str) -> Option<(u64, u64)> {
-    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
-    Some((ms.parse().ok()?, seq.parse().ok()?))
-}
-
-fn next_id(id: &str) -> String {
-    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
-    match seq.parse::<u64>() {
-        Ok(s) if s < u64::MAX => format!("{ms}-{}", s + 1),
-        _ => format!("{}-0", ms.parse::<u64>().unwrap_or(0).saturating_add(1)),
-    }
 }
 
 impl Store {
@@ -349,102 +233,6 @@ impl Store {
     }
 }
 
-impl Sum {
-    /// The run's per-minute counters, by code: its done items, bytes and round trips.
-    fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        use crate::keys::Counter;
-        [
-            (Counter::DoneItems, self.done_items),
-            (Counter::DoneBytes, self.bytes),
-            (Counter::RoundTripMs, self.round_trip_ms),
-            (Counter::RoundTrips, self.round_trip_n),
-        ]
-        .into_iter()
-        .chain(
-            Counter::ROUND_TRIPS
-                .iter()
-                .zip(self.round_trips)
-                .map(|((c, _), n)| (*c, n)),
-        )
-        .map(|(c, n)| (c.code(), n))
-    }
-}
-
-/// The run that starts `page` (log entries after the last folded, oldest first): the entries
-/// of the first one's minute. Its per-minute done counters are of the entries from
-/// `counts_from` on (the done scripts before it counted their own; none without it).
-fn read_run(
-    page: Vec<(String, Vec<(String, String)>)>,
-    counts_from: Option<(u64, u64)>,
-) -> Option<Sum> {
-    let mut run: Option<Sum> = None;
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut ips: BTreeSet<String> = BTreeSet::new();
-    for (id, fields) in page {
-        let e = Entry::read(fields);
-        let minute = e.t / 60_000;
-        let r = run.get_or_insert_with(|| Sum {
-            to: String::new(),
-            entries: 0,
-            items: 0,
-            minute,
-            month: app::model::month_name(e.t),
-            whos: vec![],
-            ips: vec![],
-            events: vec![],
-            done_items: 0,
-            bytes: 0,
-            round_trips: [0; 10],
-            round_trip_ms: 0,
-            round_trip_n: 0,
-        });
-        if minute != r.minute {
-            break;
-        }
-        let counts = counts_from.is_some_and(|from| stream_id(&id).is_some_and(|id| id >= from));
-        r.to = id;
-        r.entries += 1;
-        r.items += e.count;
-        if counts {
-            r.done_items += e.count;
-            r.bytes += e.total;
-        }
-        let at = *index.entry(e.who.clone()).or_insert_with(|| {
-            r.whos.push((e.who.clone(), Sums::default()));
-            r.whos.len() - 1
-        });
-        let s = &mut r.whos[at].1;
-        s.items += e.count;
-        s.bytes += e.total;
-        s.version.clone_from(&e.version);
-        s.seen = s.seen.max(e.t);
-        let (items, bytes) = (s.items, s.bytes);
-        if !e.ip.is_empty() {
-            ips.insert(e.ip.clone());
-        }
-        r.events.push((e.event(), at, items, bytes));
-        for t0 in e.claimed.iter().filter(|t0| counts && **t0 > 0) {
-            let ms = e.t.saturating_sub(*t0);
-            r.round_trips[round_trip_bucket(ms)] += 1;
-            r.round_trip_ms += ms;
-            r.round_trip_n += 1;
-        }
-    }
-    run.map(|mut r| {
-        r.ips = ips.into_iter().collect();
-        r
-    })
-}
-
-/// The bucket of [`crate::keys::Counter::ROUND_TRIPS`] a round trip of `ms` falls in.
-fn round_trip_bucket(ms: u64) -> usize {
-    let secs = ms as f64 / 1000.0;
-    crate::keys::Counter::ROUND_TRIPS
-        .iter()
-        .position(|(_, le)| secs <= *le)
-        .unwrap_or(crate::keys::Counter::ROUND_TRIPS.len() - 1)
-}
-
 /// Folds, until `closing` is cancelled, the projects `store` notes at most every
 /// [`FOLD_EVERY`], and every project with entries waiting every [`SWEEP_EVERY`].
 pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) {
@@ -507,5 +295,6 @@ pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) 
     });
 }
 
+mod run;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! The fold's runs: their sums, where they end, their round trips.
 
-use super::*;
+use super::run::*;
 
 #[test]
 fn round_trips_fall_in_the_bucket_of_their_upper_bound() {
