@@ -5,6 +5,11 @@
 //! a batch is one request and nothing waits; under heavy load batches grow, and Redis runs one
 //! script per batch instead of one per request.
 //!
+//! A small batch waits while another call of its lane runs (up to [`HOLD_BELOW`] items): what
+//! arrives meanwhile joins it, so under a steady load of single-item calls the lane sends fewer,
+//! larger calls. A batch at or above that weight goes at once, beside the running call, so Redis
+//! does not wait while the tracker encodes a large batch.
+//!
 //! A request whose caller has gone (its HTTP client hung up, so its handler was dropped) before
 //! its batch runs is left out of the batch; a claim that ran for a caller gone meanwhile gives its
 //! items back to the queue at once rather than leaving them claimed until they are reclaimed.
@@ -28,6 +33,10 @@ pub const ABANDONED: &str = "caller-gone";
 
 /// The most requests one script call serves.
 pub const MAX_BATCH: usize = 128;
+
+/// A batch of fewer items than this (claimed, or reported done) waits while another call of its
+/// lane runs; a heavier one goes beside it.
+pub const HOLD_BELOW: usize = 16;
 
 type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
 type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
@@ -88,7 +97,7 @@ impl Batcher {
                 tracing::debug!(%slug, items = items.len(), "gave back the items of a claim whose caller left");
             }
         };
-        let lane = lane(&self.claims, slug, self.workers, run, give_back);
+        let lane = lane(&self.claims, slug, self.workers, |r| r.n, run, give_back);
         submit(lane, request).await
     }
 
@@ -106,7 +115,8 @@ impl Batcher {
             }
         };
         // A done that ran is kept: the work was done, whoever hung up.
-        let lane = lane(&self.dones, slug, self.workers, run, |_, _| async {});
+        let weigh = |r: &DoneReport| r.items.len();
+        let lane = lane(&self.dones, slug, self.workers, weigh, run, |_, _| async {});
         submit(lane, report).await
     }
 }
@@ -140,11 +150,88 @@ async fn submit<Req, Res>(lane: mpsc::Sender<Job<Req, Res>>, req: Req) -> StoreR
     rx.await.map_err(|_| closed())?
 }
 
-/// The lane of `slug`, started on first use with `run` as its batch executor.
+/// What one call of a lane needs to know of the others: how many run, and when one ends.
+#[derive(Default)]
+struct InFlight {
+    calls: std::sync::atomic::AtomicUsize,
+    ended: tokio::sync::Notify,
+}
+
+/// One call of a lane counted in [`InFlight`] while it lives; its end wakes a held batch.
+struct Call(Arc<InFlight>);
+
+impl Call {
+    fn start(flight: &Arc<InFlight>) -> Self {
+        flight
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Self(flight.clone())
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.0
+            .calls
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.ended.notify_waiters();
+    }
+}
+
+/// Takes into `jobs` what `rx` holds now, up to [`MAX_BATCH`].
+fn drain<T>(rx: &mut mpsc::Receiver<T>, jobs: &mut Vec<T>) {
+    while jobs.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(job) => jobs.push(job),
+            Err(_) => break,
+        }
+    }
+}
+
+/// Gathers the next batch of a lane: waits for a first job (None when the lane is closed), takes
+/// what is queued with it, and while another call runs and the batch weighs less than
+/// [`HOLD_BELOW`], keeps taking what arrives until that call ends.
+async fn gather<Req, Res>(
+    rx: &mut mpsc::Receiver<Job<Req, Res>>,
+    flight: &InFlight,
+    weigh: fn(&Req) -> usize,
+) -> Option<Vec<Job<Req, Res>>> {
+    use std::sync::atomic::Ordering;
+    let mut jobs = vec![rx.recv().await?];
+    drain(rx, &mut jobs);
+    loop {
+        let weight: usize = jobs.iter().map(|(req, _)| weigh(req)).sum();
+        if weight >= HOLD_BELOW || jobs.len() >= MAX_BATCH {
+            break;
+        }
+        // Registered before the count is read, so that a call ending in between still wakes us.
+        let ended = flight.ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        if flight.calls.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        tokio::select! {
+            job = rx.recv() => match job {
+                Some(job) => {
+                    jobs.push(job);
+                    drain(rx, &mut jobs);
+                }
+                None => break,
+            },
+            () = &mut ended => break,
+        }
+    }
+    Some(jobs)
+}
+
+/// The lane of `slug`, started on first use with `run` as its batch executor; `weigh` tells how
+/// many items a request claims or reports.
 fn lane<Req, Res, F, Fut, A, AFut>(
     lanes: &Lanes<Req, Res>,
     slug: &str,
     workers: usize,
+    weigh: fn(&Req) -> usize,
     run: F,
     abandoned: A,
 ) -> mpsc::Sender<Job<Req, Res>>
@@ -162,30 +249,34 @@ where
     }
     let (tx, rx) = mpsc::channel::<Job<Req, Res>>(MAX_BATCH * 8);
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    let flight = Arc::new(InFlight::default());
     for _ in 0..workers {
-        let (rx, run, abandoned, slug) =
-            (rx.clone(), run.clone(), abandoned.clone(), slug.to_string());
+        let (rx, run, abandoned, slug, flight) = (
+            rx.clone(),
+            run.clone(),
+            abandoned.clone(),
+            slug.to_string(),
+            flight.clone(),
+        );
         tokio::spawn(async move {
             loop {
-                let mut jobs = Vec::new();
-                {
+                let (mut jobs, call) = {
                     let mut rx = rx.lock().await;
-                    let Some(first) = rx.recv().await else { return };
-                    jobs.push(first);
-                    while jobs.len() < MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(job) => jobs.push(job),
-                            Err(_) => break,
-                        }
-                    }
-                }
+                    let Some(jobs) = gather(&mut rx, &flight, weigh).await else {
+                        return;
+                    };
+                    // Counted before the next worker may gather, so that it holds its batch.
+                    (jobs, Call::start(&flight))
+                };
                 // Callers gone before their batch runs are left out.
                 jobs.retain(|(_, reply)| !reply.is_closed());
-                if jobs.is_empty() {
-                    continue;
-                }
                 let (reqs, replies): (Vec<Req>, Vec<_>) = jobs.into_iter().unzip();
-                let results = run(slug.clone(), reqs).await;
+                let results = if reqs.is_empty() {
+                    Vec::new()
+                } else {
+                    run(slug.clone(), reqs).await
+                };
+                drop(call);
                 for (reply, result) in replies.into_iter().zip(results) {
                     if let Err(Ok(unwanted)) = reply.send(result) {
                         abandoned(slug.clone(), unwanted).await;
@@ -229,7 +320,8 @@ mod tests {
             }
         };
         // Two in flight, so that the second batch runs while the first waits on `go`.
-        let tx = lane(&lanes, "s", 2, run, gave_back);
+        // Each request weighs a full batch, so that none is held.
+        let tx = lane(&lanes, "s", 2, |_| HOLD_BELOW, run, gave_back);
         // A caller that has gone before its batch runs.
         let (reply, gone) = oneshot::channel();
         drop(gone);
@@ -263,5 +355,87 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert_eq!(abandoned.load(Ordering::SeqCst), 10);
+    }
+
+    /// Runs a lane whose calls record their batches and wait on `go`; returns the lane and the
+    /// batches seen so far.
+    fn recording_lane(
+        lanes: &Lanes<u32, u32>,
+        weigh: fn(&u32) -> usize,
+        go: tokio::sync::watch::Receiver<bool>,
+    ) -> (mpsc::Sender<Job<u32, u32>>, Arc<Mutex<Vec<Vec<u32>>>>) {
+        let batches = Arc::new(Mutex::new(Vec::new()));
+        let run = {
+            let batches = batches.clone();
+            move |_: String, reqs: Vec<u32>| {
+                let (batches, mut go) = (batches.clone(), go.clone());
+                async move {
+                    batches.lock().unwrap().push(reqs.clone());
+                    let _ = go.wait_for(|&g| g).await;
+                    reqs.into_iter().map(Ok).collect()
+                }
+            }
+        };
+        let tx = lane(lanes, "s", 2, weigh, run, |_: String, _: u32| async {});
+        (tx, batches)
+    }
+
+    async fn send(tx: &mpsc::Sender<Job<u32, u32>>, n: u32) -> oneshot::Receiver<StoreResult<u32>> {
+        let (reply, answer) = oneshot::channel();
+        tx.send((n, reply)).await.unwrap();
+        answer
+    }
+
+    async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !cond() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_light_batch_waits_for_the_running_call_and_goes_as_one_call_a_heavy_one_goes_beside_it(
+    ) {
+        // Light: one item each. The first call runs (and waits on `go`); the three sent while it
+        // runs are held, then go as one call when it ends.
+        let lanes: Lanes<u32, u32> = Mutex::default();
+        let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+        let (tx, batches) = recording_lane(&lanes, |_| 1, go_rx);
+        let first = send(&tx, 1).await;
+        wait_until("the first call never ran", || batches.lock().unwrap().len() == 1).await;
+        // Between the sends, time for a second worker to run what waits beside the first call,
+        // were it not held.
+        let idle = || async {
+            for _ in 0..1000 {
+                tokio::task::yield_now().await;
+            }
+        };
+        let two = send(&tx, 2).await;
+        idle().await;
+        let later = [two, send(&tx, 3).await, send(&tx, 4).await];
+        idle().await;
+        assert_eq!(batches.lock().unwrap().len(), 1, "a light batch ran beside a running call");
+        go_tx.send(true).unwrap();
+        assert_eq!(first.await.unwrap().unwrap(), 1);
+        for (answer, n) in later.into_iter().zip(2..) {
+            assert_eq!(answer.await.unwrap().unwrap(), n);
+        }
+        assert_eq!(*batches.lock().unwrap(), [vec![1], vec![2, 3, 4]]);
+
+        // Heavy: each request weighs a full batch, so the second runs while the first waits.
+        let lanes: Lanes<u32, u32> = Mutex::default();
+        let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+        let (tx, batches) = recording_lane(&lanes, |_| HOLD_BELOW, go_rx);
+        let first = send(&tx, 1).await;
+        wait_until("the first call never ran", || batches.lock().unwrap().len() == 1).await;
+        let second = send(&tx, 2).await;
+        wait_until("a heavy batch was held behind a running call", || {
+            batches.lock().unwrap().len() == 2
+        })
+        .await;
+        go_tx.send(true).unwrap();
+        assert_eq!(first.await.unwrap().unwrap(), 1);
+        assert_eq!(second.await.unwrap().unwrap(), 2);
     }
 }
