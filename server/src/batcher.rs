@@ -403,7 +403,10 @@ mod tests {
         let (go_tx, go_rx) = tokio::sync::watch::channel(false);
         let (tx, batches) = recording_lane(&lanes, |_| 1, go_rx);
         let first = send(&tx, 1).await;
-        wait_until("the first call never ran", || batches.lock().unwrap().len() == 1).await;
+        wait_until("the first call never ran", || {
+            batches.lock().unwrap().len() == 1
+        })
+        .await;
         // Between the sends, time for a second worker to run what waits beside the first call,
         // were it not held.
         let idle = || async {
@@ -415,7 +418,11 @@ mod tests {
         idle().await;
         let later = [two, send(&tx, 3).await, send(&tx, 4).await];
         idle().await;
-        assert_eq!(batches.lock().unwrap().len(), 1, "a light batch ran beside a running call");
+        assert_eq!(
+            batches.lock().unwrap().len(),
+            1,
+            "a light batch ran beside a running call"
+        );
         go_tx.send(true).unwrap();
         assert_eq!(first.await.unwrap().unwrap(), 1);
         for (answer, n) in later.into_iter().zip(2..) {
@@ -428,7 +435,10 @@ mod tests {
         let (go_tx, go_rx) = tokio::sync::watch::channel(false);
         let (tx, batches) = recording_lane(&lanes, |_| HOLD_BELOW, go_rx);
         let first = send(&tx, 1).await;
-        wait_until("the first call never ran", || batches.lock().unwrap().len() == 1).await;
+        wait_until("the first call never ran", || {
+            batches.lock().unwrap().len() == 1
+        })
+        .await;
         let second = send(&tx, 2).await;
         wait_until("a heavy batch was held behind a running call", || {
             batches.lock().unwrap().len() == 2

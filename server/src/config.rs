@@ -327,9 +327,9 @@ pub fn offload_dir_conflict(
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// Script calls in flight per lane of the batcher unless configured (`TRACKER_BATCH_WORKERS`):
-/// one runs while the next batch gathers. Fewer workers make bigger batches, which is what
-/// Redis's time depends on; one in flight was measured against two and did not win in every
-/// phase (bench/README.md, "One script call in flight per lane").
+/// one runs while the next batch gathers. A light batch waits for the running call instead of
+/// going beside it (`batcher::HOLD_BELOW`), so the second call in flight serves heavy batches
+/// only (bench/README.md, "A light batch waits for the running call").
 pub const DEFAULT_BATCH_WORKERS: usize = 2;
 
 /// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
