@@ -156,6 +156,8 @@ impl Cluster {
                 .args(["--cluster-node-timeout", &node_timeout_ms.to_string()])
                 .args(["--cluster-require-full-coverage", "no"])
                 .args(["--appendonly", "yes", "--save", "", "--daemonize", "no"])
+                .arg("--hash-max-listpack-entries")
+                .arg(server::embedded_redis::HASH_LISTPACK_ENTRIES.to_string())
                 .arg("--dir")
                 .arg(&dir)
                 .stdout(Stdio::null())

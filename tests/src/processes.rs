@@ -113,6 +113,8 @@ pub fn durable_redis(dir: &std::path::Path, port: u16) -> Killed {
             "--appendfsync",
             "always",
         ])
+        .arg("--hash-max-listpack-entries")
+        .arg(server::embedded_redis::HASH_LISTPACK_ENTRIES.to_string())
         .args(["--daemonize", "no", "--logfile"])
         .arg(dir.join("redis.log"))
         .arg("--dir")
@@ -137,6 +139,8 @@ pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
             "--daemonize",
             "no",
         ])
+        .arg("--hash-max-listpack-entries")
+        .arg(server::embedded_redis::HASH_LISTPACK_ENTRIES.to_string())
         .arg("--unixsocket")
         .arg(&socket)
         .arg("--dir")
