@@ -357,13 +357,16 @@ mod tests {
         assert_eq!(abandoned.load(Ordering::SeqCst), 10);
     }
 
+    /// The batches a test lane's calls saw, in order.
+    type Batches = Arc<Mutex<Vec<Vec<u32>>>>;
+
     /// Runs a lane whose calls record their batches and wait on `go`; returns the lane and the
     /// batches seen so far.
     fn recording_lane(
         lanes: &Lanes<u32, u32>,
         weigh: fn(&u32) -> usize,
         go: tokio::sync::watch::Receiver<bool>,
-    ) -> (mpsc::Sender<Job<u32, u32>>, Arc<Mutex<Vec<Vec<u32>>>>) {
+    ) -> (mpsc::Sender<Job<u32, u32>>, Batches) {
         let batches = Arc::new(Mutex::new(Vec::new()));
         let run = {
             let batches = batches.clone();
