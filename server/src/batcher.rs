@@ -8,7 +8,9 @@
 //! A small batch waits while another call of its lane runs (up to [`HOLD_BELOW`] items): what
 //! arrives meanwhile joins it, so under a steady load of single-item calls the lane sends fewer,
 //! larger calls. A batch at or above that weight goes at once, beside the running call, so Redis
-//! does not wait while the tracker encodes a large batch.
+//! does not wait while the tracker encodes a large batch. It waits at most [`HOLD_MAX`]: a slow
+//! call (Redis stalled, a connection lost, a done that reads segment files on disk) does not hold
+//! the calls behind it any longer than that, and two run side by side again, as without the hold.
 //!
 //! A request whose caller has gone (its HTTP client hung up, so its handler was dropped) before
 //! its batch runs is left out of the batch; a claim that ran for a caller gone meanwhile gives its
@@ -37,6 +39,9 @@ pub const MAX_BATCH: usize = 128;
 /// A batch of fewer items than this (claimed, or reported done) waits while another call of its
 /// lane runs; a heavier one goes beside it.
 pub const HOLD_BELOW: usize = 16;
+
+/// The longest a light batch waits for the running call; past it, it goes beside that call.
+pub const HOLD_MAX: std::time::Duration = std::time::Duration::from_millis(5);
 
 type Job<Req, Res> = (Req, oneshot::Sender<StoreResult<Res>>);
 type Lanes<Req, Res> = Mutex<HashMap<String, mpsc::Sender<Job<Req, Res>>>>;
@@ -97,7 +102,15 @@ impl Batcher {
                 tracing::debug!(%slug, items = items.len(), "gave back the items of a claim whose caller left");
             }
         };
-        let lane = lane(&self.claims, slug, self.workers, |r| r.n, run, give_back);
+        let weigh = |r: &ClaimRequest| r.n;
+        let lane = lane(
+            &self.claims,
+            slug,
+            self.workers,
+            (weigh, HOLD_MAX),
+            run,
+            give_back,
+        );
         submit(lane, request).await
     }
 
@@ -115,8 +128,8 @@ impl Batcher {
             }
         };
         // A done that ran is kept: the work was done, whoever hung up.
-        let weigh = |r: &DoneReport| r.items.len();
-        let lane = lane(&self.dones, slug, self.workers, weigh, run, |_, _| async {});
+        let hold: Hold<DoneReport> = (|r| r.items.len(), HOLD_MAX);
+        let lane = lane(&self.dones, slug, self.workers, hold, run, |_, _| async {});
         submit(lane, report).await
     }
 }
@@ -188,17 +201,23 @@ fn drain<T>(rx: &mut mpsc::Receiver<T>, jobs: &mut Vec<T>) {
     }
 }
 
+/// How a lane holds a light batch: what a request weighs (items it claims or reports), and the
+/// longest it waits for the running call.
+type Hold<Req> = (fn(&Req) -> usize, std::time::Duration);
+
 /// Gathers the next batch of a lane: waits for a first job (None when the lane is closed), takes
 /// what is queued with it, and while another call runs and the batch weighs less than
-/// [`HOLD_BELOW`], keeps taking what arrives until that call ends.
+/// [`HOLD_BELOW`], keeps taking what arrives until that call ends, for at most `hold`'s limit.
 async fn gather<Req, Res>(
     rx: &mut mpsc::Receiver<Job<Req, Res>>,
     flight: &InFlight,
-    weigh: fn(&Req) -> usize,
+    (weigh, hold_max): Hold<Req>,
 ) -> Option<Vec<Job<Req, Res>>> {
     use std::sync::atomic::Ordering;
     let mut jobs = vec![rx.recv().await?];
     drain(rx, &mut jobs);
+    let limit = tokio::time::sleep(hold_max);
+    tokio::pin!(limit);
     loop {
         let weight: usize = jobs.iter().map(|(req, _)| weigh(req)).sum();
         if weight >= HOLD_BELOW || jobs.len() >= MAX_BATCH {
@@ -220,18 +239,19 @@ async fn gather<Req, Res>(
                 None => break,
             },
             () = &mut ended => break,
+            () = &mut limit => break,
         }
     }
     Some(jobs)
 }
 
-/// The lane of `slug`, started on first use with `run` as its batch executor; `weigh` tells how
-/// many items a request claims or reports.
+/// The lane of `slug`, started on first use with `run` as its batch executor; `hold` says how a
+/// light batch waits for a running call (see [`gather`]).
 fn lane<Req, Res, F, Fut, A, AFut>(
     lanes: &Lanes<Req, Res>,
     slug: &str,
     workers: usize,
-    weigh: fn(&Req) -> usize,
+    hold: Hold<Req>,
     run: F,
     abandoned: A,
 ) -> mpsc::Sender<Job<Req, Res>>
@@ -262,7 +282,7 @@ where
             loop {
                 let (mut jobs, call) = {
                     let mut rx = rx.lock().await;
-                    let Some(jobs) = gather(&mut rx, &flight, weigh).await else {
+                    let Some(jobs) = gather(&mut rx, &flight, hold).await else {
                         return;
                     };
                     // Counted before the next worker may gather, so that it holds its batch.
@@ -293,6 +313,7 @@ where
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
 
     #[tokio::test]
     async fn callers_gone_before_their_batch_are_left_out_and_results_for_gone_callers_handed_back()
@@ -321,7 +342,7 @@ mod tests {
         };
         // Two in flight, so that the second batch runs while the first waits on `go`.
         // Each request weighs a full batch, so that none is held.
-        let tx = lane(&lanes, "s", 2, |_| HOLD_BELOW, run, gave_back);
+        let tx = lane(&lanes, "s", 2, (|_| HOLD_BELOW, HOLD_MAX), run, gave_back);
         // A caller that has gone before its batch runs.
         let (reply, gone) = oneshot::channel();
         drop(gone);
@@ -364,7 +385,7 @@ mod tests {
     /// batches seen so far.
     fn recording_lane(
         lanes: &Lanes<u32, u32>,
-        weigh: fn(&u32) -> usize,
+        hold: Hold<u32>,
         go: tokio::sync::watch::Receiver<bool>,
     ) -> (mpsc::Sender<Job<u32, u32>>, Batches) {
         let batches = Arc::new(Mutex::new(Vec::new()));
@@ -379,7 +400,7 @@ mod tests {
                 }
             }
         };
-        let tx = lane(lanes, "s", 2, weigh, run, |_: String, _: u32| async {});
+        let tx = lane(lanes, "s", 2, hold, run, |_: String, _: u32| async {});
         (tx, batches)
     }
 
@@ -404,7 +425,9 @@ mod tests {
         // runs are held, then go as one call when it ends.
         let lanes: Lanes<u32, u32> = Mutex::default();
         let (go_tx, go_rx) = tokio::sync::watch::channel(false);
-        let (tx, batches) = recording_lane(&lanes, |_| 1, go_rx);
+        // No limit that this test could reach: the hold ends with the running call.
+        let forever = Duration::from_secs(3600);
+        let (tx, batches) = recording_lane(&lanes, (|_| 1, forever), go_rx);
         let first = send(&tx, 1).await;
         wait_until("the first call never ran", || {
             batches.lock().unwrap().len() == 1
@@ -436,7 +459,7 @@ mod tests {
         // Heavy: each request weighs a full batch, so the second runs while the first waits.
         let lanes: Lanes<u32, u32> = Mutex::default();
         let (go_tx, go_rx) = tokio::sync::watch::channel(false);
-        let (tx, batches) = recording_lane(&lanes, |_| HOLD_BELOW, go_rx);
+        let (tx, batches) = recording_lane(&lanes, (|_| HOLD_BELOW, forever), go_rx);
         let first = send(&tx, 1).await;
         wait_until("the first call never ran", || {
             batches.lock().unwrap().len() == 1
@@ -447,6 +470,29 @@ mod tests {
             batches.lock().unwrap().len() == 2
         })
         .await;
+        go_tx.send(true).unwrap();
+        assert_eq!(first.await.unwrap().unwrap(), 1);
+        assert_eq!(second.await.unwrap().unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_light_batch_held_past_its_limit_goes_beside_a_call_that_does_not_end() {
+        // The first call never ends while the test looks (it waits on `go`); the held request
+        // goes after the hold's limit, beside it.
+        let lanes: Lanes<u32, u32> = Mutex::default();
+        let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+        let (tx, batches) = recording_lane(&lanes, (|_| 1, Duration::from_millis(1)), go_rx);
+        let first = send(&tx, 1).await;
+        wait_until("the first call never ran", || {
+            batches.lock().unwrap().len() == 1
+        })
+        .await;
+        let second = send(&tx, 2).await;
+        wait_until("a held batch waited past its limit", || {
+            batches.lock().unwrap().len() == 2
+        })
+        .await;
+        assert_eq!(*batches.lock().unwrap(), [vec![1], vec![2]]);
         go_tx.send(true).unwrap();
         assert_eq!(first.await.unwrap().unwrap(), 1);
         assert_eq!(second.await.unwrap().unwrap(), 2);
