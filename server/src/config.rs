@@ -329,7 +329,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Script calls in flight per lane of the batcher unless configured (`TRACKER_BATCH_WORKERS`):
 /// one runs while the next batch gathers. A light batch waits for the running call instead of
 /// going beside it (`batcher::HOLD_BELOW`, for at most `batcher::HOLD_MAX`), so the second call
-/// in flight serves heavy batches and slow calls only (bench/README.md, "A light batch waits for the running call").
+/// in flight serves heavy batches and slow calls only (bench/README.md, "A light batch waits for
+/// the running call").
 pub const DEFAULT_BATCH_WORKERS: usize = 2;
 
 /// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
