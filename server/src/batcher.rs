@@ -457,19 +457,23 @@ mod tests {
         assert_eq!(*batches.lock().unwrap(), [vec![1], vec![2, 3, 4]]);
 
         // Heavy: each request weighs a full batch, so the second runs while the first waits.
+        goes_beside_a_running_call((|_| HOLD_BELOW, forever), "a heavy batch was held").await;
+    }
+
+    /// Sends a request while a first call runs and does not end: the second must run beside it,
+    /// as a batch of its own (`why`: what failed, if it does not).
+    async fn goes_beside_a_running_call(hold: Hold<u32>, why: &str) {
         let lanes: Lanes<u32, u32> = Mutex::default();
         let (go_tx, go_rx) = tokio::sync::watch::channel(false);
-        let (tx, batches) = recording_lane(&lanes, (|_| HOLD_BELOW, forever), go_rx);
+        let (tx, batches) = recording_lane(&lanes, hold, go_rx);
         let first = send(&tx, 1).await;
         wait_until("the first call never ran", || {
             batches.lock().unwrap().len() == 1
         })
         .await;
         let second = send(&tx, 2).await;
-        wait_until("a heavy batch was held behind a running call", || {
-            batches.lock().unwrap().len() == 2
-        })
-        .await;
+        wait_until(why, || batches.lock().unwrap().len() == 2).await;
+        assert_eq!(*batches.lock().unwrap(), [vec![1], vec![2]]);
         go_tx.send(true).unwrap();
         assert_eq!(first.await.unwrap().unwrap(), 1);
         assert_eq!(second.await.unwrap().unwrap(), 2);
@@ -479,22 +483,7 @@ mod tests {
     async fn a_light_batch_held_past_its_limit_goes_beside_a_call_that_does_not_end() {
         // The first call never ends while the test looks (it waits on `go`); the held request
         // goes after the hold's limit, beside it.
-        let lanes: Lanes<u32, u32> = Mutex::default();
-        let (go_tx, go_rx) = tokio::sync::watch::channel(false);
-        let (tx, batches) = recording_lane(&lanes, (|_| 1, Duration::from_millis(1)), go_rx);
-        let first = send(&tx, 1).await;
-        wait_until("the first call never ran", || {
-            batches.lock().unwrap().len() == 1
-        })
-        .await;
-        let second = send(&tx, 2).await;
-        wait_until("a held batch waited past its limit", || {
-            batches.lock().unwrap().len() == 2
-        })
-        .await;
-        assert_eq!(*batches.lock().unwrap(), [vec![1], vec![2]]);
-        go_tx.send(true).unwrap();
-        assert_eq!(first.await.unwrap().unwrap(), 1);
-        assert_eq!(second.await.unwrap().unwrap(), 2);
+        let hold: Hold<u32> = (|_| 1, Duration::from_millis(1));
+        goes_beside_a_running_call(hold, "a held batch waited past its limit").await;
     }
 }
