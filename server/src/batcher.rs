@@ -216,8 +216,9 @@ async fn gather<Req, Res>(
     use std::sync::atomic::Ordering;
     let mut jobs = vec![rx.recv().await?];
     drain(rx, &mut jobs);
-    let limit = tokio::time::sleep(hold_max);
-    tokio::pin!(limit);
+    // The timer starts only when a batch is held: a heavy batch, or one with no call running,
+    // goes without reading the clock.
+    let mut limit = None;
     loop {
         let weight: usize = jobs.iter().map(|(req, _)| weigh(req)).sum();
         if weight >= HOLD_BELOW || jobs.len() >= MAX_BATCH {
@@ -230,6 +231,7 @@ async fn gather<Req, Res>(
         if flight.calls.load(Ordering::Acquire) == 0 {
             break;
         }
+        let limit = limit.get_or_insert_with(|| Box::pin(tokio::time::sleep(hold_max)));
         tokio::select! {
             job = rx.recv() => match job {
                 Some(job) => {
@@ -239,7 +241,7 @@ async fn gather<Req, Res>(
                 None => break,
             },
             () = &mut ended => break,
-            () = &mut limit => break,
+            () = limit.as_mut() => break,
         }
     }
     Some(jobs)

@@ -55,8 +55,7 @@ impl Launch {
             ])
             .args(["--appendfsync", self.fsync.as_str()])
             .args(["--save", "", "--daemonize", "no"])
-            .arg("--hash-max-listpack-entries")
-            .arg(HASH_LISTPACK_ENTRIES.to_string())
+            .args(hash_listpack_args())
             .args(["--maxmemory-policy", "noeviction", "--maxmemory"])
             .arg(self.maxmemory.to_string())
             .arg("--unixsocket")
@@ -300,6 +299,14 @@ fn private_dir(data_dir: &Path) -> Result<PathBuf, LaunchError> {
 /// downloaders every field looked up in a list costs a scan. Set on the private Redis and on the
 /// test harness's; README, "Redis", asks it of one's own (bench/README.md, "Hashes of 64 fields").
 pub const HASH_LISTPACK_ENTRIES: u32 = 64;
+
+/// The command-line arguments of `redis-server` that set [`HASH_LISTPACK_ENTRIES`].
+pub fn hash_listpack_args() -> [String; 2] {
+    [
+        "--hash-max-listpack-entries".into(),
+        HASH_LISTPACK_ENTRIES.to_string(),
+    ]
+}
 
 /// The smallest default cap, for machines (or containers) with little memory.
 pub const MIN_DEFAULT_MAXMEMORY: u64 = 64 << 20;

@@ -113,8 +113,7 @@ pub fn durable_redis(dir: &std::path::Path, port: u16) -> Killed {
             "--appendfsync",
             "always",
         ])
-        .arg("--hash-max-listpack-entries")
-        .arg(server::embedded_redis::HASH_LISTPACK_ENTRIES.to_string())
+        .args(server::embedded_redis::hash_listpack_args())
         .args(["--daemonize", "no", "--logfile"])
         .arg(dir.join("redis.log"))
         .arg("--dir")
@@ -139,8 +138,7 @@ pub fn start_redis(dir: &std::path::Path) -> (Child, String) {
             "--daemonize",
             "no",
         ])
-        .arg("--hash-max-listpack-entries")
-        .arg(server::embedded_redis::HASH_LISTPACK_ENTRIES.to_string())
+        .args(server::embedded_redis::hash_listpack_args())
         .arg("--unixsocket")
         .arg(&socket)
         .arg("--dir")
