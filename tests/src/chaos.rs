@@ -24,6 +24,7 @@ pub mod verify;
 mod warrior;
 
 use fleet::Fleet;
+use fred::interfaces::HashesInterface as _;
 pub use report::{RedisRecovery, Report};
 use server::store::{NewProject, Store};
 use std::{
@@ -346,6 +347,30 @@ pub async fn run(cfg: &Config) -> Report {
     report.errors = shared.errors();
     report.counters = shared.counters();
     report.violations.extend(shared.problems());
+
+    // Done items reach a segment within a second of passing `offload_keep`, unless the process
+    // holding the offload lease was killed: its lease then runs out (`LEASE_MS`) before another
+    // process takes it, which a short run's chaos may not outlast. Waited for, so that the
+    // proof always reads items from disk as well as from Redis.
+    let waited = Instant::now();
+    let lease = Duration::from_millis(server::offloader::LEASE_MS);
+    let wait = if drained {
+        lease + Duration::from_secs(15)
+    } else {
+        Duration::ZERO
+    };
+    poll_until(waited + wait, || async {
+        let k = store.keys().project(SLUG);
+        let on_disk = store
+            .client()
+            .hget::<Option<u64>, _, _>(k.stats(), "disk_done")
+            .await
+            .ok()
+            .flatten();
+        on_disk.unwrap_or(0) > 0
+    })
+    .await;
+    report.offload_wait = waited.elapsed();
 
     // The processes stop first: their offloaders would otherwise move done items to disk
     // (and their timelines with them) while the proof reads Redis and then the segments.

@@ -24,6 +24,10 @@ pub struct Report {
     pub drain: Duration,
     /// Items done when the chaos phase ended.
     pub done_after_chaos: u64,
+    /// How long the run waited after the drain for the first done items to reach a segment:
+    /// zero when they had already. A process killed while it held the offload lease leaves the
+    /// lease to run out (`LEASE_MS`) before another process offloads.
+    pub offload_wait: Duration,
     /// Recovery of each process kill: restart to `/healthz` 200.
     pub process_kills: Vec<Duration>,
     /// Each Redis kill.
@@ -68,11 +72,12 @@ impl std::fmt::Display for Report {
         writeln!(f, "# chaos: {}", self.setup)?;
         writeln!(
             f,
-            "#   chaos {:.0} s ({} items done by its end), drain {:.1} s: {:.0} items/s overall",
+            "#   chaos {:.0} s ({} items done by its end), drain {:.1} s: {:.0} items/s overall; waited {:.1} s after the drain for done items on disk",
             self.chaos.as_secs_f64(),
             self.done_after_chaos,
             self.drain.as_secs_f64(),
-            self.items_per_second()
+            self.items_per_second(),
+            self.offload_wait.as_secs_f64()
         )?;
         writeln!(
             f,
