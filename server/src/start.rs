@@ -47,6 +47,9 @@ pub enum StartError {
     /// Redis refused the set-up (not merely unreachable: that is waited for).
     #[error("redis: {0}")]
     Store(#[from] StoreError),
+    /// Redis evicts keys when full: it would delete items to make room.
+    #[error("redis {0} has maxmemory-policy {1}: when full it would delete queued items, claims and sessions to make room. Set `maxmemory-policy noeviction` on it (the tracker then answers 503 while Redis is full, and loses nothing)")]
+    Evicting(String, String),
     /// The listening address could not be bound.
     #[error("listen on {addr}: {error}")]
     Listen {
@@ -62,6 +65,7 @@ pub enum StartError {
 /// link if no account exists, and starts the background start-up tasks.
 pub async fn start(config: Config) -> Result<Running, StartError> {
     let app = connect(&config).await?;
+    check_redis(&app.store).await?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|error| StartError::Listen {
@@ -102,6 +106,23 @@ impl Running {
     ) -> std::io::Result<()> {
         serve(self.listener, self.state, shutdown).await
     }
+}
+
+/// Refuses a Redis that evicts keys when full (`REDIS_URL`'s, or any: the private one is set
+/// to `noeviction`); warns of one that keeps no append-only file, or keeps hashes compact past
+/// [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (README, "Redis").
+async fn check_redis(store: &crate::store::Store) -> Result<(), StartError> {
+    let setup = store.redis_setup().await?;
+    if let Some((node, policy)) = setup.evicting().first() {
+        return Err(StartError::Evicting(node.clone(), policy.clone()));
+    }
+    for node in &setup.without_aof {
+        tracing::warn!(%node, "redis keeps no append-only file (appendonly no): if it restarts, it loses every change since its last snapshot, items and dones included (README, \"Durability\")");
+    }
+    for (node, entries) in &setup.big_listpacks {
+        tracing::warn!(%node, entries, "redis keeps hashes compact up to {entries} fields: set `hash-max-listpack-entries 64` on it, the per-downloader hashes cost it less (README, \"Redis\")");
+    }
+    Ok(())
 }
 
 /// The app of `config`, once Redis answers.

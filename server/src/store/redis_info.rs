@@ -226,3 +226,75 @@ mod tests {
         );
     }
 }
+
+/// How a Redis the tracker was given is set where it matters to the tracker, per primary
+/// ([`Store::redis_setup`]): what it does when full, whether it logs writes, and how large a hash
+/// it keeps compact.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RedisSetup {
+    /// Per primary (its address; `redis` for a single server): `maxmemory_policy`.
+    pub policies: Vec<(String, String)>,
+    /// Primaries without an append-only file (`aof_enabled:0`).
+    pub without_aof: Vec<String>,
+    /// Primaries whose `hash-max-listpack-entries` is above [`HASH_LISTPACK_ENTRIES`], with it
+    /// (none known where `CONFIG` is refused or renamed, as on managed Redis).
+    pub big_listpacks: Vec<(String, u64)>,
+}
+
+impl RedisSetup {
+    /// The primaries that evict keys when full (any policy but `noeviction`), with their
+    /// policy: such a Redis would delete queued items, claims or sessions to make room.
+    pub fn evicting(&self) -> Vec<&(String, String)> {
+        self.policies
+            .iter()
+            .filter(|(_, p)| p != "noeviction")
+            .collect()
+    }
+}
+
+use crate::embedded_redis::HASH_LISTPACK_ENTRIES;
+
+/// The value of `field` in an `INFO` section's text (`field:value` lines).
+fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.trim().split_once(':')?;
+        (k == field).then_some(v)
+    })
+}
+
+impl Store {
+    /// How the Redis (every primary of a cluster) is set where it matters: see [`RedisSetup`].
+    pub async fn redis_setup(&self) -> StoreResult<RedisSetup> {
+        let client = self.pool.next();
+        let nodes: Vec<(String, fred::clients::WithOptions<Client>)> = if client.is_clustered() {
+            client
+                .active_connections()
+                .into_iter()
+                .map(|node| (node.to_string(), client.with_cluster_node(node)))
+                .collect()
+        } else {
+            vec![("redis".into(), client.with_options(&Default::default()))]
+        };
+        let mut setup = RedisSetup::default();
+        for (name, on) in nodes {
+            let memory: String = on.info(Some(InfoKind::Memory)).await?;
+            let policy = info_field(&memory, "maxmemory_policy").unwrap_or("unknown");
+            setup.policies.push((name.clone(), policy.to_string()));
+            let persistence: String = on.info(Some(InfoKind::Persistence)).await?;
+            if info_field(&persistence, "aof_enabled") == Some("0") {
+                setup.without_aof.push(name.clone());
+            }
+            let listpack: Result<Vec<String>, _> = on
+                .custom(cmd!("CONFIG"), vec!["GET", "hash-max-listpack-entries"])
+                .await;
+            if let Some(n) = listpack
+                .ok()
+                .and_then(|v| v.get(1)?.parse::<u64>().ok())
+                .filter(|n| *n > u64::from(HASH_LISTPACK_ENTRIES))
+            {
+                setup.big_listpacks.push((name, n));
+            }
+        }
+        Ok(setup)
+    }
+}

@@ -209,3 +209,48 @@ async fn a_destroyed_project_leaves_no_key() {
         "the other project is whole"
     );
 }
+
+/// A Redis that evicts keys when full would delete items to make room: `tracker serve` refuses
+/// to start on it, saying which setting to change, and starts once it is `noeviction`.
+#[tokio::test]
+async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("p1", &["a"]).await;
+    let set_policy = |policy: &'static str| {
+        let client = app.store.client().clone();
+        async move {
+            let _: () = client
+                .custom(
+                    fred::cmd!("CONFIG"),
+                    vec!["SET", "maxmemory-policy", policy],
+                )
+                .await
+                .expect("CONFIG SET");
+        }
+    };
+    for policy in ["allkeys-lru", "volatile-ttl"] {
+        set_policy(policy).await;
+        let mut cmd = tracker_command(&tracker_bin(), &app.redis_url, &app.namespace, free_port());
+        cmd.stderr(std::process::Stdio::piped());
+        let mut child = Killed(cmd.spawn().expect("start the tracker"));
+        let ended = wait_for("the tracker to stop", Duration::from_secs(30), || {
+            let status = child.0.try_wait().expect("try_wait");
+            async move { status }
+        })
+        .await;
+        assert!(!ended.success(), "{policy}: it must not serve");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.0.stderr.take().expect("stderr"), &mut err)
+            .expect("read stderr");
+        assert!(
+            err.contains(&format!("maxmemory-policy {policy}"))
+                && err.contains("maxmemory-policy noeviction"),
+            "{policy}: {err}"
+        );
+    }
+    // Set right, it serves; the item it refused to serve meanwhile is still queued.
+    set_policy("noeviction").await;
+    let (_serving, base) = serve_with(&app, &[]).await;
+    assert_eq!(claim_from(&app, &base, "p1", "198.51.100.7").await, 200);
+}
