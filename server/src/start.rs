@@ -47,6 +47,9 @@ pub enum StartError {
     /// Redis refused the set-up (not merely unreachable: that is waited for).
     #[error("redis: {0}")]
     Store(#[from] StoreError),
+    /// Redis is older than the scripts need.
+    #[error("redis {0} is version {1}: the tracker needs Redis {min} or later (or a server of its protocol at that level, such as Valkey)", min = crate::store::redis_info::REDIS_MAJOR_MIN)]
+    TooOld(String, String),
     /// Redis evicts keys when full: it would delete items to make room.
     #[error("redis {0} has maxmemory-policy {1}: when full it would delete queued items, claims and sessions to make room. Set `maxmemory-policy noeviction` on it (the tracker then answers 503 while Redis is full, and loses nothing)")]
     Evicting(String, String),
@@ -108,11 +111,14 @@ impl Running {
     }
 }
 
-/// Refuses a Redis that evicts keys when full (`REDIS_URL`'s, or any: the private one is set
+/// Refuses a Redis older than 7, or one that evicts keys when full (`REDIS_URL`'s, or any: the private one is set
 /// to `noeviction`); warns of one that keeps no append-only file, or keeps hashes compact past
 /// [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (README, "Redis").
 async fn check_redis(store: &crate::store::Store) -> Result<(), StartError> {
     let setup = store.redis_setup().await?;
+    if let Some((node, version)) = setup.too_old().first() {
+        return Err(StartError::TooOld(node.clone(), version.clone()));
+    }
     if let Some((node, policy)) = setup.evicting().first() {
         return Err(StartError::Evicting(node.clone(), policy.clone()));
     }

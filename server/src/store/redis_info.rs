@@ -232,7 +232,9 @@ mod tests {
 /// it keeps compact.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RedisSetup {
-    /// Per primary (its address; `redis` for a single server): `maxmemory_policy`.
+    /// Per primary (its address; `redis` for a single server): `redis_version`.
+    pub versions: Vec<(String, String)>,
+    /// Per primary: `maxmemory_policy`.
     pub policies: Vec<(String, String)>,
     /// Primaries without an append-only file (`aof_enabled:0`).
     pub without_aof: Vec<String>,
@@ -241,7 +243,26 @@ pub struct RedisSetup {
     pub big_listpacks: Vec<(String, u64)>,
 }
 
+/// The oldest Redis the scripts run on: their `#!lua` flags (refused whole when Redis is full,
+/// rather than midway) and `ZMSCORE`/`SMISMEMBER` need 7.
+pub const REDIS_MAJOR_MIN: u32 = 7;
+
+/// Whether `version` (`redis_version`, `7.2.4`) is older than [`REDIS_MAJOR_MIN`]; an unreadable
+/// one is not judged.
+pub fn too_old(version: &str) -> bool {
+    version
+        .split('.')
+        .next()
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_some_and(|major| major < REDIS_MAJOR_MIN)
+}
+
 impl RedisSetup {
+    /// The primaries older than [`REDIS_MAJOR_MIN`], with their version.
+    pub fn too_old(&self) -> Vec<&(String, String)> {
+        self.versions.iter().filter(|(_, v)| too_old(v)).collect()
+    }
+
     /// The primaries that evict keys when full (any policy but `noeviction`), with their
     /// policy: such a Redis would delete queued items, claims or sessions to make room.
     pub fn evicting(&self) -> Vec<&(String, String)> {
@@ -277,6 +298,9 @@ impl Store {
         };
         let mut setup = RedisSetup::default();
         for (name, on) in nodes {
+            let server: String = on.info(Some(InfoKind::Server)).await?;
+            let version = info_field(&server, "redis_version").unwrap_or("unknown");
+            setup.versions.push((name.clone(), version.to_string()));
             let memory: String = on.info(Some(InfoKind::Memory)).await?;
             let policy = info_field(&memory, "maxmemory_policy").unwrap_or("unknown");
             setup.policies.push((name.clone(), policy.to_string()));
@@ -296,5 +320,37 @@ impl Store {
             }
         }
         Ok(setup)
+    }
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+
+    #[test]
+    fn versions_before_7_are_too_old_and_an_unreadable_one_is_not_judged() {
+        for old in ["6.2.14", "5.0.7", "6"] {
+            assert!(too_old(old), "{old}");
+        }
+        for ok in ["7.0.15", "7.2.4", "8.0.2", "10.1", "unknown", ""] {
+            assert!(!too_old(ok), "{ok}");
+        }
+        let text = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
+        assert_eq!(info_field(text, "redis_version"), Some("7.0.15"));
+        assert_eq!(info_field(text, "redis"), None);
+    }
+
+    #[test]
+    fn only_noeviction_is_not_evicting() {
+        let setup = RedisSetup {
+            policies: ["noeviction", "volatile-lru", "allkeys-random"]
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("n{i}"), p.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        let evicting: Vec<&str> = setup.evicting().iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(evicting, ["n1", "n2"]);
     }
 }
