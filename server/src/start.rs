@@ -111,9 +111,9 @@ impl Running {
     }
 }
 
-/// Refuses a Redis older than 7, or one that evicts keys when full (`REDIS_URL`'s, or any: the private one is set
-/// to `noeviction`); warns of one that keeps no append-only file, or keeps hashes compact past
-/// [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (README, "Redis").
+/// Refuses a Redis older than 7, or one that evicts keys when full (`REDIS_URL`'s; the private
+/// one is set to `noeviction`); warns of one that keeps no append-only file, or keeps hashes
+/// compact past [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (README, "Redis").
 async fn check_redis(store: &crate::store::Store) -> Result<(), StartError> {
     let setup = store.redis_setup().await?;
     if let Some((node, version)) = setup.too_old().first() {

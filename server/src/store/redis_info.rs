@@ -232,7 +232,7 @@ mod tests {
 /// it keeps compact.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RedisSetup {
-    /// Per primary (its address; `redis` for a single server): `redis_version`.
+    /// Per primary (its address; `server` for a single server): `redis_version`.
     pub versions: Vec<(String, String)>,
     /// Per primary: `maxmemory_policy`.
     pub policies: Vec<(String, String)>,
@@ -294,7 +294,7 @@ impl Store {
                 .map(|node| (node.to_string(), client.with_cluster_node(node)))
                 .collect()
         } else {
-            vec![("redis".into(), client.with_options(&Default::default()))]
+            vec![("server".into(), client.with_options(&Default::default()))]
         };
         let mut setup = RedisSetup::default();
         for (name, on) in nodes {
