@@ -215,7 +215,8 @@ async fn a_destroyed_project_leaves_no_key() {
 #[tokio::test]
 async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
     use fred::prelude::*;
-    let app = TestApp::start().await;
+    // Its own Redis: it changes the server's policy, which other tests' starts would meet.
+    let app = TestApp::start_private().await;
     app.project("p1", &["a"]).await;
     let set_policy = |policy: &'static str| {
         let client = app.store.client().clone();
