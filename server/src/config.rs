@@ -110,6 +110,11 @@ pub struct ServeArgs {
     #[arg(long, env = "TRACKER_FLEET_SILENCE", default_value_t = 900,
           value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=86_400))]
     pub fleet_silence: u64,
+    /// Seconds between two reads of how Redis is set (`INFO`): a server that evicts keys, or
+    /// is older than 7, is logged as an error and shown by `/healthz` (README, "Redis").
+    #[arg(long, env = "TRACKER_REDIS_CHECK", default_value_t = DEFAULT_REDIS_CHECK,
+          value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=3_600))]
+    pub redis_check: u64,
     /// What clients may send and hold (README, "Limits and security").
     #[command(flatten)]
     pub limits: crate::limits::Limits,
@@ -180,6 +185,8 @@ pub struct Config {
     pub batch_workers: usize,
     /// How long a downloader of the warrior API may be silent before it is forgotten.
     pub fleet_silence: std::time::Duration,
+    /// How often how Redis is set is read again (`TRACKER_REDIS_CHECK`).
+    pub redis_check: std::time::Duration,
     /// What clients may send and hold.
     pub limits: crate::limits::Limits,
 }
@@ -225,6 +232,7 @@ impl Config {
             offloader: true,
             batch_workers: DEFAULT_BATCH_WORKERS,
             fleet_silence: std::time::Duration::from_millis(crate::store::DEFAULT_FLEET_SILENCE_MS),
+            redis_check: std::time::Duration::from_secs(DEFAULT_REDIS_CHECK),
             limits: Default::default(),
         }
     }
@@ -247,6 +255,7 @@ impl Config {
             offloader: true,
             batch_workers: serve.batch_workers,
             fleet_silence: std::time::Duration::from_secs(serve.fleet_silence),
+            redis_check: std::time::Duration::from_secs(serve.redis_check),
             limits: serve.limits.clone(),
         }
     }
@@ -332,6 +341,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// in flight serves heavy batches and slow calls only (bench/README.md, "A light batch waits for
 /// the running call").
 pub const DEFAULT_BATCH_WORKERS: usize = 2;
+
+/// Seconds between two reads of how Redis is set unless configured (`TRACKER_REDIS_CHECK`).
+pub const DEFAULT_REDIS_CHECK: u64 = 60;
 
 /// Parses a size the way Redis's configuration does: bytes, or a number with a unit `k`, `m`,
 /// `g` (powers of 1000) or `kb`, `mb`, `gb` (powers of 1024), in any case: `512mb`, `2gb`.

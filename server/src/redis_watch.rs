@@ -2,6 +2,11 @@
 //! does not, warrior calls are answered 503 at once instead of queueing, `/healthz` and the pages
 //! say the tracker is reconnecting, and the live viewers are told; when it answers again the
 //! viewers are sent a fresh snapshot.
+//!
+//! Also how Redis is set, read again every `TRACKER_REDIS_CHECK` seconds
+//! ([`RedisWatch::start_checking`]): a server switched to evicting keys, or a failover onto one
+//! set so, is logged as an error at each check and shown by `/healthz` until it is set right
+//! (`tracker serve` refuses to start on such a server).
 
 use crate::store::Store;
 use prometheus_client::{
@@ -25,13 +30,17 @@ pub const FAILURES_TO_DOWN: u32 = 2;
 /// Redis's reachability as last probed, and the probes' round trips; cheap to clone. Starts
 /// reachable (the process has just connected).
 #[derive(Clone)]
-pub struct RedisWatch(Arc<watch::Sender<bool>>, Histogram);
+pub struct RedisWatch(
+    Arc<watch::Sender<bool>>,
+    Histogram,
+    Arc<std::sync::Mutex<Vec<String>>>,
+);
 
 impl Default for RedisWatch {
     fn default() -> Self {
         // 50 µs to about 1.6 s.
         let pings = Histogram::new(exponential_buckets(0.00005, 2.0, 16));
-        Self(Arc::new(watch::Sender::new(true)), pings)
+        Self(Arc::new(watch::Sender::new(true)), pings, Arc::default())
     }
 }
 
@@ -56,6 +65,37 @@ impl RedisWatch {
         let watch = Arc::downgrade(&self.0);
         let store = store.clone();
         tokio::spawn(probe(watch, self.1.clone(), store));
+    }
+
+    /// Why the tracker must not run on its Redis as last checked (empty when it is set right):
+    /// see [`crate::store::redis_info::RedisSetup::problems`].
+    pub fn problems(&self) -> Vec<String> {
+        self.2.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads how `store`'s Redis is set every `every` (the first time after `every`: the start
+    /// has just checked it), logging each problem as an error; the task ends when every clone
+    /// of this watch is dropped. A check that cannot read Redis keeps the last finding.
+    pub fn start_checking(&self, store: &Store, every: Duration) {
+        let (problems, store) = (Arc::downgrade(&self.2), store.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(problems) = problems.upgrade() else {
+                    break;
+                };
+                let Ok(setup) = store.redis_setup().await else {
+                    continue;
+                };
+                let found = setup.problems();
+                for problem in &found {
+                    tracing::error!("{problem}");
+                }
+                *problems.lock().unwrap_or_else(|e| e.into_inner()) = found;
+            }
+        });
     }
 
     /// Adds the probes' round trips to `registry` (`redis_ping_seconds`, this process's).

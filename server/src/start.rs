@@ -47,12 +47,9 @@ pub enum StartError {
     /// Redis refused the set-up (not merely unreachable: that is waited for).
     #[error("redis: {0}")]
     Store(#[from] StoreError),
-    /// Redis is older than the scripts need.
-    #[error("redis {0} is version {1}: the tracker needs Redis {min} or later (or a server of its protocol at that level, such as Valkey)", min = crate::store::redis_info::REDIS_MAJOR_MIN)]
-    TooOld(String, String),
-    /// Redis evicts keys when full: it would delete items to make room.
-    #[error("redis {0} has maxmemory-policy {1}: when full it would delete queued items, claims and sessions to make room. Set `maxmemory-policy noeviction` on it (the tracker then answers 503 while Redis is full, and loses nothing)")]
-    Evicting(String, String),
+    /// Redis is set so that the tracker must not run on it (older than 7, or evicting keys).
+    #[error("{0}")]
+    Redis(String),
     /// The listening address could not be bound.
     #[error("listen on {addr}: {error}")]
     Listen {
@@ -116,11 +113,8 @@ impl Running {
 /// compact past [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (README, "Redis").
 async fn check_redis(store: &crate::store::Store) -> Result<(), StartError> {
     let setup = store.redis_setup().await?;
-    if let Some((node, version)) = setup.too_old().first() {
-        return Err(StartError::TooOld(node.clone(), version.clone()));
-    }
-    if let Some((node, policy)) = setup.evicting().first() {
-        return Err(StartError::Evicting(node.clone(), policy.clone()));
+    if let Some(problem) = setup.problems().into_iter().next() {
+        return Err(StartError::Redis(problem));
     }
     for node in &setup.without_aof {
         tracing::warn!(%node, "redis keeps no append-only file (appendonly no): if it restarts, it loses every change since its last snapshot, items and dones included (README, \"Durability\")");

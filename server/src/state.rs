@@ -9,6 +9,7 @@
 //! | the folder ([`store::fold::spawn_folder`]) | the per-downloader figures and the events, from the completion log, every 200 ms |
 //! | the settings watcher (here) | on a settings change: forgets the cached reads, follows new projects' live channels |
 //! | the Redis probe ([`redis_watch::RedisWatch::start_probing`]) | whether Redis answers, every 250 ms |
+//! | the Redis check ([`redis_watch::RedisWatch::start_checking`]) | how Redis is set (eviction, version), every minute |
 //! | the resync on reconnect (here) | a fresh snapshot to every live viewer when Redis answers again |
 //! | the Warrior HQ project list ([`project_list::start_refreshing`]) | the generated project list, kept current |
 //! | the offloader ([`offloader::Offloader::spawn`], unless disabled) | moves done items, long queues' tails and the completion log to disk |
@@ -135,6 +136,7 @@ impl App {
         });
         let redis = redis_watch::RedisWatch::default();
         redis.start_probing(&store);
+        redis.start_checking(&store, config.redis_check);
         let (mut changes, watchers) = (redis.subscribe(), hub.clone());
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {

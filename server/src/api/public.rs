@@ -16,8 +16,10 @@ use axum::{
 };
 use serde_json::json;
 
-/// `GET /healthz`: 200 with the Redis round trip; 503 with `Retry-After` while Redis does not
-/// answer (as the process's probe last found, or this ping within a second).
+/// `GET /healthz`: 200 with the Redis round trip, and `redis_problems` when the last check of
+/// how Redis is set found it evicting keys or too old (it still answers, so the tracker stays
+/// up); 503 with `Retry-After` while Redis does not answer (as the process's probe last found,
+/// or this ping within a second).
 #[utoipa::path(get, path = "/healthz", tag = "public")]
 pub async fn check_health(State(state): State<AppState>) -> Response {
     if !state.redis.is_up() {
@@ -25,7 +27,12 @@ pub async fn check_health(State(state): State<AppState>) -> Response {
     }
     match tokio::time::timeout(std::time::Duration::from_secs(1), state.store.ping()).await {
         Ok(Ok(rtt)) => {
-            Json(json!({ "status": "ok", "redis_rtt_ms": rtt * 1000.0 })).into_response()
+            let mut health = json!({ "status": "ok", "redis_rtt_ms": rtt * 1000.0 });
+            let problems = state.redis.problems();
+            if !problems.is_empty() {
+                health["redis_problems"] = problems.into();
+            }
+            Json(health).into_response()
         }
         Ok(Err(e)) => unhealthy(e.to_string()),
         Err(_) => unhealthy("redis did not answer in 1 s".into()),

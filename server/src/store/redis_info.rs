@@ -271,6 +271,19 @@ impl RedisSetup {
             .filter(|(_, p)| p != "noeviction")
             .collect()
     }
+
+    /// Why the tracker must not run on this Redis, one sentence per problem: a primary older
+    /// than 7, or one that evicts keys. `tracker serve` refuses to start on the first; while it
+    /// serves, [`crate::redis_watch::RedisWatch::start_checking`] logs them and `/healthz` shows them.
+    pub fn problems(&self) -> Vec<String> {
+        let old = self.too_old().into_iter().map(|(node, version)| {
+            format!("redis {node} is version {version}: the tracker needs Redis {REDIS_MAJOR_MIN} or later (or a server of its protocol at that level, such as Valkey)")
+        });
+        let evicting = self.evicting().into_iter().map(|(node, policy)| {
+            format!("redis {node} has maxmemory-policy {policy}: when full it would delete queued items, claims and sessions to make room. Set `maxmemory-policy noeviction` on it (the tracker then answers 503 while Redis is full, and loses nothing)")
+        });
+        old.chain(evicting).collect()
+    }
 }
 
 use crate::embedded_redis::HASH_LISTPACK_ENTRIES;

@@ -211,7 +211,8 @@ async fn a_destroyed_project_leaves_no_key() {
 }
 
 /// A Redis that evicts keys when full would delete items to make room: `tracker serve` refuses
-/// to start on it, saying which setting to change, and starts once it is `noeviction`.
+/// to start on it, saying which setting to change, and starts once it is `noeviction`; switched
+/// to evicting while the tracker serves, it is shown on `/healthz` from the next check on.
 #[tokio::test]
 async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
     use fred::prelude::*;
@@ -252,6 +253,44 @@ async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
     }
     // Set right, it serves; the item it refused to serve meanwhile is still queued.
     set_policy("noeviction").await;
-    let (_serving, base) = serve_with(&app, &[]).await;
+    let (_serving, base) = serve_with(&app, &[("TRACKER_REDIS_CHECK", "1")]).await;
     assert_eq!(claim_from(&app, &base, "p1", "198.51.100.7").await, 200);
+    // Switched to evicting while it serves: the next check shows it on /healthz (still 200:
+    // Redis answers), until it is set right again.
+    let problems = || {
+        let (http, url) = (app.http.clone(), format!("{base}/healthz"));
+        async move {
+            // Only a 200 counts (a poll past the public read rate gets a 429).
+            let r = http
+                .get(url)
+                .send()
+                .await
+                .ok()
+                .filter(|r| r.status() == 200)?;
+            let health: serde_json::Value = r.json().await.ok()?;
+            Some(health["redis_problems"].clone())
+        }
+    };
+    assert_eq!(problems().await, Some(serde_json::Value::Null));
+    set_policy("allkeys-lru").await;
+    let shown = wait_for(
+        "the check to see the policy",
+        Duration::from_secs(20),
+        || async { problems().await.filter(|p| !p.is_null()) },
+    )
+    .await;
+    assert!(
+        shown[0]
+            .as_str()
+            .is_some_and(|p| p.contains("maxmemory-policy allkeys-lru")),
+        "{shown}"
+    );
+    set_policy("noeviction").await;
+    wait_for("the check to clear", Duration::from_secs(20), || async {
+        problems()
+            .await
+            .filter(serde_json::Value::is_null)
+            .map(|_| ())
+    })
+    .await;
 }
