@@ -27,8 +27,9 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(400);
 /// outage, two (about half a second) are.
 pub const FAILURES_TO_DOWN: u32 = 2;
 
-/// Redis's reachability as last probed, and the probes' round trips; cheap to clone. Starts
-/// reachable (the process has just connected).
+/// Redis's reachability as last probed, the probes' round trips, and the problems of how it is
+/// set as last checked; cheap to clone. Starts reachable (the process has just connected) and
+/// with no problem (the start refused any).
 #[derive(Clone)]
 pub struct RedisWatch(
     Arc<watch::Sender<bool>>,

@@ -7,6 +7,7 @@
 //! [`StoreError`]: every call the tracker makes goes through that conversion when it fails.
 
 use super::{Store, StoreError, StoreResult};
+use crate::embedded_redis::HASH_LISTPACK_ENTRIES;
 use fred::{cmd, prelude::*, types::InfoKind};
 use std::{
     collections::BTreeMap,
@@ -285,8 +286,6 @@ impl RedisSetup {
         old.chain(evicting).collect()
     }
 }
-
-use crate::embedded_redis::HASH_LISTPACK_ENTRIES;
 
 /// The value of `field` in an `INFO` section's text (`field:value` lines).
 fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
