@@ -10,7 +10,10 @@
 
 use crate::store::Store;
 use prometheus_client::{
-    metrics::histogram::{exponential_buckets, Histogram},
+    metrics::{
+        gauge::Gauge,
+        histogram::{exponential_buckets, Histogram},
+    },
     registry::Registry,
 };
 use std::{
@@ -35,13 +38,19 @@ pub struct RedisWatch(
     Arc<watch::Sender<bool>>,
     Histogram,
     Arc<std::sync::Mutex<Vec<String>>>,
+    Gauge,
 );
 
 impl Default for RedisWatch {
     fn default() -> Self {
         // 50 µs to about 1.6 s.
         let pings = Histogram::new(exponential_buckets(0.00005, 2.0, 16));
-        Self(Arc::new(watch::Sender::new(true)), pings, Arc::default())
+        Self(
+            Arc::new(watch::Sender::new(true)),
+            pings,
+            Arc::default(),
+            Gauge::default(),
+        )
     }
 }
 
@@ -78,7 +87,7 @@ impl RedisWatch {
     /// has just checked it), logging each problem as an error; the task ends when every clone
     /// of this watch is dropped. A check that cannot read Redis keeps the last finding.
     pub fn start_checking(&self, store: &Store, every: Duration) {
-        let (problems, store) = (Arc::downgrade(&self.2), store.clone());
+        let (problems, store, gauge) = (Arc::downgrade(&self.2), store.clone(), self.3.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -94,6 +103,7 @@ impl RedisWatch {
                 for problem in &found {
                     tracing::error!("{problem}");
                 }
+                gauge.set(found.len() as i64);
                 *problems.lock().unwrap_or_else(|e| e.into_inner()) = found;
             }
         });
@@ -105,6 +115,11 @@ impl RedisWatch {
             "redis_ping_seconds",
             "Round trip of this process's PING to Redis every 250 ms, on a connection of its own (answered ones)",
             self.1.clone(),
+        );
+        registry.register(
+            "redis_problems",
+            "Problems of how Redis is set, as this process last checked (a primary evicting keys when full, or older than 7; /healthz lists them); 0 when it is set right",
+            self.3.clone(),
         );
     }
 }

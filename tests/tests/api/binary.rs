@@ -253,7 +253,22 @@ async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
     }
     // Set right, it serves; the item it refused to serve meanwhile is still queued.
     set_policy("noeviction").await;
-    let (_serving, base) = serve_with(&app, &[("TRACKER_REDIS_CHECK", "1")]).await;
+    let env = [
+        ("TRACKER_REDIS_CHECK", "1"),
+        ("TRACKER_METRICS_PUBLIC", "1"),
+    ];
+    let (_serving, base) = serve_with(&app, &env).await;
+    // The gauge of /metrics, for alerts: the problems the last check found.
+    let gauge = || {
+        let (http, url) = (app.http.clone(), format!("{base}/metrics"));
+        async move {
+            let body = http.get(url).send().await.ok()?.text().await.ok()?;
+            let line = body
+                .lines()
+                .find(|l| l.starts_with("tracker_redis_problems "))?;
+            line.split_whitespace().nth(1)?.parse::<i64>().ok()
+        }
+    };
     assert_eq!(claim_from(&app, &base, "p1", "198.51.100.7").await, 200);
     // Switched to evicting while it serves: the next check shows it on /healthz (still 200:
     // Redis answers), until it is set right again.
@@ -285,6 +300,7 @@ async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
             .is_some_and(|p| p.contains("maxmemory-policy allkeys-lru")),
         "{shown}"
     );
+    assert_eq!(gauge().await, Some(1));
     set_policy("noeviction").await;
     wait_for("the check to clear", Duration::from_secs(20), || async {
         problems()
@@ -293,4 +309,5 @@ async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
             .map(|_| ())
     })
     .await;
+    assert_eq!(gauge().await, Some(0));
 }
