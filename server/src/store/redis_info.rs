@@ -38,27 +38,29 @@ pub struct RedisCommands {
 }
 
 impl Store {
+    /// A client on each primary with its name: its address on a cluster (whose client holds a
+    /// connection to each primary; no replicas are read), `server` for a single server.
+    fn primaries(&self) -> Vec<(String, fred::clients::WithOptions<Client>)> {
+        let client = self.pool.next();
+        if client.is_clustered() {
+            client
+                .active_connections()
+                .into_iter()
+                .map(|node| (node.to_string(), client.with_cluster_node(node)))
+                .collect()
+        } else {
+            vec![("server".into(), client.with_options(&Default::default()))]
+        }
+    }
+
     /// Redis's figures of its commands, from every primary.
     pub async fn redis_commands(&self) -> StoreResult<RedisCommands> {
-        let client = self.pool.next();
         let mut out = RedisCommands::default();
-        // A cluster client holds a connection to each primary (no replicas are read).
-        let nodes = client.is_clustered().then(|| client.active_connections());
         let mut texts = Vec::new();
-        match nodes {
-            Some(nodes) => {
-                for node in nodes {
-                    let on = client.with_cluster_node(node);
-                    let stats: String = on.info(Some(InfoKind::CommandStats)).await?;
-                    let latency: String = on.custom(cmd!("INFO"), vec!["latencystats"]).await?;
-                    texts.push((stats, latency));
-                }
-            }
-            None => {
-                let stats: String = client.info(Some(InfoKind::CommandStats)).await?;
-                let latency: String = client.custom(cmd!("INFO"), vec!["latencystats"]).await?;
-                texts.push((stats, latency));
-            }
+        for (_, on) in self.primaries() {
+            let stats: String = on.info(Some(InfoKind::CommandStats)).await?;
+            let latency: String = on.custom(cmd!("INFO"), vec!["latencystats"]).await?;
+            texts.push((stats, latency));
         }
         for (stats, latency) in texts {
             for (name, s) in parse_commandstats(&stats) {
@@ -298,26 +300,21 @@ fn info_field<'a>(text: &'a str, field: &str) -> Option<&'a str> {
 impl Store {
     /// How the Redis (every primary of a cluster) is set where it matters: see [`RedisSetup`].
     pub async fn redis_setup(&self) -> StoreResult<RedisSetup> {
-        let client = self.pool.next();
-        let nodes: Vec<(String, fred::clients::WithOptions<Client>)> = if client.is_clustered() {
-            client
-                .active_connections()
-                .into_iter()
-                .map(|node| (node.to_string(), client.with_cluster_node(node)))
-                .collect()
-        } else {
-            vec![("server".into(), client.with_options(&Default::default()))]
-        };
         let mut setup = RedisSetup::default();
-        for (name, on) in nodes {
+        for (name, on) in self.primaries() {
             let server: String = on.info(Some(InfoKind::Server)).await?;
             let version = info_field(&server, "redis_version").unwrap_or("unknown");
             setup.versions.push((name.clone(), version.to_string()));
-            let memory: String = on.info(Some(InfoKind::Memory)).await?;
-            let policy = info_field(&memory, "maxmemory_policy").unwrap_or("unknown");
+            if too_old(version) {
+                // Before 7, INFO takes one section: the version alone refuses it.
+                continue;
+            }
+            let info: String = on
+                .custom(cmd!("INFO"), vec!["memory", "persistence"])
+                .await?;
+            let policy = info_field(&info, "maxmemory_policy").unwrap_or("unknown");
             setup.policies.push((name.clone(), policy.to_string()));
-            let persistence: String = on.info(Some(InfoKind::Persistence)).await?;
-            if info_field(&persistence, "aof_enabled") == Some("0") {
+            if info_field(&info, "aof_enabled") == Some("0") {
                 setup.without_aof.push(name.clone());
             }
             let listpack: Result<Vec<String>, _> = on
