@@ -57,10 +57,20 @@ impl ProjectKeys {
             self.events(),
             self.log(),
             self.monthly_contributors(month),
+            self.tally(),
+        ]
+    }
+
+    /// `fold_base.lua`: what a fold run's events are made from.
+    pub fn fold_base_keys(&self) -> Vec<String> {
+        vec![
+            self.stats(),
+            self.dl_items(),
+            self.dl_bytes(),
+            self.seq(),
             self.meta(),
             self.out(),
             self.failed(),
-            self.tally(),
         ]
     }
 

@@ -14,10 +14,10 @@
 //! project's own totals (`done_items`, `done_bytes`) do not trail. `tracker check` counts the
 //! items of entries not folded yet (stats `journal_items`) with the per-downloader totals.
 
-use super::{Store, StoreResult};
+use super::{Store, StoreError, StoreResult};
 use crate::keys::{HISTORY_LEN, LOG_LEN};
 use fred::prelude::*;
-use run::{next_id, read_run, stream_id};
+use run::{next_id, read_run, stream_id, Base};
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 /// How often a process folds a project it recorded dones for, at most.
@@ -183,6 +183,20 @@ impl Store {
         };
         // More waited than this run took: a full page, or a run cut at a new minute.
         let rest = read == RUN_MAX || run.entries < read;
+        // What the events are made from; fold.lua refuses the run if it moved meanwhile.
+        let base: Base = self
+            .scripts
+            .call(
+                client,
+                &self.scripts.fold_base,
+                k.fold_base_keys(),
+                std::iter::once(k.prefix().into())
+                    .chain(run.whos.iter().map(|(who, _)| Value::from(who.as_str())))
+                    .collect(),
+            )
+            .await?
+            .map_err(StoreError::Refused)?;
+        let events = run.events(&base);
         let mut args: Vec<Value> = vec![
             k.prefix().into(),
             from.into(),
@@ -194,24 +208,24 @@ impl Store {
             (HISTORY_LEN as i64).into(),
             (LOG_LEN as i64).into(),
             counts_from.unwrap_or_default().into(),
+            base.seq.0.to_string().into(),
             (run.whos.len() as i64).into(),
         ];
-        for (who, s) in &run.whos {
+        for (d, (who, s)) in run.whos.iter().enumerate() {
             args.push(who.as_str().into());
             args.push((s.items as i64).into());
             args.push(s.bytes.to_string().into());
             args.push(s.version.as_str().into());
             args.push((s.seen as i64).into());
+            args.push(base.item(d).to_string().into());
+            args.push(base.byte(d).to_string().into());
         }
         args.push((run.ips.len() as i64).into());
         args.extend(run.ips.iter().map(|ip| Value::from(ip.as_str())));
-        args.push((run.events.len() as i64).into());
-        for (text, who, items, bytes) in &run.events {
-            args.push(text.as_str().into());
-            args.push((*who as i64 + 1).into());
-            args.push((*items as i64).into());
-            args.push(bytes.to_string().into());
-        }
+        args.push((events.len() as i64).into());
+        let joined = events.join(",");
+        args.extend(events.into_iter().map(Value::from));
+        args.push(joined.into());
         let counters: Vec<(&str, u64)> = run.counters().filter(|(_, n)| *n > 0).collect();
         args.push((counters.len() as i64).into());
         for (code, n) in counters {

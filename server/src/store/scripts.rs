@@ -44,6 +44,7 @@
 //!                  refusals: invalid, unknown_item {item}, never_handed_out {item},
 //!                            other_pipeline {item}, overflow, domain_mismatch
 //! fold           "folded" | "stale" (a scalar)
+//! fold_base      {"seq","todo","out","done","failed","items":[n, ...],"bytes":[n, ...]}
 //! release        {} | refusal: not_claimed, not_claimant, other_pipeline {item}
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
@@ -71,7 +72,7 @@ mod reply;
 #[cfg(test)]
 mod tests;
 
-pub use reply::{lua_count, lua_list, Accepted, Batch, Refusal, Reply};
+pub use reply::{lua_count, lua_list, Accepted, Batch, Count, Refusal, Reply};
 
 use super::{StoreError, StoreResult};
 use crate::keys::{Counter, BACKFEED, PERSONAL, QUEUES, REDO, SECONDARY, TODO};
@@ -285,6 +286,8 @@ pub struct Scripts {
     pub done: LuaScript,
     /// `fold.lua`
     pub fold: LuaScript,
+    /// `fold_base.lua`
+    pub fold_base: LuaScript,
     /// `item_status.lua`
     pub item_status: LuaScript,
     /// `release.lua`
@@ -342,7 +345,8 @@ impl Scripts {
             backfeed: lua!("backfeed", 8),
             claim: lua!("claim", 12),
             done: lua!("done", 14),
-            fold: lua!("fold", 14),
+            fold: lua!("fold", 11),
+            fold_base: lua!("fold_base", 7),
             item_status: lua!("item_status", 7),
             release: lua!("release", 6),
             snapshot: lua!("snapshot", 11),
@@ -369,13 +373,14 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 25] {
+    pub fn all(&self) -> [&LuaScript; 26] {
         [
             &self.add_items,
             &self.backfeed,
             &self.claim,
             &self.done,
             &self.fold,
+            &self.fold_base,
             &self.item_status,
             &self.release,
             &self.snapshot,

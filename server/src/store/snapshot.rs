@@ -3,7 +3,7 @@
 //! the tracker's statistics.
 
 use super::{
-    scripts::{lua_count, lua_list, Refusal},
+    scripts::{lua_count, lua_list, Count, Refusal},
     stats::tracker_stats,
     Store, StoreError, StoreResult,
 };
@@ -293,10 +293,6 @@ struct Snapshot {
     #[serde(deserialize_with = "lua_list")]
     queues: Vec<QueueSize>,
 }
-
-/// A number Redis keeps as text (see [`lua_count`]).
-#[derive(Deserialize)]
-struct Count(#[serde(deserialize_with = "lua_count")] u64);
 
 /// One downloader of a snapshot.
 #[derive(Deserialize)]

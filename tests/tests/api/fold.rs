@@ -107,3 +107,85 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
     }
     assert!(app.store.check("fold").await.unwrap().is_empty());
 }
+
+/// `fold.lua` writes a run only if the event sequence number and each downloader's totals are
+/// still those the tracker made the run's events from (read by `fold_base.lua` just before):
+/// a run made from figures another writer has moved since is refused whole, nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_made_from_moved_figures_is_refused_whole() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("stale", &["x"]).await;
+    let store = &app.store;
+    let k = store.keys().project("stale");
+    let redis = store.client();
+    // A fold cursor and no unfolded entries: the tracker's own folder leaves the project alone.
+    let _: () = redis.hset(k.stats(), ("folded", "0-1")).await.unwrap();
+    let t = now_ms();
+    let event = r#"{"time":1,"downloader":"ann","seq":1,"dl_items":1}"#;
+    let fold = |seq: &'static str, base_items: &'static str| {
+        let args: Vec<Value> = vec![
+            k.prefix().into(),
+            "0-1".into(),
+            "5-0".into(),
+            "5-1".into(),
+            1.into(),
+            1.into(),
+            ((t / 60_000) as i64).into(),
+            2000.into(),
+            100_000.into(),
+            "".into(),
+            seq.into(),
+            // One downloader: its sums over the run, then its totals the events were made from.
+            1.into(),
+            "ann".into(),
+            1.into(),
+            "7".into(),
+            "v1".into(),
+            (t as i64).into(),
+            base_items.into(),
+            "0".into(),
+            0.into(),
+            // One event, then the events joined.
+            1.into(),
+            event.into(),
+            event.into(),
+            0.into(),
+        ];
+        let keys = k.fold_keys(&app::model::month_name(t));
+        async move {
+            store
+                .scripts()
+                .run::<String>(redis, &store.scripts().fold, keys, args)
+                .await
+                .unwrap()
+        }
+    };
+    let unchanged = || async {
+        let seq: Option<String> = redis.get(k.seq()).await.unwrap();
+        let folded: Option<String> = redis.hget(k.stats(), "folded").await.unwrap();
+        let ann: Option<f64> = redis.zscore(k.dl_items(), "ann").await.unwrap();
+        let history: u64 = redis.llen(k.history()).await.unwrap();
+        assert_eq!(
+            (seq, folded.as_deref(), ann, history),
+            (None, Some("0-1"), None, 0),
+            "a refused run writes nothing"
+        );
+    };
+    // ann has no items yet, but the events were made from 5.
+    assert_eq!(fold("0", "5").await, "stale");
+    unchanged().await;
+    // The events were numbered from 3, but the sequence is at 0.
+    assert_eq!(fold("3", "0").await, "stale");
+    unchanged().await;
+    // Made from the figures as they are: written, events as given.
+    assert_eq!(fold("0", "0").await, "folded");
+    let seq: Option<String> = redis.get(k.seq()).await.unwrap();
+    let folded: Option<String> = redis.hget(k.stats(), "folded").await.unwrap();
+    let ann: Option<f64> = redis.zscore(k.dl_items(), "ann").await.unwrap();
+    let history: Vec<String> = redis.lrange(k.history(), 0, -1).await.unwrap();
+    assert_eq!(
+        (seq.as_deref(), folded.as_deref(), ann, history),
+        (Some("1"), Some("5-0"), Some(1.0), vec![event.to_string()])
+    );
+}

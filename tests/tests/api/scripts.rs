@@ -58,7 +58,7 @@ pub(super) async fn every_script(app: &TestApp) {
         DoneOutcome::Recorded { counted: 1, .. }
     ));
     flush().await;
-    // The done's log entry folded into alice's figures.
+    // The done's log entry folded into alice's figures (fold_base, then fold).
     assert_eq!(store.fold("p1").await.unwrap(), 1);
     let board = store.leaderboard("p1", -1, 5).await.unwrap().unwrap();
     assert_eq!(board.downloaders[0].items, 1, "{:?}", board.downloaders);
@@ -223,7 +223,7 @@ pub(super) async fn every_script(app: &TestApp) {
     store.check("p1").await.unwrap();
     assert_eq!(
         store.scripts().all().len(),
-        25,
+        26,
         "every script is exercised above"
     );
 }

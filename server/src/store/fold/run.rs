@@ -1,6 +1,11 @@
 //! A run of the completion log, read and summed in the tracker: the arguments of `fold.lua`.
 
-use std::collections::{BTreeSet, HashMap};
+use crate::store::scripts::{lua_list, Count};
+use serde::Deserialize;
+use std::{
+    collections::{BTreeSet, HashMap},
+    fmt::Write,
+};
 
 /// One downloader's sums over a run.
 #[derive(Default)]
@@ -32,6 +37,33 @@ pub(super) struct Sum {
     /// The completed claims' round trips summed (ms), and their number.
     pub(super) round_trip_ms: u64,
     pub(super) round_trip_n: u64,
+}
+
+/// What a run's events are made from, as `fold_base.lua` read it: the event sequence number,
+/// the project's counts, and the run's downloaders' totals before it (in the run's order).
+#[derive(Deserialize)]
+pub(super) struct Base {
+    pub(super) seq: Count,
+    todo: u64,
+    out: u64,
+    done: Count,
+    failed: u64,
+    #[serde(deserialize_with = "lua_list")]
+    items: Vec<Count>,
+    #[serde(deserialize_with = "lua_list")]
+    bytes: Vec<Count>,
+}
+
+impl Base {
+    /// The items of the run's `d`-th downloader before the run.
+    pub(super) fn item(&self, d: usize) -> u64 {
+        self.items.get(d).map_or(0, |c| c.0)
+    }
+
+    /// The bytes of the run's `d`-th downloader before the run.
+    pub(super) fn byte(&self, d: usize) -> u64 {
+        self.bytes.get(d).map_or(0, |c| c.0)
+    }
 }
 
 /// One log entry's fields, as the log holds them.
@@ -116,6 +148,32 @@ pub(super) fn next_id(id: &str) -> String {
 }
 
 impl Sum {
+    /// The run's events, whole: each entry's, numbered on from `base`'s sequence number, with
+    /// its downloader's totals after it and the project's counts.
+    pub(super) fn events(&self, base: &Base) -> Vec<String> {
+        let counts = format!(
+            r#","counts":{{"todo":{},"out":{},"done":{},"failed":{}}}}}"#,
+            base.todo, base.out, base.done.0, base.failed
+        );
+        let mut seq = base.seq.0;
+        self.events
+            .iter()
+            .map(|(text, who, items, bytes)| {
+                seq += 1;
+                let mut e = String::with_capacity(text.len() + counts.len() + 64);
+                e.push_str(text);
+                let _ = write!(
+                    e,
+                    r#","seq":{seq},"dl_items":{},"dl_bytes":{}"#,
+                    base.item(*who) + items,
+                    base.byte(*who) + bytes
+                );
+                e.push_str(&counts);
+                e
+            })
+            .collect()
+    }
+
     /// The run's per-minute counters, by code: its done items, bytes and round trips.
     pub(super) fn counters(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         use crate::keys::Counter;

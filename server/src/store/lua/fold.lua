@@ -8,7 +8,10 @@
   A run is refused whole when `folded` is not the run's start: another process folded those
   entries first. All of a run's entries are of one minute (the tracker ends a run at a new
   minute), so its rate windows, charts and unique contributors are the minute's, day's and
-  month's of that minute.
+  month's of that minute. The run's events come whole from the tracker, made from what
+  `fold_base.lua` read (the sequence number, the downloaders' totals before the run, the
+  project's counts); the run is refused too when the sequence number or a downloader's totals
+  are no longer what they were made from.
 
   KEYS[1]  stats         hash    folded, journal, journal_items, counts_from; done_items, pq,
                                  disk_todo
@@ -21,12 +24,9 @@
   KEYS[8]  events        channel completion events (a shard channel: SPUBLISH)
   KEYS[9]  log           stream  completion log
   KEYS[10] u:month       hll     unique downloaders of the run's calendar month
-  KEYS[11] meta          hash    queues
-  KEYS[12] out           zset    claimed items
-  KEYS[13] failed        hash    failed items
-  KEYS[14] tally         hash    lifetime counters; `minute`, the last minute tallied
-  Derived (same slot): queue parts, dlc:<downloader>, dlc_last, dw:<minute>, dwh:<hour>,
-  u:dl:<day>, u:ip:<day>.
+  KEYS[11] tally         hash    lifetime counters; `minute`, the last minute tallied
+  Derived (same slot): dlc:<downloader>, dlc_last, dw:<minute>, dwh:<hour>, u:dl:<day>,
+  u:ip:<day>.
 
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2]  from: the id of the last entry folded before the run (stats `folded` must hold it)
@@ -38,25 +38,28 @@
   ARGV[8]  history length to keep
   ARGV[9]  completion log length to keep
   ARGV[10] counts_from: stats `counts_from` as the run was read ('' none; else refused as stale)
-  ARGV[11] D, then D x (downloader, items, bytes, last version, last completion ms)
+  ARGV[11] the event sequence number the events were made from (`seq` must hold it)
+  ARGV[12] D, then D x (downloader, items, bytes, last version, last completion ms, its items
+           and bytes before the run, as the events were made from: dl:items and dl:bytes must
+           hold them)
   then     P, then P x ip (the run's reporting addresses, distinct)
-  then     E, then E x (event text without its closing brace and its figures, the index of its
-           downloader among the D (1-based), that downloader's items and bytes in the run up to
-           and including this entry)
+  then     E, then E x event (JSON text, whole: numbered from ARGV[11] + 1 on), then the E
+           events joined by ',' (the message published: Lua's table.concat of them would cost
+           more than the whole run's other writes)
   then     B, then B x (per-minute counter code, n): the run's done items, bytes, round trips
            (summed, and counted by bucket), added to the run's minute (`st:<day>`); of its
            entries from `counts_from` on only (the done scripts before it counted their own)
 
-  Output: "folded", or "stale" (`folded` is not ARGV[2], or `counts_from` not ARGV[10]; nothing
-  written).
+  Output: "folded", or "stale" (`folded` is not ARGV[2], `counts_from` not ARGV[10], `seq` not
+  ARGV[11], or a downloader's totals not those given; nothing written).
   Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
-  project's counts now and its `seq`, pushed on KEYS[7] and published as one message on KEYS[8]
+  project's counts and its `seq`, pushed on KEYS[7] and published as one message on KEYS[8]
   joined by ',' (parse as `[` .. `]`).
-  Uses: K, SET, queue_groups, bulk, bulk_read, hincr_many, stat, flush_stats.
+  Uses: K, bulk, bulk_read, hincr_many, stat, flush_stats.
 ]]
 local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local seq_key, history, events, log, month_uniques = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local meta, out, failed, tally = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+local tally = KEYS[11]
 local prefix, from, to, after = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local nentries, nitems, minute = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local history_len, log_len = tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -64,26 +67,34 @@ local day = math.floor(minute / 1440)
 
 local cursor = rcall('HMGET', stats, 'folded', 'counts_from')
 if cursor[1] ~= from or (cursor[2] or '') ~= ARGV[10] then return 'stale' end
+local seq0 = tonumber(ARGV[11])
+if (tonumber(rcall('GET', seq_key)) or 0) ~= seq0 then return 'stale' end
 
--- The run's downloaders, addresses and events.
-local whos, sums = {}, {}
-local a = 12
-for d = 1, tonumber(ARGV[11]) do
+-- The run's downloaders (with their totals the events were made from), addresses and events.
+local whos, sums, given_items, given_bytes = {}, {}, {}, {}
+local a = 13
+for d = 1, tonumber(ARGV[12]) do
   whos[d] = ARGV[a]
   sums[d] = { items = tonumber(ARGV[a + 1]), bytes = tonumber(ARGV[a + 2]), version = ARGV[a + 3], seen = ARGV[a + 4] }
-  a = a + 5
+  given_items[d], given_bytes[d] = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  a = a + 7
 end
 local ips = {}
 for p = 1, tonumber(ARGV[a]) do ips[p] = ARGV[a + p] end
 a = a + tonumber(ARGV[a]) + 1
 local nev = tonumber(ARGV[a])
-a = a + 1
+local ev_first = a + 1
+a = ev_first + nev + 1
 
--- Each downloader's totals before the run, and after it: one ZADD per table for all.
+-- Each downloader's totals before the run (as the events were made from), and after it: one
+-- ZADD per table for all.
 local base_items, base_bytes = bulk_read('ZMSCORE', dl_items, whos), bulk_read('ZMSCORE', dl_bytes, whos)
+for d = 1, #whos do
+  base_items[d], base_bytes[d] = tonumber(base_items[d]) or 0, tonumber(base_bytes[d]) or 0
+  if base_items[d] ~= given_items[d] or base_bytes[d] ~= given_bytes[d] then return 'stale' end
+end
 local z_items, z_bytes, versions, seen, window = {}, {}, {}, {}, {}
 for d, who in ipairs(whos) do
-  base_items[d], base_bytes[d] = tonumber(base_items[d]) or 0, tonumber(base_bytes[d]) or 0
   local s = sums[d]
   z_items[#z_items + 1] = string.format('%d', base_items[d] + s.items)
   z_items[#z_items + 1] = who
@@ -137,32 +148,17 @@ uniques(prefix .. K.uniques_dl .. day, whos, 31)
 uniques(prefix .. K.uniques_ip .. day, ips, 31)
 uniques(month_uniques, whos, 400)
 
--- The events, with the project's counts now.
-local w = rcall('HMGET', stats, 'pq', 'disk_todo', 'done_items')
-local todo = (tonumber(w[1]) or 0) + (tonumber(w[2]) or 0)
-for _, parts in ipairs(queue_groups(rcall('HGET', meta, SET.queues))) do
-  for _, part in ipairs(parts) do todo = todo + rcall('ZCARD', prefix .. part) end
-end
-local counts = string.format(',"counts":{"todo":%d,"out":%d,"done":%d,"failed":%d}}', todo, rcall('ZCARD', out),
-  tonumber(w[3]) or 0, rcall('HLEN', failed))
-local seq = tonumber(rcall('GET', seq_key)) or 0
-local evs = {}
-for e = 1, nev do
-  local d = tonumber(ARGV[a + 1])
-  seq = seq + 1
-  evs[e] = ARGV[a] .. string.format(',"seq":%d,"dl_items":%d,"dl_bytes":%d', seq, base_items[d] + tonumber(ARGV[a + 2]),
-    base_bytes[d] + tonumber(ARGV[a + 3])) .. counts
-  a = a + 4
-end
+-- The events, as given (no string made here for them).
 if nev > 0 then
-  rcall('SET', seq_key, string.format('%d', seq))
+  local ev_last = ev_first + nev - 1
+  rcall('SET', seq_key, string.format('%d', seq0 + nev))
   -- Trimmed to its length once it is 64 over, not at every call.
   local history_now = 0
-  for i = 1, #evs, 1000 do
-    history_now = rcall('LPUSH', history, unpack(evs, i, math.min(i + 999, #evs)))
+  for i = ev_first, ev_last, 1000 do
+    history_now = rcall('LPUSH', history, unpack(ARGV, i, math.min(i + 999, ev_last)))
   end
   if history_now > history_len + 64 then rcall('LTRIM', history, 0, history_len - 1) end
-  rcall('SPUBLISH', events, table.concat(evs, ','))
+  rcall('SPUBLISH', events, ARGV[ev_last + 1])
 end
 
 -- The run's per-minute counters, counted in its minute (`a` is past the events). A minute the

@@ -239,6 +239,10 @@ pub fn lua_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     })
 }
 
+/// A number Redis keeps as text, in a JSON list or map (see [`lua_count`]).
+#[derive(Debug, Deserialize)]
+pub struct Count(#[serde(deserialize_with = "lua_count")] pub u64);
+
 /// The result `{}` of a script that answers only "done" or a refusal (release, login_attempt,
 /// rescue_attempt).
 #[derive(Debug, Deserialize)]
