@@ -439,7 +439,9 @@ async fn main() {
         println!("{}", m.report(rate * SECONDS as f64, "pair"));
     }
     if run("ceiling") {
+        let m = rig.meter_of_self();
         let batched = ceiling(store, "direct", SECONDS, true).await as f64 / SECONDS as f64;
+        let batched_cpu = m.report(batched * SECONDS as f64, "pair");
         let single = ceiling(store, "direct", SECONDS, false).await as f64 / SECONDS as f64;
         let versus = if peak_rate > 0.0 {
             format!("; HTTP/ceiling = {:.0} %", 100.0 * peak_rate / batched)
@@ -450,6 +452,9 @@ async fn main() {
             "ceiling (same scripts without HTTP, {CONNECTIONS} in flight): batched as over HTTP \
              {batched:.0} pairs/s, one script call each {single:.0} pairs/s{versus}"
         );
+        // The batched run's CPU: what a pair costs the tracker's store side (the batcher, the
+        // Redis client, the replies) without HTTP, beside the HTTP floor of `/now`.
+        println!("{batched_cpu} (batched)");
     }
     if run("half") {
         // BENCH_PACED_RATE: this rate instead of half of this run's peak, so that two builds'

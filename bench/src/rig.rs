@@ -73,7 +73,11 @@ impl CpuMeter {
 
     /// Starts counting the CPU of the tracker and of the Redis processes.
     pub fn start(tracker: u32, redis: &[u32]) -> Self {
-        let pids = vec![("tracker", vec![tracker]), ("redis", redis.to_vec())];
+        Self::of(vec![("tracker", vec![tracker]), ("redis", redis.to_vec())])
+    }
+
+    /// Starts counting the CPU of `pids`, each part named.
+    pub fn of(pids: Vec<(&'static str, Vec<u32>)>) -> Self {
         Self {
             start: pids.iter().map(|(_, p)| Self::seconds(p)).collect(),
             pids,
@@ -187,6 +191,15 @@ impl Rig {
     /// Counts the CPU of the tracker and the Redis processes from now.
     pub fn meter(&self) -> CpuMeter {
         CpuMeter::start(self.tracker_pid, &self.redis_pids)
+    }
+
+    /// The CPU of this process (the bench, calling the store directly: the tracker's own side
+    /// of the Redis calls, without HTTP) and of Redis.
+    pub fn meter_of_self(&self) -> CpuMeter {
+        CpuMeter::of(vec![
+            ("store without HTTP", vec![std::process::id()]),
+            ("redis", self.redis_pids.clone()),
+        ])
     }
 }
 
