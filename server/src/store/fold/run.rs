@@ -194,8 +194,12 @@ impl Sum {
     }
 }
 
+/// A run's event texts in all, at most (bytes; a run's first entry is taken whatever its size):
+/// the events travel twice in `fold.lua`'s arguments (each, and joined for the message).
+pub(super) const RUN_EVENT_BYTES: usize = 4 << 20;
+
 /// The run that starts `page` (log entries after the last folded, oldest first): the entries
-/// of the first one's minute. Its per-minute done counters are of the entries from
+/// of the first one's minute, up to [`RUN_EVENT_BYTES`] of events. Its per-minute done counters are of the entries from
 /// `counts_from` on (the done scripts before it counted their own; none without it).
 pub(super) fn read_run(
     page: Vec<(String, Vec<(String, String)>)>,
@@ -204,6 +208,7 @@ pub(super) fn read_run(
     let mut run: Option<Sum> = None;
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut ips: BTreeSet<String> = BTreeSet::new();
+    let mut event_bytes = 0;
     for (id, fields) in page {
         let e = Entry::read(fields);
         let minute = e.t / 60_000;
@@ -222,7 +227,9 @@ pub(super) fn read_run(
             round_trip_ms: 0,
             round_trip_n: 0,
         });
-        if minute != r.minute {
+        let event = e.event();
+        event_bytes += event.len();
+        if minute != r.minute || (r.entries > 0 && event_bytes > RUN_EVENT_BYTES) {
             break;
         }
         let counts = counts_from.is_some_and(|from| stream_id(&id).is_some_and(|id| id >= from));
@@ -246,7 +253,7 @@ pub(super) fn read_run(
         if !e.ip.is_empty() {
             ips.insert(e.ip.clone());
         }
-        r.events.push((e.event(), at, items, bytes));
+        r.events.push((event, at, items, bytes));
         for t0 in e.claimed.iter().filter(|t0| counts && **t0 > 0) {
             let ms = e.t.saturating_sub(*t0);
             r.round_trips[round_trip_bucket(ms)] += 1;

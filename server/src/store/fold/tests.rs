@@ -87,3 +87,63 @@ fn the_id_after_an_id() {
     assert_eq!(next_id("5-1"), "5-2");
     assert_eq!(next_id(&format!("5-{}", u64::MAX)), "6-0");
 }
+
+/// A run stops before its events pass [`RUN_EVENT_BYTES`], but always takes its first entry:
+/// a log of huge reports still folds, one entry a run.
+#[test]
+fn a_run_ends_before_its_events_pass_their_byte_bound() {
+    let big = format!(r#"["{}"]"#, "x".repeat(RUN_EVENT_BYTES / 3));
+    let page = || {
+        (0..5)
+            .map(|i| entry(60_000 + i, "a", &big, r#"{"d":1}"#))
+            .collect::<Vec<_>>()
+    };
+    let run = read_run(page(), None).unwrap();
+    assert_eq!((run.entries, run.to.as_str()), (2, "60001-0"));
+    let huge = format!(r#"["{}"]"#, "x".repeat(RUN_EVENT_BYTES + 1));
+    let run = read_run(
+        vec![
+            entry(60_000, "a", &huge, "{}"),
+            entry(60_001, "a", "[\"y\"]", "{}"),
+        ],
+        None,
+    )
+    .unwrap();
+    assert_eq!(run.entries, 1, "the first entry is taken whatever its size");
+}
+
+/// The events made whole from what `fold_base.lua` read: numbered on from its sequence number,
+/// each with its downloader's totals after it and the project's counts, as the pages read them.
+#[test]
+fn events_are_made_whole_from_the_base() {
+    let page = vec![
+        entry(60_000, "a", r#"["x","y"]"#, r#"{"d":5}"#),
+        entry(60_001, "b", r#"["z"]"#, r#"{"d":9007199254740000}"#),
+        entry(60_002, "a", r#"["w"]"#, r#"{"d":2}"#),
+    ];
+    let run = read_run(page, None).unwrap();
+    let base: Base = serde_json::from_str(
+        r#"{"seq":"41","todo":7,"out":3,"done":"120","failed":1,"items":["10","0"],"bytes":["1000","0"]}"#,
+    )
+    .unwrap();
+    let events: Vec<app::model::DoneEvent> = run
+        .events(&base)
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let figures: Vec<(u64, &str, u64, u64)> = events
+        .iter()
+        .map(|e| (e.seq, e.downloader.as_str(), e.dl_items, e.dl_bytes))
+        .collect();
+    assert_eq!(
+        figures,
+        [
+            (42, "a", 12, 1005),
+            (43, "b", 1, 9007199254740000),
+            (44, "a", 13, 1007)
+        ]
+    );
+    assert!(events
+        .iter()
+        .all(|e| (e.counts.todo, e.counts.out, e.counts.done, e.counts.failed) == (7, 3, 120, 1)));
+}
