@@ -16,6 +16,19 @@ local function queue_groups(order)
   return groups
 end
 
+-- The sizes of the queue parts of claim order `order` (meta `queues`; nil: the default): their
+-- total, and each part's in claim order, { {part = name, size = n}, ... }.
+local function queue_sizes(prefix, order)
+  local total, sizes = 0, {}
+  for _, parts in ipairs(queue_groups(order)) do
+    for _, part in ipairs(parts) do
+      local n = rcall('ZCARD', prefix .. part)
+      total, sizes[#sizes + 1] = total + n, { part = part, size = n }
+    end
+  end
+  return total, sizes
+end
+
 -- Which queue part (name, without prefix) holds `item`, or nil.
 local function find_in_queues(prefix, groups, item, downloader)
   for _, parts in ipairs(groups) do

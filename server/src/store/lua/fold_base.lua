@@ -17,12 +17,12 @@
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2..] the run's downloaders
 
-  Output: JSON {"seq":s, "todo":n, "out":n, "done":s, "failed":n, "items":[s|false, ...],
+  Output: JSON {"seq":s, "todo":n, "out":n, "done":s, "failed":n, "items":[s, ...],
   "bytes":[s, ...]} (per downloader of ARGV, in order; '0' for one with none yet). Numbers Redis
   keeps as text stay the decimal strings Redis gave: cjson would print those past 10^14 in
   exponent form.
   Events: none.
-  Uses: queue_groups, bulk_read, SET.
+  Uses: queue_sizes, bulk_read, SET.
 ]]
 local stats, dl_items, dl_bytes, seq_key, meta, out, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix = ARGV[1]
@@ -30,10 +30,7 @@ local whos = {}
 for i = 2, #ARGV do whos[#whos + 1] = ARGV[i] end
 
 local w = rcall('HMGET', stats, 'pq', 'disk_todo', 'done_items')
-local todo = (tonumber(w[1]) or 0) + (tonumber(w[2]) or 0)
-for _, parts in ipairs(queue_groups(rcall('HGET', meta, SET.queues))) do
-  for _, part in ipairs(parts) do todo = todo + rcall('ZCARD', prefix .. part) end
-end
+local todo = (tonumber(w[1]) or 0) + (tonumber(w[2]) or 0) + queue_sizes(prefix, rcall('HGET', meta, SET.queues))
 local items, bytes = bulk_read('ZMSCORE', dl_items, whos), bulk_read('ZMSCORE', dl_bytes, whos)
 for d = 1, #whos do items[d], bytes[d] = items[d] or '0', bytes[d] or '0' end
 return cjson.encode({ seq = rcall('GET', seq_key) or '0', todo = todo, out = rcall('ZCARD', out), done = w[3] or '0',

@@ -19,7 +19,7 @@
   Output: JSON {"before":n (absent when the count was not kept),"now":n};
   {"err":"no_project"} when the project does not exist.
   Events: none.
-  Uses: queue_groups, SET.
+  Uses: queue_sizes, SET.
 ]]
 local meta, out, done, failed, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix = ARGV[1]
@@ -29,9 +29,7 @@ if not m[1] then return cjson.encode({ err = 'no_project' }) end
 local d = rcall('HMGET', stats, 'disk_done', 'disk_todo')
 local n = rcall('ZCARD', out) + rcall('SCARD', done) + rcall('HLEN', failed) + (tonumber(d[1]) or 0)
   + (tonumber(d[2]) or 0)
-for _, parts in ipairs(queue_groups(m[2])) do
-  for _, part in ipairs(parts) do n = n + rcall('ZCARD', prefix .. part) end
-end
+n = n + queue_sizes(prefix, m[2])
 for i = 2, #ARGV do n = n + rcall('ZCARD', prefix .. ARGV[i]) end
 local before = tonumber(rcall('HGET', stats, 'known'))
 rcall('HSET', stats, 'known', n)

@@ -28,7 +28,7 @@
   Numbers Redis keeps as text (seq, done_*, bytes, scores) stay the decimal strings Redis gave:
   cjson would print those past 10^14 in exponent form.
   Events: none.
-  Uses: queue_groups, bulk_read, SET, SET_DEFAULT.
+  Uses: queue_sizes, bulk_read, SET, SET_DEFAULT.
 ]]
 local meta, stats, out, dl_items, dl_bytes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local domain_bytes, seq_key, history, failed = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -39,15 +39,10 @@ local m = rcall('HMGET', meta, SET.title, SET.queues, SET.state, SET.banner)
 if not m[1] then return cjson.encode({ err = 'no_project' }) end
 
 local st = rcall('HMGET', stats, 'done_items', 'done_bytes', 'pq', 'disk_todo')
-local todo = (tonumber(st[3]) or 0) + (tonumber(st[4]) or 0)
+local queued, part_sizes = queue_sizes(prefix, m[2])
+local todo = (tonumber(st[3]) or 0) + (tonumber(st[4]) or 0) + queued
 local sizes = { { part = 'personal', size = tonumber(st[3]) or 0 } }
-for _, parts in ipairs(queue_groups(m[2])) do
-  for _, part in ipairs(parts) do
-    local n = rcall('ZCARD', prefix .. part)
-    todo = todo + n
-    sizes[#sizes + 1] = { part = part, size = n }
-  end
-end
+for _, s in ipairs(part_sizes) do sizes[#sizes + 1] = s end
 
 local rows = {}
 local top = ndl == 0 and {} or rcall('ZREVRANGE', dl_items, 0, ndl < 0 and -1 or ndl - 1, 'WITHSCORES')
