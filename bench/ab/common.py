@@ -14,10 +14,16 @@ def source(rev, name):
 
 
 def private_redis():
-    """A redis-server on a socket of its own, nothing saved: (process, client)."""
+    """A redis-server on a socket of its own, nothing saved: (process, client). Env REDIS_WRAP:
+    a command it runs under, split on spaces (`valgrind --tool=callgrind --callgrind-out-file=F`
+    counts its instructions by function; Redis exports its symbols). Env REDIS_ARGS: its settings
+    (default `--appendonly no`; the tracker's own Redis runs `--appendonly yes --appendfsync
+    everysec --hash-max-listpack-entries 64`)."""
     sock = os.path.join(tempfile.mkdtemp(), 'r.sock')
-    proc = subprocess.Popen(['redis-server', '--port', '0', '--unixsocket', sock, '--save', '',
-                             '--appendonly', 'no'], stdout=subprocess.DEVNULL,
+    wrap = os.environ.get('REDIS_WRAP', '').split()
+    extra = os.environ.get('REDIS_ARGS', '--appendonly no').split()
+    proc = subprocess.Popen(wrap + ['redis-server', '--port', '0', '--unixsocket', sock, '--save', '',
+                                    '--dir', os.path.dirname(sock)] + extra, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     client = redis.Redis(unix_socket_path=sock)
     while True:

@@ -8,7 +8,14 @@ are measured beside the floor, comma-separated, default target/release/tracker: 
 scripts compared in one run, rounds interleaved; an entry may also be a directory holding
 composed `claim.lua` and `done.lua`, as `target/release/tracker script claim` prints them, which
 are loaded and called with the keys of the first binary: a change to a script measured without
-a build).
+a build). FLOOR=0 leaves the minimal scripts out (only the tracker's own are called).
+
+INSTR=1 counts instructions instead of time: Redis runs under valgrind's callgrind, and each
+figure is the instructions Redis executed per pair over the round's calls (`callgrind_control
+-e Ir` before and after; claim and done together, shown as the sum). Counts do not depend on
+what else the machine runs, so two scripts compare exactly in one short run (N=2000 takes a
+minute or two). CUT=1 does not check done's replies (for a done.lua cut short). QUEUE: the items queued for
+the tracker's own scripts when more than the N served (a big queue, few pairs).
 
 A private redis-server pinned to core 1 (this process to core 0). Two minimal scripts, called as
 the tracker calls its own: R claims of one item in one call, then one done call reporting them
@@ -28,6 +35,12 @@ from common import ROOT, private_redis, tracker_project
 RS = [int(x) for x in os.environ.get('RS', '4,32').split(',')]
 ROUNDS = int(os.environ.get('ROUNDS', '3'))
 N = int(os.environ.get('N', '15000'))
+FLOOR = os.environ.get('FLOOR', '1') == '1'
+INSTR = os.environ.get('INSTR', '0') == '1'
+CUT = os.environ.get('CUT', '0') == '1'
+QUEUE = int(os.environ.get('QUEUE', '0'))   # items queued for the tracker's scripts (default N)   # variants cut short: done's replies are not checked
+if INSTR:
+    os.environ.setdefault('REDIS_WRAP', 'valgrind --tool=callgrind --callgrind-out-file=/dev/null')
 
 CLAIM = """
 local now, n = ARGV[1], tonumber(ARGV[2])
@@ -172,49 +185,70 @@ def real_pair(real, slug, n):
                  '1234', len(items)] + items
     res = json.loads(r2.evalsha(sha, len(ks), *ks, *args))
     u2 = usec()
-    assert all(x.get('counted') == len(g) for x, g in zip(res, got)), res[:3]
+    assert CUT or all(x.get('counted') == len(g) for x, g in zip(res, got)), res[:3]
     return u1 - u0, u2 - u1, sum(map(len, got))
 
 claim_sha, done_sha = r.script_load(CLAIM), r.script_load(DONE)
 keys = lambda slug: [f'f:{{{slug}}}:{k}' for k in ('todo', 'out', 'claims', 'done', 'timeline', 'log')]
 usec = lambda: r.info('commandstats').get('cmdstat_evalsha', {}).get('usec', 0)
+
+
+def instructions():
+    """Redis's instructions so far (callgrind's Ir, summed over its threads)."""
+    text = subprocess.run(['callgrind_control', '-e', 'Ir', str(proc.pid)], capture_output=True, text=True).stdout
+    return sum(int(line.split()[2].replace(',', '')) for line in text.splitlines() if line.strip().startswith('Th '))
+
+
+if INSTR:
+    usec = lambda: 0
 runs = {}
 for rnd in range(ROUNDS):
     for n in RS:
-        slug = f'r{rnd}b{n}'
-        todo, out, claims, done, tl, log = keys(slug)
-        pipe = r.pipeline(transaction=False)
-        for i in range(0, N, 1000):
-            pipe.zadd(todo, {f'{slug}-item-{j}': j for j in range(i, min(i + 1000, N))})
-        pipe.execute()
-        c_us = d_us = pairs = 0
-        for _ in range(N // n):
-            now = int(time.time() * 1000)
-            u0 = usec()
-            got = r.evalsha(claim_sha, 3, todo, out, claims, now, n, *[f'dl{i}' for i in range(n)])
-            u1 = usec()
-            args = [now, len(got)]
-            for i, item in enumerate(got):
-                args += [f'dl{i}', item]
-            assert r.evalsha(done_sha, 5, out, claims, done, tl, log, *args) == len(got)
-            u2 = usec()
-            c_us, d_us, pairs = c_us + u1 - u0, d_us + u2 - u1, pairs + len(got)
-        runs.setdefault(('floor', n), []).append((c_us / pairs, d_us / pairs))
+        if FLOOR:
+            slug = f'r{rnd}b{n}'
+            todo, out, claims, done, tl, log = keys(slug)
+            pipe = r.pipeline(transaction=False)
+            for i in range(0, N, 1000):
+                pipe.zadd(todo, {f'{slug}-item-{j}': j for j in range(i, min(i + 1000, N))})
+            pipe.execute()
+            c_us = d_us = pairs = 0
+            ir0 = instructions() if INSTR else 0
+            for _ in range(N // n):
+                now = int(time.time() * 1000)
+                u0 = usec()
+                got = r.evalsha(claim_sha, 3, todo, out, claims, now, n, *[f'dl{i}' for i in range(n)])
+                u1 = usec()
+                args = [now, len(got)]
+                for i, item in enumerate(got):
+                    args += [f'dl{i}', item]
+                assert r.evalsha(done_sha, 5, out, claims, done, tl, log, *args) == len(got)
+                u2 = usec()
+                c_us, d_us, pairs = c_us + u1 - u0, d_us + u2 - u1, pairs + len(got)
+            if INSTR:
+                c_us, d_us = instructions() - ir0, 0
+            runs.setdefault(('floor', n), []).append((c_us / pairs, d_us / pairs))
         order = list(enumerate(TRACKERS))
         for k, tracker in (order if rnd % 2 == 0 else order[::-1]):
             slug = f'real{k}r{rnd}b{n}'
-            project(binary if os.path.isdir(tracker) else tracker, slug, N)
+            project(binary if os.path.isdir(tracker) else tracker, slug, QUEUE or N)
             c_us = d_us = pairs = 0
+            ir0 = instructions() if INSTR else 0
             for _ in range(N // n):
                 # Per claim asked for: the same as per pair while the queue holds enough, and
                 # still a figure for a variant cut short before it hands anything out.
                 c, d, _ = real_pair(reals[k], slug, n)
                 c_us, d_us, pairs = c_us + c, d_us + d, pairs + n
+            if INSTR:
+                c_us, d_us = instructions() - ir0, 0
             runs.setdefault((f'ours{k}' if len(TRACKERS) > 1 else 'tracker', n), []).append((c_us / pairs, d_us / pairs))
 for (what, n), v in sorted(runs.items()):
     c, d = statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)
-    print(f'{what:7}, batch {n:3}: claim {c:5.1f} µs/pair, done {d:5.1f} µs/pair, sum {c + d:5.1f}')
+    if INSTR:
+        print(f'{what:7}, batch {n:3}: {c:9,.0f} Redis instructions per pair (claim and done)')
+    else:
+        print(f'{what:7}, batch {n:3}: claim {c:5.1f} µs/pair, done {d:5.1f} µs/pair, sum {c + d:5.1f}')
 for k, tracker in enumerate(TRACKERS):
     print(f'ours{k} = {tracker}' if len(TRACKERS) > 1 else f'tracker = {tracker}')
 print(f'# command: RS={",".join(map(str, RS))} ROUNDS={ROUNDS} N={N} python3 bench/ab/floor.py')
-proc.kill()
+proc.terminate()   # SIGTERM: Redis shuts down, and a REDIS_WRAP profiler writes its figures
+proc.wait()

@@ -5,7 +5,9 @@
 // `bullmq-redis-us-per-job: N` that the bench reads.
 //
 // Usage: node run.mjs SOCKET [JOBS] [WORKERS] [CONCURRENCY]   (SOCKET: a redis unix socket path)
-import { fork } from 'node:child_process';
+// With CALLGRIND_PID set (a redis-server run under valgrind's callgrind), it also prints the
+// instructions Redis executed per job while the jobs were processed (`callgrind_control -e Ir`).
+import { execFileSync, fork } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import { createRequire } from 'node:module';
@@ -38,6 +40,14 @@ if (process.env.BULLMQ_WORKER) {
     for (let j = i; j < Math.min(i + 1000, total); j++) batch.push({ name: 'item', data: { item: `item-${j}` } });
     await queue.addBulk(batch);
   }
+  // Redis's instructions so far, when it runs under callgrind (CALLGRIND_PID).
+  const instructions = () => {
+    if (!process.env.CALLGRIND_PID) return 0;
+    const text = execFileSync('callgrind_control', ['-e', 'Ir', process.env.CALLGRIND_PID]).toString();
+    return text.split('\n').filter((l) => l.trim().startsWith('Th '))
+      .reduce((sum, l) => sum + Number(l.trim().split(/\s+/)[2].replaceAll(',', '')), 0);
+  };
+  const ir0 = instructions();
   const cpu0 = await cpu();
   const t0 = process.hrtime.bigint();
   const children = [];
@@ -55,11 +65,13 @@ if (process.env.BULLMQ_WORKER) {
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const used = (await cpu()) - cpu0;
+  const ir = instructions() - ir0;
   // The workers are done with: stopped at once (a graceful close waits out blocking reads).
   for (const child of children) child.kill('SIGKILL');
   const us = (used * 1e6) / total;
   console.log(`bullmq ${version}: ${total} jobs, ${workers} workers x concurrency ${concurrency}: ${(total / seconds).toFixed(0)} jobs/s`);
   console.log(`#   CPU per job: redis ${us.toFixed(1)} µs`);
+  if (ir) console.log(`#   Redis instructions per job: ${(ir / total).toFixed(0)}`);
   console.log(`bullmq-redis-us-per-job: ${us.toFixed(1)}`);
   process.exit(0);
 }

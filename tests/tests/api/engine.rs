@@ -286,6 +286,91 @@ async fn a_batch_done_writes_each_item_its_own_claim_line() {
     app.assert_invariant("p").await;
 }
 
+/// done.lua reads a claim record as claim.lua writes it with one match, and any other record
+/// whole: a version or user agent with escapes, and a record in an older layout, must give the
+/// same timeline line, claim time and count of items held as the common one.
+#[tokio::test]
+async fn claim_records_with_escapes_or_an_older_layout_are_read_whole() {
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c", "d"]).await;
+    let k = app.store.keys().project("p");
+    let client = app.store.client();
+    let claim = |downloader: &str, user_agent: &str, version: &str| ClaimRequest {
+        downloader: downloader.into(),
+        ip: "10.0.0.1".into(),
+        user_agent: user_agent.into(),
+        version: version.into(),
+        n: 1,
+        name_ok: true,
+        globally_blocked: false,
+        pipeline: None,
+    };
+    let mut held = Vec::new();
+    for (who, ua, version, at) in [
+        ("alice", "plain", "20240101.01", T0),
+        ("bob", r#"a "quoted", \ agent","v":"x"#, "1.0", T0 + 1),
+        ("carol", "plain", "2024/01 beta", T0 + 2),
+        ("dave", "plain", "3", T0 + 3),
+    ] {
+        match app
+            .store
+            .claim("p", &claim(who, ua, version), at)
+            .await
+            .unwrap()
+        {
+            ClaimOutcome::Items(items) => held.push((who, items[0].clone())),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Dave's record as an older tracker wrote it: other fields first, no address or agent.
+    let older = format!(r#"{{"n":1,"v":"3 old","t":{},"d":"dave"}}"#, T0 + 3);
+    let _: () = client
+        .hset(k.claims(), (held[3].1.as_str(), older))
+        .await
+        .unwrap();
+    for (i, (who, item)) in held.iter().enumerate() {
+        let report = server::store::DoneReport {
+            downloader: who.to_string(),
+            version: "2".into(),
+            ip: "10.0.0.1".into(),
+            id: "null".into(),
+            bytes: vec![("data".into(), 10)],
+            items: vec![item.clone()],
+            ..Default::default()
+        };
+        app.store
+            .done("p", &report, T0 + 10 + i as u64)
+            .await
+            .unwrap();
+    }
+    for ((who, item), version) in held
+        .iter()
+        .zip(["20240101.01", "1.0", "2024/01_beta", "3_old"])
+    {
+        let status = app.store.item_status("p", item).await.unwrap();
+        let events: Vec<serde_json::Value> = serde_json::from_str(&status.timeline).unwrap();
+        assert_eq!(events[0]["e"], "claimed", "{who}: {events:?}");
+        assert_eq!(events[0]["d"], *who, "{who}: {events:?}");
+        assert_eq!(events[0]["v"], version, "{who}: {events:?}");
+        assert_eq!(events[1]["e"], "done", "{who}: {events:?}");
+    }
+    // Each log entry carries its item's claim time.
+    let entries: Vec<(String, std::collections::HashMap<String, String>)> =
+        client.xrange(k.log(), "-", "+", None).await.unwrap();
+    let claimed: Vec<&str> = entries.iter().map(|(_, f)| f["claimed"].as_str()).collect();
+    assert_eq!(
+        claimed,
+        [
+            format!("[{T0}]"),
+            format!("[{}]", T0 + 1),
+            format!("[{}]", T0 + 2),
+            format!("[{}]", T0 + 3)
+        ]
+    );
+    // Nobody holds anything any more: each record's downloader was read.
+    app.assert_invariant("p").await;
+}
+
 /// A claim keeps its count and its timeline line in its record; both must survive the item
 /// leaving the claim undone (released), or max_attempts and the history would forget it.
 #[tokio::test]

@@ -3,6 +3,10 @@
 -- Key names derived here all start with the project prefix (ARGV-supplied `t:{SLUG}:`),
 -- so they live in the project's cluster slot. A script's header lists the ones it uses.
 local rcall = redis.call
+-- On the hot path, an integer goes to Redis or into a string as text made by
+-- string.format('%d', n) (or as the ARGV text it came from), not as a Lua number: Redis 7.0
+-- writes a number argument with "%.17g", Lua's `..` and tostring with "%.14g", and C's float
+-- formatting costs about ten times an integer's (callgrind: ~3,300 instructions a number).
 
 -- The queue groups in claim order: { {'todo', 'todo#img'}, {'todo:backfeed'}, ... }.
 -- Within a group, parts share the group's turn; a part `Q#name` is rate limited by `name`.
@@ -106,12 +110,12 @@ end
 -- "<minute of day>:<counter>", kept 35 days.
 local function flush_stats(prefix, now)
   local day = math.floor(now / 86400000)
-  local minute = math.floor((now % 86400000) / 60000)
-  local key = prefix .. K.minute_stats .. day
+  local at = string.format('%d:', (now % 86400000) / 60000)
+  local key = prefix .. K.minute_stats .. string.format('%d', day)
   -- The expiry is set when a field is new (so at the key's creation), not at every call.
   local new = false
   for field, n in pairs(pending_stats) do
-    if n ~= 0 and rcall('HINCRBY', key, minute .. ':' .. field, n) == n then new = true end
+    if n ~= 0 and rcall('HINCRBY', key, at .. field, string.format('%d', n)) == n then new = true end
   end
   if new then rcall('EXPIRE', key, 35 * 86400) end
   pending_stats = {}
@@ -148,7 +152,7 @@ local function hincr_many(key, deltas)
     if n ~= 0 then fields[#fields + 1] = field end
   end
   if #fields <= 2 then
-    for _, field in ipairs(fields) do rcall('HINCRBY', key, field, deltas[field]) end
+    for _, field in ipairs(fields) do rcall('HINCRBY', key, field, string.format('%d', deltas[field])) end
     return
   end
   local old = bulk_read('HMGET', key, fields)
@@ -162,19 +166,26 @@ end
 
 -- One timeline line: "time event who version".
 local function timeline_line(now, what, who, version)
-  return string.format('%d %s %s %s', now, what, (who and who ~= '') and who or '-',
-    (version and version ~= '') and string.gsub(version, '%s', '_') or '-')
+  if not version or version == '' then
+    version = '-'
+  elseif string.find(version, '%s') then
+    version = string.gsub(version, '%s', '_')
+  end
+  return string.format('%d %s %s %s', now, what, (who and who ~= '') and who or '-', version)
 end
 
 -- `raw` (an item's timeline text, or false) with `line` (one or more lines) appended, the last
 -- 8 lines kept.
 local function timeline_append(raw, line)
   local text = raw and (raw .. '\n' .. line) or line
-  local _, lines = string.gsub(text, '\n', '')
-  while lines >= 8 do
-    text = string.sub(text, string.find(text, '\n', 1, true) + 1)
-    lines = lines - 1
-  end
+  -- Where each line break is (plain finds: a gsub would copy the text to count them); past 7
+  -- breaks, the text after the 8th-last one.
+  local breaks, at = {}, 0
+  repeat
+    at = string.find(text, '\n', at + 1, true)
+    breaks[#breaks + 1] = at
+  until not at
+  if #breaks >= 8 then text = string.sub(text, breaks[#breaks - 7] + 1) end
   return text
 end
 

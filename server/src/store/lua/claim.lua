@@ -86,6 +86,7 @@ local meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local stats, decay = KEYS[11], KEYS[12]
 local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
 
 local s = rcall('HMGET', meta, SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
   SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
@@ -234,7 +235,7 @@ local function distribute(items, from)
     local q = active[cursor]
     q.got[#q.got + 1] = item
     if from == 'reclaimed' then q.reclaimed = true end
-    w_out[#w_out + 1] = now
+    w_out[#w_out + 1] = now_text
     w_out[#w_out + 1] = item
     w_claims[#w_claims + 1] = item
     local n = new_attempts[item]
@@ -333,8 +334,9 @@ end
 local function pop(part, want)
   local key, items = prefix .. part, {}
   if by_score then
-    local flat = rcall('ZPOPMIN', key, want)
-    for i = 1, #flat, 2 do items[#items + 1] = flat[i] end
+    -- ZPOPMIN would also answer each score, which Redis writes with C's float formatting.
+    items = rcall('ZRANGE', key, '0', string.format('%d', want - 1))
+    if #items > 0 then rcall('ZREMRANGEBYRANK', key, '0', string.format('%d', #items - 1)) end
   else
     items = rcall('ZRANDMEMBER', key, want)
     bulk('ZREM', key, items)

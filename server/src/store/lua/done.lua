@@ -71,7 +71,8 @@ local dl_claims, stats, domain_bytes, tl, blocked_ip = KEYS[7], KEYS[8], KEYS[9]
 local log, chart, decay = KEYS[12], KEYS[13], KEYS[14]
 local now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
-local minute = math.floor(now / 60000)
+local now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
+local minute = string.format('%d', now / 60000)
 
 -- The phases, in the order they run (the main line at the end calls them):
 --   read_reports     the reports of ARGV and the distinct items they name
@@ -83,7 +84,7 @@ local minute = math.floor(now / 60000)
 --   write_figures    the batch's totals, the project's chart and the log's unfolded count
 
 local s = rcall('HMGET', meta, SET.domains, SET.auto_block_ttl, SET.queues)
-local groups = queue_groups(s[3])
+local groups   -- the queue groups, parsed when an item is looked for in the queues (rare)
 local domains, ndomains = {}, 0
 for d in string.gmatch(s[1] or '', '[^,]+') do
   if not domains[d] then ndomains = ndomains + 1 end
@@ -169,23 +170,40 @@ local state, claim_of = locate(all)
 local function chart_point(key, value)
   local last = rcall('LINDEX', key, -1)
   local point = minute .. ' ' .. value
-  if last and string.match(last, '^(%d+)') == tostring(minute) then
+  if last and string.match(last, '^(%d+)') == minute then
     rcall('LSET', key, -1, point)
   else
     rcall('RPUSH', key, point)
   end
 end
 
--- The claim records read, decoded once each: the items of one claim request share theirs
--- (all but its count `n`), so a done of a batch decodes it once, not once per item.
--- raw record -> { claim = decoded, t = claim time, lines = its timeline lines and `done` }.
+-- What a done needs of claim record `raw`: its downloader, its claim time (ms, as text) and
+-- its timeline line (nil for an empty record). A record as claim.lua writes it is read with
+-- one match (no table, no number parsed but the time): in its JSON, a quote inside a text is
+-- always escaped, so `","v":"` can only be where the user agent ends. Any other record (an
+-- older layout, a name or version with an escape) is decoded whole.
+local function claim_fields(raw)
+  if raw then
+    local d, t, v = string.match(raw, '^{"d":"([^"\\]*)","ip":"[^"\\]*","t":(%d+),"ua":".-","v":"([^"\\]*)"')
+    if d then
+      local what = string.sub(raw, -7) == ',"r":1}' and 'reclaimed' or 'claimed'
+      return d, t, timeline_line(tonumber(t), what, d, v)
+    end
+  end
+  local claim = decode_claim(raw)
+  return claim.d, string.format('%d', tonumber(claim.t) or 0), claim_line(claim)
+end
+
+-- The claim records read, each once: the items of one claim request share theirs (all but its
+-- count `n`), so a done of a batch reads it once, not once per item.
+-- raw record -> { d = downloader, t = claim time (ms, as text), lines = its timeline lines and `done` }.
 local claims_seen = {}
 local function claim_info(raw, done_line)
   local key = raw or ''
   local c = claims_seen[key]
   if not c then
-    local claim = decode_claim(raw)
-    c = { claim = claim, t = tonumber(claim.t) or 0, line = claim_line(claim) }
+    local d, t, line = claim_fields(raw)
+    c = { d = d, t = t, line = line }
     claims_seen[key] = c
   end
   if c.done ~= done_line then
@@ -250,6 +268,7 @@ local function check_report(rep)
   if blocked_now[rep.ip] then return { err = 'blocked' } end
   for _, item in ipairs(rep.items) do
     if not state[item] then
+      groups = groups or queue_groups(s[3])
       state[item] = find_in_queues(prefix, groups, item, rep.who)
       if state[item] then queued[item] = true end
     end
@@ -294,7 +313,7 @@ local function block_reporter(rep)
   end
 end
 
--- The report's completion log entry; `fresh` its newly done items, claimed at `claimed_at`.
+-- The report's completion log entry; `fresh` its newly done items, claimed at `claimed_at` (ms, as text).
 -- A log that has no fold cursor yet (a project from before the fold) gets one first: every
 -- entry before this one was counted where it was made.
 local function log_report(rep, fresh, claimed_at)
@@ -311,8 +330,8 @@ local function log_report(rep, fresh, claimed_at)
     folded = last and last[1] or '0-0'
     rcall('HSET', stats, 'folded', folded)
   end
-  local id = rcall('XADD', log, '*', 't', now, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
-    'items', cjson.encode(fresh), 'claimed', cjson.encode(claimed_at), 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
+  local id = rcall('XADD', log, '*', 't', now_text, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
+    'items', cjson.encode(fresh), 'claimed', '[' .. table.concat(claimed_at, ',') .. ']', 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
     'id', rep.id)
   -- The first entry whose per-minute counters are the fold's (a done script from before
   -- counted them itself): the fold counts this one and those after it.
@@ -324,7 +343,7 @@ local function log_report(rep, fresh, claimed_at)
 end
 
 -- A report recorded: each of its items not done yet leaves where it is for `done` (counted
--- once), the others are duplicates.
+-- once), the others are duplicates. Returns how many were counted, and how many were duplicates.
 local function complete_report(rep)
   local fresh, claimed_at, dups = {}, {}, 0
   local done_line = timeline_line(now, 'done', rep.who, rep.version)
@@ -333,11 +352,11 @@ local function complete_report(rep)
     if w == 'done' then
       dups = dups + 1
     else
-      local t0, lines = 0, done_line
+      local t0, lines = '0', done_line
       if w == 'out' then
         local c = claim_info(claim_of[item], done_line)
         lines, t0 = c.lines, c.t
-        if c.claim.d then w_dl[c.claim.d] = (w_dl[c.claim.d] or 0) - 1 end
+        if c.d then w_dl[c.d] = (w_dl[c.d] or 0) - 1 end
         w_out[#w_out + 1] = item
       elseif w == 'failed' then
         w_failed[#w_failed + 1] = item
@@ -356,7 +375,7 @@ local function complete_report(rep)
   end
   if #fresh > 0 then log_report(rep, fresh, claimed_at) end
   if dups > 0 then stat(prefix, now, ST.duplicate_dones, dups) end
-  return { counted = #fresh, duplicates = dups }
+  return #fresh, dups
 end
 
 -- The batch's moves: out of claimed, failed and the queues, into done, with timelines.
@@ -383,14 +402,19 @@ local function write_figures()
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end
 
--- The main line: each report decided in order, then the batch's writes.
+-- The main line: each report decided in order, then the batch's writes. The answer's JSON is
+-- joined here (a refusal's by cjson): cjson writes numbers with C's float formatting.
 local result = {}
 for r, rep in ipairs(reps) do
   local refusal = check_report(rep)
   if refusal and refusal.err == 'domain_mismatch' then block_reporter(rep) end
-  result[r] = refusal or complete_report(rep)
+  if refusal then
+    result[r] = cjson.encode(refusal)
+  else
+    result[r] = string.format('{"counted":%d,"duplicates":%d}', complete_report(rep))
+  end
 end
 write_moves()
 if logged > 0 then write_figures() end
 flush_stats(prefix, now)
-return cjson.encode(result)
+return '[' .. table.concat(result, ',') .. ']'
