@@ -144,24 +144,13 @@ local function bulk_read(cmd, key, list)
   return all
 end
 
--- Adds `deltas[field]` to each integer field of hash `key` (as HINCRBY would, zero deltas
--- skipped): for more than two fields, in two calls for all (HMGET, HSET) instead of a call each.
+-- Adds `deltas[field]` to each integer field of hash `key`, zero deltas skipped: a HINCRBY
+-- each, which costs Redis less than one HMGET and one HSET of them all (callgrind, 8 and 64
+-- fields, in a list or a table of a hash: ~6,500 against ~10,000 instructions a field).
 local function hincr_many(key, deltas)
-  local fields = {}
   for field, n in pairs(deltas) do
-    if n ~= 0 then fields[#fields + 1] = field end
+    if n ~= 0 then rcall('HINCRBY', key, field, string.format('%d', n)) end
   end
-  if #fields <= 2 then
-    for _, field in ipairs(fields) do rcall('HINCRBY', key, field, string.format('%d', deltas[field])) end
-    return
-  end
-  local old = bulk_read('HMGET', key, fields)
-  local writes = {}
-  for i, field in ipairs(fields) do
-    writes[#writes + 1] = field
-    writes[#writes + 1] = string.format('%d', (tonumber(old[i]) or 0) + deltas[field])
-  end
-  bulk('HSET', key, writes)
 end
 
 -- One timeline line: "time event who version".
