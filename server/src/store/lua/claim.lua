@@ -177,7 +177,7 @@ local function admit(r, q)
         if dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
         -- The claim record {d, ip, t, ua, v, p, n} of this request's items, all but `n` built once.
-        q.record = '{"d":' .. cjson.encode(q.d) .. ',"ip":' .. cjson.encode(q.ip) .. ',"t":' .. string.format('%d', now)
+        q.record = '{"d":' .. cjson.encode(q.d) .. ',"ip":' .. cjson.encode(q.ip) .. ',"t":' .. now_text
           .. ',"ua":' .. cjson.encode(q.ua) .. ',"v":' .. cjson.encode(q.v)
           .. (q.p ~= '' and (',"p":' .. cjson.encode(q.p)) or '') .. ',"n":'
         q.records = {}   -- whole records by claim count (negative: reclaimed), built once each

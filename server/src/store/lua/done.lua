@@ -187,7 +187,7 @@ local function claim_fields(raw)
     local d, t, v = string.match(raw, '^{"d":"([^"\\]*)","ip":"[^"\\]*","t":(%d+),"ua":".-","v":"([^"\\]*)"')
     if d then
       local what = string.sub(raw, -7) == ',"r":1}' and 'reclaimed' or 'claimed'
-      return d, t, timeline_line(tonumber(t), what, d, v)
+      return d, t, timeline_line(t, what, d, v)
     end
   end
   local claim = decode_claim(raw)
@@ -346,7 +346,7 @@ end
 -- once), the others are duplicates. Returns how many were counted, and how many were duplicates.
 local function complete_report(rep)
   local fresh, claimed_at, dups = {}, {}, 0
-  local done_line = timeline_line(now, 'done', rep.who, rep.version)
+  local done_line = timeline_line(now_text, 'done', rep.who, rep.version)
   for _, item in ipairs(rep.items) do
     local w = state[item]
     if w == 'done' then
