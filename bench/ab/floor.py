@@ -249,6 +249,8 @@ for (what, n), v in sorted(runs.items()):
         print(f'{what:7}, batch {n:3}: claim {c:5.1f} µs/pair, done {d:5.1f} µs/pair, sum {c + d:5.1f}')
 for k, tracker in enumerate(TRACKERS):
     print(f'ours{k} = {tracker}' if len(TRACKERS) > 1 else f'tracker = {tracker}')
-print(f'# command: RS={",".join(map(str, RS))} ROUNDS={ROUNDS} N={N} python3 bench/ab/floor.py')
+shown = [f'{k}={os.environ[k]!r}' if ' ' in os.environ[k] else f'{k}={os.environ[k]}'
+         for k in ('REDIS_ARGS', 'INSTR', 'FLOOR', 'CUT', 'QUEUE', 'TRACKER') if k in os.environ and k != 'REDIS_WRAP']
+print(f'# command: {" ".join(shown)} RS={",".join(map(str, RS))} ROUNDS={ROUNDS} N={N} python3 bench/ab/floor.py')
 proc.terminate()   # SIGTERM: Redis shuts down, and a REDIS_WRAP profiler writes its figures
 proc.wait()
