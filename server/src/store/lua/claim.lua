@@ -4,10 +4,10 @@
   claim order: the downloader's own queue; reclaims when the claims limit is reached; the
   queue groups of meta `queues` (todo, todo:backfeed (+ shards), todo:secondary, todo:redo,
   each with its pattern-limited parts `Q#name`); reclaims of claims older than TTL x claims.
-  Within a queue part, items go lowest score first (ZPOPMIN): in FIFO projects the scores are
-  the order of arrival, in the others a shuffle drawn when the item was queued (see _lib
-  queue_scorer), which makes random order one call per batch. Projects created before queues
-  were scored so (meta `shuffled` unset) draw at random from the part instead.
+  Within a queue part, items go lowest score first (ZRANGE + ZREMRANGEBYRANK): in FIFO projects
+  the scores are the order of arrival, in the others a shuffle drawn when the item was queued
+  (see _lib queue_scorer), which makes random order one call per batch. Projects created before
+  queues were scored so (meta `shuffled` unset) draw at random from the part instead.
   Items claimed more than `max_attempts` times move to `failed` instead of being handed out.
 
   Score decay (meta `decay_factor` above 0), an alternative or a companion to `max_attempts`:
