@@ -52,5 +52,6 @@ mod api {
     mod search;
     mod start;
     mod takeover;
+    mod timelines;
     mod warrior;
 }
