@@ -34,6 +34,13 @@ def private_redis():
             time.sleep(0.05)
 
 
+def instructions(pid):
+    """The instructions a Redis run under valgrind's callgrind (`REDIS_WRAP`) has executed so
+    far: callgrind's Ir, summed over its threads."""
+    text = subprocess.run(['callgrind_control', '-e', 'Ir', str(pid)], capture_output=True, text=True).stdout
+    return sum(int(line.split()[2].replace(',', '')) for line in text.splitlines() if line.strip().startswith('Th '))
+
+
 def tracker_project(tracker, env, data_dir, slug, n):
     """Project `slug` made with `tracker project create`, its `n` items `SLUG-I` queued with
     `tracker items add` (env: the tracker's REDIS_URL)."""

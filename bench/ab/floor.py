@@ -30,7 +30,7 @@ per pair of the real scripts, `BENCH_COMMANDSTATS=1 target/release/bench --phase
 job (`bench --phases bullmq`).
 """
 import json, os, statistics, subprocess, threading, time, urllib.request
-from common import ROOT, private_redis, tracker_project
+from common import ROOT, private_redis, tracker_project, instructions as redis_instructions
 
 RS = [int(x) for x in os.environ.get('RS', '4,32').split(',')]
 ROUNDS = int(os.environ.get('ROUNDS', '3'))
@@ -192,11 +192,7 @@ claim_sha, done_sha = r.script_load(CLAIM), r.script_load(DONE)
 keys = lambda slug: [f'f:{{{slug}}}:{k}' for k in ('todo', 'out', 'claims', 'done', 'timeline', 'log')]
 usec = lambda: r.info('commandstats').get('cmdstat_evalsha', {}).get('usec', 0)
 
-
-def instructions():
-    """Redis's instructions so far (callgrind's Ir, summed over its threads)."""
-    text = subprocess.run(['callgrind_control', '-e', 'Ir', str(proc.pid)], capture_output=True, text=True).stdout
-    return sum(int(line.split()[2].replace(',', '')) for line in text.splitlines() if line.strip().startswith('Th '))
+instructions = lambda: redis_instructions(proc.pid)
 
 
 if INSTR:

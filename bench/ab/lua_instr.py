@@ -10,9 +10,9 @@ hash table). ARGV[1..12] are `a0`..`a11`. Each script runs 300 times; an empty s
 0`) costs about 25,000 instructions a call, the price of EVALSHA itself. Env N (300).
 Example line: `hincr8:dl|for i = 1, 8 do redis.call('HINCRBY', KEYS[1], 'downloader' .. i, '1') end return 0`
 """
-import os, subprocess, sys
+import os, sys
 os.environ.setdefault('REDIS_WRAP', 'valgrind --tool=callgrind --callgrind-out-file=/dev/null')
-from common import private_redis
+from common import instructions, private_redis
 
 META = {'title': 'mtest', 'shuffled': '1', 'banner': '', 'domains': 'data', 'state': 'active',
         'max_attempts': '0', 'fifo': '0', 'done_policy': 'keep', 'backfeed_key': '', 'extra': '{}',
@@ -31,12 +31,6 @@ r.hset('dl', mapping={f'downloader{i}': str(i) for i in range(32)})
 r.hset('big', mapping={f'downloader{i}': str(i) for i in range(300)})
 
 
-def instructions():
-    """Redis's instructions so far (callgrind's Ir, summed over its threads)."""
-    text = subprocess.run(['callgrind_control', '-e', 'Ir', str(proc.pid)], capture_output=True, text=True).stdout
-    return sum(int(line.split()[2].replace(',', '')) for line in text.splitlines() if line.strip().startswith('Th '))
-
-
 try:
     for line in open(sys.argv[1]).read().splitlines():
         if '|' not in line:
@@ -46,10 +40,10 @@ try:
         sha = r.script_load(code)
         args = [key] + [f'a{i}' for i in range(12)]
         r.evalsha(sha, 1, *args)
-        before = instructions()
+        before = instructions(proc.pid)
         for _ in range(N):
             r.evalsha(sha, 1, *args)
-        print(f'{name:24} {(instructions() - before) / N:10,.0f} instructions per call')
+        print(f'{name:24} {(instructions(proc.pid) - before) / N:10,.0f} instructions per call')
 finally:
     proc.terminate()   # SIGTERM: Redis (and callgrind) stop
     proc.wait()

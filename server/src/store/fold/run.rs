@@ -199,8 +199,9 @@ impl Sum {
 pub(super) const RUN_EVENT_BYTES: usize = 4 << 20;
 
 /// The run that starts `page` (log entries after the last folded, oldest first): the entries
-/// of the first one's minute, up to [`RUN_EVENT_BYTES`] of events. Its per-minute done counters are of the entries from
-/// `counts_from` on (the done scripts before it counted their own; none without it).
+/// of the first one's minute, up to [`RUN_EVENT_BYTES`] of events. Its per-minute done
+/// counters are of the entries from `counts_from` on (the done scripts before it counted their
+/// own; none without it).
 pub(super) fn read_run(
     page: Vec<(String, Vec<(String, String)>)>,
     counts_from: Option<(u64, u64)>,
