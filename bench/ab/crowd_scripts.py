@@ -66,8 +66,9 @@ for e in log:
     cmd = e['command'].split()
     if cmd[0].upper() == b'XADD':
         reports += 1
-    elif cmd[0].upper() == b'EVALSHA':
-        a = by_sha[(cmd[1][:8].decode(), cmd[3][:30].decode(errors='replace') if len(cmd) > 3 else '')]
+    elif cmd[0].upper() in (b'EVALSHA', b'FCALL'):
+        # FCALL names the script's function (`claim_<hash>`); EVALSHA a SHA.
+        a = by_sha[(cmd[1][:14].decode(), cmd[3][:30].decode(errors='replace') if len(cmd) > 3 else '')]
         a[0] += 1
         a[1] += e['duration']
 print(f'# {SECS:.0f} s, {reports} reports (XADD), redis {"on core 1 alone" if PIN else "not pinned"}')

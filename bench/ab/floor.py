@@ -5,10 +5,11 @@ remove it, add the item to `done`, write its timeline, log the report), at given
 Usage: pip install redis; python3 bench/ab/floor.py   Env: RS (batch sizes, "4,32"), ROUNDS (3),
 N (pairs per round and batch size, 15000), TRACKER (the binaries whose own claim.lua and done.lua
 are measured beside the floor, comma-separated, default target/release/tracker: two builds'
-scripts compared in one run, rounds interleaved; an entry may also be a directory holding
-composed `claim.lua` and `done.lua`, as `target/release/tracker script claim` prints them, which
-are loaded and called with the keys of the first binary: a change to a script measured without
-a build). FLOOR=0 leaves the minimal scripts out (only the tracker's own are called).
+scripts compared in one run, rounds interleaved; an entry may also be a directory holding the
+library as `target/release/tracker script library` prints it, `library.lua` (loaded with FUNCTION
+LOAD, its claim and done functions called with FCALL), or else composed `claim.lua` and
+`done.lua` for EVAL, as `target/release/tracker script claim` prints them; either is called with
+the keys of the first binary: a change to a script measured without a build). FLOOR=0 leaves the minimal scripts out (only the tracker's own are called).
 
 INSTR=1 counts instructions instead of time: Redis runs under valgrind's callgrind, and each
 figure is the instructions Redis executed per pair over the round's calls (`callgrind_control
@@ -20,16 +21,16 @@ the tracker's own scripts when more than the N served (a big queue, few pairs).
 A private redis-server pinned to core 1 (this process to core 0). Two minimal scripts, called as
 the tracker calls its own: R claims of one item in one call, then one done call reporting them
 (one log entry per report, as done.lua writes). Time is Redis's own (INFO commandstats, EVALSHA
-usec), so the client's cost does not count; medians of ROUNDS rounds. Beside them, the tracker's own
+and FCALL usec), so the client's cost does not count; medians of ROUNDS rounds. Beside them, the tracker's own
 claim.lua and done.lua, in the same harness: a tracker started on the same Redis claims and
-completes one item over HTTP, which loads its composed scripts; their SHAs and keys are read off
-MONITOR, and the harness calls them by SHA with the tracker's argument layout (the fold, which
+completes one item over HTTP, which loads its library; its functions' names and keys are read off
+MONITOR, and the harness calls them with the tracker's argument layout (the fold, which
 runs about once per 2,000 reports, is not in these figures). Compare also with the Redis time
 per pair of the real scripts, `BENCH_COMMANDSTATS=1 target/release/bench --phases pairs,crowd`
-(evalsha per pair; 32 warriors give about 4 reports a call, 256 about 28), and with BullMQ's per
+(fcall per pair; 32 warriors give about 4 reports a call, 256 about 28), and with BullMQ's per
 job (`bench --phases bullmq`).
 """
-import json, os, statistics, subprocess, threading, time, urllib.request
+import json, os, re, statistics, subprocess, threading, time, urllib.request
 from common import ROOT, private_redis, tracker_project, instructions as redis_instructions
 
 RS = [int(x) for x in os.environ.get('RS', '4,32').split(',')]
@@ -104,6 +105,11 @@ def post(path, body):
         return resp.read().decode()
 
 
+def monitors():
+    """The clients in MONITOR mode (flag O)."""
+    return [c for c in r.client_list() if 'O' in c.get('flags', '')]
+
+
 def probe(tracker, slug):
     """The SHAs and keys of `tracker`'s claim and done scripts: one claim and one done over HTTP,
     seen by MONITOR."""
@@ -133,25 +139,42 @@ def probe(tracker, slug):
     time.sleep(0.5)
     server.kill()
     server.wait()
-    # MONITOR slows every command down: closed before anything is timed.
+    # MONITOR slows every command down (Redis formats each one for it): closed, and gone from
+    # Redis, before anything is timed or counted. A slow Redis (under valgrind) may keep it.
     conn.connection.disconnect()
+    deadline = time.time() + 30
+    while monitors():
+        for c in monitors():
+            r.client_kill_filter(_id=c['id'])
+        assert time.time() < deadline, 'a MONITOR client stays attached'
+        time.sleep(0.05)
     real = {}
     for line in seen:
         parts = line.split(' ')
-        if parts[0].upper() == 'EVALSHA' and slug in line:
+        if parts[0].upper() in ('EVALSHA', 'FCALL') and slug in line:
             nkeys = int(parts[2])
             keys = parts[3:3 + nkeys]
             # The fold has 14 keys too; done's first is the project's `meta`, the fold's `stats`.
             name = 'claim' if nkeys == 12 else 'done' if nkeys == 14 and keys[0].endswith(':meta') else None
             if name:
-                real[name] = (parts[1], [k.replace(slug, '{slug}') for k in keys])
+                called = parts[1] if parts[0].upper() == 'EVALSHA' else 'fcall:' + parts[1]
+                real[name] = (called, [k.replace(slug, '{slug}') for k in keys])
     assert set(real) == {'claim', 'done'}, seen
     return real
 
 
 def lab(directory, like):
-    """Composed claim.lua and done.lua from `directory`, called as `like` calls its own."""
+    """The library, or composed claim.lua and done.lua, from `directory`, called as `like` calls
+    its own."""
     real = {}
+    library = os.path.join(directory, 'library.lua')
+    if os.path.exists(library):
+        text = open(library).read()
+        r.function_load(text, replace=True)
+        for name in ('claim', 'done'):
+            function = re.search(rf"function_name = '({name}_[0-9a-f]+)'", text).group(1)
+            real[name] = ('fcall:' + function, like[name][1])
+        return real
     for name in ('claim', 'done'):
         with open(os.path.join(directory, f'{name}.lua')) as f:
             real[name] = (r.script_load(f.read()), like[name][1])
@@ -165,6 +188,13 @@ binary = TRACKERS[0]
 r2 = __import__('redis').Redis(unix_socket_path=sock)
 
 
+def call(called, ks, args):
+    """One call of a script: `fcall:FUNCTION`, or a SHA for EVALSHA."""
+    if called.startswith('fcall:'):
+        return r2.fcall(called[len('fcall:'):], len(ks), *ks, *args)
+    return r2.evalsha(called, len(ks), *ks, *args)
+
+
 def real_pair(real, slug, n):
     """R claims of one item for R downloaders in one call, then one done call reporting them."""
     sha, keys = real['claim']
@@ -175,7 +205,7 @@ def real_pair(real, slug, n):
     for i in range(n):
         args += [f'dl{i}', f'10.0.0.{i % 200}', 'ArchiveTeam Warrior/1.2', '20240101.01', 1, '1', '0', '', '', '0']
     u0 = usec()
-    got = [g for g in json.loads(r2.evalsha(sha, len(ks), *ks, *args)) if isinstance(g, list)]
+    got = [g for g in json.loads(call(sha, ks, args)) if isinstance(g, list)]
     u1 = usec()
     sha, keys = real['done']
     ks = [k.replace('{slug}', slug) for k in keys]
@@ -183,14 +213,14 @@ def real_pair(real, slug, n):
     for i, items in enumerate(got):
         args += [f'dl{i}', '20240101.01', 'ArchiveTeam Warrior/1.2', f'10.0.0.{i % 200}', 'null', '', 1, 'data',
                  '1234', len(items)] + items
-    res = json.loads(r2.evalsha(sha, len(ks), *ks, *args))
+    res = json.loads(call(sha, ks, args))
     u2 = usec()
     assert CUT or all(x.get('counted') == len(g) for x, g in zip(res, got)), res[:3]
     return u1 - u0, u2 - u1, sum(map(len, got))
 
 claim_sha, done_sha = r.script_load(CLAIM), r.script_load(DONE)
 keys = lambda slug: [f'f:{{{slug}}}:{k}' for k in ('todo', 'out', 'claims', 'done', 'timeline', 'log')]
-usec = lambda: r.info('commandstats').get('cmdstat_evalsha', {}).get('usec', 0)
+usec = lambda: sum(r.info('commandstats').get(f'cmdstat_{c}', {}).get('usec', 0) for c in ('evalsha', 'fcall'))
 
 instructions = lambda: redis_instructions(proc.pid)
 

@@ -53,11 +53,12 @@ pub enum Command {
         #[arg(default_value = "target/site/pkg")]
         dir: std::path::PathBuf,
     },
-    /// Print a Lua script as Redis runs it (prelude and helpers included; for reading a Redis
-    /// error's line number, or measuring a change to it). Needs no Redis.
+    /// Print the Redis Functions library the tracker runs (`library`: for reading a Redis
+    /// error's line number), or one Lua script alone for `EVAL`, prelude and helpers included
+    /// (for measuring a change to it). Needs no Redis.
     #[command(hide = true)]
     Script {
-        /// The script's name (`claim`, `done`, ...).
+        /// `library`, or a script's name (`claim`, `done`, ...).
         name: String,
     },
     /// Manage projects.

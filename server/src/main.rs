@@ -54,6 +54,10 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(Command::Script { name }) = &args.command {
         let scripts = server::store::scripts::Scripts::new();
+        if name == "library" {
+            print!("{}", scripts.library.text);
+            return Ok(());
+        }
         let script = scripts.all().into_iter().find(|s| s.name == name);
         let script = script.ok_or_else(|| format!("no script named {name:?}"))?;
         print!("{}", script.composed());

@@ -3,7 +3,7 @@
 //!
 //! | module | what it is for |
 //! |---|---|
-//! | [`scripts`] | the Lua scripts (`lua/`), their shared helpers, typed replies, NOSCRIPT reload |
+//! | [`scripts`] | the Lua scripts (`lua/`) as one Redis Functions library, their shared helpers, typed replies, reload |
 //! | `add` | adding to queues: known items skipped (Redis and disk), waiting for the offloader past a queue's mark |
 //! | `items` | claiming, reporting done, releasing |
 //! | `item_status` | where an item is: state, claim, decay score, timeline |

@@ -1,29 +1,39 @@
-//! The Lua scripts, embedded at build time and run by SHA with a reload on `NOSCRIPT`.
+//! The Lua scripts, embedded at build time: the functions of one Redis Functions library,
+//! loaded again when Redis lacks it.
 //!
 //! Each script is one atomic operation (`lua/<name>.lua`); it is only called through the typed
 //! wrappers in the sibling modules, which go through [`Scripts::run`] (a scalar reply) or
 //! [`Scripts::call`] (a JSON reply).
 //!
-//! Each opens with a shebang line (Redis 7) declaring how it treats a full Redis (used memory
-//! past `maxmemory`): `#!lua` scripts write, and Redis refuses them before they start, so a
-//! script is never stopped halfway (without the line, Redis would refuse only the first
-//! command that adds data, and only if nothing was written before it); `flags=no-writes`
-//! scripts only read and run anyway; `flags=allow-oom` runs anyway too, for a script that only
-//! shrinks data. Every script checks everything before its first write.
+//! Each opens with a shebang line declaring how it treats a full Redis (used memory past
+//! `maxmemory`): `#!lua` scripts write, and Redis refuses them before they start, so a script
+//! is never stopped halfway (without it, Redis would refuse only the first command that adds
+//! data, and only if nothing was written before it); `flags=no-writes` scripts only read and
+//! run anyway; `flags=allow-oom` runs anyway too, for a script that only shrinks data. The
+//! library gives each function the same flags. Every script checks everything before its
+//! first write.
 //!
 //! # What runs
 //!
-//! A script runs as its shebang line, then [`prelude`] (the names Lua shares with Rust,
-//! generated from [`crate::keys`]: the queue names `Q.todo`, `Q.backfeed`, `Q.secondary`,
-//! `Q.redo`, the personal queue prefix `Q.personal`, `DEFAULT_QUEUES`, and the per-minute
-//! counter codes `ST.<name>` of [`crate::keys::Counter`], the derived key stems `K.<name>`, and
-//! from the settings codec the `meta` hash's field names `SET.<name>` and the settings'
-//! defaults `SET_DEFAULT.<name>`; each table cut to the entries the script and `_lib.lua` name,
-//! [`prelude_for`], since Redis builds them at every call), then [`LIB`] (`lua/_lib.lua`, the
-//! shared helpers), then the rest of its file. The header lines before the file's second line
-//! are [`header_lines`]; Redis's error line numbers (`user_script:N`) are those of the composed
-//! source, and [`Scripts::run`] adds the file's own line (`claim.lua:N`) to such an error.
-//! Each script's header lists the prelude names and helpers it uses (`Uses:`), checked by a test.
+//! One library, [`Library`] (`FUNCTION LOAD`, called with `FCALL`): its shebang line
+//! `#!lua name=tracker_<hash>`, then [`prelude`] (the names Lua shares with Rust, generated
+//! from [`crate::keys`]: the queue names `Q.todo`, `Q.backfeed`, `Q.secondary`, `Q.redo`, the
+//! personal queue prefix `Q.personal`, `DEFAULT_QUEUES`, and the per-minute counter codes
+//! `ST.<name>` of [`crate::keys::Counter`], the derived key stems `K.<name>`, and from the
+//! settings codec the `meta` hash's field names `SET.<name>` and the settings' defaults
+//! `SET_DEFAULT.<name>`), then [`LIB`] (`lua/_lib.lua`, the shared helpers), then one function
+//! per script, `<name>_<hash>`, whose body is the rest of its file and which first calls
+//! `begin()` (the call's own state). Redis builds the prelude's tables and the helpers once, when
+//! the library loads, not at every call. The hash is the library's own, so processes of two
+//! versions use their own functions side by side. A Redis that lacks the library (restarted
+//! without its data, `FUNCTION FLUSH`) answers "Function not found": the call loads it (on every
+//! master of a cluster) and runs again. Redis's error lines (`user_function:N`) are the
+//! library's; [`Scripts::run`] adds the file's own line (`claim.lua:N`) to such an error.
+//!
+//! `tracker script NAME` prints one script alone, for `EVAL` (the lab's tools): its shebang,
+//! [`prelude_for`] (the tables cut to the entries it names), [`LIB`], `begin()` and the rest of
+//! its file ([`header_lines`] before its second line). Each script's header lists the prelude
+//! names and helpers it uses (`Uses:`), checked by a test.
 //!
 //! # Replies
 //!
@@ -77,7 +87,7 @@ pub use reply::{lua_count, lua_list, Accepted, Batch, Count, Refusal, Reply};
 use super::{StoreError, StoreResult};
 use crate::keys::{Counter, BACKFEED, PERSONAL, QUEUES, REDO, SECONDARY, TODO};
 use app::model::admin::{Kind, DERIVED_FIELDS, SETTING_FIELDS};
-use fred::{prelude::*, types::scripts::Script};
+use fred::{bytes_utils::Str, prelude::*};
 use serde::de::DeserializeOwned;
 
 /// One embedded script and the number of keys its header declares.
@@ -88,7 +98,10 @@ pub struct LuaScript {
     pub source: &'static str,
     /// How many `KEYS` it takes.
     pub num_keys: usize,
-    script: Script,
+    /// Its function in the library, `<name>_<hash>` (set by [`Scripts::new`]).
+    function: Str,
+    /// The script alone, for `EVAL`.
+    composed: String,
 }
 
 /// Helpers prepended to every script (`lua/_lib.lua`), after [`prelude`].
@@ -138,9 +151,9 @@ pub fn prelude() -> String {
     render_prelude(|_, _| true)
 }
 
-/// The prelude of one script (`source`): each table with only the entries the script or
-/// [`LIB`] names (`Q.todo`, `SET.rate`), since Redis builds the tables at every call (a table
-/// of 30 entries costs about 1 µs a call). One line per table whatever it holds, so every
+/// The prelude of one script (`source`) run alone with `EVAL`: each table with only the entries
+/// the script or [`LIB`] names (`Q.todo`, `SET.rate`), since `EVAL` builds the tables at every
+/// call (a table of 30 entries costs about 1 µs a call). One line per table whatever it holds, so every
 /// script's header has the same number of lines ([`header_lines`]).
 pub fn prelude_for(source: &str) -> String {
     render_prelude(|table, name| names(LIB, table, name) || names(source, table, name))
@@ -209,19 +222,86 @@ fn header() -> String {
     compose_header(&prelude())
 }
 
-/// `prelude` and [`LIB`], as they are inserted into a script; whole lines.
+/// `prelude`, [`LIB`] and the call's start, as they are inserted into a script run alone with
+/// `EVAL`; whole lines.
 fn compose_header(prelude: &str) -> String {
     let mut header = format!("{prelude}{LIB}");
     if !header.ends_with('\n') {
         header.push('\n');
     }
+    header.push_str("begin()\n");
     header
 }
 
-/// How many lines the prelude and [`LIB`] take (the same for every script): line `N` of a
-/// script file (the shebang being line 1) is line `header_lines() + N` of what Redis runs.
+/// How many lines the prelude, [`LIB`] and `begin()` take (the same for every script): line
+/// `N` of a script file (the shebang being line 1) is line `header_lines() + N` of the script
+/// alone.
 pub fn header_lines() -> usize {
     header().lines().count()
+}
+
+/// The Redis Functions library of every script (see the module's doc).
+pub struct Library {
+    /// Its source, for `FUNCTION LOAD`.
+    pub text: Str,
+    /// Its name, `tracker_<hash>`.
+    pub name: String,
+    /// Each script's name and the library line of its function's first line, which is its
+    /// file's first line.
+    starts: Vec<(&'static str, usize)>,
+}
+
+impl Library {
+    /// The library of `scripts`, each given the name of its function.
+    fn new(scripts: &mut [&mut LuaScript]) -> Self {
+        let mut all = format!("{}{LIB}", prelude());
+        for s in scripts.iter() {
+            all.push_str(s.source);
+        }
+        let hash = &fred::util::sha1_hash(&all)[..12];
+        let name = format!("tracker_{hash}");
+        let mut text = format!("#!lua name={name}\n{}", compose_header(&prelude()));
+        text.truncate(text.len() - "begin()\n".len());
+        let mut starts = Vec::new();
+        for s in scripts.iter_mut() {
+            s.function = format!("{}_{hash}", s.name).into();
+            let (shebang, body) = s.source.split_once('\n').unwrap_or((s.source, ""));
+            let flags = shebang
+                .strip_prefix("#!lua")
+                .and_then(|rest| rest.trim().strip_prefix("flags="))
+                .map(|f| f.split(',').map(|f| format!("'{f}'")).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .join(", ");
+            starts.push((s.name, text.lines().count() + 1));
+            text.push_str(&format!(
+                "redis.register_function{{ function_name = '{}', flags = {{ {flags} }}, \
+                 callback = function(KEYS, ARGV) begin()\n{body}",
+                s.function
+            ));
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str("end }\n");
+        }
+        Self {
+            text: text.into(),
+            name,
+            starts,
+        }
+    }
+
+    /// `detail` (a Redis error) with the script file and line of its first `user_function:N`
+    /// added, e.g. `... (claim.lua:12)`.
+    fn locate(&self, detail: &str) -> Option<String> {
+        let at = detail.find("user_function:")? + "user_function:".len();
+        let digits: String = detail[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let line: usize = digits.parse().ok()?;
+        let (name, start) = self.starts.iter().rev().find(|(_, start)| *start <= line)?;
+        Some(format!("{detail} ({name}.lua:{})", line - start + 1))
+    }
 }
 
 macro_rules! lua {
@@ -236,13 +316,20 @@ impl LuaScript {
             name,
             source,
             num_keys,
-            script: Script::from_lua(compose(&compose_header(&prelude_for(source)), source)),
+            function: Str::default(),
+            composed: compose(&compose_header(&prelude_for(source)), source),
         }
     }
 
-    /// What Redis runs: the source with the prelude and [`LIB`] inserted after its shebang.
+    /// The script alone, for `EVAL`: the source with the prelude, [`LIB`] and `begin()`
+    /// inserted after its shebang.
     pub fn composed(&self) -> &str {
-        self.script.lua().map(|s| &**s).unwrap_or(self.source)
+        &self.composed
+    }
+
+    /// Its function in the library.
+    pub fn function(&self) -> &str {
+        &self.function
     }
 
     /// The script's shebang line (`#!lua`, `#!lua flags=no-writes`), if it has one.
@@ -259,19 +346,6 @@ fn compose(header: &str, source: &str) -> String {
         Some((shebang, body)) if shebang.starts_with("#!") => format!("{shebang}\n{header}{body}"),
         _ => format!("{header}{source}"),
     }
-}
-
-/// `detail` (a Redis error about script `name`) with the file line of its first
-/// `user_script:N` added, e.g. `... (claim.lua:12)`.
-fn locate(name: &str, header_lines: usize, detail: &str) -> Option<String> {
-    let at = detail.find("user_script:")? + "user_script:".len();
-    let digits: String = detail[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    let line: usize = digits.parse().ok()?;
-    let file_line = line.checked_sub(header_lines)?;
-    Some(format!("{detail} ({name}.lua:{file_line})"))
 }
 
 /// Every script of the store.
@@ -328,7 +402,8 @@ pub struct Scripts {
     pub tally: LuaScript,
     /// `lifetime.lua`
     pub lifetime: LuaScript,
-    header_lines: usize,
+    /// The library they are functions of.
+    pub library: Library,
 }
 
 impl Default for Scripts {
@@ -340,7 +415,7 @@ impl Default for Scripts {
 impl Scripts {
     /// Loads the embedded sources.
     pub fn new() -> Self {
-        Self {
+        let mut scripts = Self {
             add_items: lua!("add_items", 7),
             backfeed: lua!("backfeed", 8),
             claim: lua!("claim", 12),
@@ -368,8 +443,14 @@ impl Scripts {
             tally: lua!("tally", 1),
             calls: Default::default(),
             lifetime: lua!("lifetime", 1),
-            header_lines: header_lines(),
-        }
+            library: Library {
+                text: Str::default(),
+                name: String::new(),
+                starts: Vec::new(),
+            },
+        };
+        scripts.library = Library::new(&mut scripts.all_mut());
+        scripts
     }
 
     /// All scripts, for tests.
@@ -404,8 +485,40 @@ impl Scripts {
         ]
     }
 
-    /// Runs `script` with `keys` and `args` by SHA, loading it first if Redis lost it; for the
-    /// scripts that answer a scalar.
+    /// All scripts, to name their functions.
+    fn all_mut(&mut self) -> [&mut LuaScript; 26] {
+        [
+            &mut self.add_items,
+            &mut self.backfeed,
+            &mut self.claim,
+            &mut self.done,
+            &mut self.fold,
+            &mut self.fold_base,
+            &mut self.item_status,
+            &mut self.release,
+            &mut self.snapshot,
+            &mut self.release_items,
+            &mut self.move_items,
+            &mut self.shuffle,
+            &mut self.clear_queue,
+            &mut self.resolve_failed,
+            &mut self.recount,
+            &mut self.login_attempt,
+            &mut self.login_undo,
+            &mut self.rescue_attempt,
+            &mut self.fleet_flush,
+            &mut self.offload_commit,
+            &mut self.refill,
+            &mut self.retire_shards,
+            &mut self.places,
+            &mut self.import,
+            &mut self.tally,
+            &mut self.lifetime,
+        ]
+    }
+
+    /// Runs `script` with `keys` and `args` (`FCALL` of its function), loading the library
+    /// first if Redis lacks it; for the scripts that answer a scalar.
     pub async fn run<R: FromValue>(
         &self,
         client: &Client,
@@ -430,19 +543,39 @@ impl Scripts {
             });
         }
         let started = std::time::Instant::now();
-        let result: StoreResult<R> = script
-            .script
-            .evalsha_with_reload(client, keys, args)
-            .await
-            .map_err(
-                |e| match locate(script.name, self.header_lines, e.details()) {
-                    Some(detail) => fred::error::Error::new(e.kind().clone(), detail).into(),
-                    None => e.into(),
-                },
-            );
+        let result: StoreResult<R> = self.fcall(client, script, keys, args).await.map_err(|e| {
+            match self.library.locate(e.details()) {
+                Some(detail) => fred::error::Error::new(e.kind().clone(), detail).into(),
+                None => e.into(),
+            }
+        });
         let took = started.elapsed().as_secs_f64();
         self.calls.record(script.name, took, result.as_ref().err());
         result
+    }
+
+    /// `FCALL` of `script`'s function; where Redis lacks it, the library loaded (on every
+    /// master of a cluster; `REPLACE`, so processes loading it at once all succeed) and the call
+    /// made again.
+    async fn fcall<R: FromValue>(
+        &self,
+        client: &Client,
+        script: &LuaScript,
+        keys: Vec<String>,
+        args: Vec<Value>,
+    ) -> Result<R, fred::error::Error> {
+        match client
+            .fcall(script.function.clone(), keys.clone(), args.clone())
+            .await
+        {
+            Err(e) if e.details().contains("Function not found") => {
+                client
+                    .function_load_cluster::<Value, _>(true, self.library.text.clone())
+                    .await?;
+                client.fcall(script.function.clone(), keys, args).await
+            }
+            result => result,
+        }
     }
 
     /// [`Scripts::run`] for the scripts that answer JSON: their result `T`, or their refusal.

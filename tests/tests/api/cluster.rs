@@ -69,15 +69,15 @@ async fn warrior_calls_and_backfeed_on_every_master() {
     // Redis's own figures for /metrics are every master's added up: at least the claims and
     // dones above on each master, and no fewer than any one master counts.
     let cluster = Cluster::shared();
-    let evalshas_on = |port: u16| {
+    let fcalls_on = |port: u16| {
         let info = cli(port, &["INFO", "commandstats"]).unwrap_or_default();
         server::store::redis_info::parse_commandstats(&info)
             .into_iter()
-            .find(|(name, _)| name == "evalsha")
+            .find(|(name, _)| name == "fcall")
             .map_or(0, |(_, s)| s.calls)
     };
-    let per_master: Vec<u64> = cluster.masters().into_iter().map(evalshas_on).collect();
-    let summed = app.store.redis_commands().await.unwrap().commands["evalsha"].calls;
+    let per_master: Vec<u64> = cluster.masters().into_iter().map(fcalls_on).collect();
+    let summed = app.store.redis_commands().await.unwrap().commands["fcall"].calls;
     assert!(
         per_master.iter().filter(|&&n| n > 0).count() >= 2,
         "{per_master:?}"

@@ -1,26 +1,27 @@
-//! The Lua scripts survive a flushed script cache (reload on NOSCRIPT).
+//! The Lua scripts survive a Redis that lost their library (reload on "Function not found").
 
 use fred::prelude::*;
 use server::store::{now_ms, BackfeedRecord, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
 use tests::TestApp;
 
 #[tokio::test]
-async fn every_script_reloads_after_script_flush() {
-    let app = TestApp::start().await;
+async fn every_script_reloads_after_function_flush() {
+    // A Redis of its own: the flush deletes the functions of every test on the same Redis.
+    let app = TestApp::start_private().await;
     every_script(&app).await;
 }
 
-/// Empties the script cache of the app's Redis. Not on a cluster: the test cluster is shared by
-/// tests running at once, and a flush between another test's reload and its retry would fail
-/// that call (NOSCRIPT twice); there each master loads the scripts on first use anyway.
+/// Deletes the app's Redis's functions. Not on a cluster: the test cluster is shared by tests
+/// running at once, and a flush between another test's reload and its retry would fail that
+/// call ("Function not found" twice); there each master loads the library on first use anyway.
 async fn flush_scripts(app: &TestApp) {
     let client = app.store.client();
     if !client.is_clustered() {
-        client.script_flush(false).await.unwrap();
+        client.function_flush::<()>(false).await.unwrap();
     }
 }
 
-/// Calls every script through its wrapper, each after a flushed script cache (on one server), on
+/// Calls every script through its wrapper, each after its library was flushed (on one server), on
 /// project `p1` of `app`; also run on a cluster, where a script whose keys crossed slots would fail.
 pub(super) async fn every_script(app: &TestApp) {
     app.project("p1", &["a", "b"]).await;

@@ -2,7 +2,14 @@
 -- (store::scripts::prelude: the queue names Q, DEFAULT_QUEUES, the counter codes ST).
 -- Key names derived here all start with the project prefix (ARGV-supplied `t:{SLUG}:`),
 -- so they live in the project's cluster slot. A script's header lists the ones it uses.
-local rcall = redis.call
+
+-- State of one call. The scripts are functions of one library (store::scripts::Library),
+-- whose top-level locals live as long as the library: each function starts with begin(),
+-- which takes redis.call (absent while the library loads) and resets what a call fills.
+local rcall, clock, clock_ms, pending_stats
+local function begin()
+  rcall, clock, clock_ms, pending_stats = redis.call, nil, nil, {}
+end
 -- On the hot path, an integer goes to Redis or into a string as text made by
 -- string.format('%d', n) (or as the ARGV text it came from), not as a Lua number: Redis 7.0
 -- writes a number argument with "%.17g", Lua's `..` and tostring with "%.14g", and C's float
@@ -52,7 +59,8 @@ local function find_in_queues(prefix, groups, item, downloader)
 end
 
 -- Scores for `n` items joining a queue part: a function giving the i-th item's score. Queues
--- are served lowest score first (ZPOPMIN), and both orders score on one clock, milliseconds:
+-- are served lowest score first (ZRANGE + ZREMRANGEBYRANK), and both orders score on one
+-- clock, milliseconds:
 -- - FIFO: the next ticks at or after now (`qseq` holds the last one given), in arrival order;
 -- - random: now plus a uniform draw over a day, so items queued within a day of each other are
 --   served in random order (a bulk load is shuffled whole), and no item waits behind items
@@ -60,7 +68,6 @@ end
 -- A mode switch leaves waiting items their scores. A released item goes back with score 0,
 -- first in line in either mode.
 local DAY_MS = 86400000
-local clock, clock_ms = nil, nil
 -- The clock of queue scores: Redis's own time (TIME), in ms, read once per script call.
 local function queue_clock()
   if not clock then
@@ -102,9 +109,8 @@ local function count_known(stats, n)
   if n ~= 0 and rcall('HEXISTS', stats, 'known') == 1 then rcall('HINCRBY', stats, 'known', n) end
 end
 
--- Per-minute counters, buffered during a script and written once by flush_stats.
-local pending_stats = {}
-
+-- Per-minute counters (pending_stats, see begin), buffered during a script and written
+-- once by flush_stats.
 -- Adds 1 (or `by`) to the per-minute counter `field`, a code of ST (written by flush_stats).
 local function stat(prefix, now, field, by)
   pending_stats[field] = (pending_stats[field] or 0) + (by or 1)

@@ -15,7 +15,7 @@
   ARGV[2]  now (ms)
   ARGV[3]  the silence (ms): a downloader not heard from for longer is forgotten
   ARGV[4]  cap: the most downloaders remembered
-  ARGV[5]  JSON [[id, slug, record JSON, last call (ms), items done], ...]; an id is `SLUG:HEX`
+  ARGV[5]  JSON: arrays (id, slug, record JSON, last call (ms), items done); an id is `SLUG:HEX`
 
   Output: JSON {"stored":n,"dropped":n,"forgotten":n}.
   Events: none.

@@ -48,8 +48,40 @@ fn header_keys(source: &str) -> usize {
 }
 
 #[test]
-fn the_library_defines_rcall_for_every_script() {
-    assert!(LIB.contains("local rcall = redis.call"));
+fn every_function_of_the_library_starts_its_call_afresh() {
+    // The helpers' state (rcall, the queue clock, the pending counters) is reset by begin().
+    assert!(LIB.contains("rcall, clock, clock_ms, pending_stats = redis.call, nil, nil, {}"));
+    let scripts = Scripts::new();
+    let library = &scripts.library;
+    assert!(library
+        .text
+        .starts_with(&format!("#!lua name={}\n", library.name)));
+    assert_eq!(library.text.matches("#!lua").count(), 1);
+    for s in scripts.all() {
+        assert!(s.function().starts_with(&format!("{}_", s.name)));
+        let opener = format!("function_name = '{}', ", s.function());
+        let line = library.text.lines().find(|l| l.contains(&opener));
+        assert!(
+            line.is_some_and(|l| l.ends_with("callback = function(KEYS, ARGV) begin()")),
+            "script {}: {line:?}",
+            s.name
+        );
+    }
+    // Each function takes its script's shebang flags.
+    let flags = |s: &LuaScript| {
+        let opener = format!("function_name = '{}', flags = {{ ", s.function());
+        let at = library.text.find(&opener).unwrap() + opener.len();
+        library.text[at..].split(" }").next().unwrap().to_string()
+    };
+    assert_eq!(flags(&scripts.snapshot), "'no-writes'");
+    assert_eq!(flags(&scripts.claim), "");
+    for s in scripts.all() {
+        let shebang = s.shebang().unwrap_or_default();
+        let want = shebang
+            .strip_prefix("#!lua flags=")
+            .map(|f| format!("'{f}'"));
+        assert_eq!(flags(s), want.unwrap_or_default(), "script {}", s.name);
+    }
 }
 
 #[test]
@@ -219,17 +251,42 @@ fn every_script_declares_how_it_treats_a_full_redis() {
 }
 
 #[test]
+fn no_script_nests_a_long_bracket() {
+    // Redis's own Lua (not Debian's) refuses `[[` inside a long comment or string ("nesting of
+    // [[...]] is deprecated"), and one such script would keep the whole library from loading.
+    for (name, source) in Scripts::new()
+        .all()
+        .iter()
+        .map(|s| (s.name, s.source))
+        .chain([("_lib", LIB)])
+    {
+        let opened = source.matches("--[[").count();
+        assert_eq!(source.matches("[[").count(), opened, "{name}.lua");
+    }
+}
+
+#[test]
 fn redis_errors_name_the_file_line() {
-    let at = header_lines() + 12;
-    let detail = format!("ERR user_script:{at}: attempt to compare nil with number script: abc");
-    assert_eq!(
-        locate("claim", header_lines(), &detail).as_deref(),
-        Some(format!("{detail} (claim.lua:12)").as_str())
-    );
-    assert_eq!(
-        locate("claim", header_lines(), "OOM command not allowed"),
-        None
-    );
+    let scripts = Scripts::new();
+    let library = &scripts.library;
+    for s in [&scripts.add_items, &scripts.claim, &scripts.lifetime] {
+        let (_, start) = library.starts.iter().find(|(n, _)| *n == s.name).unwrap();
+        // Line 12 of the file is library line start + 11 (the file's first line is the
+        // function's opening line).
+        let at = start + 11;
+        assert_eq!(
+            library.text.lines().nth(at - 1),
+            s.source.lines().nth(11),
+            "script {}",
+            s.name
+        );
+        let detail = format!("ERR user_function:{at}: attempt to compare nil with number");
+        assert_eq!(
+            library.locate(&detail).as_deref(),
+            Some(format!("{detail} ({}.lua:12)", s.name).as_str())
+        );
+    }
+    assert_eq!(library.locate("OOM command not allowed"), None);
 }
 
 #[test]
