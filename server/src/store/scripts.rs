@@ -24,7 +24,9 @@
 //! `SET_DEFAULT.<name>`), then [`LIB`] (`lua/_lib.lua`, the shared helpers), then one function
 //! per script, `<name>_<hash>`, whose body is the rest of its file and which first calls
 //! `begin()` (the call's own state). Redis builds the prelude's tables and the helpers once, when
-//! the library loads, not at every call. The hash is the library's own, so processes of two
+//! the library loads, not at every call. A script may split itself with a line `-- per call`
+//! ([`PER_CALL`]): what comes before it (its state declared, its phases as functions) is made
+//! once too, in a `do` block of its own, and its function runs what comes after. The hash is the library's own, so processes of two
 //! versions use their own functions side by side. A Redis that lacks the library (restarted
 //! without its data, `FUNCTION FLUSH`) answers "Function not found": the call loads it (on every
 //! master of a cluster) and runs again. Redis's error lines (`user_function:N`) are the
@@ -240,6 +242,10 @@ pub fn header_lines() -> usize {
     header().lines().count()
 }
 
+/// The line splitting a script into what its library function needs made once (before it:
+/// local state declared, and functions) and what runs at each call (after it).
+pub const PER_CALL: &str = "-- per call\n";
+
 /// The Redis Functions library of every script (see the module's doc).
 pub struct Library {
     /// Its source, for `FUNCTION LOAD`.
@@ -273,15 +279,28 @@ impl Library {
                 .unwrap_or_default()
                 .join(", ");
             starts.push((s.name, text.lines().count() + 1));
-            text.push_str(&format!(
+            let opener = format!(
                 "redis.register_function{{ function_name = '{}', flags = {{ {flags} }}, \
-                 callback = function(KEYS, ARGV) begin()\n{body}",
+                 callback = function(KEYS, ARGV) begin()\n",
                 s.function
-            ));
+            );
+            // A script split by a `-- per call` line: what comes before it is made once, in a
+            // block of its own, and the function (on the marker's line) runs the rest.
+            let split = body
+                .split_once(PER_CALL)
+                .filter(|(once, _)| once.is_empty() || once.ends_with('\n'));
+            match split {
+                Some((once, per_call)) => text.push_str(&format!("do\n{once}{opener}{per_call}")),
+                None => text.push_str(&format!("{opener}{body}")),
+            }
             if !text.ends_with('\n') {
                 text.push('\n');
             }
-            text.push_str("end }\n");
+            text.push_str(if split.is_some() {
+                "end }\nend\n"
+            } else {
+                "end }\n"
+            });
         }
         Self {
             text: text.into(),

@@ -82,28 +82,47 @@
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
   queue_clock, SET, SET_DEFAULT.
 ]]
-local meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local stats, decay = KEYS[11], KEYS[12]
-local now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
+-- Made once, when the library loads (store::scripts: the part before `-- per call`): the
+-- call's state, declared here and set by each call, and the phases that use it.
+local meta, out, claims, attempts, failed, dl_claims, blocked_ip, blocked_dl, ratelimit, tl
+local stats, decay, now, prefix, nreq, now_text
+local state, min_version, rate, burst, claims_limit, dl_max, reclaim_ttl, max_attempts
+local fifo, ignore_global, groups, by_score, serving, decay_factor, decay_threshold, decaying
+local require_token, project_tags, any_tags, parts_in_order
+local reqs, ip_blocks, dl_blocks, held, interval, tat0, tat
+local active   -- requests that passed the checks, in order
+local out_n, has_attempts, new_attempts, w_out, w_claims, w_unattempt, w_dl, cursor
+local origin   -- item -> the queue part it was popped from (decay on only)
 
-local s = rcall('HMGET', meta, SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
-  SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
-  SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags)
-if not s[1] then return cjson.encode({ err = 'no_project' }) end
-local state, min_version = s[2] or SET_DEFAULT.state, s[3] or ''
-local rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
-local claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
-local reclaim_ttl, max_attempts = (tonumber(s[8]) or 0) * 1000, tonumber(s[9]) or 0
-local fifo, ignore_global = s[10] == '1', s[11] == '1'
-local groups = queue_groups(s[12])
-local by_score = fifo or s[13] == '1'
-local serving = state == 'active' or state == 'draining'
-local decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or SET_DEFAULT.decay_threshold
-local decaying = decay_factor > 0 and decay_factor < 1
-local require_token, project_tags, any_tags = s[16] == '1', {}, false
-for t in string.gmatch(s[17] or '', '[^,]+') do project_tags[t], any_tags = true, true end
+-- The call's keys and arguments, and the project's settings; false when there is no project.
+local function settings(KEYS, ARGV)
+  meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+  dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+  stats, decay = KEYS[11], KEYS[12]
+  now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+  now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
+  local s = rcall('HMGET', meta, SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
+    SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
+    SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags)
+  if not s[1] then return false end
+  state, min_version = s[2] or SET_DEFAULT.state, s[3] or ''
+  rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
+  claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
+  reclaim_ttl, max_attempts = (tonumber(s[8]) or 0) * 1000, tonumber(s[9]) or 0
+  fifo, ignore_global = s[10] == '1', s[11] == '1'
+  groups = queue_groups(s[12])
+  by_score = fifo or s[13] == '1'
+  serving = state == 'active' or state == 'draining'
+  decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or SET_DEFAULT.decay_threshold
+  decaying = decay_factor > 0 and decay_factor < 1
+  require_token, project_tags, any_tags = s[16] == '1', {}, false
+  for t in string.gmatch(s[17] or '', '[^,]+') do project_tags[t], any_tags = true, true end
+  parts_in_order = {}   -- the queue parts of the claim order (decay on only)
+  for _, parts in ipairs(decaying and groups or {}) do
+    for _, part in ipairs(parts) do parts_in_order[part] = true end
+  end
+  return true
+end
 
 -- Whether the project serves pipeline `q` (store::may_serve).
 local function serves(q)
@@ -114,31 +133,11 @@ local function serves(q)
   return (not any_tags or shares) and (not q.match_only or shares)
 end
 
--- Phase 1: the checks of every request, with one read per table for the whole batch.
-local reqs, dls, ips = {}, {}, {}
-for r = 1, nreq do
-  local a = 4 + 10 * (r - 1)
-  reqs[r] = { d = ARGV[a], ip = ARGV[a + 1], ua = ARGV[a + 2], v = ARGV[a + 3], want = tonumber(ARGV[a + 4]),
-    name_ok = ARGV[a + 5] == '1', global_block = ARGV[a + 6] == '1', p = ARGV[a + 7], tags = ARGV[a + 8],
-    match_only = ARGV[a + 9] == '1' }
-  dls[r], ips[r] = ARGV[a], ARGV[a + 1]
-end
 local function lookup(key, names)
   if rcall('EXISTS', key) == 0 then return {} end
   return bulk_read('HMGET', key, names)
 end
-local ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls)
-local held = {}
-if dl_max > 0 and serving then
-  local raw = bulk_read('HMGET', dl_claims, dls)
-  for r = 1, nreq do held[dls[r]] = held[dls[r]] or tonumber(raw[r]) or 0 end
-end
--- The project's limiter: each request reserves what it may take; charged with what was taken.
-local interval = rate > 0 and 1000 / rate or 0
-local tat0 = rate > 0 and math.max(tonumber(rcall('HGET', ratelimit, '')) or now, now) or now
-local tat = tat0
 
-local active = {}   -- requests that passed the checks, in order
 -- Request `r` (`q`) checked: refused (`q.refusal`), or admitted with what it may take
 -- (`q.need`) under its downloader's budget and the project's rate limit, and its claim record.
 local function admit(r, q)
@@ -186,16 +185,39 @@ local function admit(r, q)
     end
   end
 end
-for r, q in ipairs(reqs) do admit(r, q) end
+
+-- Phase 1: the checks of every request, with one read per table for the whole batch; then
+-- the state phase 2 fills.
+local function check_requests(ARGV)
+  local dls, ips = {}, {}
+  reqs = {}
+  for r = 1, nreq do
+    local a = 4 + 10 * (r - 1)
+    reqs[r] = { d = ARGV[a], ip = ARGV[a + 1], ua = ARGV[a + 2], v = ARGV[a + 3], want = tonumber(ARGV[a + 4]),
+      name_ok = ARGV[a + 5] == '1', global_block = ARGV[a + 6] == '1', p = ARGV[a + 7], tags = ARGV[a + 8],
+      match_only = ARGV[a + 9] == '1' }
+    dls[r], ips[r] = ARGV[a], ARGV[a + 1]
+  end
+  ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls)
+  held = {}
+  if dl_max > 0 and serving then
+    local raw = bulk_read('HMGET', dl_claims, dls)
+    for r = 1, nreq do held[dls[r]] = held[dls[r]] or tonumber(raw[r]) or 0 end
+  end
+  -- The project's limiter: each request reserves what it may take; charged with what was taken.
+  interval = rate > 0 and 1000 / rate or 0
+  tat0 = rate > 0 and math.max(tonumber(rcall('HGET', ratelimit, '')) or now, now) or now
+  tat = tat0
+  active = {}
+  for r, q in ipairs(reqs) do admit(r, q) end
+  -- Claimed items now: only the claims limit needs them.
+  out_n = (#active > 0 and claims_limit > 0) and rcall('ZCARD', out) or 0
+  has_attempts = #active > 0 and rcall('EXISTS', attempts) == 1
+  new_attempts, origin, cursor = {}, {}, 1
+  w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
+end
 
 -- Phase 2: items for the active requests, in claim order, handed out in request order.
--- Claimed items now: only the claims limit needs them.
-local out_n = (#active > 0 and claims_limit > 0) and rcall('ZCARD', out) or 0
-local has_attempts = #active > 0 and rcall('EXISTS', attempts) == 1
-local new_attempts = {}
-local w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
-local origin = {}   -- item -> the queue part it was popped from (decay on only)
-local cursor = 1
 
 -- Items still wanted by the active requests; `capped` by the room under the claims limit.
 local function short(capped)
@@ -258,10 +280,6 @@ end
 -- with its score multiplied by the factor, fail below the threshold or wait again in their
 -- queue part, behind fresher work.
 local DAY = 86400000
-local parts_in_order = {}
-for _, parts in ipairs(decaying and groups or {}) do
-  for _, part in ipairs(parts) do parts_in_order[part] = true end
-end
 local function requeue(items, olds)
   if #items == 0 then return end
   local raw = bulk_read('HMGET', decay, items)
@@ -457,7 +475,9 @@ local function answers()
   return result
 end
 
--- The main line.
+-- per call
+if not settings(KEYS, ARGV) then return cjson.encode({ err = 'no_project' }) end
+check_requests(ARGV)
 if #active > 0 then fill() end
 write_claims()
 local result = answers()

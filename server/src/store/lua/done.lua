@@ -66,34 +66,44 @@
   Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
   timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, SET, SET_DEFAULT.
 ]]
-local meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local dl_claims, stats, domain_bytes, tl, blocked_ip = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
-local log, chart, decay = KEYS[12], KEYS[13], KEYS[14]
-local now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+-- Made once, when the library loads (store::scripts: the part before `-- per call`): the
+-- call's state, declared here and set by each call, and the phases that use it.
+local meta, out, claims, done, failed, attempts, dl_claims, stats, domain_bytes, tl, blocked_ip
+local log, chart, decay, now, prefix, nrep, now_text, minute
 local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
-local now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
-local minute = string.format('%d', now / 60000)
+local s, domains, ndomains, block_ttl
+local groups   -- the queue groups, parsed when an item is looked for in the queues (rare)
+local reps, state, claim_of
+-- raw record -> { d = downloader, t = claim time (ms, as text), lines = its timeline lines and `done` }.
+local claims_seen
+-- The project's totals, kept current as reports change them, and the last log entry folded.
+-- Read once and written back once (HSET of the new values: one command, not an HINCRBY each).
+local done_items, done_bytes, done_items0, folded, journal, journal_items, counts_from
+-- Items found waiting in a queue (rather than claimed, failed or done), and whether each was
+-- handed out before: a claim count kept in `attempts` when it left a claim, or (claims made before
+-- records held the count) a claim in its timeline.
+local queued, was_out
+-- The pipeline of each claim record that names one (pipeline_of).
+local pipelines_seen
+-- The reporters' IPs blocked in the project now (a block made by a report of this batch
+-- counts for the reports after it).
+local blocked_now
+-- What the reports decide, collected for the batch's writes.
+local w_out, w_failed, w_queue, w_done, tl_items, tl_lines, w_dl, dom_add, pq_delta, logged
 
 -- The phases, in the order they run (the main line at the end calls them):
---   read_reports     the reports of ARGV and the distinct items they name
---   locate           where each item is: claimed, done, failed (a queue part: per report)
+--   read_call        the keys, ARGV and settings, then:
+--     read_reports   the reports of ARGV and the distinct items they name
+--     locate         where each item is: claimed, done, failed (a queue part: per report)
+--   start_batch      the project's totals, the batch's collections, the reporters' blocks
 --   check_report     why a report is refused, if it is (nothing of it written)
 --   block_reporter   a report whose byte domains differ: its IP blocked, its claims released
 --   complete_report  a report recorded: its items moved, counted and logged
 --   write_moves      the batch's moves of items between states, once per batch
 --   write_figures    the batch's totals, the project's chart and the log's unfolded count
 
-local s = rcall('HMGET', meta, SET.domains, SET.auto_block_ttl, SET.queues)
-local groups   -- the queue groups, parsed when an item is looked for in the queues (rare)
-local domains, ndomains = {}, 0
-for d in string.gmatch(s[1] or '', '[^,]+') do
-  if not domains[d] then ndomains = ndomains + 1 end
-  domains[d] = true
-end
-local block_ttl = (tonumber(s[2]) or SET_DEFAULT.auto_block_ttl) * 1000
-
 -- The reports, and the distinct items they name (a refused report's items are not looked up).
-local function read_reports()
+local function read_reports(ARGV)
   local reps, all, named = {}, {}, {}
   local a = 4
   for r = 1, nrep do
@@ -163,8 +173,44 @@ local function locate(all)
   return state, claim_of
 end
 
-local reps, all = read_reports()
-local state, claim_of = locate(all)
+-- The call's keys, arguments and settings, its reports, and where their items are.
+local function read_call(KEYS, ARGV)
+  meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  dl_claims, stats, domain_bytes, tl, blocked_ip = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+  log, chart, decay = KEYS[12], KEYS[13], KEYS[14]
+  now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+  now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
+  minute = string.format('%d', now / 60000)
+  s = rcall('HMGET', meta, SET.domains, SET.auto_block_ttl, SET.queues)
+  groups, domains, ndomains = nil, {}, 0
+  for d in string.gmatch(s[1] or '', '[^,]+') do
+    if not domains[d] then ndomains = ndomains + 1 end
+    domains[d] = true
+  end
+  block_ttl = (tonumber(s[2]) or SET_DEFAULT.auto_block_ttl) * 1000
+  local all
+  reps, all = read_reports(ARGV)
+  state, claim_of = locate(all)
+end
+
+-- The batch's starting figures and empty collections; the reporters' blocks (most projects
+-- block no one: one EXISTS instead of a read per reporting address).
+local function start_batch()
+  local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded', 'journal', 'journal_items', 'counts_from')
+  done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 0
+  done_items0, folded = done_items, totals[3]
+  journal, journal_items = tonumber(totals[4]) or 0, tonumber(totals[5]) or 0
+  counts_from = totals[6]
+  claims_seen, queued, was_out, pipelines_seen, blocked_now = {}, {}, {}, {}, {}
+  w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
+  w_dl, dom_add, pq_delta, logged = {}, {}, 0, 0
+  local any_blocks = rcall('EXISTS', blocked_ip) == 1
+  for _, rep in ipairs(reps) do
+    if blocked_now[rep.ip] == nil then
+      blocked_now[rep.ip] = any_blocks and blocked(blocked_ip, rep.ip, now)
+    end
+  end
+end
 
 -- Sets the last point of a cumulative chart list to `value` at this minute.
 local function chart_point(key, value)
@@ -195,9 +241,7 @@ local function claim_fields(raw)
 end
 
 -- The claim records read, each once: the items of one claim request share theirs (all but its
--- count `n`), so a done of a batch reads it once, not once per item.
--- raw record -> { d = downloader, t = claim time (ms, as text), lines = its timeline lines and `done` }.
-local claims_seen = {}
+-- count `n`), so a done of a batch reads it once, not once per item (claims_seen).
 local function claim_info(raw, done_line)
   local key = raw or ''
   local c = claims_seen[key]
@@ -212,18 +256,6 @@ local function claim_info(raw, done_line)
   return c
 end
 
--- The project's totals, kept current as reports change them, and the last log entry folded.
--- Read once and written back once (HSET of the new values: one command, not an HINCRBY each).
-local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded', 'journal', 'journal_items', 'counts_from')
-local done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 0
-local done_items0, folded = done_items, totals[3]
-local journal, journal_items = tonumber(totals[4]) or 0, tonumber(totals[5]) or 0
-local counts_from = totals[6]
-
--- Items found waiting in a queue (rather than claimed, failed or done), and whether each was
--- handed out before: a claim count kept in `attempts` when it left a claim, or (claims made before
--- records held the count) a claim in its timeline.
-local queued, was_out = {}, {}
 local function handed_out(item)
   if was_out[item] == nil then
     local yes = rcall('HEXISTS', attempts, item) == 1
@@ -238,28 +270,11 @@ end
 
 -- The pipeline a claim record names (`p`), or nil; decoded once per record, and only for
 -- records that name one (a claim made with a token).
-local pipelines_seen = {}
 local function pipeline_of(raw)
   if not raw or not string.find(raw, '"p":', 1, true) then return nil end
   if pipelines_seen[raw] == nil then pipelines_seen[raw] = decode_claim(raw).p or false end
   return pipelines_seen[raw] or nil
 end
-
--- The reporters' IPs blocked in the project now (a block made by a report of this batch
--- counts for the reports after it). Most projects block no one: one EXISTS instead of a read
--- per reporting address.
-local blocked_now = {}
-local any_blocks = rcall('EXISTS', blocked_ip) == 1
-for _, rep in ipairs(reps) do
-  if blocked_now[rep.ip] == nil then
-    blocked_now[rep.ip] = any_blocks and blocked(blocked_ip, rep.ip, now)
-  end
-end
-
--- What the reports decide, collected for the batch's writes.
-local w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
-local w_dl, dom_add = {}, {}
-local pq_delta, logged = 0, 0
 
 -- Why `rep` is refused ({err = ...}), or nil; 'domain_mismatch' is acted on by block_reporter.
 -- Looks up, per item not claimed, done or failed, the queue part that holds it.
@@ -402,6 +417,9 @@ local function write_figures()
   chart_point(chart, string.format('%d %d', done_items, done_bytes))
 end
 
+-- per call
+read_call(KEYS, ARGV)
+start_batch()
 -- The main line: each report decided in order, then the batch's writes. The answer's JSON is
 -- joined here (a refusal's by cjson): cjson writes numbers with C's float formatting.
 local result = {}

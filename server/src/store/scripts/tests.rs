@@ -251,6 +251,37 @@ fn every_script_declares_how_it_treats_a_full_redis() {
 }
 
 #[test]
+fn what_a_script_makes_once_holds_no_state_of_a_call() {
+    // Before its `-- per call` line a script only declares and defines: a statement there runs
+    // once when the library loads, and a value bound there (but a constant's) would be shared
+    // by every call.
+    let mut split = 0;
+    for s in Scripts::new().all() {
+        let Some((once, _)) = s.source.split_once(PER_CALL) else {
+            continue;
+        };
+        split += 1;
+        for line in code_of(once).lines() {
+            let top = line.chars().next().is_some_and(|c| !c.is_whitespace());
+            if !top || line.starts_with("local function ") || line.trim_end() == "end" {
+                continue;
+            }
+            let names = line.strip_prefix("local ");
+            assert!(names.is_some(), "{}.lua runs at load: {line}", s.name);
+            if let Some((names, _)) = names.unwrap().split_once('=') {
+                let constant = |n: &str| !n.trim().chars().any(|c| c.is_ascii_lowercase());
+                assert!(
+                    names.split(',').all(constant),
+                    "{}.lua binds a value made once: {line}",
+                    s.name
+                );
+            }
+        }
+    }
+    assert!(split >= 1);
+}
+
+#[test]
 fn no_script_nests_a_long_bracket() {
     // Redis's own Lua (not Debian's) refuses `[[` inside a long comment or string ("nesting of
     // [[...]] is deprecated"), and one such script would keep the whole library from loading.
