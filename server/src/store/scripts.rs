@@ -26,8 +26,8 @@
 //! `begin()` (the call's own state). Redis builds the prelude's tables and the helpers once, when
 //! the library loads, not at every call. A script may split itself with a line `-- per call`
 //! ([`PER_CALL`]): what comes before it (its state declared, its phases as functions) is made
-//! once too, in a `do` block of its own, and its function runs what comes after. The hash is the library's own, so processes of two
-//! versions use their own functions side by side. A Redis that lacks the library (restarted
+//! once too, in a `do` block of its own, and its function runs what comes after. The hash is
+//! the library text's own, so processes of two versions use their own functions side by side. A Redis that lacks the library (restarted
 //! without its data, `FUNCTION FLUSH`) answers "Function not found": the call loads it (on every
 //! master of a cluster) and runs again. Redis's error lines (`user_function:N`) are the
 //! library's; [`Scripts::run`] adds the file's own line (`claim.lua:N`) to such an error.
@@ -155,8 +155,8 @@ pub fn prelude() -> String {
 
 /// The prelude of one script (`source`) run alone with `EVAL`: each table with only the entries
 /// the script or [`LIB`] names (`Q.todo`, `SET.rate`), since `EVAL` builds the tables at every
-/// call (a table of 30 entries costs about 1 µs a call). One line per table whatever it holds, so every
-/// script's header has the same number of lines ([`header_lines`]).
+/// call (a table of 30 entries costs about 1 µs a call). One line per table whatever it holds,
+/// so every script's header has the same number of lines ([`header_lines`]).
 pub fn prelude_for(source: &str) -> String {
     render_prelude(|table, name| names(LIB, table, name) || names(source, table, name))
 }
@@ -224,15 +224,19 @@ fn header() -> String {
     compose_header(&prelude())
 }
 
+/// `prelude` and [`LIB`]; whole lines.
+fn prelude_and_lib(prelude: &str) -> String {
+    let mut text = format!("{prelude}{LIB}");
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
 /// `prelude`, [`LIB`] and the call's start, as they are inserted into a script run alone with
 /// `EVAL`; whole lines.
 fn compose_header(prelude: &str) -> String {
-    let mut header = format!("{prelude}{LIB}");
-    if !header.ends_with('\n') {
-        header.push('\n');
-    }
-    header.push_str("begin()\n");
-    header
+    prelude_and_lib(prelude) + "begin()\n"
 }
 
 /// How many lines the prelude, [`LIB`] and `begin()` take (the same for every script): line
@@ -247,6 +251,7 @@ pub fn header_lines() -> usize {
 pub const PER_CALL: &str = "-- per call\n";
 
 /// The Redis Functions library of every script (see the module's doc).
+#[derive(Default)]
 pub struct Library {
     /// Its source, for `FUNCTION LOAD`.
     pub text: Str,
@@ -260,17 +265,12 @@ pub struct Library {
 impl Library {
     /// The library of `scripts`, each given the name of its function.
     fn new(scripts: &mut [&mut LuaScript]) -> Self {
-        let mut all = format!("{}{LIB}", prelude());
-        for s in scripts.iter() {
-            all.push_str(s.source);
-        }
-        let hash = &fred::util::sha1_hash(&all)[..12];
-        let name = format!("tracker_{hash}");
-        let mut text = format!("#!lua name={name}\n{}", compose_header(&prelude()));
-        text.truncate(text.len() - "begin()\n".len());
+        // Written with a stand-in for the hash, which is then that text's own.
+        const HASH: &str = "@hash@";
+        let mut text = format!("#!lua name=tracker_{HASH}\n{}", prelude_and_lib(&prelude()));
         let mut starts = Vec::new();
-        for s in scripts.iter_mut() {
-            s.function = format!("{}_{hash}", s.name).into();
+        for s in scripts.iter() {
+            let function = format!("{}_{HASH}", s.name);
             let (shebang, body) = s.source.split_once('\n').unwrap_or((s.source, ""));
             let flags = shebang
                 .strip_prefix("#!lua")
@@ -280,9 +280,8 @@ impl Library {
                 .join(", ");
             starts.push((s.name, text.lines().count() + 1));
             let opener = format!(
-                "redis.register_function{{ function_name = '{}', flags = {{ {flags} }}, \
-                 callback = function(KEYS, ARGV) begin()\n",
-                s.function
+                "redis.register_function{{ function_name = '{function}', flags = {{ {flags} }}, \
+                 callback = function(KEYS, ARGV) begin()\n"
             );
             // A script split by a `-- per call` line: what comes before it is made once, in a
             // block of its own, and the function (on the marker's line) runs the rest.
@@ -302,9 +301,13 @@ impl Library {
                 "end }\n"
             });
         }
+        let hash = &fred::util::sha1_hash(&text)[..12];
+        for s in scripts.iter_mut() {
+            s.function = format!("{}_{hash}", s.name).into();
+        }
         Self {
-            text: text.into(),
-            name,
+            text: text.replace(HASH, hash).into(),
+            name: format!("tracker_{hash}"),
             starts,
         }
     }
@@ -462,11 +465,7 @@ impl Scripts {
             tally: lua!("tally", 1),
             calls: Default::default(),
             lifetime: lua!("lifetime", 1),
-            library: Library {
-                text: Str::default(),
-                name: String::new(),
-                starts: Vec::new(),
-            },
+            library: Library::default(),
         };
         scripts.library = Library::new(&mut scripts.all_mut());
         scripts
