@@ -80,15 +80,17 @@
 //!                claims: {"held":{who: n},"counted":{who: n},"missing":[item, ...]}
 //! ```
 
+mod library;
+mod prelude;
 mod reply;
 #[cfg(test)]
 mod tests;
 
+pub use library::{Library, PER_CALL};
+pub use prelude::{prelude, prelude_for};
 pub use reply::{lua_count, lua_list, Accepted, Batch, Count, Refusal, Reply};
 
 use super::{StoreError, StoreResult};
-use crate::keys::{Counter, BACKFEED, PERSONAL, QUEUES, REDO, SECONDARY, TODO};
-use app::model::admin::{Kind, DERIVED_FIELDS, SETTING_FIELDS};
 use fred::{bytes_utils::Str, prelude::*};
 use serde::de::DeserializeOwned;
 
@@ -108,116 +110,6 @@ pub struct LuaScript {
 
 /// Helpers prepended to every script (`lua/_lib.lua`), after [`prelude`].
 pub const LIB: &str = include_str!("lua/_lib.lua");
-
-/// The prelude's tables, each `(its Lua name, its entries as (name, Lua value))`: the names Lua
-/// shares with Rust, generated from [`crate::keys`] and the settings codec.
-fn prelude_tables() -> [(&'static str, Vec<(String, String)>); 5] {
-    let quoted = |v: &str| format!("'{v}'");
-    let queues = [
-        ("todo", TODO),
-        ("backfeed", BACKFEED),
-        ("secondary", SECONDARY),
-        ("redo", REDO),
-        ("personal", PERSONAL),
-    ];
-    [
-        (
-            "Q",
-            queues
-                .iter()
-                .map(|(name, q)| (name.to_string(), quoted(q)))
-                .collect(),
-        ),
-        (
-            "ST",
-            Counter::ALL
-                .iter()
-                .map(|c| (c.lua_name().to_string(), quoted(c.code())))
-                .collect(),
-        ),
-        (
-            "K",
-            crate::keys::DERIVED
-                .iter()
-                .map(|(name, stem)| (name.to_string(), quoted(stem)))
-                .collect(),
-        ),
-        ("SET", setting_names()),
-        ("SET_DEFAULT", setting_defaults()),
-    ]
-}
-
-/// The prelude with every entry of its tables: what [`prelude_for`] gives a script that used
-/// them all.
-pub fn prelude() -> String {
-    render_prelude(|_, _| true)
-}
-
-/// The prelude of one script (`source`) run alone with `EVAL`: each table with only the entries
-/// the script or [`LIB`] names (`Q.todo`, `SET.rate`), since `EVAL` builds the tables at every
-/// call (a table of 30 entries costs about 1 µs a call). One line per table whatever it holds,
-/// so every script's header has the same number of lines ([`header_lines`]).
-pub fn prelude_for(source: &str) -> String {
-    render_prelude(|table, name| names(LIB, table, name) || names(source, table, name))
-}
-
-/// Whether Lua `code` names `table.name` (as a whole word: not `XQ.todo`, not `Q.todos`).
-fn names(code: &str, table: &str, name: &str) -> bool {
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let needle = format!("{table}.{name}");
-    code.match_indices(&needle).any(|(at, _)| {
-        let before = code[..at].chars().next_back();
-        let after = code[at + needle.len()..].chars().next();
-        !before.is_some_and(word) && !after.is_some_and(word)
-    })
-}
-
-fn render_prelude(keep: impl Fn(&str, &str) -> bool) -> String {
-    let mut out = String::from(
-        "-- _prelude: names shared with Rust, generated from keys.rs and the settings codec \
-         (store::scripts::prelude).\n",
-    );
-    for (i, (table, entries)) in prelude_tables().iter().enumerate() {
-        let kept: Vec<String> = entries
-            .iter()
-            .filter(|(name, _)| keep(table, name))
-            .map(|(name, value)| format!("{name} = {value}"))
-            .collect();
-        out.push_str(&format!("local {table} = {{ {} }}\n", kept.join(", ")));
-        if i == 0 {
-            out.push_str(&format!("local DEFAULT_QUEUES = '{}'\n", QUEUES.join(",")));
-        }
-    }
-    out
-}
-
-/// `SET`: the `meta` hash's fields by their Lua name, the settings (named as in the codec,
-/// [`SETTING_FIELDS`]) and the fields derived from them ([`DERIVED_FIELDS`]).
-fn setting_names() -> Vec<(String, String)> {
-    SETTING_FIELDS
-        .iter()
-        .map(|f| (f.name.to_string(), format!("'{}'", f.name)))
-        .chain(
-            DERIVED_FIELDS
-                .iter()
-                .map(|(name, field)| (name.to_string(), format!("'{field}'"))),
-        )
-        .collect()
-}
-
-/// `SET_DEFAULT`: what a project lacking a setting has, for each setting whose default is not
-/// empty or 0 (numbers as numbers, texts quoted).
-fn setting_defaults() -> Vec<(String, String)> {
-    SETTING_FIELDS
-        .iter()
-        .filter(|f| !["", "0"].contains(&f.default))
-        .filter_map(|f| match f.kind {
-            Kind::Int | Kind::Float => Some((f.name.to_string(), f.default.to_string())),
-            Kind::Text => Some((f.name.to_string(), format!("'{}'", f.default))),
-            Kind::List | Kind::Flag | Kind::Json => None,
-        })
-        .collect()
-}
 
 /// [`prelude`] (every entry) and [`LIB`]: what a script's header is with all names; whole lines.
 fn header() -> String {
@@ -244,86 +136,6 @@ fn compose_header(prelude: &str) -> String {
 /// alone.
 pub fn header_lines() -> usize {
     header().lines().count()
-}
-
-/// The line splitting a script into what its library function needs made once (before it:
-/// local state declared, and functions) and what runs at each call (after it).
-pub const PER_CALL: &str = "-- per call\n";
-
-/// The Redis Functions library of every script (see the module's doc).
-#[derive(Default)]
-pub struct Library {
-    /// Its source, for `FUNCTION LOAD`.
-    pub text: Str,
-    /// Its name, `tracker_<hash>`.
-    pub name: String,
-    /// Each script's name and the library line of its function's first line, which is its
-    /// file's first line.
-    starts: Vec<(&'static str, usize)>,
-}
-
-impl Library {
-    /// The library of `scripts`, each given the name of its function.
-    fn new(scripts: &mut [&mut LuaScript]) -> Self {
-        // Written with a stand-in for the hash, which is then that text's own.
-        const HASH: &str = "@hash@";
-        let mut text = format!("#!lua name=tracker_{HASH}\n{}", prelude_and_lib(&prelude()));
-        let mut starts = Vec::new();
-        for s in scripts.iter() {
-            let function = format!("{}_{HASH}", s.name);
-            let (shebang, body) = s.source.split_once('\n').unwrap_or((s.source, ""));
-            let flags = shebang
-                .strip_prefix("#!lua")
-                .and_then(|rest| rest.trim().strip_prefix("flags="))
-                .map(|f| f.split(',').map(|f| format!("'{f}'")).collect::<Vec<_>>())
-                .unwrap_or_default()
-                .join(", ");
-            starts.push((s.name, text.lines().count() + 1));
-            let opener = format!(
-                "redis.register_function{{ function_name = '{function}', flags = {{ {flags} }}, \
-                 callback = function(KEYS, ARGV) begin()\n"
-            );
-            // A script split by a `-- per call` line: what comes before it is made once, in a
-            // block of its own, and the function (on the marker's line) runs the rest.
-            let split = body
-                .split_once(PER_CALL)
-                .filter(|(once, _)| once.is_empty() || once.ends_with('\n'));
-            match split {
-                Some((once, per_call)) => text.push_str(&format!("do\n{once}{opener}{per_call}")),
-                None => text.push_str(&format!("{opener}{body}")),
-            }
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(if split.is_some() {
-                "end }\nend\n"
-            } else {
-                "end }\n"
-            });
-        }
-        let hash = &fred::util::sha1_hash(&text)[..12];
-        for s in scripts.iter_mut() {
-            s.function = format!("{}_{hash}", s.name).into();
-        }
-        Self {
-            text: text.replace(HASH, hash).into(),
-            name: format!("tracker_{hash}"),
-            starts,
-        }
-    }
-
-    /// `detail` (a Redis error) with the script file and line of its first `user_function:N`
-    /// added, e.g. `... (claim.lua:12)`.
-    fn locate(&self, detail: &str) -> Option<String> {
-        let at = detail.find("user_function:")? + "user_function:".len();
-        let digits: String = detail[at..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        let line: usize = digits.parse().ok()?;
-        let (name, start) = self.starts.iter().rev().find(|(_, start)| *start <= line)?;
-        Some(format!("{detail} ({name}.lua:{})", line - start + 1))
-    }
 }
 
 macro_rules! lua {
@@ -368,6 +180,40 @@ fn compose(header: &str, source: &str) -> String {
         Some((shebang, body)) if shebang.starts_with("#!") => format!("{shebang}\n{header}{body}"),
         _ => format!("{header}{source}"),
     }
+}
+
+/// `[REF s.add_items, ...]`: every script of `s` (a [`Scripts`]), by `&` or `&mut`.
+macro_rules! every_script {
+    ($s:ident, $($ref:tt)+) => {
+        [
+            $($ref)+ $s.add_items,
+            $($ref)+ $s.backfeed,
+            $($ref)+ $s.claim,
+            $($ref)+ $s.done,
+            $($ref)+ $s.fold,
+            $($ref)+ $s.fold_base,
+            $($ref)+ $s.item_status,
+            $($ref)+ $s.release,
+            $($ref)+ $s.snapshot,
+            $($ref)+ $s.release_items,
+            $($ref)+ $s.move_items,
+            $($ref)+ $s.shuffle,
+            $($ref)+ $s.clear_queue,
+            $($ref)+ $s.resolve_failed,
+            $($ref)+ $s.recount,
+            $($ref)+ $s.login_attempt,
+            $($ref)+ $s.login_undo,
+            $($ref)+ $s.rescue_attempt,
+            $($ref)+ $s.fleet_flush,
+            $($ref)+ $s.offload_commit,
+            $($ref)+ $s.refill,
+            $($ref)+ $s.retire_shards,
+            $($ref)+ $s.places,
+            $($ref)+ $s.import,
+            $($ref)+ $s.tally,
+            $($ref)+ $s.lifetime,
+        ]
+    };
 }
 
 /// Every script of the store.
@@ -473,66 +319,12 @@ impl Scripts {
 
     /// All scripts, for tests.
     pub fn all(&self) -> [&LuaScript; 26] {
-        [
-            &self.add_items,
-            &self.backfeed,
-            &self.claim,
-            &self.done,
-            &self.fold,
-            &self.fold_base,
-            &self.item_status,
-            &self.release,
-            &self.snapshot,
-            &self.release_items,
-            &self.move_items,
-            &self.shuffle,
-            &self.clear_queue,
-            &self.resolve_failed,
-            &self.recount,
-            &self.login_attempt,
-            &self.login_undo,
-            &self.rescue_attempt,
-            &self.fleet_flush,
-            &self.offload_commit,
-            &self.refill,
-            &self.retire_shards,
-            &self.places,
-            &self.import,
-            &self.tally,
-            &self.lifetime,
-        ]
+        every_script!(self, &)
     }
 
     /// All scripts, to name their functions.
     fn all_mut(&mut self) -> [&mut LuaScript; 26] {
-        [
-            &mut self.add_items,
-            &mut self.backfeed,
-            &mut self.claim,
-            &mut self.done,
-            &mut self.fold,
-            &mut self.fold_base,
-            &mut self.item_status,
-            &mut self.release,
-            &mut self.snapshot,
-            &mut self.release_items,
-            &mut self.move_items,
-            &mut self.shuffle,
-            &mut self.clear_queue,
-            &mut self.resolve_failed,
-            &mut self.recount,
-            &mut self.login_attempt,
-            &mut self.login_undo,
-            &mut self.rescue_attempt,
-            &mut self.fleet_flush,
-            &mut self.offload_commit,
-            &mut self.refill,
-            &mut self.retire_shards,
-            &mut self.places,
-            &mut self.import,
-            &mut self.tally,
-            &mut self.lifetime,
-        ]
+        every_script!(self, &mut)
     }
 
     /// Runs `script` with `keys` and `args` (`FCALL` of its function), loading the library

@@ -2,6 +2,8 @@
 //! integration tests run every script and every refusal against a real one).
 
 use super::*;
+use crate::keys::{Counter, PERSONAL, QUEUES};
+use app::model::admin::{Kind, DERIVED_FIELDS, SETTING_FIELDS};
 use regex::Regex;
 use std::collections::BTreeSet;
 
@@ -25,7 +27,7 @@ fn header_of(source: &str) -> &str {
 }
 
 /// A script's code after its header, without comments.
-fn code_of(source: &str) -> String {
+pub(super) fn code_of(source: &str) -> String {
     let body = source.split_once("]]").map_or("", |(_, b)| b);
     body.lines()
         .map(|l| l.split("--").next().unwrap_or_default())
@@ -45,43 +47,6 @@ fn header_keys(source: &str) -> usize {
         .lines()
         .filter(|l| l.trim_start().starts_with("KEYS["))
         .count()
-}
-
-#[test]
-fn every_function_of_the_library_starts_its_call_afresh() {
-    // The helpers' state (rcall, the queue clock, the pending counters) is reset by begin().
-    assert!(LIB.contains("rcall, clock, clock_ms, pending_stats = redis.call, nil, nil, {}"));
-    let scripts = Scripts::new();
-    let library = &scripts.library;
-    assert!(library
-        .text
-        .starts_with(&format!("#!lua name={}\n", library.name)));
-    assert_eq!(library.text.matches("#!lua").count(), 1);
-    for s in scripts.all() {
-        assert!(s.function().starts_with(&format!("{}_", s.name)));
-        let opener = format!("function_name = '{}', ", s.function());
-        let line = library.text.lines().find(|l| l.contains(&opener));
-        assert!(
-            line.is_some_and(|l| l.ends_with("callback = function(KEYS, ARGV) begin()")),
-            "script {}: {line:?}",
-            s.name
-        );
-    }
-    // Each function takes its script's shebang flags.
-    let flags = |s: &LuaScript| {
-        let opener = format!("function_name = '{}', flags = {{ ", s.function());
-        let at = library.text.find(&opener).unwrap() + opener.len();
-        library.text[at..].split(" }").next().unwrap().to_string()
-    };
-    assert_eq!(flags(&scripts.snapshot), "'no-writes'");
-    assert_eq!(flags(&scripts.claim), "");
-    for s in scripts.all() {
-        let shebang = s.shebang().unwrap_or_default();
-        let want = shebang
-            .strip_prefix("#!lua flags=")
-            .map(|f| format!("'{f}'"));
-        assert_eq!(flags(s), want.unwrap_or_default(), "script {}", s.name);
-    }
 }
 
 #[test]
@@ -248,76 +213,6 @@ fn every_script_declares_how_it_treats_a_full_redis() {
             s.name
         );
     }
-}
-
-#[test]
-fn what_a_script_makes_once_holds_no_state_of_a_call() {
-    // Before its `-- per call` line a script only declares and defines: a statement there runs
-    // once when the library loads, and a value bound there (but a constant's) would be shared
-    // by every call.
-    let mut split = 0;
-    for s in Scripts::new().all() {
-        let Some((once, _)) = s.source.split_once(PER_CALL) else {
-            continue;
-        };
-        split += 1;
-        for line in code_of(once).lines() {
-            let top = line.chars().next().is_some_and(|c| !c.is_whitespace());
-            if !top || line.starts_with("local function ") || line.trim_end() == "end" {
-                continue;
-            }
-            let names = line.strip_prefix("local ");
-            assert!(names.is_some(), "{}.lua runs at load: {line}", s.name);
-            if let Some((names, _)) = names.unwrap().split_once('=') {
-                let constant = |n: &str| !n.trim().chars().any(|c| c.is_ascii_lowercase());
-                assert!(
-                    names.split(',').all(constant),
-                    "{}.lua binds a value made once: {line}",
-                    s.name
-                );
-            }
-        }
-    }
-    assert!(split >= 1);
-}
-
-#[test]
-fn no_script_nests_a_long_bracket() {
-    // Redis's own Lua (not Debian's) refuses `[[` inside a long comment or string ("nesting of
-    // [[...]] is deprecated"), and one such script would keep the whole library from loading.
-    for (name, source) in Scripts::new()
-        .all()
-        .iter()
-        .map(|s| (s.name, s.source))
-        .chain([("_lib", LIB)])
-    {
-        let opened = source.matches("--[[").count();
-        assert_eq!(source.matches("[[").count(), opened, "{name}.lua");
-    }
-}
-
-#[test]
-fn redis_errors_name_the_file_line() {
-    let scripts = Scripts::new();
-    let library = &scripts.library;
-    for s in [&scripts.add_items, &scripts.claim, &scripts.lifetime] {
-        let (_, start) = library.starts.iter().find(|(n, _)| *n == s.name).unwrap();
-        // Line 12 of the file is library line start + 11 (the file's first line is the
-        // function's opening line).
-        let at = start + 11;
-        assert_eq!(
-            library.text.lines().nth(at - 1),
-            s.source.lines().nth(11),
-            "script {}",
-            s.name
-        );
-        let detail = format!("ERR user_function:{at}: attempt to compare nil with number");
-        assert_eq!(
-            library.locate(&detail).as_deref(),
-            Some(format!("{detail} ({}.lua:12)", s.name).as_str())
-        );
-    }
-    assert_eq!(library.locate("OOM command not allowed"), None);
 }
 
 #[test]
