@@ -13,7 +13,9 @@ the keys of the first binary: a change to a script measured without a build). FL
 
 INSTR=1 counts instructions instead of time: Redis runs under valgrind's callgrind, and each
 figure is the instructions Redis executed per pair over the round's calls (`callgrind_control
--e Ir` before and after; claim and done together, shown as the sum). Counts do not depend on
+-e Ir` before and after; claim and done together, shown as the sum). SPLIT=1 (with INSTR=1)
+makes the tracker's scripts' claim calls of a round first, then their done calls, and shows the
+two counts apart. Counts do not depend on
 what else the machine runs, so two scripts compare exactly in one short run (N=2000 takes a
 minute or two). CUT=1 does not check done's replies (for a done.lua cut short). QUEUE: the items queued for
 the tracker's own scripts when more than the N served (a big queue, few pairs).
@@ -39,6 +41,7 @@ N = int(os.environ.get('N', '15000'))
 FLOOR = os.environ.get('FLOOR', '1') == '1'
 INSTR = os.environ.get('INSTR', '0') == '1'
 CUT = os.environ.get('CUT', '0') == '1'
+SPLIT = os.environ.get('SPLIT', '0') == '1'
 QUEUE = int(os.environ.get('QUEUE', '0'))   # items queued for the tracker's scripts (default N)   # variants cut short: done's replies are not checked
 if INSTR:
     os.environ.setdefault('REDIS_WRAP', 'valgrind --tool=callgrind --callgrind-out-file=/dev/null')
@@ -195,8 +198,8 @@ def call(called, ks, args):
     return r2.evalsha(called, len(ks), *ks, *args)
 
 
-def real_pair(real, slug, n):
-    """R claims of one item for R downloaders in one call, then one done call reporting them."""
+def real_claim(real, slug, n):
+    """R claims of one item for R downloaders in one call: (the items each got, the call's time)."""
     sha, keys = real['claim']
     ks = [k.replace('{slug}', slug) for k in keys]
     prefix = ks[0][:-len('meta')]
@@ -206,17 +209,30 @@ def real_pair(real, slug, n):
         args += [f'dl{i}', f'10.0.0.{i % 200}', 'ArchiveTeam Warrior/1.2', '20240101.01', 1, '1', '0', '', '', '0']
     u0 = usec()
     got = [g for g in json.loads(call(sha, ks, args)) if isinstance(g, list)]
-    u1 = usec()
+    return got, now, usec() - u0
+
+
+def real_done(real, slug, got, now):
+    """One done call reporting the claims of `got`: its time."""
     sha, keys = real['done']
     ks = [k.replace('{slug}', slug) for k in keys]
+    prefix = ks[0][:-len('meta')]
     args = [now, prefix, len(got)]
     for i, items in enumerate(got):
         args += [f'dl{i}', '20240101.01', 'ArchiveTeam Warrior/1.2', f'10.0.0.{i % 200}', 'null', '', 1, 'data',
                  '1234', len(items)] + items
+    u0 = usec()
     res = json.loads(call(sha, ks, args))
-    u2 = usec()
+    u1 = usec()
     assert CUT or all(x.get('counted') == len(g) for x, g in zip(res, got)), res[:3]
-    return u1 - u0, u2 - u1, sum(map(len, got))
+    return u1 - u0
+
+
+def real_pair(real, slug, n):
+    """R claims of one item for R downloaders in one call, then one done call reporting them."""
+    got, now, c = real_claim(real, slug, n)
+    return c, real_done(real, slug, got, now), sum(map(len, got))
+
 
 claim_sha, done_sha = r.script_load(CLAIM), r.script_load(DONE)
 keys = lambda slug: [f'f:{{{slug}}}:{k}' for k in ('todo', 'out', 'claims', 'done', 'timeline', 'log')]
@@ -259,24 +275,34 @@ for rnd in range(ROUNDS):
             project(binary if os.path.isdir(tracker) else tracker, slug, QUEUE or N)
             c_us = d_us = pairs = 0
             ir0 = instructions() if INSTR else 0
-            for _ in range(N // n):
-                # Per claim asked for: the same as per pair while the queue holds enough, and
-                # still a figure for a variant cut short before it hands anything out.
-                c, d, _ = real_pair(reals[k], slug, n)
-                c_us, d_us, pairs = c_us + c, d_us + d, pairs + n
-            if INSTR:
+            if SPLIT:
+                # Every claim call, then every done call: one count for each side.
+                calls = [real_claim(reals[k], slug, n)[:2] for _ in range(N // n)]
+                ir1 = instructions()
+                for got, now in calls:
+                    real_done(reals[k], slug, got, now)
+                c_us, d_us, pairs = ir1 - ir0, instructions() - ir1, n * (N // n)
+            else:
+                for _ in range(N // n):
+                    # Per claim asked for: the same as per pair while the queue holds enough,
+                    # and still a figure for a variant cut short before it hands anything out.
+                    c, d, _ = real_pair(reals[k], slug, n)
+                    c_us, d_us, pairs = c_us + c, d_us + d, pairs + n
+            if INSTR and not SPLIT:
                 c_us, d_us = instructions() - ir0, 0
             runs.setdefault((f'ours{k}' if len(TRACKERS) > 1 else 'tracker', n), []).append((c_us / pairs, d_us / pairs))
 for (what, n), v in sorted(runs.items()):
     c, d = statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)
-    if INSTR:
+    if INSTR and SPLIT:
+        print(f'{what:7}, batch {n:3}: claim {c:9,.0f}, done {d:9,.0f}, sum {c + d:9,.0f} Redis instructions per pair')
+    elif INSTR:
         print(f'{what:7}, batch {n:3}: {c:9,.0f} Redis instructions per pair (claim and done)')
     else:
         print(f'{what:7}, batch {n:3}: claim {c:5.1f} µs/pair, done {d:5.1f} µs/pair, sum {c + d:5.1f}')
 for k, tracker in enumerate(TRACKERS):
     print(f'ours{k} = {tracker}' if len(TRACKERS) > 1 else f'tracker = {tracker}')
 shown = [f'{k}={os.environ[k]!r}' if ' ' in os.environ[k] else f'{k}={os.environ[k]}'
-         for k in ('REDIS_ARGS', 'INSTR', 'FLOOR', 'CUT', 'QUEUE', 'TRACKER') if k in os.environ and k != 'REDIS_WRAP']
+         for k in ('REDIS_ARGS', 'INSTR', 'SPLIT', 'FLOOR', 'CUT', 'QUEUE', 'TRACKER') if k in os.environ and k != 'REDIS_WRAP']
 print(f'# command: {" ".join(shown)} RS={",".join(map(str, RS))} ROUNDS={ROUNDS} N={N} python3 bench/ab/floor.py')
 proc.terminate()   # SIGTERM: Redis shuts down, and a REDIS_WRAP profiler writes its figures
 proc.wait()

@@ -15,11 +15,40 @@ end
 -- writes a number argument with "%.17g", Lua's `..` and tostring with "%.14g", and C's float
 -- formatting costs about ten times an integer's (callgrind: ~3,300 instructions a number).
 
+-- `f`, a function of one argument whose answer depends on that argument alone, with its
+-- answers remembered: the library's top-level values live as long as the library, across
+-- calls, so a call finds what an earlier one worked out (up to `limit` different arguments,
+-- then all are forgotten at once). An answer that is a table is shared: never change it.
+local function remembered(f, limit)
+  local seen, n = {}, 0
+  return function(x)
+    local y = seen[x]
+    if y == nil then
+      if n >= limit then seen, n = {}, 0 end
+      y = f(x)
+      seen[x], n = y, n + 1
+    end
+    return y
+  end
+end
+
+-- The decimal text of integers 0 to 64 (counts of a batch), made once: string.format per use
+-- costs ten times a table read.
+local INT_TEXTS = {}
+for n = 0, 64 do INT_TEXTS[n] = n .. '' end
+local function int_text(n)
+  return INT_TEXTS[n] or string.format('%d', n)
+end
+
+-- The JSON text of string `s` (cjson.encode), remembered: versions and user agents repeat.
+local json_text = remembered(function(s) return cjson.encode(s) end, 256)
+
 -- The queue groups in claim order: { {'todo', 'todo#img'}, {'todo:backfeed'}, ... }.
 -- Within a group, parts share the group's turn; a part `Q#name` is rate limited by `name`.
-local function queue_groups(order)
+-- Remembered (see `remembered`): a caller never changes the tables it gets.
+local parse_groups = remembered(function(order)
   local groups = {}
-  for group in string.gmatch(order or DEFAULT_QUEUES, '[^,]+') do
+  for group in string.gmatch(order, '[^,]+') do
     if string.find(group, '%s') then
       local parts = {}
       for part in string.gmatch(group, '%S+') do parts[#parts + 1] = part end
@@ -29,6 +58,9 @@ local function queue_groups(order)
     end
   end
   return groups
+end, 64)
+local function queue_groups(order)
+  return parse_groups(order or DEFAULT_QUEUES)
 end
 
 -- The sizes of the queue parts of claim order `order` (meta `queues`; nil: the default): their
@@ -166,20 +198,24 @@ end
 -- One timeline line: "time event who version"; `now` in ms, a number or its decimal text (a
 -- script's ARGV, a claim record's time), joined with `..`: string.format of the four costs
 -- Redis four times as much.
+local clean_version = remembered(function(v)
+  return string.find(v, '%s') and (string.gsub(v, '%s', '_')) or v
+end, 256)
 local function timeline_line(now, what, who, version)
   if not version or version == '' then
     version = '-'
-  elseif string.find(version, '%s') then
-    version = string.gsub(version, '%s', '_')
+  else
+    version = clean_version(version)
   end
   if type(now) ~= 'string' then now = string.format('%d', now) end
   return now .. ' ' .. what .. ' ' .. ((who and who ~= '') and who or '-') .. ' ' .. version
 end
 
 -- `raw` (an item's timeline text, or false) with `line` (one or more lines) appended, the last
--- 8 lines kept.
+-- 8 lines kept. `line` alone is never more than 8 lines (a claim's, and up to three after it).
 local function timeline_append(raw, line)
-  local text = raw and (raw .. '\n' .. line) or line
+  if not raw then return line end
+  local text = raw .. '\n' .. line
   -- Where each line break is (plain finds: a gsub would copy the text to count them); past 7
   -- breaks, the text after the 8th-last one.
   local breaks, at = {}, 0

@@ -39,9 +39,10 @@
                              decay_factor, decay_threshold, require_token (1: claims need
                              a pipeline), tags (comma-joined)
   KEYS[2]  out         zset  claimed items by claim time (ms)
-  KEYS[3]  claims      hash  item -> JSON claim record {d, ip, t, ua, v, n (claim count),
-                             r (1 when reclaimed), q (the queue part it came from, with
-                             decay on), p (the pipeline, when claimed with one)}
+  KEYS[3]  claims      hash  item -> JSON claim record {t, d, v, ip, ua, p (the pipeline,
+                             when claimed with one), n (claim count), q (the queue part it
+                             came from, with decay on), r (1 when reclaimed)}, written in
+                             that order: done.lua reads t, d and v with one match
   KEYS[4]  attempts    hash  item -> times claimed, for items not claimed now (a claim keeps
                              its count in its record; the count returns here if the item
                              leaves the claim undone)
@@ -80,7 +81,7 @@
   Events: none.
   Uses: Q, ST, queue_groups, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
-  queue_clock, SET, SET_DEFAULT.
+  queue_clock, int_text, json_text, SET, SET_DEFAULT.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
 -- call's state, declared here and set by each call, and the phases that use it.
@@ -89,6 +90,7 @@ local stats, decay, now, prefix, nreq, now_text
 local state, min_version, rate, burst, claims_limit, dl_max, reclaim_ttl, max_attempts
 local fifo, ignore_global, groups, by_score, serving, decay_factor, decay_threshold, decaying
 local require_token, project_tags, any_tags, parts_in_order
+local args   -- ARGV: a request's fields are read from it where they are used
 local reqs, ip_blocks, dl_blocks, held, interval, tat0, tat
 local active   -- requests that passed the checks, in order
 local out_n, has_attempts, new_attempts, w_out, w_claims, w_unattempt, w_dl, cursor
@@ -124,13 +126,14 @@ local function settings(KEYS, ARGV)
   return true
 end
 
--- Whether the project serves pipeline `q` (store::may_serve).
-local function serves(q)
+-- Whether the project serves a pipeline with `tags` (comma-joined), `match_only` or not
+-- (store::may_serve).
+local function serves(tags, match_only)
   local shares = false
-  for t in string.gmatch(q.tags, '[^,]+') do
+  for t in string.gmatch(tags, '[^,]+') do
     if project_tags[t] then shares = true end
   end
-  return (not any_tags or shares) and (not q.match_only or shares)
+  return (not any_tags or shares) and (not match_only or shares)
 end
 
 local function lookup(key, names)
@@ -138,25 +141,27 @@ local function lookup(key, names)
   return bulk_read('HMGET', key, names)
 end
 
--- Request `r` (`q`) checked: refused (`q.refusal`), or admitted with what it may take
--- (`q.need`) under its downloader's budget and the project's rate limit, and its claim record.
+-- Request `r` (`q`, its fields at ARGV[q.a ..]) checked: refused (`q.refusal`), or admitted
+-- with what it may take (`q.need`) under its downloader's budget and the project's rate limit,
+-- and its claim record.
 local function admit(r, q)
-  stat(prefix, now, ST.requests)
-  if min_version ~= '' and (q.v == '' or version_lt(q.v, min_version)) then
+  local a = q.a
+  local v, p = args[a + 3], args[a + 7]
+  if min_version ~= '' and (v == '' or version_lt(v, min_version)) then
     q.refusal = { err = 'old_version' }
-  elseif not q.name_ok then
+  elseif args[a + 5] ~= '1' then
     q.refusal = { err = 'bad_name' }
-  elseif (q.global_block and not ignore_global) or block_holds(ip_blocks[r], now)
+  elseif (args[a + 6] == '1' and not ignore_global) or block_holds(ip_blocks[r], now)
     or block_holds(dl_blocks[r], now) then
     q.refusal = { err = 'blocked' }
-  elseif q.p == '' and require_token then
+  elseif p == '' and require_token then
     q.refusal = { err = 'token_required' }
-  elseif q.p ~= '' and not serves(q) then
+  elseif p ~= '' and not serves(args[a + 8], args[a + 9] == '1') then
     q.refusal = { err = 'not_for_pipeline' }
   elseif not serving then
     q.refusal = { err = 'not_active' }
   else
-    local want = q.want
+    local want = tonumber(args[a + 4])
     if dl_max > 0 then want = math.min(want, dl_max - held[q.d]) end
     if want <= 0 then
       q.refusal = { err = 'budget' }
@@ -175,10 +180,10 @@ local function admit(r, q)
       if want > 0 then
         if dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
-        -- The claim record {d, ip, t, ua, v, p, n} of this request's items, all but `n` built once.
-        q.record = '{"d":' .. cjson.encode(q.d) .. ',"ip":' .. cjson.encode(q.ip) .. ',"t":' .. now_text
-          .. ',"ua":' .. cjson.encode(q.ua) .. ',"v":' .. cjson.encode(q.v)
-          .. (q.p ~= '' and (',"p":' .. cjson.encode(q.p)) or '') .. ',"n":'
+        -- The claim record {t, d, v, ip, ua, p, n} of this request's items, all but `n` built once.
+        q.record = '{"t":' .. now_text .. ',"d":' .. cjson.encode(q.d) .. ',"v":' .. json_text(v)
+          .. ',"ip":' .. cjson.encode(args[a + 1]) .. ',"ua":' .. json_text(args[a + 2])
+          .. (p ~= '' and (',"p":' .. cjson.encode(p)) or '') .. ',"n":'
         q.records = {}   -- whole records by claim count (negative: reclaimed), built once each
         active[#active + 1] = q
       end
@@ -190,13 +195,12 @@ end
 -- the state phase 2 fills.
 local function check_requests(ARGV)
   local dls, ips = {}, {}
-  reqs = {}
+  args, reqs = ARGV, {}
   for r = 1, nreq do
     local a = 4 + 10 * (r - 1)
-    reqs[r] = { d = ARGV[a], ip = ARGV[a + 1], ua = ARGV[a + 2], v = ARGV[a + 3], want = tonumber(ARGV[a + 4]),
-      name_ok = ARGV[a + 5] == '1', global_block = ARGV[a + 6] == '1', p = ARGV[a + 7], tags = ARGV[a + 8],
-      match_only = ARGV[a + 9] == '1' }
-    dls[r], ips[r] = ARGV[a], ARGV[a + 1]
+    local d = ARGV[a]
+    reqs[r] = { d = d, a = a }
+    dls[r], ips[r] = d, ARGV[a + 1]
   end
   ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls)
   held = {}
@@ -266,7 +270,7 @@ local function distribute(items, from)
     if part then key = key .. ' ' .. part end
     local record = q.records[key]
     if not record then
-      record = q.record .. string.format('%d', n) .. (part and (',"q":' .. cjson.encode(part)) or '')
+      record = q.record .. int_text(n) .. (part and (',"q":' .. cjson.encode(part)) or '')
         .. (from == 'reclaimed' and ',"r":1}' or '}')
       q.records[key] = record
     end
@@ -456,7 +460,8 @@ local REFUSED = { old_version = ST.refused_old_version, bad_name = ST.refused_ba
 
 -- Each request's answer: its refusal, or its items.
 local function answers()
-  local result = {}
+  local result, served, claimed = {}, 0, 0
+  stat(prefix, now, ST.requests, nreq)
   for r, q in ipairs(reqs) do
     if q.refusal then
       result[r] = q.refusal
@@ -466,11 +471,14 @@ local function answers()
       result[r] = { err = 'nothing_to_give' }
       stat(prefix, now, ST.refused_nothing_to_give)
     else
-      stat(prefix, now, ST.served)
-      stat(prefix, now, ST.claimed, #q.got)
+      served, claimed = served + 1, claimed + #q.got
       if q.reclaimed then stat(prefix, now, ST.served_reclaimed) end
       result[r] = q.got
     end
+  end
+  if served > 0 then
+    stat(prefix, now, ST.served, served)
+    stat(prefix, now, ST.claimed, claimed)
   end
   return result
 end

@@ -64,7 +64,8 @@
   Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
   (JSON array of their claim times, 0 unknown), bytes (JSON object domain -> bytes), id.
   Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
-  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, SET, SET_DEFAULT.
+  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, int_text, SET,
+  SET_DEFAULT.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
 -- call's state, declared here and set by each call, and the phases that use it.
@@ -224,13 +225,12 @@ local function chart_point(key, value)
 end
 
 -- What a done needs of claim record `raw`: its downloader, its claim time (ms, as text) and
--- its timeline line (nil for an empty record). A record as claim.lua writes it is read with
--- one match (no table, no number parsed but the time): in its JSON, a quote inside a text is
--- always escaped, so `","v":"` can only be where the user agent ends. Any other record (an
--- older layout, a name or version with an escape) is decoded whole.
+-- its timeline line (nil for an empty record). A record as claim.lua writes it (t, d and v
+-- first) is read with one anchored match (no table, no number parsed but the time). Any other
+-- record (an older layout, a name or version with an escape) is decoded whole.
 local function claim_fields(raw)
   if raw then
-    local d, t, v = string.match(raw, '^{"d":"([^"\\]*)","ip":"[^"\\]*","t":(%d+),"ua":".-","v":"([^"\\]*)"')
+    local t, d, v = string.match(raw, '^{"t":(%d+),"d":"([^"\\]*)","v":"([^"\\]*)"')
     if d then
       local what = string.sub(raw, -7) == ',"r":1}' and 'reclaimed' or 'claimed'
       return d, t, timeline_line(t, what, d, v)
@@ -429,7 +429,8 @@ for r, rep in ipairs(reps) do
   if refusal then
     result[r] = cjson.encode(refusal)
   else
-    result[r] = string.format('{"counted":%d,"duplicates":%d}', complete_report(rep))
+    local counted, dups = complete_report(rep)
+    result[r] = '{"counted":' .. int_text(counted) .. ',"duplicates":' .. int_text(dups) .. '}'
   end
 end
 write_moves()

@@ -97,8 +97,8 @@ if mode == 'claims' then
     w_out[#w_out + 1] = t
     w_out[#w_out + 1] = item
     w_claims[#w_claims + 1] = item
-    w_claims[#w_claims + 1] = '{"d":' .. cjson.encode(who) .. ',"ip":' .. cjson.encode(ip) .. ',"t":' .. t
-      .. ',"ua":"","v":"","n":1}'
+    w_claims[#w_claims + 1] = '{"t":' .. t .. ',"d":' .. cjson.encode(who) .. ',"v":"","ip":' .. cjson.encode(ip)
+      .. ',"ua":"","n":1}'
     w_dl[who] = (w_dl[who] or 0) + 1
   end
   bulk('ZADD', out, w_out)
