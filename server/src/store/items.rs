@@ -84,6 +84,40 @@ struct Recorded {
     duplicates: u64,
 }
 
+/// The JSON text of `s`.
+fn json_text(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// The claim record of request `r`'s items up to its claim count, as `claim.lua` writes it:
+/// `{"t":NOW,"d":…,"v":…,"ip":…,"ua":…[,"p":…],"n":` (t, d and v first: `done.lua` reads them
+/// with one match). Made here, where it costs a fraction of what Lua's JSON and joins cost
+/// Redis.
+fn claim_record_head(r: &ClaimRequest, now_ms: u64) -> String {
+    let mut head = format!(
+        r#"{{"t":{now_ms},"d":{},"v":{},"ip":{},"ua":{}"#,
+        json_text(&r.downloader),
+        json_text(&r.version),
+        json_text(&r.ip),
+        json_text(&r.user_agent)
+    );
+    if let Some(p) = r.pipeline.as_deref().filter(|p| !p.name.is_empty()) {
+        head.push_str(r#","p":"#);
+        head.push_str(&json_text(&p.name));
+    }
+    head.push_str(r#","n":"#);
+    head
+}
+
+/// A report's bytes per domain as the completion log keeps them: `{"data":123}`.
+fn bytes_json(bytes: &[(String, u64)]) -> String {
+    let pairs: Vec<String> = bytes
+        .iter()
+        .map(|(domain, n)| format!("{}:{n}", json_text(domain)))
+        .collect();
+    format!("{{{}}}", pairs.join(","))
+}
+
 fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
     StoreError::Reply {
         script,
@@ -114,7 +148,7 @@ impl Store {
         for r in requests {
             args.push(Value::from(r.downloader.as_str()));
             args.push(Value::from(r.ip.as_str()));
-            args.push(Value::from(r.user_agent.as_str()));
+            args.push(Value::from(claim_record_head(r, now_ms)));
             args.push(Value::from(r.version.as_str()));
             args.push(Value::from(r.n.max(1) as i64));
             args.push(Value::from(if r.name_ok { "1" } else { "0" }));
@@ -265,6 +299,7 @@ impl Store {
                 r.id.as_str()
             }));
             args.push(Value::from(r.pipeline.as_str()));
+            args.push(Value::from(bytes_json(&r.bytes)));
             args.push(Value::from(r.bytes.len() as i64));
             for (domain, bytes) in &r.bytes {
                 args.push(Value::from(domain.as_str()));
@@ -377,5 +412,47 @@ impl Store {
             Err(Refusal::NotClaimed) => Ok(false),
             Err(refusal) => Err(StoreError::Refused(refusal)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_record_head_puts_t_d_and_v_first_and_escapes_every_text() {
+        let mut r = ClaimRequest {
+            downloader: "alice".into(),
+            ip: "192.0.2.1".into(),
+            user_agent: "Warrior \"3\"/1 \\ x".into(),
+            version: "20240101.01".into(),
+            n: 1,
+            ..ClaimRequest::default()
+        };
+        let head = claim_record_head(&r, 1_700_000_000_000);
+        assert_eq!(
+            head,
+            r#"{"t":1700000000000,"d":"alice","v":"20240101.01","ip":"192.0.2.1","ua":"Warrior \"3\"/1 \\ x","n":"#
+        );
+        // claim.lua appends the count (and `q`, `r`): the whole is a record serde reads back.
+        let record: serde_json::Value = serde_json::from_str(&format!("{head}2}}")).unwrap();
+        assert_eq!(record["ua"], "Warrior \"3\"/1 \\ x");
+        assert_eq!(record["n"], 2);
+        r.pipeline = Some(std::sync::Arc::new(super::super::Pipeline {
+            name: "p\"1".into(),
+            tags: vec![],
+            match_only: false,
+            t: 0,
+        }));
+        assert!(
+            claim_record_head(&r, 5).ends_with(r#","ua":"Warrior \"3\"/1 \\ x","p":"p\"1","n":"#)
+        );
+    }
+
+    #[test]
+    fn bytes_json_is_the_object_the_log_keeps() {
+        assert_eq!(bytes_json(&[]), "{}");
+        let pairs = [("data".to_string(), 123), ("a\"b".to_string(), 0)];
+        assert_eq!(bytes_json(&pairs), r#"{"data":123,"a\"b":0}"#);
     }
 }

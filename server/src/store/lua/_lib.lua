@@ -40,9 +40,6 @@ local function int_text(n)
   return INT_TEXTS[n] or string.format('%d', n)
 end
 
--- The JSON text of string `s` (cjson.encode), remembered: versions and user agents repeat.
-local json_text = remembered(function(s) return cjson.encode(s) end, 256)
-
 -- The queue groups in claim order: { {'todo', 'todo#img'}, {'todo:backfeed'}, ... }.
 -- Within a group, parts share the group's turn; a part `Q#name` is rate limited by `name`.
 -- Remembered (see `remembered`): a caller never changes the tables it gets.

@@ -60,9 +60,11 @@
   ARGV[1]  now (ms)
   ARGV[2]  key prefix `ns:{SLUG}:`
   ARGV[3]  R, the number of requests
-  ARGV[4 + 10(r-1) ..] per request: downloader, ip, user agent, version ('' = none),
-                       N (>= 1), name_ok (1/0), globally_blocked (1/0), pipeline name
-                       ('' = none), pipeline tags (comma-joined), match_only (1/0)
+  ARGV[4 + 10(r-1) ..] per request: downloader, ip, the head of its claim record (the
+                       tracker writes it: {"t":now,"d":…,"v":…,"ip":…,"ua":…[,"p":…],"n":
+                       the record up to its claim count, `now` as ARGV[1]), version ('' =
+                       none), N (>= 1), name_ok (1/0), globally_blocked (1/0), pipeline
+                       name ('' = none), pipeline tags (comma-joined), match_only (1/0)
 
   Output: JSON. {"err":"no_project"} when there is no such project; else an array with, per
   request in order, the items claimed (an array, never empty) or a refusal:
@@ -81,7 +83,7 @@
   Events: none.
   Uses: Q, ST, queue_groups, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
-  queue_clock, int_text, json_text, SET, SET_DEFAULT.
+  queue_clock, int_text, SET, SET_DEFAULT.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
 -- call's state, declared here and set by each call, and the phases that use it.
@@ -180,10 +182,9 @@ local function admit(r, q)
       if want > 0 then
         if dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
-        -- The claim record {t, d, v, ip, ua, p, n} of this request's items, all but `n` built once.
-        q.record = '{"t":' .. now_text .. ',"d":' .. cjson.encode(q.d) .. ',"v":' .. json_text(v)
-          .. ',"ip":' .. cjson.encode(args[a + 1]) .. ',"ua":' .. json_text(args[a + 2])
-          .. (p ~= '' and (',"p":' .. cjson.encode(p)) or '') .. ',"n":'
+        -- The claim record {t, d, v, ip, ua, p, n} of this request's items, all but `n` (the
+        -- tracker's head).
+        q.record = args[a + 2]
         q.records = {}   -- whole records by claim count (negative: reclaimed), built once each
         active[#active + 1] = q
       end

@@ -39,7 +39,8 @@
   ARGV[2]  key prefix `ns:{SLUG}:`
   ARGV[3]  R, the number of reports
   ARGV[4..] per report: downloader, version, user agent, ip, id (JSON), pipeline ('' = none),
-            D, D x (domain, bytes), M, M x item
+            bytes (the JSON object domain -> bytes, as the log keeps it: the tracker writes it
+            from the same pairs), D, D x (domain, bytes), M, M x item
 
   Every check of a report comes before its first write, so a report is applied whole or not at
   all, and a refused report leaves the others of its batch alone. A report whose fields do not
@@ -108,18 +109,20 @@ local function read_reports(ARGV)
   local reps, all, named = {}, {}, {}
   local a = 4
   for r = 1, nrep do
+    -- doms: the byte domains as ARGV gives them, name then bytes (text), flat.
     local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
-      pipeline = ARGV[a + 5], doms = {}, items = {}, total = 0 }
-    local ndom = tonumber(ARGV[a + 6])
+      pipeline = ARGV[a + 5], bytes = ARGV[a + 6], doms = {}, items = {}, total = 0 }
+    local ndom = tonumber(ARGV[a + 7])
     if rep.who == '' then rep.bad = true end
+    local doms = rep.doms
     for d = 0, ndom - 1 do
-      local name, value = ARGV[a + 7 + 2 * d], ARGV[a + 8 + 2 * d]
+      local name, value = ARGV[a + 8 + 2 * d], ARGV[a + 9 + 2 * d]
       local n = string.match(value, '^%d+$') and #value <= 16 and tonumber(value)
       if not n or n > BYTES_MAX or name == '' then rep.bad = true else rep.total = rep.total + n end
-      rep.doms[#rep.doms + 1] = { name, value }
+      doms[2 * d + 1], doms[2 * d + 2] = name, value
     end
-    local nitems = tonumber(ARGV[a + 7 + 2 * ndom])
-    local at = a + 8 + 2 * ndom
+    local nitems = tonumber(ARGV[a + 8 + 2 * ndom])
+    local at = a + 9 + 2 * ndom
     if nitems < 1 then rep.bad = true end
     for i = at, at + nitems - 1 do
       local item = ARGV[i]
@@ -297,9 +300,9 @@ local function check_report(rep)
     end
   end
   if ndomains > 0 then
-    local seen = 0
-    for _, d in ipairs(rep.doms) do
-      if not domains[d[1]] then return { err = 'domain_mismatch' } end
+    local seen, doms = 0, rep.doms
+    for d = 1, #doms, 2 do
+      if not domains[doms[d]] then return { err = 'domain_mismatch' } end
       seen = seen + 1
     end
     if seen ~= ndomains then return { err = 'domain_mismatch' } end
@@ -332,22 +335,19 @@ end
 -- A log that has no fold cursor yet (a project from before the fold) gets one first: every
 -- entry before this one was counted where it was made.
 local function log_report(rep, fresh, claimed_at)
-  local total, dom_json = 0, {}
-  for _, d in ipairs(rep.doms) do
-    local bytes = tonumber(d[2])
-    dom_add[d[1]] = (dom_add[d[1]] or 0) + bytes
-    total = total + bytes
-    dom_json[#dom_json + 1] = cjson.encode(d[1]) .. ':' .. d[2]
+  local doms = rep.doms
+  for d = 1, #doms, 2 do
+    local name = doms[d]
+    dom_add[name] = (dom_add[name] or 0) + tonumber(doms[d + 1])
   end
-  done_items, done_bytes = done_items + #fresh, done_bytes + total
+  done_items, done_bytes = done_items + #fresh, done_bytes + rep.total
   if not folded then
     local last = rcall('XREVRANGE', log, '+', '-', 'COUNT', 1)[1]
     folded = last and last[1] or '0-0'
     rcall('HSET', stats, 'folded', folded)
   end
   local id = rcall('XADD', log, '*', 't', now_text, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
-    'items', cjson.encode(fresh), 'claimed', '[' .. table.concat(claimed_at, ',') .. ']', 'bytes', '{' .. table.concat(dom_json, ',') .. '}',
-    'id', rep.id)
+    'items', cjson.encode(fresh), 'claimed', '[' .. table.concat(claimed_at, ',') .. ']', 'bytes', rep.bytes, 'id', rep.id)
   -- The first entry whose per-minute counters are the fold's (a done script from before
   -- counted them itself): the fold counts this one and those after it.
   if not counts_from then
