@@ -144,22 +144,26 @@ local function read_reports(ARGV)
 end
 
 -- Where each item is: 'out', 'done', 'failed', or (looked up per report) a queue part; and the
--- claim record of each claimed one.
+-- claim record of each claimed one. A claimed item has its record (every script writes and
+-- deletes the two together), so the records are read first; `out` is asked only about the
+-- items without one (ZMSCORE answers each score as text made by C's float formatting).
 local function locate(all)
   local state, claim_of = {}, {}
-  local scores = bulk_read('ZMSCORE', out, all)
-  local rest, in_out = {}, {}
+  local raw = bulk_read('HMGET', claims, all)
+  local rest = {}
   for i, item in ipairs(all) do
-    if scores[i] then
-      state[item] = 'out'
-      in_out[#in_out + 1] = item
+    if raw[i] then
+      state[item], claim_of[item] = 'out', raw[i]
     else
       rest[#rest + 1] = item
     end
   end
-  if #in_out > 0 then
-    local raw = bulk_read('HMGET', claims, in_out)
-    for i, item in ipairs(in_out) do claim_of[item] = raw[i] end
+  if #rest > 0 then
+    local scores, left = bulk_read('ZMSCORE', out, rest), {}
+    for i, item in ipairs(rest) do
+      if scores[i] then state[item] = 'out' else left[#left + 1] = item end
+    end
+    rest = left
   end
   if #rest > 0 then
     local isdone = bulk_read('SMISMEMBER', done, rest)
@@ -218,10 +222,11 @@ end
 
 -- Sets the last point of a cumulative chart list to `value` at this minute.
 local function chart_point(key, value)
-  local last = rcall('LINDEX', key, -1)
+  -- '-1' as text: a number argument costs a float's formatting (see _lib).
+  local last = rcall('LINDEX', key, '-1')
   local point = minute .. ' ' .. value
   if last and string.match(last, '^(%d+)') == minute then
-    rcall('LSET', key, -1, point)
+    rcall('LSET', key, '-1', point)
   else
     rcall('RPUSH', key, point)
   end
