@@ -148,15 +148,16 @@ end
 -- Writes the buffered counters to the minute containing `now` (ms): `st:<day>` field
 -- "<minute of day>:<counter>", kept 35 days.
 local function flush_stats(prefix, now)
+  if next(pending_stats) == nil then return end
   local day = math.floor(now / 86400000)
   local at = string.format('%d:', (now % 86400000) / 60000)
   local key = prefix .. K.minute_stats .. string.format('%d', day)
   -- The expiry is set when a field is new (so at the key's creation), not at every call.
   local new = false
   for field, n in pairs(pending_stats) do
-    if n ~= 0 and rcall('HINCRBY', key, at .. field, string.format('%d', n)) == n then new = true end
+    if n ~= 0 and rcall('HINCRBY', key, at .. field, int_text(n)) == n then new = true end
   end
-  if new then rcall('EXPIRE', key, 35 * 86400) end
+  if new then rcall('EXPIRE', key, '3024000') end   -- 35 days
   pending_stats = {}
 end
 

@@ -91,7 +91,8 @@ local pipelines_seen
 -- counts for the reports after it).
 local blocked_now
 -- What the reports decide, collected for the batch's writes.
-local w_out, w_failed, w_queue, w_done, tl_items, tl_lines, w_dl, dom_add, pq_delta, logged
+-- (w_done: the items newly done, in order; tl_lines: the lines each one's timeline gets.)
+local w_out, w_failed, w_queue, w_done, tl_lines, w_dl, dom_add, pq_delta, logged
 
 -- The phases, in the order they run (the main line at the end calls them):
 --   read_call        the keys, ARGV and settings, then:
@@ -210,7 +211,7 @@ local function start_batch()
   journal, journal_items = tonumber(totals[4]) or 0, tonumber(totals[5]) or 0
   counts_from = totals[6]
   claims_seen, queued, was_out, pipelines_seen, blocked_now = {}, {}, {}, {}, {}
-  w_out, w_failed, w_queue, w_done, tl_items, tl_lines = {}, {}, {}, {}, {}, {}
+  w_out, w_failed, w_queue, w_done, tl_lines = {}, {}, {}, {}, {}
   w_dl, dom_add, pq_delta, logged = {}, {}, 0, 0
   local any_blocks = rcall('EXISTS', blocked_ip) == 1
   for _, rep in ipairs(reps) do
@@ -351,8 +352,9 @@ local function log_report(rep, fresh, claimed_at)
     folded = last and last[1] or '0-0'
     rcall('HSET', stats, 'folded', folded)
   end
+  local at = #claimed_at == 1 and ('[' .. claimed_at[1] .. ']') or ('[' .. table.concat(claimed_at, ',') .. ']')
   local id = rcall('XADD', log, '*', 't', now_text, 'd', rep.who, 'ip', rep.ip, 'ua', rep.ua, 'v', rep.version,
-    'items', cjson.encode(fresh), 'claimed', '[' .. table.concat(claimed_at, ',') .. ']', 'bytes', rep.bytes, 'id', rep.id)
+    'items', cjson.encode(fresh), 'claimed', at, 'bytes', rep.bytes, 'id', rep.id)
   -- The first entry whose per-minute counters are the fold's (a done script from before
   -- counted them itself): the fold counts this one and those after it.
   if not counts_from then
@@ -387,7 +389,6 @@ local function complete_report(rep)
       end
       state[item] = 'done'
       w_done[#w_done + 1] = item
-      tl_items[#tl_items + 1] = item
       tl_lines[#tl_lines + 1] = lines
       fresh[#fresh + 1] = item
       claimed_at[#claimed_at + 1] = t0
@@ -410,7 +411,7 @@ local function write_moves()
   if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
   if rcall('EXISTS', decay) == 1 then bulk('HDEL', decay, w_done) end
   bulk('SADD', done, w_done)
-  timeline_many(tl, tl_items, tl_lines)
+  timeline_many(tl, w_done, tl_lines)
   hincr_many(dl_claims, w_dl)
 end
 
