@@ -185,7 +185,6 @@ local function admit(r, q)
         -- The claim record {t, d, v, ip, ua, p, n} of this request's items, all but `n` (the
         -- tracker's head).
         q.record = args[a + 2]
-        q.records = {}   -- whole records by claim count (negative: reclaimed), built once each
         active[#active + 1] = q
       end
     end
@@ -269,11 +268,20 @@ local function distribute(items, from)
     local part = origin[item]
     local key = from == 'reclaimed' and -n or n
     if part then key = key .. ' ' .. part end
-    local record = q.records[key]
+    -- A request of several items keeps its whole records by claim count (negative:
+    -- reclaimed), each built once; a request of one item needs no such table.
+    local records = q.records
+    local record = records and records[key]
     if not record then
       record = q.record .. int_text(n) .. (part and (',"q":' .. cjson.encode(part)) or '')
         .. (from == 'reclaimed' and ',"r":1}' or '}')
-      q.records[key] = record
+      if q.need > 1 then
+        if not records then
+          records = {}
+          q.records = records
+        end
+        records[key] = record
+      end
     end
     w_claims[#w_claims + 1] = record
     w_dl[q.d] = (w_dl[q.d] or 0) + 1
