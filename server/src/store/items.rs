@@ -84,8 +84,8 @@ struct Recorded {
     duplicates: u64,
 }
 
-/// The JSON text of `s`.
-fn json_text(s: &str) -> String {
+/// The JSON text of `s` (a quoted, escaped string).
+pub(super) fn json_text(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 

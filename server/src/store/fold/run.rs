@@ -1,5 +1,6 @@
 //! A run of the completion log, read and summed in the tracker: the arguments of `fold.lua`.
 
+use crate::store::items::json_text;
 use crate::store::scripts::{lua_list, Count};
 use serde::Deserialize;
 use std::{
@@ -111,7 +112,6 @@ impl Entry {
 
     /// The entry's event, without its closing brace and the figures `fold.lua` adds.
     fn event(&self) -> String {
-        let js = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
         let or_empty = |s: &str, empty: &'static str| {
             if s.is_empty() {
                 empty.to_string()
@@ -122,12 +122,12 @@ impl Entry {
         format!(
             r#"{{"time":{},"downloader":{},"items":{},"bytes":{},"domain_bytes":{},"version":{},"user_agent":{}"#,
             self.t,
-            js(&self.who),
+            json_text(&self.who),
             or_empty(&self.items, "[]"),
             self.total,
             or_empty(&self.bytes, "{}"),
-            js(&self.version),
-            js(&self.ua),
+            json_text(&self.version),
+            json_text(&self.ua),
         )
     }
 }

@@ -182,6 +182,9 @@ local function admit(r, q)
       if want > 0 then
         if dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
+        -- A request of several items keeps its whole records by claim count (negative:
+        -- reclaimed), each built once.
+        if want > 1 then q.records = {} end
         -- The claim record {t, d, v, ip, ua, p, n} of this request's items, all but `n` (the
         -- tracker's head).
         q.record = args[a + 2]
@@ -268,20 +271,12 @@ local function distribute(items, from)
     local part = origin[item]
     local key = from == 'reclaimed' and -n or n
     if part then key = key .. ' ' .. part end
-    -- A request of several items keeps its whole records by claim count (negative:
-    -- reclaimed), each built once; a request of one item needs no such table.
     local records = q.records
     local record = records and records[key]
     if not record then
       record = q.record .. int_text(n) .. (part and (',"q":' .. cjson.encode(part)) or '')
         .. (from == 'reclaimed' and ',"r":1}' or '}')
-      if q.need > 1 then
-        if not records then
-          records = {}
-          q.records = records
-        end
-        records[key] = record
-      end
+      if records then records[key] = record end
     end
     w_claims[#w_claims + 1] = record
     w_dl[q.d] = (w_dl[q.d] or 0) + 1
