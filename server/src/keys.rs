@@ -150,6 +150,11 @@ pub const AUDIT_LEN: usize = 100_000;
 /// How many completion events the capped history keeps.
 pub const HISTORY_LEN: usize = 2000;
 
+/// Of one fold run's events, how many (its last) join the history: a run under load holds
+/// about a thousand, each passed to Redis and pushed and trimmed again within a second, while a
+/// watcher that falls further behind than this needs a snapshot anyway.
+pub const HISTORY_RUN_TAIL: usize = 256;
+
 /// How many done reports the completion log keeps in Redis.
 pub const LOG_LEN: usize = 100_000;
 

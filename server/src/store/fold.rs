@@ -15,7 +15,7 @@
 //! items of entries not folded yet (stats `journal_items`) with the per-downloader totals.
 
 use super::{Store, StoreError, StoreResult};
-use crate::keys::{HISTORY_LEN, LOG_LEN};
+use crate::keys::{HISTORY_LEN, HISTORY_RUN_TAIL, LOG_LEN};
 use fred::prelude::*;
 use run::{next_id, read_run, stream_id, Base};
 use std::{collections::HashMap, sync::Mutex, time::Duration};
@@ -224,7 +224,11 @@ impl Store {
         args.extend(run.ips.iter().map(|ip| Value::from(ip.as_str())));
         args.push((events.len() as i64).into());
         let joined = events.join(",");
-        args.extend(events.into_iter().map(Value::from));
+        // Only the run's last events join the history (HISTORY_RUN_TAIL); all are published.
+        let tail = events.len().min(HISTORY_RUN_TAIL);
+        let skip = events.len() - tail;
+        args.push((tail as i64).into());
+        args.extend(events.into_iter().skip(skip).map(Value::from));
         args.push(joined.into());
         let counters: Vec<(&str, u64)> = run.counters().filter(|(_, n)| *n > 0).collect();
         args.push((counters.len() as i64).into());

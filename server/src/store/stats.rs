@@ -111,11 +111,23 @@ impl Store {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let raw: Vec<String> = client.lrange(k.chart(), 0, -1).await?;
+        // done.lua writes a minute's point when the minute starts: its figures are the totals
+        // now while it is `chart_minute`'s.
+        let live: Vec<Option<u64>> = client
+            .hmget(k.stats(), vec!["chart_minute", "done_items", "done_bytes"])
+            .await?;
         let mut charts = Charts::default();
         for (t, v) in raw.iter().filter_map(|e| point(e)) {
             if let [items, bytes] = v[..] {
                 charts.items.push((t, items));
                 charts.bytes.push((t, bytes));
+            }
+        }
+        if let ([Some(minute), Some(items), Some(bytes)], Some(last_items), Some(last_bytes)) =
+            (&live[..], charts.items.last_mut(), charts.bytes.last_mut())
+        {
+            if last_items.0 == minute * 60 {
+                (last_items.1, last_bytes.1) = (*items, *bytes);
             }
         }
         let top: Vec<(String, f64)> = client.zrevrange(k.dl_bytes(), 0, top - 1, true).await?;

@@ -146,7 +146,8 @@ async fn a_run_made_from_moved_figures_is_refused_whole() {
             base_items.into(),
             "0".into(),
             0.into(),
-            // One event, then the events joined.
+            // One event, the last one of it for the history, then the events joined.
+            1.into(),
             1.into(),
             event.into(),
             event.into(),
@@ -187,5 +188,114 @@ async fn a_run_made_from_moved_figures_is_refused_whole() {
     assert_eq!(
         (seq.as_deref(), folded.as_deref(), ann, history),
         (Some("1"), Some("5-0"), Some(1.0), vec![event.to_string()])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_run_publishes_every_event_and_keeps_its_last_ones_in_the_history() {
+    use server::keys::HISTORY_RUN_TAIL;
+    let n = HISTORY_RUN_TAIL + 44;
+    let app = TestApp::start().await;
+    let names: Vec<String> = (0..n).map(|i| format!("h{i:03}")).collect();
+    app.project(
+        "long",
+        &names.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    let now = now_ms();
+    let reports: Vec<DoneReport> = app
+        .claim_items("long", "ann", n, now)
+        .await
+        .into_iter()
+        .map(|item| DoneReport {
+            downloader: "ann".into(),
+            version: "v1".into(),
+            ip: "192.0.2.7".into(),
+            bytes: vec![("data".into(), 1)],
+            items: vec![item],
+            ..Default::default()
+        })
+        .collect();
+    // One call: every entry is logged before any fold, so they fold as one run, whoever folds.
+    let out = app.store.done_batch("long", &reports, now).await.unwrap();
+    assert!(out
+        .iter()
+        .all(|o| matches!(o, DoneOutcome::Recorded { counted: 1, .. })));
+    app.store.fold("long").await.unwrap();
+    assert_eq!(app.store.unfolded("long").await.unwrap(), (0, 0));
+    // Numbered through; the history holds the run's last events, newest first.
+    let events = server::hub::history::recent(&app.store, "long", n)
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    let want: Vec<u64> = (n - HISTORY_RUN_TAIL + 1..=n)
+        .rev()
+        .map(|s| s as u64)
+        .collect();
+    assert_eq!(seqs, want);
+    // A viewer that saw the run's first events catches up from the history; one that saw
+    // none of them needs a snapshot.
+    let after = server::hub::history::events_after(&app.store, "long", 100)
+        .await
+        .unwrap()
+        .expect("the history reaches back to 101");
+    assert_eq!(after.len(), n - 100);
+    assert!(server::hub::history::events_after(&app.store, "long", 0)
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chart_takes_a_point_when_a_minute_starts_and_shows_the_totals_of_the_last() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("chart", &["c1", "c2", "c3", "c4"]).await;
+    let now = now_ms();
+    let items = app.claim_items("chart", "ann", 4, now).await;
+    let m0 = now / 60_000 + 1;
+    let (t0, t1) = (m0 * 60_000, (m0 + 1) * 60_000);
+    let done = |item: &str, at: u64| {
+        let report = DoneReport {
+            downloader: "ann".into(),
+            version: "v1".into(),
+            ip: "192.0.2.7".into(),
+            bytes: vec![("data".into(), 10)],
+            items: vec![item.to_string()],
+            ..Default::default()
+        };
+        let store = app.store.clone();
+        async move {
+            let out = store.done_batch("chart", &[report], at).await.unwrap();
+            assert!(matches!(
+                out[..],
+                [DoneOutcome::Recorded { counted: 1, .. }]
+            ));
+        }
+    };
+    let k = app.store.keys().project("chart");
+    let points = || async {
+        let raw: Vec<String> = app.store.client().lrange(k.chart(), 0, -1).await.unwrap();
+        let charts = app.store.charts("chart", 0).await.unwrap();
+        (raw, charts.items, charts.bytes)
+    };
+    let (s0, s1) = (m0 * 60, (m0 + 1) * 60);
+    done(&items[0], t0 + 1_000).await;
+    done(&items[1], t0 + 2_000).await;
+    // The minute's point was written by its first batch; the chart shows the totals now.
+    assert_eq!(
+        points().await,
+        (vec![format!("{m0} 1 10")], vec![(s0, 2)], vec![(s0, 20)])
+    );
+    done(&items[2], t1 + 1_000).await;
+    done(&items[3], t1 + 2_000).await;
+    // A new minute closed the last one with its totals at its end.
+    assert_eq!(
+        points().await,
+        (
+            vec![format!("{m0} 2 20"), format!("{} 3 30", m0 + 1)],
+            vec![(s0, 2), (s1, 4)],
+            vec![(s0, 20), (s1, 40)]
+        )
     );
 }

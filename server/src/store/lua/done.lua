@@ -26,12 +26,17 @@
                                  disk_todo (items waiting on disk), journal, journal_items,
                                  folded (the last log entry folded; set here when missing),
                                  counts_from (the first entry the fold counts per minute; set
-                                 here when missing)
+                                 here when missing), chart_minute (the minute of the chart's
+                                 last point)
   KEYS[9]  domain_bytes  hash    bytes per domain
   KEYS[10] timeline      hash    item -> transitions; a claim's own line joins it here
   KEYS[11] blocked:ip    hash    ip -> JSON block entry
   KEYS[12] log           stream  completion log (trimmed by fold.lua, never past the unfolded)
-  KEYS[13] chart         list    "minute items bytes" cumulative, one entry per minute
+  KEYS[13] chart         list    "minute items bytes" cumulative, one entry per minute: the
+                                 last one is written when its minute starts and closed when
+                                 the next one does (stats `chart_minute`, its minute); a reader
+                                 takes the last point's figures from `done_items` and
+                                 `done_bytes` (store::stats)
   KEYS[14] decay         hash    item -> decay score; a done item's entry goes
   Derived (same slot): queue parts, todo:d:<downloader>, st:<day>.
 
@@ -80,7 +85,8 @@ local reps, state, claim_of
 local claims_seen
 -- The project's totals, kept current as reports change them, and the last log entry folded.
 -- Read once and written back once (HSET of the new values: one command, not an HINCRBY each).
-local done_items, done_bytes, done_items0, folded, journal, journal_items, counts_from
+local done_items, done_bytes, done_items0, done_bytes0, folded, journal, journal_items, counts_from
+local chart_minute
 -- Items found waiting in a queue (rather than claimed, failed or done), and whether each was
 -- handed out before: a claim count kept in `attempts` when it left a claim, or (claims made before
 -- records held the count) a claim in its timeline.
@@ -205,9 +211,11 @@ end
 -- The batch's starting figures and empty collections; the reporters' blocks (most projects
 -- block no one: one EXISTS instead of a read per reporting address).
 local function start_batch()
-  local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded', 'journal', 'journal_items', 'counts_from')
+  local totals = rcall('HMGET', stats, 'done_items', 'done_bytes', 'folded', 'journal', 'journal_items', 'counts_from',
+    'chart_minute')
   done_items, done_bytes = tonumber(totals[1]) or 0, tonumber(totals[2]) or 0
-  done_items0, folded = done_items, totals[3]
+  done_items0, done_bytes0, folded = done_items, done_bytes, totals[3]
+  chart_minute = totals[7]
   journal, journal_items = tonumber(totals[4]) or 0, tonumber(totals[5]) or 0
   counts_from = totals[6]
   claims_seen, queued, was_out, pipelines_seen, blocked_now = {}, {}, {}, {}, {}
@@ -221,16 +229,24 @@ local function start_batch()
   end
 end
 
--- Sets the last point of a cumulative chart list to `value` at this minute.
-local function chart_point(key, value)
+-- The chart's point of this minute, made when the minute's first batch is written (the
+-- figures in between are stats' own): the last point, if it is `chart_minute`'s, closed with
+-- the figures before this batch, and this minute's point added. Returns the fields for stats.
+local function chart_point()
+  if chart_minute == minute then return end
   -- '-1' as text: a number argument costs a float's formatting (see _lib).
-  local last = rcall('LINDEX', key, '-1')
-  local point = minute .. ' ' .. value
-  if last and string.match(last, '^(%d+)') == minute then
-    rcall('LSET', key, '-1', point)
+  local last = rcall('LINDEX', chart, '-1')
+  local at = last and string.match(last, '^(%d+)')
+  local point = minute .. ' ' .. string.format('%d %d', done_items, done_bytes)
+  if at == minute then
+    rcall('LSET', chart, '-1', point)   -- a process of an older version made it
   else
-    rcall('RPUSH', key, point)
+    if at and at == chart_minute then
+      rcall('LSET', chart, '-1', at .. ' ' .. string.format('%d %d', done_items0, done_bytes0))
+    end
+    rcall('RPUSH', chart, point)
   end
+  return minute
 end
 
 -- What a done needs of claim record `raw`: its downloader, its claim time (ms, as text) and
@@ -420,7 +436,8 @@ local function write_figures()
   rcall('HSET', stats, 'done_items', string.format('%d', done_items), 'done_bytes', string.format('%d', done_bytes),
     'journal', string.format('%d', journal + logged), 'journal_items', string.format('%d', journal_items + done_items - done_items0))
   for domain, bytes in pairs(dom_add) do rcall('HINCRBY', domain_bytes, domain, string.format('%d', bytes)) end
-  chart_point(chart, string.format('%d %d', done_items, done_bytes))
+  local moved = chart_point()
+  if moved then rcall('HSET', stats, 'chart_minute', moved) end
 end
 
 -- per call

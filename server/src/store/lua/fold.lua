@@ -43,9 +43,11 @@
            and bytes before the run, as the events were made from: dl:items and dl:bytes must
            hold them)
   then     P, then P x ip (the run's reporting addresses, distinct)
-  then     E, then E x event (JSON text, whole: numbered from ARGV[11] + 1 on), then the E
-           events joined by ',' (the message published: Lua's table.concat of them would cost
-           more than the whole run's other writes)
+  then     E (the run's events), then T, then T x event (the last T of the E, JSON text,
+           whole: numbered from ARGV[11] + 1 on, the last one ARGV[11] + E; T is at most
+           keys::HISTORY_RUN_TAIL: only these join the history), then the E events joined by
+           ',' (the message published: Lua's table.concat of them would cost more than the
+           whole run's other writes)
   then     B, then B x (per-minute counter code, n): the run's done items, bytes, round trips
            (summed, and counted by bucket), added to the run's minute (`st:<day>`); of its
            entries from `counts_from` on only (the done scripts before it counted their own)
@@ -53,8 +55,8 @@
   Output: "folded", or "stale" (`folded` is not ARGV[2], `counts_from` not ARGV[10], `seq` not
   ARGV[11], or a downloader's totals not those given; nothing written).
   Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
-  project's counts and its `seq`, pushed on KEYS[7] and published as one message on KEYS[8]
-  joined by ',' (parse as `[` .. `]`).
+  project's counts and its `seq`, published as one message on KEYS[8] joined by ',' (parse as
+  `[` .. `]`); the run's last T pushed on KEYS[7].
   Uses: K, bulk, bulk_read, hincr_many, stat, flush_stats.
 ]]
 local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -82,9 +84,9 @@ end
 local ips = {}
 for p = 1, tonumber(ARGV[a]) do ips[p] = ARGV[a + p] end
 a = a + tonumber(ARGV[a]) + 1
-local nev = tonumber(ARGV[a])
-local ev_first = a + 1
-a = ev_first + nev + 1
+local nev, ntail = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+local ev_first = a + 2
+a = ev_first + ntail + 1
 
 -- Each downloader's totals before the run (as the events were made from), and after it: one
 -- ZADD per table for all.
@@ -148,9 +150,10 @@ uniques(prefix .. K.uniques_dl .. day, whos, 31)
 uniques(prefix .. K.uniques_ip .. day, ips, 31)
 uniques(month_uniques, whos, 400)
 
--- The events, as given (no string made here for them).
+-- The events, as given (no string made here for them): the run's last ones to the history, all
+-- published.
 if nev > 0 then
-  local ev_last = ev_first + nev - 1
+  local ev_last = ev_first + ntail - 1
   rcall('SET', seq_key, string.format('%d', seq0 + nev))
   -- Trimmed to its length once it is 64 over, not at every call.
   local history_now = 0
