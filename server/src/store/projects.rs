@@ -158,7 +158,9 @@ impl Store {
         // could add to it: a script only counts where a count exists.
         let _: () = client.hset(k.stats(), ("known", 0)).await?;
         // Its queues are scored for random order from the start (claim.lua, `shuffled`).
-        let _: () = client.hset(k.meta(), ("shuffled", "1")).await?;
+        let _: () = client
+            .hset(k.meta(), [("shuffled", "1".to_string()), settings_stamp()])
+            .await?;
         let mut settings = defaults(&p.title);
         settings.domains = p.domains.clone();
         self.save_settings(&p.slug, &settings).await?;
@@ -168,7 +170,7 @@ impl Store {
         Ok(())
     }
 
-    /// Writes a project's settings (the caller validated them).
+    /// Writes a project's settings (the caller validated them), with a new stamp.
     pub async fn save_settings(&self, slug: &str, s: &Settings) -> StoreResult<()> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
@@ -189,6 +191,8 @@ impl Store {
             .map(|f| (f.name.to_string(), f.encode(s)))
             .collect();
         fields.push(("queues".into(), queue_order(s, &shards)));
+        let (stamp, value) = settings_stamp();
+        fields.push((stamp.into(), value));
         for p in &s.pattern_limits {
             fields.push((
                 format!("pl:{}", p.name),
@@ -313,6 +317,13 @@ impl Store {
             );
         Ok(Some(entry))
     }
+}
+
+/// A new value of `meta`'s `stamp`, the field written in the same command as any change of
+/// the settings or the fields that follow from them: the scripts keep the settings they read
+/// (`_lib.lua`, `project_settings`) only while the stamp is the one they read them with.
+pub(crate) fn settings_stamp() -> (&'static str, String) {
+    ("stamp", format!("{:016x}", rand::random::<u64>()))
 }
 
 #[cfg(test)]

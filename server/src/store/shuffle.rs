@@ -58,7 +58,15 @@ impl Store {
                 }
             }
         }
-        let _: () = client.hset(k.meta(), ("shuffled", "1")).await?;
+        let _: () = client
+            .hset(
+                k.meta(),
+                [
+                    ("shuffled", "1".to_string()),
+                    super::projects::settings_stamp(),
+                ],
+            )
+            .await?;
         Ok(scored)
     }
 

@@ -1,4 +1,5 @@
-//! The Lua scripts survive a Redis that lost their library (reload on "Function not found").
+//! The Lua scripts survive a Redis that lost their library (reload on "Function not found"),
+//! and keep a project's settings across calls only while its stamp holds.
 
 use fred::prelude::*;
 use server::store::{now_ms, BackfeedRecord, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport};
@@ -291,4 +292,57 @@ async fn admin_scripts_reload(app: &TestApp, now: u64) {
     flush().await;
     assert!(store.shuffle_queues("p1").await.unwrap() >= 1);
     app.assert_invariant("p1").await;
+}
+
+#[tokio::test]
+async fn the_scripts_keep_the_settings_while_the_stamp_holds_and_for_at_most_a_second() {
+    use server::store::Refusal;
+    let app = TestApp::start().await;
+    app.project("p", &["a", "b", "c", "d", "e", "f"]).await;
+    let store = &app.store;
+    let meta = store.keys().project("p").meta();
+    let who = ClaimRequest {
+        downloader: "alice".into(),
+        n: 1,
+        name_ok: true,
+        ..Default::default()
+    };
+    let now = now_ms();
+    let claim = |at: u64| {
+        let who = who.clone();
+        async move { store.claim("p", &who, at).await.unwrap() }
+    };
+    let paused =
+        |outcome: &ClaimOutcome| matches!(outcome, ClaimOutcome::Refused(Refusal::NotActive));
+    assert!(matches!(claim(now).await, ClaimOutcome::Items(_)));
+    // Saved settings come with a new stamp: the next claim obeys them.
+    let mut settings = (*store.project("p").await.unwrap().unwrap()).clone();
+    settings.state = "paused".into();
+    store.save_settings("p", &settings).await.unwrap();
+    assert!(paused(&claim(now).await));
+    settings.state = "active".into();
+    store.save_settings("p", &settings).await.unwrap();
+    assert!(matches!(claim(now).await, ClaimOutcome::Items(_)));
+    // A write without a new stamp (by hand, or by an older process) is seen within a second.
+    let _: () = store
+        .client()
+        .hset(&meta, ("state", "paused"))
+        .await
+        .unwrap();
+    assert!(matches!(claim(now + 1).await, ClaimOutcome::Items(_)));
+    assert!(paused(&claim(now + 1_000).await));
+    // A project without a stamp (made before it) is read at every call.
+    let _: () = store.client().hdel(&meta, "stamp").await.unwrap();
+    let _: () = store
+        .client()
+        .hset(&meta, ("state", "active"))
+        .await
+        .unwrap();
+    assert!(matches!(claim(now + 1_001).await, ClaimOutcome::Items(_)));
+    let _: () = store
+        .client()
+        .hset(&meta, ("state", "paused"))
+        .await
+        .unwrap();
+    assert!(paused(&claim(now + 1_002).await));
 }

@@ -88,12 +88,14 @@ impl SettingField {
 
 /// Fields of the `meta` hash that are not settings but follow from them (written by the
 /// server when it saves settings, or once at creation), by their Lua name: the claim order,
-/// whether queues are scored for random order, and the stem of each pattern limit's
-/// `pl:NAME` ("rate burst").
-pub const DERIVED_FIELDS: [(&str, &str); 3] = [
+/// whether queues are scored for random order, the stem of each pattern limit's
+/// `pl:NAME` ("rate burst"), and the stamp: a token written anew in the same command as any
+/// of the others or a setting (the scripts keep the settings they read while it holds).
+pub const DERIVED_FIELDS: [(&str, &str); 4] = [
     ("queues", "queues"),
     ("shuffled", "shuffled"),
     ("pattern_limit", "pl:"),
+    ("stamp", "stamp"),
 ];
 
 fn list(raw: &str) -> Vec<String> {

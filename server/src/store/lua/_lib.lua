@@ -107,6 +107,42 @@ local function queue_clock()
   end
   return clock_ms
 end
+-- A new value of meta's `stamp` (see project_settings), for a script that changes a field the
+-- settings are read with: Redis's clock to the microsecond (the tracker writes 16 hex digits).
+local function new_stamp()
+  queue_clock()
+  return clock[1] .. '.' .. clock[2]
+end
+
+-- The project's settings that claim and done read, at the positions of SETTINGS_AT (false for
+-- a missing one): read with one HMGET, then kept across calls (the library's top-level values
+-- live as long as the library) while meta's `stamp` is the one they were read with, for at most
+-- a second. Every write of a setting or of a field that follows from them writes a new stamp
+-- in the same command (store::projects::settings_stamp, new_stamp); the second bounds what a
+-- write without one (a process of an older version during an upgrade, an edit by hand) goes
+-- unseen. A project without a stamp (made before it) is read at every call. Kept for up to 256
+-- projects, then all forgotten at once. The table answered is shared: never change it.
+local SETTINGS_READ = { SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
+  SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
+  SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags, SET.domains, SET.auto_block_ttl }
+local SETTINGS_AT = {}
+for i = 1, #SETTINGS_READ do SETTINGS_AT[SETTINGS_READ[i]] = i end   -- no globals while the library loads
+local settings_kept, settings_n = {}, 0
+local function project_settings(meta, now)
+  local stamp = rcall('HGET', meta, SET.stamp)
+  local kept = stamp and settings_kept[meta]
+  if kept and kept.stamp == stamp and now >= kept.at and now - kept.at < 1000 then return kept.s end
+  local s = rcall('HMGET', meta, unpack(SETTINGS_READ))
+  if stamp then
+    if not settings_kept[meta] then
+      if settings_n >= 256 then settings_kept, settings_n = {}, 0 end
+      settings_n = settings_n + 1
+    end
+    settings_kept[meta] = { stamp = stamp, at = now, s = s }
+  end
+  return s
+end
+
 local function queue_scorer(qseq, n, fifo)
   queue_clock()
   if fifo then

@@ -42,7 +42,7 @@
   sent) to decide again]}; {"err":"filter_changed"} when the filter's layers changed (a layer
   may have been added), or the segments on disk did: read it again; {"err":"no_project"} when the project does not exist.
   Events: none.
-  Uses: Q, DEFAULT_QUEUES, ST, K, queue_groups, queue_scorer, count_known, stat, flush_stats, bulk,
+  Uses: Q, DEFAULT_QUEUES, ST, K, queue_groups, queue_scorer, new_stamp, count_known, stat, flush_stats, bulk,
   bulk_read, SET.
 ]]
 local meta, out, done, failed, bloom, qseq, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -103,7 +103,7 @@ if not skip then
   if fresh > 0 then rcall('HINCRBY', bloom, 'n:' .. i, fresh) end
 end
 
-if new_shard then rcall('HSET', meta, SET.queues, order) end
+if new_shard then rcall('HSET', meta, SET.queues, order, SET.stamp, new_stamp()) end
 
 -- Records of changed blocks go back; repeats within the call are duplicates; the rest are
 -- candidates (`candidates` holds their ARGV positions).

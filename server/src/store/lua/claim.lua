@@ -37,7 +37,8 @@
                              ignore_global_blocks, queues, pl:<name> ("rate burst"),
                              shuffled (1: random order is in the queues' scores),
                              decay_factor, decay_threshold, require_token (1: claims need
-                             a pipeline), tags (comma-joined)
+                             a pipeline), tags (comma-joined); stamp (kept across calls
+                             while it holds: _lib project_settings)
   KEYS[2]  out         zset  claimed items by claim time (ms)
   KEYS[3]  claims      hash  item -> JSON claim record {t, d, v, ip, ua, p (the pipeline,
                              when claimed with one), n (claim count), q (the queue part it
@@ -81,7 +82,7 @@
     {"err":"rate_limited","wait_ms":n}  ms until an item may be claimed
     {"err":"nothing_to_give"}
   Events: none.
-  Uses: Q, ST, queue_groups, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
+  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
   queue_clock, int_text, SET, SET_DEFAULT.
 ]]
@@ -98,29 +99,29 @@ local active   -- requests that passed the checks, in order
 local out_n, has_attempts, new_attempts, w_out, w_claims, w_unattempt, w_dl, cursor
 local origin   -- item -> the queue part it was popped from (decay on only)
 
--- The call's keys and arguments, and the project's settings; false when there is no project.
+-- The call's keys and arguments, and the project's settings (_lib project_settings: kept
+-- across calls while meta's stamp holds); false when there is no project.
 local function settings(KEYS, ARGV)
   meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
   stats, decay = KEYS[11], KEYS[12]
   now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
-  local s = rcall('HMGET', meta, SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
-    SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
-    SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags)
-  if not s[1] then return false end
-  state, min_version = s[2] or SET_DEFAULT.state, s[3] or ''
-  rate, burst = tonumber(s[4]) or 0, tonumber(s[5]) or 0
-  claims_limit, dl_max = tonumber(s[6]) or 0, tonumber(s[7]) or 0
-  reclaim_ttl, max_attempts = (tonumber(s[8]) or 0) * 1000, tonumber(s[9]) or 0
-  fifo, ignore_global = s[10] == '1', s[11] == '1'
-  groups = queue_groups(s[12])
-  by_score = fifo or s[13] == '1'
+  local s, at = project_settings(meta, now), SETTINGS_AT
+  if not s[at[SET.title]] then return false end
+  state, min_version = s[at[SET.state]] or SET_DEFAULT.state, s[at[SET.min_version]] or ''
+  rate, burst = tonumber(s[at[SET.rate]]) or 0, tonumber(s[at[SET.burst]]) or 0
+  claims_limit, dl_max = tonumber(s[at[SET.claims_limit]]) or 0, tonumber(s[at[SET.dl_max_claims]]) or 0
+  reclaim_ttl, max_attempts = (tonumber(s[at[SET.reclaim_ttl]]) or 0) * 1000, tonumber(s[at[SET.max_attempts]]) or 0
+  fifo, ignore_global = s[at[SET.fifo]] == '1', s[at[SET.ignore_global_blocks]] == '1'
+  groups = queue_groups(s[at[SET.queues]])
+  by_score = fifo or s[at[SET.shuffled]] == '1'
   serving = state == 'active' or state == 'draining'
-  decay_factor, decay_threshold = tonumber(s[14]) or 0, tonumber(s[15]) or SET_DEFAULT.decay_threshold
+  decay_factor = tonumber(s[at[SET.decay_factor]]) or 0
+  decay_threshold = tonumber(s[at[SET.decay_threshold]]) or SET_DEFAULT.decay_threshold
   decaying = decay_factor > 0 and decay_factor < 1
-  require_token, project_tags, any_tags = s[16] == '1', {}, false
-  for t in string.gmatch(s[17] or '', '[^,]+') do project_tags[t], any_tags = true, true end
+  require_token, project_tags, any_tags = s[at[SET.require_token]] == '1', {}, false
+  for t in string.gmatch(s[at[SET.tags]] or '', '[^,]+') do project_tags[t], any_tags = true, true end
   parts_in_order = {}   -- the queue parts of the claim order (decay on only)
   for _, parts in ipairs(decaying and groups or {}) do
     for _, part in ipairs(parts) do parts_in_order[part] = true end

@@ -15,7 +15,7 @@
   HMGET); the reports are then decided in order against that local state, and every write is
   made once per batch (the completion log gets one entry per report).
 
-  KEYS[1]  meta          hash    domains, auto_block_ttl, queues
+  KEYS[1]  meta          hash    domains, auto_block_ttl, queues (and stamp: _lib project_settings)
   KEYS[2]  out           zset    claimed items
   KEYS[3]  claims        hash    claim records
   KEYS[4]  done          set     completed items
@@ -69,7 +69,7 @@
                                           changed
   Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
   (JSON array of their claim times, 0 unknown), bytes (JSON object domain -> bytes), id.
-  Uses: Q, ST, queue_groups, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
   timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, int_text, SET,
   SET_DEFAULT.
 ]]
@@ -196,13 +196,14 @@ local function read_call(KEYS, ARGV)
   now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
   minute = string.format('%d', now / 60000)
-  s = rcall('HMGET', meta, SET.domains, SET.auto_block_ttl, SET.queues)
+  -- Kept across calls while meta's stamp holds (_lib project_settings).
+  s = project_settings(meta, now)
   groups, domains, ndomains = nil, {}, 0
-  for d in string.gmatch(s[1] or '', '[^,]+') do
+  for d in string.gmatch(s[SETTINGS_AT[SET.domains]] or '', '[^,]+') do
     if not domains[d] then ndomains = ndomains + 1 end
     domains[d] = true
   end
-  block_ttl = (tonumber(s[2]) or SET_DEFAULT.auto_block_ttl) * 1000
+  block_ttl = (tonumber(s[SETTINGS_AT[SET.auto_block_ttl]]) or SET_DEFAULT.auto_block_ttl) * 1000
   local all
   reps, all = read_reports(ARGV)
   state, claim_of = locate(all)
@@ -308,7 +309,7 @@ local function check_report(rep)
   if blocked_now[rep.ip] then return { err = 'blocked' } end
   for _, item in ipairs(rep.items) do
     if not state[item] then
-      groups = groups or queue_groups(s[3])
+      groups = groups or queue_groups(s[SETTINGS_AT[SET.queues]])
       state[item] = find_in_queues(prefix, groups, item, rep.who)
       if state[item] then queued[item] = true end
     end

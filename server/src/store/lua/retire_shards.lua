@@ -15,7 +15,7 @@
 
   Output: JSON {"retired":[the parts retired]}.
   Events: none.
-  Uses: Q, queue_groups, SET.
+  Uses: Q, queue_groups, new_stamp, SET.
 ]]
 local meta, segs = KEYS[1], KEYS[2]
 local prefix = ARGV[1]
@@ -40,5 +40,5 @@ for _, parts in ipairs(queue_groups(order)) do
   end
   if #kept > 0 then groups[#groups + 1] = table.concat(kept, ' ') end
 end
-if #retired > 0 then rcall('HSET', meta, SET.queues, table.concat(groups, ',')) end
+if #retired > 0 then rcall('HSET', meta, SET.queues, table.concat(groups, ','), SET.stamp, new_stamp()) end
 return cjson.encode({ retired = retired })

@@ -448,7 +448,10 @@ fn each_script_gets_only_the_prelude_entries_it_names_in_as_many_lines() {
         login.contains(&format!("personal = '{PERSONAL}'")),
         "{login}"
     );
-    assert!(login.contains("local SET = {  }"), "{login}");
+    assert!(
+        login.contains("stamp = 'stamp'") && !login.contains("banner = 'banner'"),
+        "{login}"
+    );
     for s in Scripts::new().all() {
         assert_eq!(
             compose_header(&prelude_for(s.source)).lines().count(),
