@@ -39,6 +39,13 @@ for n = 0, 64 do INT_TEXTS[n] = n .. '' end
 local function int_text(n)
   return INT_TEXTS[n] or string.format('%d', n)
 end
+-- The integer of decimal text `t` (a count in ARGV or a reply): a table read for 0 to 64, where
+-- tonumber would run C's strtod (about 1,000 instructions).
+local INT_OF = {}
+for n = 0, 64 do INT_OF[INT_TEXTS[n]] = n end
+local function int_of(t)
+  return INT_OF[t] or tonumber(t)
+end
 
 -- The queue groups in claim order: { {'todo', 'todo#img'}, {'todo:backfeed'}, ... }.
 -- Within a group, parts share the group's turn; a part `Q#name` is rate limited by `name`.
@@ -121,7 +128,9 @@ end
 -- in the same command (store::projects::settings_stamp, new_stamp); the second bounds what a
 -- write without one (a process of an older version during an upgrade, an edit by hand) goes
 -- unseen. A project without a stamp (made before it) is read at every call. Kept for up to 256
--- projects, then all forgotten at once. The table answered is shared: never change it.
+-- projects, then all forgotten at once. The table answered is shared: never change it. With it
+-- comes a table kept as long as it (a fresh one when it is not kept), where a script keeps what
+-- it makes of the settings, under its own name, to make it once.
 local SETTINGS_READ = { SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
   SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
   SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags, SET.domains, SET.auto_block_ttl }
@@ -131,16 +140,16 @@ local settings_kept, settings_n = {}, 0
 local function project_settings(meta, now)
   local stamp = rcall('HGET', meta, SET.stamp)
   local kept = stamp and settings_kept[meta]
-  if kept and kept.stamp == stamp and now >= kept.at and now - kept.at < 1000 then return kept.s end
-  local s = rcall('HMGET', meta, unpack(SETTINGS_READ))
+  if kept and kept.stamp == stamp and now >= kept.at and now - kept.at < 1000 then return kept.s, kept.made end
+  local s, made = rcall('HMGET', meta, unpack(SETTINGS_READ)), {}
   if stamp then
     if not settings_kept[meta] then
       if settings_n >= 256 then settings_kept, settings_n = {}, 0 end
       settings_n = settings_n + 1
     end
-    settings_kept[meta] = { stamp = stamp, at = now, s = s }
+    settings_kept[meta] = { stamp = stamp, at = now, s = s, made = made }
   end
-  return s
+  return s, made
 end
 
 local function queue_scorer(qseq, n, fifo)

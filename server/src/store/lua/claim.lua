@@ -82,7 +82,7 @@
     {"err":"rate_limited","wait_ms":n}  ms until an item may be claimed
     {"err":"nothing_to_give"}
   Events: none.
-  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
+  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, int_of, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
   queue_clock, int_text, SET, SET_DEFAULT.
 ]]
@@ -99,33 +99,53 @@ local active   -- requests that passed the checks, in order
 local out_n, has_attempts, new_attempts, w_out, w_claims, w_unattempt, w_dl, cursor
 local origin   -- item -> the queue part it was popped from (decay on only)
 
--- The call's keys and arguments, and the project's settings (_lib project_settings: kept
--- across calls while meta's stamp holds); false when there is no project.
+-- What claim makes of the project's settings `s` (_lib project_settings), or false when there
+-- is no project: made once while they are kept.
+local function made_of(s)
+  local at = SETTINGS_AT
+  if not s[at[SET.title]] then return false end
+  local c = {
+    state = s[at[SET.state]] or SET_DEFAULT.state, min_version = s[at[SET.min_version]] or '',
+    rate = tonumber(s[at[SET.rate]]) or 0, burst = tonumber(s[at[SET.burst]]) or 0,
+    claims_limit = tonumber(s[at[SET.claims_limit]]) or 0, dl_max = tonumber(s[at[SET.dl_max_claims]]) or 0,
+    reclaim_ttl = (tonumber(s[at[SET.reclaim_ttl]]) or 0) * 1000, max_attempts = tonumber(s[at[SET.max_attempts]]) or 0,
+    fifo = s[at[SET.fifo]] == '1', ignore_global = s[at[SET.ignore_global_blocks]] == '1',
+    groups = queue_groups(s[at[SET.queues]]),
+    decay_factor = tonumber(s[at[SET.decay_factor]]) or 0,
+    decay_threshold = tonumber(s[at[SET.decay_threshold]]) or SET_DEFAULT.decay_threshold,
+    require_token = s[at[SET.require_token]] == '1', project_tags = {}, any_tags = false,
+    parts_in_order = {},   -- the queue parts of the claim order (decay on only)
+  }
+  c.by_score = c.fifo or s[at[SET.shuffled]] == '1'
+  c.serving = c.state == 'active' or c.state == 'draining'
+  c.decaying = c.decay_factor > 0 and c.decay_factor < 1
+  for t in string.gmatch(s[at[SET.tags]] or '', '[^,]+') do c.project_tags[t], c.any_tags = true, true end
+  for _, parts in ipairs(c.decaying and c.groups or {}) do
+    for _, part in ipairs(parts) do c.parts_in_order[part] = true end
+  end
+  return c
+end
+
+-- The call's keys and arguments, and the project's settings (kept across calls while meta's
+-- stamp holds: _lib project_settings); false when there is no project.
 local function settings(KEYS, ARGV)
   meta, out, claims, attempts, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   dl_claims, blocked_ip, blocked_dl, ratelimit, tl = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
   stats, decay = KEYS[11], KEYS[12]
-  now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+  now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], int_of(ARGV[3])
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
-  local s, at = project_settings(meta, now), SETTINGS_AT
-  if not s[at[SET.title]] then return false end
-  state, min_version = s[at[SET.state]] or SET_DEFAULT.state, s[at[SET.min_version]] or ''
-  rate, burst = tonumber(s[at[SET.rate]]) or 0, tonumber(s[at[SET.burst]]) or 0
-  claims_limit, dl_max = tonumber(s[at[SET.claims_limit]]) or 0, tonumber(s[at[SET.dl_max_claims]]) or 0
-  reclaim_ttl, max_attempts = (tonumber(s[at[SET.reclaim_ttl]]) or 0) * 1000, tonumber(s[at[SET.max_attempts]]) or 0
-  fifo, ignore_global = s[at[SET.fifo]] == '1', s[at[SET.ignore_global_blocks]] == '1'
-  groups = queue_groups(s[at[SET.queues]])
-  by_score = fifo or s[at[SET.shuffled]] == '1'
-  serving = state == 'active' or state == 'draining'
-  decay_factor = tonumber(s[at[SET.decay_factor]]) or 0
-  decay_threshold = tonumber(s[at[SET.decay_threshold]]) or SET_DEFAULT.decay_threshold
-  decaying = decay_factor > 0 and decay_factor < 1
-  require_token, project_tags, any_tags = s[at[SET.require_token]] == '1', {}, false
-  for t in string.gmatch(s[at[SET.tags]] or '', '[^,]+') do project_tags[t], any_tags = true, true end
-  parts_in_order = {}   -- the queue parts of the claim order (decay on only)
-  for _, parts in ipairs(decaying and groups or {}) do
-    for _, part in ipairs(parts) do parts_in_order[part] = true end
+  local s, made = project_settings(meta, now)
+  local c = made.claim
+  if c == nil then
+    c = made_of(s)
+    made.claim = c
   end
+  if not c then return false end
+  state, min_version, rate, burst = c.state, c.min_version, c.rate, c.burst
+  claims_limit, dl_max, reclaim_ttl, max_attempts = c.claims_limit, c.dl_max, c.reclaim_ttl, c.max_attempts
+  fifo, ignore_global, groups, by_score, serving = c.fifo, c.ignore_global, c.groups, c.by_score, c.serving
+  decay_factor, decay_threshold, decaying = c.decay_factor, c.decay_threshold, c.decaying
+  require_token, project_tags, any_tags, parts_in_order = c.require_token, c.project_tags, c.any_tags, c.parts_in_order
   return true
 end
 
@@ -164,7 +184,7 @@ local function admit(r, q)
   elseif not serving then
     q.refusal = { err = 'not_active' }
   else
-    local want = tonumber(args[a + 4])
+    local want = int_of(args[a + 4])
     if dl_max > 0 then want = math.min(want, dl_max - held[q.d]) end
     if want <= 0 then
       q.refusal = { err = 'budget' }
@@ -206,7 +226,10 @@ local function check_requests(ARGV)
     reqs[r] = { d = d, a = a }
     dls[r], ips[r] = d, ARGV[a + 1]
   end
-  ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls)
+  -- Most projects block no one and keep no claim counts: one EXISTS for the three tables.
+  local any = rcall('EXISTS', blocked_ip, blocked_dl, attempts) > 0
+  ip_blocks, dl_blocks = {}, {}
+  if any then ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls) end
   held = {}
   if dl_max > 0 and serving then
     local raw = bulk_read('HMGET', dl_claims, dls)
@@ -220,7 +243,7 @@ local function check_requests(ARGV)
   for r, q in ipairs(reqs) do admit(r, q) end
   -- Claimed items now: only the claims limit needs them.
   out_n = (#active > 0 and claims_limit > 0) and rcall('ZCARD', out) or 0
-  has_attempts = #active > 0 and rcall('EXISTS', attempts) == 1
+  has_attempts = any and #active > 0 and rcall('EXISTS', attempts) == 1
   new_attempts, origin, cursor = {}, {}, 1
   w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
 end
@@ -413,7 +436,7 @@ end
 -- Items for the active requests, from their sources in order.
 local function fill()
   -- 1. each downloader's own queue
-  if (tonumber(rcall('HGET', stats, 'pq')) or 0) > 0 then
+  if (int_of(rcall('HGET', stats, 'pq')) or 0) > 0 then
     for i, q in ipairs(active) do
       cursor = i
       local mine = pop(Q.personal .. q.d, q.need)

@@ -69,7 +69,7 @@
                                           changed
   Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
   (JSON array of their claim times, 0 unknown), bytes (JSON object domain -> bytes), id.
-  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, int_of, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
   timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, int_text, SET,
   SET_DEFAULT.
 ]]
@@ -116,19 +116,19 @@ local function read_reports(ARGV)
   local reps, all, named = {}, {}, {}
   local a = 4
   for r = 1, nrep do
-    -- doms: the byte domains as ARGV gives them, name then bytes (text), flat.
+    -- doms: the byte domains as ARGV gives them, name then bytes (a number), flat.
     local rep = { who = ARGV[a], version = ARGV[a + 1], ua = ARGV[a + 2], ip = ARGV[a + 3], id = ARGV[a + 4],
       pipeline = ARGV[a + 5], bytes = ARGV[a + 6], doms = {}, items = {}, total = 0 }
-    local ndom = tonumber(ARGV[a + 7])
+    local ndom = int_of(ARGV[a + 7])
     if rep.who == '' then rep.bad = true end
     local doms = rep.doms
     for d = 0, ndom - 1 do
       local name, value = ARGV[a + 8 + 2 * d], ARGV[a + 9 + 2 * d]
       local n = string.match(value, '^%d+$') and #value <= 16 and tonumber(value)
       if not n or n > BYTES_MAX or name == '' then rep.bad = true else rep.total = rep.total + n end
-      doms[2 * d + 1], doms[2 * d + 2] = name, value
+      doms[2 * d + 1], doms[2 * d + 2] = name, n or 0
     end
-    local nitems = tonumber(ARGV[a + 8 + 2 * ndom])
+    local nitems = int_of(ARGV[a + 8 + 2 * ndom])
     local at = a + 9 + 2 * ndom
     if nitems < 1 then rep.bad = true end
     for i = at, at + nitems - 1 do
@@ -193,17 +193,24 @@ local function read_call(KEYS, ARGV)
   meta, out, claims, done, failed, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   dl_claims, stats, domain_bytes, tl, blocked_ip = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
   log, chart, decay = KEYS[12], KEYS[13], KEYS[14]
-  now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+  now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], int_of(ARGV[3])
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
   minute = string.format('%d', now / 60000)
-  -- Kept across calls while meta's stamp holds (_lib project_settings).
-  s = project_settings(meta, now)
-  groups, domains, ndomains = nil, {}, 0
-  for d in string.gmatch(s[SETTINGS_AT[SET.domains]] or '', '[^,]+') do
-    if not domains[d] then ndomains = ndomains + 1 end
-    domains[d] = true
+  -- Kept across calls while meta's stamp holds (_lib project_settings), and what done makes of
+  -- them made once.
+  local made
+  s, made = project_settings(meta, now)
+  local c = made.done
+  if not c then
+    c = { domains = {}, ndomains = 0,
+      block_ttl = (tonumber(s[SETTINGS_AT[SET.auto_block_ttl]]) or SET_DEFAULT.auto_block_ttl) * 1000 }
+    for d in string.gmatch(s[SETTINGS_AT[SET.domains]] or '', '[^,]+') do
+      if not c.domains[d] then c.ndomains = c.ndomains + 1 end
+      c.domains[d] = true
+    end
+    made.done = c
   end
-  block_ttl = (tonumber(s[SETTINGS_AT[SET.auto_block_ttl]]) or SET_DEFAULT.auto_block_ttl) * 1000
+  groups, domains, ndomains, block_ttl = nil, c.domains, c.ndomains, c.block_ttl
   local all
   reps, all = read_reports(ARGV)
   state, claim_of = locate(all)
@@ -361,7 +368,7 @@ local function log_report(rep, fresh, claimed_at)
   local doms = rep.doms
   for d = 1, #doms, 2 do
     local name = doms[d]
-    dom_add[name] = (dom_add[name] or 0) + tonumber(doms[d + 1])
+    dom_add[name] = (dom_add[name] or 0) + doms[d + 1]
   end
   done_items, done_bytes = done_items + #fresh, done_bytes + rep.total
   if not folded then
@@ -425,8 +432,11 @@ local function write_moves()
   if pq_delta ~= 0 then rcall('HINCRBY', stats, 'pq', pq_delta) end
   -- Only items that were not claimed have a count here (and claims made before claim records
   -- held the count).
-  if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
-  if rcall('EXISTS', decay) == 1 then bulk('HDEL', decay, w_done) end
+  -- (Most projects have neither table: one EXISTS for both.)
+  if rcall('EXISTS', attempts, decay) > 0 then
+    if rcall('EXISTS', attempts) == 1 then bulk('HDEL', attempts, w_done) end
+    if rcall('EXISTS', decay) == 1 then bulk('HDEL', decay, w_done) end
+  end
   bulk('SADD', done, w_done)
   timeline_many(tl, w_done, tl_lines)
   hincr_many(dl_claims, w_dl)
