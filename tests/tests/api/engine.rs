@@ -311,25 +311,48 @@ async fn pattern_limits_do_not_starve_the_other_items() {
 #[tokio::test]
 async fn versions_compare_piecewise_numerically() {
     let app = TestApp::start().await;
-    app.project("p", &["a", "b", "c"]).await;
+    app.project("p", &["a", "b", "c", "d", "e", "f"]).await;
     app.settings("p", |s| s.min_version = "20240101.02".into())
         .await;
     let with_version = |v: &str| ClaimRequest {
         version: v.into(),
         ..who("alice", 1)
     };
-    for (v, ok) in [
-        ("20240101.10", true),
-        ("20240101.02", true),
-        ("3", false),
-        ("20231231.99", false),
-        ("", false),
-    ] {
-        let got = app.store.claim("p", &with_version(v), T0).await.unwrap();
-        assert_eq!(
-            matches!(got, ClaimOutcome::Items(_)),
-            ok,
-            "version {v:?}: {got:?}"
-        );
+    let served = |v: &'static str| {
+        let app = &app;
+        let req = with_version(v);
+        async move {
+            let got = app.store.claim("p", &req, T0).await.unwrap();
+            matches!(got, ClaimOutcome::Items(_))
+        }
+    };
+    // Twice: the second answers are the ones the scripts kept.
+    for _ in 0..2 {
+        for (v, ok) in [
+            ("20240101.10", true),
+            ("20240101.02", true),
+            ("3", false),
+            ("20231231.99", false),
+            ("", false),
+        ] {
+            assert_eq!(served(v).await, ok, "version {v:?}");
+        }
     }
+    // Past the 1,024 answers kept, all are forgotten and found again.
+    for chunk in 0..11 {
+        let reqs: Vec<ClaimRequest> = (0..100)
+            .map(|i| with_version(&format!("1.{}", chunk * 100 + i)))
+            .collect();
+        let got = app
+            .store
+            .claim_batch("p", &reqs, T0)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(got.iter().all(|g| !matches!(g, ClaimOutcome::Items(_))));
+    }
+    assert!(served("20240101.10").await);
+    // Kept per minimum version: a new one is compared afresh.
+    app.settings("p", |s| s.min_version = "3".into()).await;
+    assert!(served("20231231.99").await);
 }
