@@ -312,10 +312,6 @@ local function leave_claim(tl, attempts, item, claim, line)
 end
 
 -- Whether version `a` is lower than `b`, comparing their numbers piecewise (20240101.02 > 3).
--- Its answers are kept across calls, per `b` and `a` (claim asks it for each request of a
--- project with a minimum version: about 21,000 instructions a comparison, 1,700 a kept answer;
--- callgrind, bench/ab/lua_instr.py), up to 1,024 pairs, then all forgotten at once.
-local versions_seen, versions_n = {}, 0
 local function compare_versions(a, b)
   local x, y = {}, {}
   for n in string.gmatch(a, '%d+') do x[#x + 1] = tonumber(n) end
@@ -326,20 +322,14 @@ local function compare_versions(a, b)
   end
   return false
 end
+-- Its answers kept across calls (`remembered`), per `b` and then per `a`: claim asks it for each
+-- request of a project with a minimum version (about 21,000 instructions a comparison, 1,700 a
+-- kept answer; callgrind, bench/ab/lua_instr.py), up to 64 minimums of 1,024 versions each.
+local lt_of = remembered(function(b)
+  return remembered(function(a) return compare_versions(a, b) end, 1024)
+end, 64)
 local function version_lt(a, b)
-  local by = versions_seen[b]
-  local lt = by and by[a]
-  if lt == nil then
-    lt = compare_versions(a, b)
-    if versions_n >= 1024 then versions_seen, versions_n = {}, 0 end
-    by = versions_seen[b]
-    if not by then
-      by = {}
-      versions_seen[b] = by
-    end
-    by[a], versions_n = lt, versions_n + 1
-  end
-  return lt
+  return lt_of(b)(a)
 end
 
 -- GCRA limiter `name` (field of hash `key`) at `rate` per second with `burst`: how many of
