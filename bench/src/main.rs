@@ -515,7 +515,10 @@ async fn main() {
         // The script's last line: `PAIRS/s (done OK per second): N`.
         {
             let rate = figure_after(&text, "PAIRS/s (done OK per second): ");
-            println!("{}", cpu.report(rate * 20.0, "pair"));
+            let line = cpu.report(rate * 20.0, "pair");
+            println!("{line}");
+            // Issue 30 states its 32-connection goal for this script's load.
+            redis_per.extend(rig::redis_us(&line).map(|us| ("pair, wrk-pair.lua", us)));
             let wrk_us = wrk_cpu * 1e6 / (rate * 20.0);
             println!(
                 "#   wrk's own CPU per pair: {wrk_us:.1} µs (the load generator alone would cap \
