@@ -170,13 +170,17 @@ def probe(tracker, slug):
     return real
 
 
-def lab(directory, like):
+def lab(directory, like, k):
     """The library, or composed claim.lua and done.lua, from `directory`, called as `like` calls
-    its own."""
+    its own. A library is loaded under a name of its own (its hash suffix replaced by one made
+    of `k`): under the binary's name, FUNCTION LOAD REPLACE would replace the binary's library,
+    and every entry would measure the last one loaded."""
     real = {'layout': like['layout']}
     library = os.path.join(directory, 'library.lua')
     if os.path.exists(library):
         text = open(library).read()
+        suffix = re.search(r'name=tracker_([0-9a-f]+)', text).group(1)
+        text = text.replace(suffix, (f'{k:x}' * len(suffix))[:len(suffix)])
         r.function_load(text, replace=True)
         for name in ('claim', 'done'):
             function = re.search(rf"function_name = '({name}_[0-9a-f]+)'", text).group(1)
@@ -190,7 +194,7 @@ def lab(directory, like):
 
 reals = []
 for k, t in enumerate(TRACKERS):
-    reals.append(lab(t, reals[0]) if os.path.isdir(t) else probe(t, f'probe{k}'))
+    reals.append(lab(t, reals[0], k) if os.path.isdir(t) else probe(t, f'probe{k}'))
 binary = TRACKERS[0]
 r2 = __import__('redis').Redis(unix_socket_path=sock)
 
