@@ -1,5 +1,7 @@
 //! The `tracker` command line: serve, and the admin commands that need no browser.
 
+use crate::cli::stdout::outln;
+
 use crate::{
     config::{RedisArgs, ServeArgs},
     embedded_redis::EmbeddedRedis,
@@ -12,6 +14,7 @@ pub mod dictionary;
 mod migrate;
 mod pipeline;
 pub mod progress;
+pub mod stdout;
 pub use admin::AdminCommand;
 pub use dictionary::DictionaryCommand;
 pub use migrate::MigrateArgs;
@@ -294,8 +297,8 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 .await?;
             for f in &page.items {
                 match (&f.claimant, f.claimed_at) {
-                    (Some(who), Some(t)) => println!("{}\t{}\t{who}\t{t}", f.item, f.state),
-                    _ => println!("{}\t{}", f.item, f.state),
+                    (Some(who), Some(t)) => outln!("{}\t{}\t{who}\t{t}", f.item, f.state),
+                    _ => outln!("{}\t{}", f.item, f.state),
                 }
             }
             match &page.cursor {
@@ -314,7 +317,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 "reclaims": status.reclaims,
                 "history": serde_json::from_str::<serde_json::Value>(&status.timeline).unwrap_or_default(),
             });
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&body).unwrap_or_default()
             );
@@ -343,7 +346,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             let added = ops::items::add(store, &cli, &slug, how, source, &|n| shown.items(n)).await;
             shown.finish();
             let added = added?;
-            println!("{added} new items added to {slug} {queue}");
+            outln!("{added} new items added to {slug} {queue}");
             Ok(())
         }
         Command::Block {
@@ -364,7 +367,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 hours,
             };
             let value = blocks::block(store, &cli, kind, &value, how).await?;
-            println!("blocked {value} {scope}");
+            outln!("blocked {value} {scope}");
             Ok(())
         }
         Command::Unblock {
@@ -374,7 +377,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
         } => {
             let kind = blocks::parse_kind(&kind)?;
             blocks::unblock(store, &cli, project.as_deref(), kind, &value).await?;
-            println!("unblocked {value}");
+            outln!("unblocked {value}");
             Ok(())
         }
         Command::Target {
@@ -398,7 +401,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 }
             };
             for (t, active) in targets {
-                println!("{} {t}", if active { "active  " } else { "inactive" });
+                outln!("{} {t}", if active { "active  " } else { "inactive" });
             }
             Ok(())
         }
@@ -406,7 +409,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             if recount {
                 let (before, now) = ops::projects::recount(store, &cli, &slug).await?;
                 let before = before.map_or("not kept".to_string(), |n| n.to_string());
-                println!(
+                outln!(
                     "{slug}: item count set to {now} from the items in a state (was {before}); \
                      what was lost before cannot be seen"
                 );
@@ -420,10 +423,10 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             let problems = problems?;
             let took = format!("checked in {:.1} s", started.elapsed().as_secs_f64());
             for p in &problems {
-                println!("{p}");
+                outln!("{p}");
             }
             if problems.is_empty() {
-                println!("ok: {slug} holds its invariant ({took})");
+                outln!("ok: {slug} holds its invariant ({took})");
                 Ok(())
             } else {
                 Err(CliError::Usage(format!(
@@ -445,20 +448,20 @@ async fn run_project(store: &Store, cli: &Actor, command: ProjectCommand) -> Res
         } => {
             let title = title.unwrap_or_default();
             let p = ops::projects::create(store, cli, &slug, &title, domains).await?;
-            println!("created project {}", p.slug);
+            outln!("created project {}", p.slug);
         }
         ProjectCommand::Set { slug, changes } => {
             let current = ops::project(store, &slug).await?;
             let updated = ops::settings::apply_changes(&current, &changes)?;
             ops::settings::save(store, cli, &slug, &current, &updated).await?;
-            println!("updated {slug}");
+            outln!("updated {slug}");
             if updated.settings().fifo != current.fifo {
-                println!("note: the new order applies to items queued from now on; items already waiting keep their place");
+                outln!("note: the new order applies to items queued from now on; items already waiting keep their place");
             }
         }
         ProjectCommand::Show { slug } => {
             let current = ops::project(store, &slug).await?;
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&*current).unwrap_or_default()
             );

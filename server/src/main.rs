@@ -33,12 +33,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    // A command whose stdout reader has gone unwinds to here (cli::stdout).
+    let ran =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(args))));
+    match ran {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
             eprintln!("tracker: {e}");
             ExitCode::FAILURE
         }
+        Err(payload) if payload.is::<server::cli::stdout::ReaderGone>() => {
+            ExitCode::from(server::cli::stdout::READER_GONE_STATUS)
+        }
+        Err(payload) => std::panic::resume_unwind(payload),
     }
 }
 
@@ -55,12 +62,12 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(Command::Script { name }) = &args.command {
         let scripts = server::store::scripts::Scripts::new();
         if name == "library" {
-            print!("{}", scripts.library.text);
+            server::cli::stdout::write(format_args!("{}", scripts.library.text), false);
             return Ok(());
         }
         let script = scripts.all().into_iter().find(|s| s.name == name);
         let script = script.ok_or_else(|| format!("no script named {name:?}"))?;
-        print!("{}", script.composed());
+        server::cli::stdout::write(format_args!("{}", script.composed()), false);
         return Ok(());
     }
     // The server's stop signals are caught from now on, before its private Redis starts: a

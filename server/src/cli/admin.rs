@@ -1,5 +1,7 @@
 //! `tracker admin ...`: accounts of the admin panel, for the first one and for lost passwords.
 
+use crate::cli::stdout::outln;
+
 use super::CliError;
 use crate::{
     ops::{accounts, Actor},
@@ -53,7 +55,7 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
             };
             let password = read_password()?;
             let account = accounts::create(store, &cli, &name, password, role, project).await?;
-            println!("created {} account {}", role.as_str(), account.name);
+            outln!("created {} account {}", role.as_str(), account.name);
             Ok(())
         }
         AdminCommand::ResetPassword { name } => {
@@ -62,7 +64,7 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
                 ..Default::default()
             };
             let account = accounts::update(store, &cli, &name, change).await?;
-            println!("new password set for {}", account.name);
+            outln!("new password set for {}", account.name);
             Ok(())
         }
     }

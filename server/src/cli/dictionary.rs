@@ -1,5 +1,7 @@
 //! `tracker dictionary ...`: the zstd dictionaries of a project (`GET /dictionary?project=`).
 
+use crate::cli::stdout::outln;
+
 use super::CliError;
 use crate::{
     ops::Actor,
@@ -42,7 +44,7 @@ pub enum DictionaryCommand {
 }
 
 fn print(info: &DictionaryInfo) {
-    println!("{}", serde_json::to_string_pretty(info).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(info).unwrap_or_default());
 }
 
 /// What training on `samples` gave: the dictionary, and the compressed size of the held-back
@@ -124,7 +126,7 @@ pub async fn run(store: &Store, cmd: DictionaryCommand) -> Result<(), CliError> 
             crate::ops::project(store, &slug).await?;
             match store.dictionary(&slug).await? {
                 Some(info) => print(&info),
-                None => println!("{slug} has no dictionary"),
+                None => outln!("{slug} has no dictionary"),
             }
         }
         DictionaryCommand::Train {
@@ -139,7 +141,7 @@ pub async fn run(store: &Store, cmd: DictionaryCommand) -> Result<(), CliError> 
             }
             let t = train(&read, max_size).map_err(CliError::Usage)?;
             let pct = |n: u64| 100.0 * n as f64 / t.plain.max(1) as f64;
-            println!(
+            outln!(
                 "trained on {} samples, measured on {} held back ({} bytes): {} bytes without a \
                  dictionary ({:.1} %), {} with it ({:.1} %), a {} byte dictionary",
                 t.trained_on,

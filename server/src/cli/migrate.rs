@@ -17,6 +17,8 @@
 //! queue, claimed, done (the old tracker's own order when it says where an item is). A project
 //! that exists here and was not made by a migration from the same source is not touched.
 
+use crate::cli::stdout::outln;
+
 mod source;
 
 use super::{progress::Steps, CliError};
@@ -102,7 +104,7 @@ async fn migrate(store: &Store, old: &Source, args: &MigrateArgs) -> Result<(), 
     let found = survey::survey(old, &projects).await?;
     survey::print_survey(&found, &args.projects);
     if args.dry_run {
-        println!("dry run: nothing changed");
+        outln!("dry run: nothing changed");
         return Ok(());
     }
     let chosen: Vec<&String> = projects
@@ -150,10 +152,10 @@ async fn migrate(store: &Store, old: &Source, args: &MigrateArgs) -> Result<(), 
         run.finish(slug).await?;
         let found = store.check_with(slug, &|_, _| {}).await?;
         for p in &found {
-            println!("{p}");
+            outln!("{p}");
         }
         problems += found.len();
-        println!(
+        outln!(
             "{slug}: {}",
             if found.is_empty() {
                 "check clean, active"
@@ -174,7 +176,7 @@ async fn migrate(store: &Store, old: &Source, args: &MigrateArgs) -> Result<(), 
     if problems > 0 {
         return Err(fail(format!("{problems} problems found by the checks")));
     }
-    println!(
+    outln!(
         "migrated {} projects from {}",
         imported.len(),
         run.source_id

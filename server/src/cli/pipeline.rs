@@ -1,5 +1,7 @@
 //! `tracker pipeline ...`: pipeline tokens, as the panel's Pipelines page manages them.
 
+use crate::cli::stdout::outln;
+
 use super::CliError;
 use crate::{
     ops::{
@@ -47,9 +49,9 @@ pub async fn run(store: &Store, cmd: PipelineCommand) -> Result<(), CliError> {
                 match_only,
             };
             let created = pipelines::create(store, &cli, new).await?;
-            println!("created pipeline {}", created.pipeline.name);
-            println!("secret (shown once): {}", created.secret);
-            println!(
+            outln!("created pipeline {}", created.pipeline.name);
+            outln!("secret (shown once): {}", created.secret);
+            outln!(
                 "tracker URL: http://HOST/SLUG/token={}/ (or send Authorization: Bearer SECRET)",
                 created.secret
             );
@@ -57,12 +59,12 @@ pub async fn run(store: &Store, cmd: PipelineCommand) -> Result<(), CliError> {
         PipelineCommand::List => {
             for p in store.pipelines().await? {
                 let only = if p.match_only { " match-only" } else { "" };
-                println!("{} tags={}{only}", p.name, p.tags.join(","));
+                outln!("{} tags={}{only}", p.name, p.tags.join(","));
             }
         }
         PipelineCommand::Revoke { name } => {
             pipelines::revoke(store, &cli, &name).await?;
-            println!("revoked pipeline {name}");
+            outln!("revoked pipeline {name}");
         }
     }
     Ok(())

@@ -311,3 +311,29 @@ async fn serve_refuses_a_redis_that_evicts_keys_when_full() {
     .await;
     assert_eq!(gauge().await, Some(0));
 }
+
+#[test]
+fn a_command_whose_reader_goes_ends_quietly_with_the_broken_pipe_status() {
+    use std::io::Read;
+    // The library (over 100 KiB) does not fit in a pipe's buffer: the command is still
+    // writing when its reader closes the pipe, as `tracker script library | head` does.
+    let mut child = std::process::Command::new(tracker_bin())
+        .args(["script", "library"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the tracker");
+    let mut head = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    assert!(head.starts_with(b"#!lua"), "{head:?}");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(141), "{status:?}: {stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

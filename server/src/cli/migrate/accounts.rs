@@ -1,6 +1,8 @@
 //! What `tracker migrate` carries beside the projects: blocks, the accounts, Warrior HQ's
 //! project list.
 
+use crate::cli::stdout::outln;
+
 use super::{fail, old_err, redacted, CliError, Run, Source};
 use crate::ops::blocks;
 use crate::store::{self, Account, BlockKind, Role, Store};
@@ -20,7 +22,7 @@ impl Run<'_> {
             hours: None,
         };
         if let Err(e) = blocks::block(self.store, &self.actor, kind, value, how).await {
-            println!(
+            outln!(
                 "{}: block of {value:?} not carried: {e}",
                 project.unwrap_or("global")
             );
@@ -64,14 +66,14 @@ impl Run<'_> {
             let mut name = old_name.clone();
             if store::RESERVED_USER_NAMES.contains(&name.as_str()) {
                 name = format!("{name}-ut");
-                println!("user {old_name}: the name is reserved here; carried as {name}");
+                outln!("user {old_name}: the name is reserved here; carried as {name}");
             }
             if let Some(problem) = store::user_name_problem(&name) {
-                println!("user {old_name}: not carried: {problem}");
+                outln!("user {old_name}: not carried: {problem}");
                 continue;
             }
             if !hash.starts_with("$2") {
-                println!("user {old_name}: not carried: its password hash is not bcrypt");
+                outln!("user {old_name}: not carried: its password hash is not bcrypt");
                 continue;
             }
             let (role, projects) = if global.contains(&old_name) {
@@ -97,13 +99,13 @@ impl Run<'_> {
                         format!("{name} (migrated)"),
                     )
                     .await?;
-                println!("user {name}: carried as {} (password kept)", role.as_str());
+                outln!("user {name}: carried as {} (password kept)", role.as_str());
             } else {
-                println!("user {name}: an account of that name exists here: not touched");
+                outln!("user {name}: an account of that name exists here: not touched");
             }
         }
         if global.is_empty() && !users.is_empty() {
-            println!("note: the old `admins` set is empty, so its admin pages were open to anyone; the users carried are no global admins here");
+            outln!("note: the old `admins` set is empty, so its admin pages were open to anyone; the users carried are no global admins here");
         }
         Ok(())
     }
@@ -130,14 +132,14 @@ pub(super) async fn project_list(store: &Store, url: &str) -> Result<(), CliErro
     let list = hq.get("warriorhq:projects_json").await.map_err(old_err);
     hq.quit().await;
     let Some(list) = list? else {
-        println!(
+        outln!(
             "warrior hq: no warriorhq:projects_json at {}",
             redacted(url)
         );
         return Ok(());
     };
     if store.warrior_projects().await?.is_some() {
-        println!("warrior hq: a project list is saved here already: not touched");
+        outln!("warrior hq: a project list is saved here already: not touched");
         return Ok(());
     }
     match crate::admin::project_list::validate_list(&list) {
@@ -146,9 +148,9 @@ pub(super) async fn project_list(store: &Store, url: &str) -> Result<(), CliErro
                 .save_warrior_projects(&doc.to_string(), crate::store::CLI_ACTOR, store::now_ms())
                 .await?;
             let n = doc["projects"].as_array().map_or(0, Vec::len);
-            println!("warrior hq: project list carried ({n} projects)");
+            outln!("warrior hq: project list carried ({n} projects)");
         }
-        Err(why) => println!("warrior hq: project list not carried: {why}"),
+        Err(why) => outln!("warrior hq: project list not carried: {why}"),
     }
     Ok(())
 }

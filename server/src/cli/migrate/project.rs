@@ -1,6 +1,8 @@
 //! One project of `tracker migrate`: created paused with its settings, then its queues, claims,
 //! done items, figures, charts, lists and logs, a page at a time.
 
+use crate::cli::stdout::outln;
+
 use super::{old_err, source, survey::Found, CliError, Run};
 use crate::ops::{self, projects::TargetAction};
 use crate::store;
@@ -17,11 +19,11 @@ impl Run<'_> {
     ) -> Result<bool, CliError> {
         let made = format!("{slug}:project");
         if !store::valid_slug(slug) {
-            println!("{slug}: not carried: the slug is reserved here (admin, api, ...)");
+            outln!("{slug}: not carried: the slug is reserved here (admin, api, ...)");
             return Ok(false);
         }
         if self.store.project(slug).await?.is_some() && !self.checkpoint.contains_key(&made) {
-            println!(
+            outln!(
                 "{slug}: exists here and was not made by a migration from this source: not touched"
             );
             return Ok(false);
@@ -36,7 +38,7 @@ impl Run<'_> {
             if let Err(e) =
                 ops::projects::create(self.store, &self.actor, slug, &text("title"), domains).await
             {
-                println!("{slug}: not carried: {e}");
+                outln!("{slug}: not carried: {e}");
                 return Ok(false);
             }
             self.mark(&made, "done").await?;
@@ -50,7 +52,7 @@ impl Run<'_> {
         let queues = ["todo", "todo:secondary", "todo:redo"].map(String::from);
         for part in queues.iter().chain(&personal) {
             if let Err(e) = ops::items::check_queue(part) {
-                println!("{slug}: {part} not carried: {e}");
+                outln!("{slug}: {part} not carried: {e}");
                 continue;
             }
             let key = format!("{slug}:{part}");
@@ -123,10 +125,10 @@ impl Run<'_> {
                 .await
                 .map_err(old_err)?
             {
-                println!("{slug}: {field} not carried ({why}): {v:?}");
+                outln!("{slug}: {field} not carried ({why}): {v:?}");
             }
         }
-        println!("{slug}: created (paused while it is migrated)");
+        outln!("{slug}: created (paused while it is migrated)");
         Ok(())
     }
 
@@ -240,14 +242,14 @@ impl Run<'_> {
             .import_figures(slug, counter, total_bytes)
             .await?;
         if figures.done_gap > 0 {
-            println!(
+            outln!(
                 "{slug}: done_counter says {counter} items done, the old done set listed {}: the {} more are counted, not listed",
                 figures.done_items - figures.done_gap,
                 figures.done_gap
             );
         }
         if figures.dl_gap != 0 {
-            println!(
+            outln!(
                 "{slug}: the downloaders' items sum to {} of the {} done (as in the old tracker)",
                 figures.done_items as i64 - figures.dl_gap,
                 figures.done_items
@@ -293,7 +295,7 @@ impl Run<'_> {
                 if let Err(e) =
                     ops::projects::change_target(self.store, &self.actor, slug, &t, action).await
                 {
-                    println!("{slug}: upload target {t:?} not carried: {e}");
+                    outln!("{slug}: upload target {t:?} not carried: {e}");
                 }
             }
         }
@@ -302,7 +304,7 @@ impl Run<'_> {
             let n = self
                 .write_log(&format!("{slug}:{rest}"), &dir, rest)
                 .await?;
-            println!("{slug}: {rest}: {n} entries written to {}", dir.display());
+            outln!("{slug}: {rest}: {n} entries written to {}", dir.display());
         }
         self.mark(&step, "done").await
     }

@@ -1,6 +1,8 @@
 //! The survey of `tracker migrate`: every key of the old database by project and kind, with what
 //! becomes of it, and the keys the old tracker does not write.
 
+use crate::cli::stdout::outln;
+
 use super::{old_err, source, CliError, Fate, Source, Steps};
 use std::collections::{BTreeMap, HashMap};
 
@@ -116,7 +118,7 @@ pub(super) fn print_survey(found: &Found, only: &[String]) {
         if !slug.is_empty() && !only.is_empty() && !only.contains(slug) {
             continue;
         }
-        println!("{}", if slug.is_empty() { "global" } else { slug });
+        outln!("{}", if slug.is_empty() { "global" } else { slug });
         for (kind, (fate, keys, n)) in kinds {
             let what = match fate {
                 Fate::Carried => "carried over".to_string(),
@@ -124,16 +126,16 @@ pub(super) fn print_survey(found: &Found, only: &[String]) {
                 Fate::NotCarried(why) => format!("not carried: {why}"),
                 Fate::Transient => "not carried (short-lived)".to_string(),
             };
-            println!("  {kind:<22} {keys:>7} keys {n:>12} elements  {what}");
+            outln!("  {kind:<22} {keys:>7} keys {n:>12} elements  {what}");
         }
     }
     if found.unknown_count > 0 {
-        println!(
+        outln!(
             "{} keys the old tracker does not write (not carried):",
             found.unknown_count
         );
         for key in &found.unknown {
-            println!("  {key}");
+            outln!("  {key}");
         }
     }
 }
