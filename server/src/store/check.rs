@@ -7,6 +7,8 @@
 
 mod disk;
 mod look;
+mod problems;
+use problems::{count_problem, decay_problems, gap_text, tally_problems};
 
 use super::{scripts::Refusal, Store, StoreError, StoreResult};
 use crate::keys::{ProjectKeys, PERSONAL, QUEUES};
@@ -32,29 +34,6 @@ struct ClaimTally {
     held: HashMap<String, i64>,
     counted: HashMap<String, i64>,
     missing: Vec<String>,
-}
-
-/// The disagreements of per-downloader claim counts `held` (from the claim records) and
-/// `counted` (`dl:claims`).
-fn tally_problems(held: &HashMap<String, i64>, counted: &HashMap<String, i64>) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (who, n) in counted.iter().filter(|(_, n)| **n != 0) {
-        if held.get(who) != Some(n) {
-            problems.push(format!(
-                "dl:claims says {who} holds {n}, claims say {}",
-                held.get(who).unwrap_or(&0)
-            ));
-        }
-    }
-    for (who, n) in held {
-        if counted.get(who) != Some(n) {
-            problems.push(format!(
-                "{who} holds {n} claims, dl:claims says {}",
-                counted.get(who).unwrap_or(&0)
-            ));
-        }
-    }
-    problems
 }
 
 /// A key's members (`SSCAN`, `ZSCAN`) or fields (`HSCAN`), with their scores or values, a
@@ -157,69 +136,6 @@ pub fn queue_parts(order: Option<&str>) -> Vec<String> {
         .filter(|p| !p.is_empty())
         .map(String::from)
         .collect()
-}
-
-/// ", and N WHAT" for a migrated project's gap, or nothing.
-fn gap_text(gap: i64, what: &str) -> String {
-    if gap == 0 {
-        String::new()
-    } else {
-        format!(", and {gap} {what}")
-    }
-}
-
-/// The violation, if any, of the count of items project `slug` knows (`None`: not kept) against
-/// the `in_state` distinct items found in a state.
-fn count_problem(slug: &str, known: Option<i64>, in_state: usize) -> Option<String> {
-    let in_state = in_state as i64;
-    let Some(known) = known else {
-        // Not verified is not clean: a monitor reading exit codes must not take it for "no loss".
-        return Some(format!(
-            "item count not kept yet (a project from before it was): \
-             `tracker check --recount {slug}` starts it from the {in_state} items in a state now"
-        ));
-    };
-    match known.cmp(&in_state) {
-        std::cmp::Ordering::Equal => None,
-        std::cmp::Ordering::Greater => Some(format!(
-            "project knows {known} items but {in_state} are in a state: {} lost",
-            known - in_state
-        )),
-        std::cmp::Ordering::Less => Some(format!(
-            "project knows {known} items but {in_state} are in a state: {} it never counted",
-            in_state - known
-        )),
-    }
-}
-
-/// Decay scores (`item -> "score reclaims"`) that break the rules: kept only below 1, after
-/// at least one reclaim, for items waiting or claimed (`places`: where each item is).
-fn decay_problems(
-    decay: &HashMap<String, String>,
-    places: &HashMap<String, Vec<String>>,
-) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (item, raw) in decay {
-        let at = places.get(item).map(Vec::as_slice).unwrap_or_default();
-        if at.is_empty() || at.iter().any(|p| p == "done" || p == "failed") {
-            let state = if at.is_empty() {
-                "in no state".to_string()
-            } else {
-                at.join(", ")
-            };
-            problems.push(format!("item {item:?} has a decay score but is {state}"));
-        }
-        let readable = raw.split_once(' ').is_some_and(|(s, r)| {
-            s.parse::<f64>().is_ok_and(|s| s > 0.0 && s < 1.0)
-                && r.parse::<u64>().is_ok_and(|r| r >= 1)
-        });
-        if !readable {
-            problems.push(format!(
-                "item {item:?} has a decay score {raw:?}, not \"SCORE RECLAIMS\" below 1"
-            ));
-        }
-    }
-    problems
 }
 
 impl Store {

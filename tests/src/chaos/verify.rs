@@ -23,6 +23,9 @@ use fred::prelude::*;
 use server::store::Store;
 use std::collections::{HashMap, HashSet};
 
+mod log;
+use log::log_entries;
+
 /// Items per Redis read.
 const CHUNK: usize = 5000;
 /// Items named in one complaint, at most.
@@ -107,103 +110,6 @@ pub async fn verify(
     problems.sort();
     problems.dedup();
     (v, problems)
-}
-
-/// One completion log entry: its id, downloader, items and bytes per domain.
-struct Entry {
-    id: String,
-    who: String,
-    items: Vec<String>,
-    bytes: HashMap<String, u64>,
-}
-
-fn entry_of(id: String, fields: &serde_json::Map<String, serde_json::Value>) -> Entry {
-    let text = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or_default();
-    // The archive holds `items` and `bytes` as JSON values; Redis as JSON text.
-    let json = |k: &str| match fields.get(k) {
-        Some(serde_json::Value::String(s)) => serde_json::from_str(s).unwrap_or_default(),
-        Some(v) => v.clone(),
-        None => serde_json::Value::Null,
-    };
-    let items = json("items")
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|i| i.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let bytes = json("bytes")
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .map(|(d, b)| (d.clone(), b.as_u64().unwrap_or(0)))
-                .collect()
-        })
-        .unwrap_or_default();
-    Entry {
-        id,
-        who: text("d").to_string(),
-        items,
-        bytes,
-    }
-}
-
-/// Every completion log entry of `slug`: the archive files' (in `archives`), then Redis's.
-async fn log_entries(
-    store: &Store,
-    slug: &str,
-    archives: Option<&std::path::Path>,
-) -> Result<Vec<Entry>, String> {
-    use std::io::BufRead;
-    let mut out = Vec::new();
-    if let Some(dir) = archives {
-        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-            .map(|r| {
-                r.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.to_string_lossy().ends_with(".ndjson.gz"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        for f in files {
-            let file = std::fs::File::open(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let gz = flate2::read::GzDecoder::new(file);
-            for line in std::io::BufReader::new(gz).lines() {
-                let line = line.map_err(|e| format!("{}: {e}", f.display()))?;
-                let v: serde_json::Value =
-                    serde_json::from_str(&line).map_err(|e| format!("{}: {e}", f.display()))?;
-                let obj = v.as_object().cloned().unwrap_or_default();
-                let id = obj
-                    .get("log_id")
-                    .and_then(|i| i.as_str())
-                    .unwrap_or_default()
-                    .to_string();
-                out.push(entry_of(id, &obj));
-            }
-        }
-    }
-    let mut start = "-".to_string();
-    loop {
-        let page = store
-            .log_page(slug, &start, "+", 1000)
-            .await
-            .map_err(|e| e.to_string())?;
-        let full = page.len() == 1000;
-        for (id, fields) in page {
-            start = format!("({id}");
-            let obj: serde_json::Map<String, serde_json::Value> = fields
-                .into_iter()
-                .map(|(k, v)| (k, serde_json::Value::String(v)))
-                .collect();
-            out.push(entry_of(id, &obj));
-        }
-        if !full {
-            break;
-        }
-    }
-    Ok(out)
 }
 
 /// The proof of the counters: items and bytes, per downloader, per domain and in all, against
