@@ -121,35 +121,62 @@ local function new_stamp()
   return clock[1] .. '.' .. clock[2]
 end
 
--- The project's settings that claim and done read, at the positions of SETTINGS_AT (false for
--- a missing one): read with one HMGET, then kept across calls (the library's top-level values
--- live as long as the library) while meta's `stamp` is the one they were read with, for at most
--- a second. Every write of a setting or of a field that follows from them writes a new stamp
--- in the same command (store::projects::settings_stamp, new_stamp); the second bounds what a
--- write without one (a process of an older version during an upgrade, an edit by hand) goes
--- unseen. A project without a stamp (made before it) is read at every call. Kept for up to 256
--- projects, then all forgotten at once. The table answered is shared: never change it. With it
--- comes a table kept as long as it (a fresh one when it is not kept), where a script keeps what
--- it makes of the settings, under its own name, to make it once.
+-- The project's settings as claim and done use them, typed: read with one HMGET and parsed
+-- (parse_settings), then kept across calls (the library's top-level values live as long as the
+-- library) while meta's `stamp` is the one they were read with, for at most a second. Every
+-- write of a setting or of a field that follows from them writes a new stamp in the same
+-- command (store::projects::settings_stamp, new_stamp); the second bounds what a write without
+-- one (a process of an older version during an upgrade, an edit by hand) goes unseen. A
+-- project without a stamp (made before it) is read at every call. Kept for up to 256 projects,
+-- then all forgotten at once. The table answered is shared: never change it.
 local SETTINGS_READ = { SET.title, SET.state, SET.min_version, SET.rate, SET.burst, SET.claims_limit,
   SET.dl_max_claims, SET.reclaim_ttl, SET.max_attempts, SET.fifo, SET.ignore_global_blocks, SET.queues, SET.shuffled,
   SET.decay_factor, SET.decay_threshold, SET.require_token, SET.tags, SET.domains, SET.auto_block_ttl }
-local SETTINGS_AT = {}
-for i = 1, #SETTINGS_READ do SETTINGS_AT[SETTINGS_READ[i]] = i end   -- no globals while the library loads
+-- The HMGET reply `s` (SETTINGS_READ's order) as a table of typed settings; `exists` is false
+-- for no project (no title). `parts_in_order`: the queue parts of the claim order (decay on).
+local function parse_settings(s)
+  local v = {}
+  for i = 1, #SETTINGS_READ do v[SETTINGS_READ[i]] = s[i] end
+  local num = function(name) return tonumber(v[name]) or 0 end
+  local c = {
+    exists = v[SET.title] and true or false,
+    state = v[SET.state] or SET_DEFAULT.state, min_version = v[SET.min_version] or '',
+    rate = num(SET.rate), burst = num(SET.burst), claims_limit = num(SET.claims_limit),
+    dl_max = num(SET.dl_max_claims), reclaim_ttl = num(SET.reclaim_ttl) * 1000, max_attempts = num(SET.max_attempts),
+    fifo = v[SET.fifo] == '1', ignore_global = v[SET.ignore_global_blocks] == '1',
+    groups = queue_groups(v[SET.queues]), decay_factor = num(SET.decay_factor),
+    decay_threshold = tonumber(v[SET.decay_threshold]) or SET_DEFAULT.decay_threshold,
+    require_token = v[SET.require_token] == '1', project_tags = {}, any_tags = false, parts_in_order = {},
+    domains = {}, ndomains = 0,
+    block_ttl = (tonumber(v[SET.auto_block_ttl]) or SET_DEFAULT.auto_block_ttl) * 1000,
+  }
+  c.by_score = c.fifo or v[SET.shuffled] == '1'
+  c.serving = c.state == 'active' or c.state == 'draining'
+  c.decaying = c.decay_factor > 0 and c.decay_factor < 1
+  for tag in string.gmatch(v[SET.tags] or '', '[^,]+') do c.project_tags[tag], c.any_tags = true, true end
+  for _, parts in ipairs(c.decaying and c.groups or {}) do
+    for _, part in ipairs(parts) do c.parts_in_order[part] = true end
+  end
+  for d in string.gmatch(v[SET.domains] or '', '[^,]+') do
+    if not c.domains[d] then c.ndomains = c.ndomains + 1 end
+    c.domains[d] = true
+  end
+  return c
+end
 local settings_kept, settings_n = {}, 0
 local function project_settings(meta, now)
   local stamp = rcall('HGET', meta, SET.stamp)
   local kept = stamp and settings_kept[meta]
-  if kept and kept.stamp == stamp and now >= kept.at and now - kept.at < 1000 then return kept.s, kept.made end
-  local s, made = rcall('HMGET', meta, unpack(SETTINGS_READ)), {}
+  if kept and kept.stamp == stamp and now >= kept.at and now - kept.at < 1000 then return kept.c end
+  local c = parse_settings(rcall('HMGET', meta, unpack(SETTINGS_READ)))
   if stamp then
     if not settings_kept[meta] then
       if settings_n >= 256 then settings_kept, settings_n = {}, 0 end
       settings_n = settings_n + 1
     end
-    settings_kept[meta] = { stamp = stamp, at = now, s = s, made = made }
+    settings_kept[meta] = { stamp = stamp, at = now, c = c }
   end
-  return s, made
+  return c
 end
 
 local function queue_scorer(qseq, n, fifo)

@@ -82,49 +82,20 @@
     {"err":"rate_limited","wait_ms":n}  ms until an item may be claimed
     {"err":"nothing_to_give"}
   Events: none.
-  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, int_of, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
+  Uses: Q, ST, project_settings, int_of, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
   timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
-  queue_clock, int_text, SET, SET_DEFAULT.
+  queue_clock, int_text, SET.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
 -- call's state, declared here and set by each call, and the phases that use it.
 local meta, out, claims, attempts, failed, dl_claims, blocked_ip, blocked_dl, ratelimit, tl
 local stats, decay, now, prefix, nreq, now_text
-local state, min_version, rate, burst, claims_limit, dl_max, reclaim_ttl, max_attempts
-local fifo, ignore_global, groups, by_score, serving, decay_factor, decay_threshold, decaying
-local require_token, project_tags, any_tags, parts_in_order
+local cfg   -- the project's settings (_lib project_settings)
 local args   -- ARGV: a request's fields are read from it where they are used
 local reqs, ip_blocks, dl_blocks, held, interval, tat0, tat
 local active   -- requests that passed the checks, in order
 local out_n, has_attempts, new_attempts, w_out, w_claims, w_unattempt, w_dl, cursor
 local origin   -- item -> the queue part it was popped from (decay on only)
-
--- What claim makes of the project's settings `s` (_lib project_settings), or false when there
--- is no project: made once while they are kept.
-local function made_of(s)
-  local at = SETTINGS_AT
-  if not s[at[SET.title]] then return false end
-  local c = {
-    state = s[at[SET.state]] or SET_DEFAULT.state, min_version = s[at[SET.min_version]] or '',
-    rate = tonumber(s[at[SET.rate]]) or 0, burst = tonumber(s[at[SET.burst]]) or 0,
-    claims_limit = tonumber(s[at[SET.claims_limit]]) or 0, dl_max = tonumber(s[at[SET.dl_max_claims]]) or 0,
-    reclaim_ttl = (tonumber(s[at[SET.reclaim_ttl]]) or 0) * 1000, max_attempts = tonumber(s[at[SET.max_attempts]]) or 0,
-    fifo = s[at[SET.fifo]] == '1', ignore_global = s[at[SET.ignore_global_blocks]] == '1',
-    groups = queue_groups(s[at[SET.queues]]),
-    decay_factor = tonumber(s[at[SET.decay_factor]]) or 0,
-    decay_threshold = tonumber(s[at[SET.decay_threshold]]) or SET_DEFAULT.decay_threshold,
-    require_token = s[at[SET.require_token]] == '1', project_tags = {}, any_tags = false,
-    parts_in_order = {},   -- the queue parts of the claim order (decay on only)
-  }
-  c.by_score = c.fifo or s[at[SET.shuffled]] == '1'
-  c.serving = c.state == 'active' or c.state == 'draining'
-  c.decaying = c.decay_factor > 0 and c.decay_factor < 1
-  for t in string.gmatch(s[at[SET.tags]] or '', '[^,]+') do c.project_tags[t], c.any_tags = true, true end
-  for _, parts in ipairs(c.decaying and c.groups or {}) do
-    for _, part in ipairs(parts) do c.parts_in_order[part] = true end
-  end
-  return c
-end
 
 -- The call's keys and arguments, and the project's settings (kept across calls while meta's
 -- stamp holds: _lib project_settings); false when there is no project.
@@ -134,19 +105,8 @@ local function settings(KEYS, ARGV)
   stats, decay = KEYS[11], KEYS[12]
   now, prefix, nreq = tonumber(ARGV[1]), ARGV[2], int_of(ARGV[3])
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
-  local s, made = project_settings(meta, now)
-  local c = made.claim
-  if c == nil then
-    c = made_of(s)
-    made.claim = c
-  end
-  if not c then return false end
-  state, min_version, rate, burst = c.state, c.min_version, c.rate, c.burst
-  claims_limit, dl_max, reclaim_ttl, max_attempts = c.claims_limit, c.dl_max, c.reclaim_ttl, c.max_attempts
-  fifo, ignore_global, groups, by_score, serving = c.fifo, c.ignore_global, c.groups, c.by_score, c.serving
-  decay_factor, decay_threshold, decaying = c.decay_factor, c.decay_threshold, c.decaying
-  require_token, project_tags, any_tags, parts_in_order = c.require_token, c.project_tags, c.any_tags, c.parts_in_order
-  return true
+  cfg = project_settings(meta, now)
+  return cfg.exists
 end
 
 -- Whether the project serves a pipeline with `tags` (comma-joined), `match_only` or not
@@ -154,9 +114,9 @@ end
 local function serves(tags, match_only)
   local shares = false
   for t in string.gmatch(tags, '[^,]+') do
-    if project_tags[t] then shares = true end
+    if cfg.project_tags[t] then shares = true end
   end
-  return (not any_tags or shares) and (not match_only or shares)
+  return (not cfg.any_tags or shares) and (not match_only or shares)
 end
 
 local function lookup(key, names)
@@ -170,27 +130,27 @@ end
 local function admit(r, q)
   local a = q.a
   local v, p = args[a + 3], args[a + 7]
-  if min_version ~= '' and (v == '' or version_lt(v, min_version)) then
+  if cfg.min_version ~= '' and (v == '' or version_lt(v, cfg.min_version)) then
     q.refusal = { err = 'old_version' }
   elseif args[a + 5] ~= '1' then
     q.refusal = { err = 'bad_name' }
-  elseif (args[a + 6] == '1' and not ignore_global) or block_holds(ip_blocks[r], now)
+  elseif (args[a + 6] == '1' and not cfg.ignore_global) or block_holds(ip_blocks[r], now)
     or block_holds(dl_blocks[r], now) then
     q.refusal = { err = 'blocked' }
-  elseif p == '' and require_token then
+  elseif p == '' and cfg.require_token then
     q.refusal = { err = 'token_required' }
   elseif p ~= '' and not serves(args[a + 8], args[a + 9] == '1') then
     q.refusal = { err = 'not_for_pipeline' }
-  elseif not serving then
+  elseif not cfg.serving then
     q.refusal = { err = 'not_active' }
   else
     local want = int_of(args[a + 4])
-    if dl_max > 0 then want = math.min(want, dl_max - held[q.d]) end
+    if cfg.dl_max > 0 then want = math.min(want, cfg.dl_max - held[q.d]) end
     if want <= 0 then
       q.refusal = { err = 'budget' }
     else
-      if rate > 0 then
-        local tolerance = interval * math.max(burst, 1)
+      if cfg.rate > 0 then
+        local tolerance = interval * math.max(cfg.burst, 1)
         local m = math.floor((now + tolerance - tat) / interval + 1e-9)
         if m <= 0 then
           q.refusal = { err = 'rate_limited', wait_ms = math.ceil(tat + interval - tolerance - now) }
@@ -201,7 +161,7 @@ local function admit(r, q)
         end
       end
       if want > 0 then
-        if dl_max > 0 then held[q.d] = held[q.d] + want end
+        if cfg.dl_max > 0 then held[q.d] = held[q.d] + want end
         q.need, q.got, q.reclaimed = want, {}, false
         -- A request of several items keeps its whole records by claim count (negative:
         -- reclaimed), each built once.
@@ -231,18 +191,18 @@ local function check_requests(ARGV)
   ip_blocks, dl_blocks = {}, {}
   if any then ip_blocks, dl_blocks = lookup(blocked_ip, ips), lookup(blocked_dl, dls) end
   held = {}
-  if dl_max > 0 and serving then
+  if cfg.dl_max > 0 and cfg.serving then
     local raw = bulk_read('HMGET', dl_claims, dls)
     for r = 1, nreq do held[dls[r]] = held[dls[r]] or tonumber(raw[r]) or 0 end
   end
   -- The project's limiter: each request reserves what it may take; charged with what was taken.
-  interval = rate > 0 and 1000 / rate or 0
-  tat0 = rate > 0 and math.max(tonumber(rcall('HGET', ratelimit, '')) or now, now) or now
+  interval = cfg.rate > 0 and 1000 / cfg.rate or 0
+  tat0 = cfg.rate > 0 and math.max(tonumber(rcall('HGET', ratelimit, '')) or now, now) or now
   tat = tat0
   active = {}
   for r, q in ipairs(reqs) do admit(r, q) end
   -- Claimed items now: only the claims limit needs them.
-  out_n = (#active > 0 and claims_limit > 0) and rcall('ZCARD', out) or 0
+  out_n = (#active > 0 and cfg.claims_limit > 0) and rcall('ZCARD', out) or 0
   has_attempts = any and #active > 0 and rcall('EXISTS', attempts) == 1
   new_attempts, origin, cursor = {}, {}, 1
   w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
@@ -254,7 +214,7 @@ end
 local function short(capped)
   local total = 0
   for i = cursor, #active do total = total + active[i].need - #active[i].got end
-  if capped and claims_limit > 0 then total = math.min(total, claims_limit - out_n) end
+  if capped and cfg.claims_limit > 0 then total = math.min(total, cfg.claims_limit - out_n) end
   return math.max(total, 0)
 end
 
@@ -268,7 +228,7 @@ local function screen(items, known)
     -- From here on the count lives in the claim record (or in `failed`).
     if counts[i] then w_unattempt[#w_unattempt + 1] = item end
     local n = ((known and known[item]) or tonumber(counts[i]) or 0) + 1
-    if max_attempts > 0 and n > max_attempts then
+    if cfg.max_attempts > 0 and n > cfg.max_attempts then
       rcall('HSET', failed, item, cjson.encode({ reason = 'claimed ' .. (n - 1) .. ' times', t = now }))
       rcall('HDEL', decay, item)
       timeline(tl, item, now, 'failed', '', '')
@@ -322,19 +282,19 @@ local function requeue(items, olds)
       local s1, r1 = string.match(raw[i], '^(%S+) (%d+)$')
       score, reclaims = tonumber(s1) or 1, tonumber(r1) or 0
     end
-    score, reclaims = score * decay_factor, reclaims + 1
+    score, reclaims = score * cfg.decay_factor, reclaims + 1
     local shown = string.format('%.4g', score)
     local line = timeline_line(now, 'decayed:' .. shown, '', '')
-    if score < decay_threshold then
+    if score < cfg.decay_threshold then
       rcall('HDEL', decay, item)
       rcall('HSET', failed, item, cjson.encode({ t = now, reason = string.format(
-        'score %s after %d reclaims, below the decay threshold %s', shown, reclaims, tostring(decay_threshold)) }))
+        'score %s after %d reclaims, below the decay threshold %s', shown, reclaims, tostring(cfg.decay_threshold)) }))
       leave_claim(tl, nil, item, old, line .. '\n' .. timeline_line(now, 'failed', '', ''))
       stat(prefix, now, ST.failed)
     else
       rcall('HSET', decay, item, string.format('%.9g %d', score, reclaims))
-      local part = (type(old.q) == 'string' and parts_in_order[old.q]) and old.q or Q.todo
-      local wait = math.min(DAY * (1 - score) / score, 3650 * DAY) + (fifo and 0 or DAY)
+      local part = (type(old.q) == 'string' and cfg.parts_in_order[old.q]) and old.q or Q.todo
+      local wait = math.min(DAY * (1 - score) / score, 3650 * DAY) + (cfg.fifo and 0 or DAY)
       rcall('ZADD', prefix .. part, string.format('%d', math.floor(queue_clock() + wait)), item)
       -- Its claim count waits in `attempts` for its next claim.
       leave_claim(tl, attempts, item, old, line)
@@ -363,7 +323,7 @@ local function reclaim(want, ttl)
       rcall('HDEL', claims, item)
       out_n = out_n - 1
       taken[#taken + 1] = item
-      if decaying then
+      if cfg.decaying then
         olds[item] = old   -- its lines join the timeline in requeue
       else
         leave_claim(tl, nil, item, old, nil)
@@ -371,7 +331,7 @@ local function reclaim(want, ttl)
       end
     end
   end
-  if decaying then
+  if cfg.decaying then
     if #taken > 0 then stat(prefix, now, ST.reclaimed, #taken) end
     return requeue(taken, olds)
   end
@@ -383,7 +343,7 @@ end
 -- Pops up to `want` items from queue part `part` (with decay on, noting where each came from).
 local function pop(part, want)
   local key, items = prefix .. part, {}
-  if by_score then
+  if cfg.by_score then
     -- ZPOPMIN would also answer each score, which Redis writes with C's float formatting.
     items = rcall('ZRANGE', key, '0', string.format('%d', want - 1))
     if #items > 0 then rcall('ZREMRANGEBYRANK', key, '0', string.format('%d', #items - 1)) end
@@ -391,7 +351,7 @@ local function pop(part, want)
     items = rcall('ZRANDMEMBER', key, want)
     bulk('ZREM', key, items)
   end
-  if decaying then
+  if cfg.decaying then
     for _, item in ipairs(items) do origin[item] = part end
   end
   return items
@@ -448,11 +408,11 @@ local function fill()
     cursor = 1
   end
   -- 2. reclaims when the claims limit is reached
-  if claims_limit > 0 and out_n >= claims_limit and short(false) > 0 then reclaim(short(false), nil) end
+  if cfg.claims_limit > 0 and out_n >= cfg.claims_limit and short(false) > 0 then reclaim(short(false), nil) end
   -- 2b. with decay on, claims that took too long go back to their queues first, decayed
-  if decaying and reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
+  if cfg.decaying and cfg.reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), cfg.reclaim_ttl) end
   -- 3. the queues, in order; a group is popped again only if it gave all that was asked
-  for _, parts in ipairs(groups) do
+  for _, parts in ipairs(cfg.groups) do
     local want = short(true)
     while want > 0 do
       local popped = group_pop(parts, want)
@@ -463,7 +423,7 @@ local function fill()
     if short(true) == 0 then break end
   end
   -- 4. reclaims of claims that took too long (with decay off)
-  if not decaying and reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), reclaim_ttl) end
+  if not cfg.decaying and cfg.reclaim_ttl > 0 and short(false) > 0 then reclaim(short(false), cfg.reclaim_ttl) end
 end
 
 -- Phase 3: every claim written at once, and the limiter charged with what was taken.
@@ -474,7 +434,7 @@ local function write_claims()
   hincr_many(dl_claims, w_dl)
   local used = 0
   for _, q in ipairs(active) do used = used + #q.got end
-  if rate > 0 and used > 0 then
+  if cfg.rate > 0 and used > 0 then
     rcall('HSET', ratelimit, '', string.format('%.3f', tat0 + used * interval))
   end
 end

@@ -69,17 +69,15 @@
                                           changed
   Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
   (JSON array of their claim times, 0 unknown), bytes (JSON object domain -> bytes), id.
-  Uses: Q, ST, queue_groups, project_settings, SETTINGS_AT, int_of, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
-  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, int_text, SET,
-  SET_DEFAULT.
+  Uses: Q, ST, project_settings, int_of, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, int_text.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
 -- call's state, declared here and set by each call, and the phases that use it.
 local meta, out, claims, done, failed, attempts, dl_claims, stats, domain_bytes, tl, blocked_ip
 local log, chart, decay, now, prefix, nrep, now_text, minute
 local BYTES_MAX, COUNTER_MAX = 2 ^ 50, 2 ^ 53
-local s, domains, ndomains, block_ttl
-local groups   -- the queue groups, parsed when an item is looked for in the queues (rare)
+local cfg   -- the project's settings (_lib project_settings)
 local reps, state, claim_of
 -- raw record -> { d = downloader, t = claim time (ms, as text), lines = its timeline lines and `done` }.
 local claims_seen
@@ -196,21 +194,7 @@ local function read_call(KEYS, ARGV)
   now, prefix, nrep = tonumber(ARGV[1]), ARGV[2], int_of(ARGV[3])
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
   minute = string.format('%d', now / 60000)
-  -- Kept across calls while meta's stamp holds (_lib project_settings), and what done makes of
-  -- them made once.
-  local made
-  s, made = project_settings(meta, now)
-  local c = made.done
-  if not c then
-    c = { domains = {}, ndomains = 0,
-      block_ttl = (tonumber(s[SETTINGS_AT[SET.auto_block_ttl]]) or SET_DEFAULT.auto_block_ttl) * 1000 }
-    for d in string.gmatch(s[SETTINGS_AT[SET.domains]] or '', '[^,]+') do
-      if not c.domains[d] then c.ndomains = c.ndomains + 1 end
-      c.domains[d] = true
-    end
-    made.done = c
-  end
-  groups, domains, ndomains, block_ttl = nil, c.domains, c.ndomains, c.block_ttl
+  cfg = project_settings(meta, now)   -- kept across calls while meta's stamp holds
   local all
   reps, all = read_reports(ARGV)
   state, claim_of = locate(all)
@@ -316,8 +300,7 @@ local function check_report(rep)
   if blocked_now[rep.ip] then return { err = 'blocked' } end
   for _, item in ipairs(rep.items) do
     if not state[item] then
-      groups = groups or queue_groups(s[SETTINGS_AT[SET.queues]])
-      state[item] = find_in_queues(prefix, groups, item, rep.who)
+      state[item] = find_in_queues(prefix, cfg.groups, item, rep.who)
       if state[item] then queued[item] = true end
     end
     if not state[item] then return { err = 'unknown_item', item = item } end
@@ -329,13 +312,13 @@ local function check_report(rep)
       if p and p ~= rep.pipeline then return { err = 'other_pipeline', item = item } end
     end
   end
-  if ndomains > 0 then
+  if cfg.ndomains > 0 then
     local seen, doms = 0, rep.doms
     for d = 1, #doms, 2 do
-      if not domains[doms[d]] then return { err = 'domain_mismatch' } end
+      if not cfg.domains[doms[d]] then return { err = 'domain_mismatch' } end
       seen = seen + 1
     end
-    if seen ~= ndomains then return { err = 'domain_mismatch' } end
+    if seen ~= cfg.ndomains then return { err = 'domain_mismatch' } end
   end
   if done_bytes + rep.total >= COUNTER_MAX then return { err = 'overflow' } end
   return nil
@@ -346,7 +329,7 @@ end
 local function block_reporter(rep)
   local who = rep.who
   rcall('HSET', blocked_ip, rep.ip, cjson.encode({ reason = 'byte domains do not match the project', by = 'auto',
-    t = now, expires = now + block_ttl }))
+    t = now, expires = now + cfg.block_ttl }))
   blocked_now[rep.ip] = true
   for _, item in ipairs(rep.items) do
     local claim = state[item] == 'out' and decode_claim(claim_of[item])

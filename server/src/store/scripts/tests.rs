@@ -118,25 +118,34 @@ fn the_scripts_read_only_settings_the_codec_writes() {
         .find(|l| l.starts_with("local SET_DEFAULT = "))
         .unwrap_or_default();
     let mut seen = BTreeSet::new();
-    for s in Scripts::new().all() {
-        let code = code_of(s.source);
+    // The scripts, and the helpers they share (`_lib.lua` parses the settings claim and done
+    // act on).
+    let lib = format!("]]\n{LIB}");
+    let scripts = Scripts::new();
+    let sources = scripts
+        .all()
+        .into_iter()
+        .map(|s| (s.name, s.source))
+        .chain([("_lib", lib.as_str())]);
+    for (script, source) in sources {
+        let code = code_of(source);
         assert!(
             !spelled.is_match(&code),
             "script {} spells a field of meta; use SET",
-            s.name
+            script
         );
         for c in named.captures_iter(&code) {
             let name = c.get(2).map_or("", |m| m.as_str());
             assert!(
                 known.contains(name),
                 "script {}: SET.{name} is no setting",
-                s.name
+                script
             );
             if c.get(1).is_some() {
                 assert!(
                     defaults.contains(&format!(" {name} = ")),
                     "script {}: SET_DEFAULT.{name} has no default",
-                    s.name
+                    script
                 );
             }
             seen.insert(name.to_string());
@@ -156,7 +165,7 @@ fn the_scripts_read_only_settings_the_codec_writes() {
                 assert!(
                     !code.contains(&spelled),
                     "script {} writes the default of {} ({spelled:?}); use SET_DEFAULT.{}",
-                    s.name,
+                    script,
                     f.name,
                     f.name
                 );
