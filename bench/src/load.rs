@@ -234,7 +234,7 @@ pub(crate) async fn ceiling(store: &Store, slug: &str, secs: u64, batched: bool)
                         store.claim(&slug, &who, now_ms()).await
                     };
                     let items = match claimed.expect("claim") {
-                        ClaimOutcome::Items(items) => items,
+                        ClaimOutcome::Items(items, _) => items,
                         other => panic!("ceiling: claim answered {other:?}; the queue ran dry?"),
                     };
                     let report = DoneReport {

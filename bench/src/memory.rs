@@ -73,7 +73,7 @@ async fn drain(store: Store, slug: &'static str, worker: usize) {
     let mut idle = 0;
     loop {
         let items = match store.claim(slug, &req, now_ms()).await {
-            Ok(ClaimOutcome::Items(items)) => items,
+            Ok(ClaimOutcome::Items(items, _)) => items,
             Ok(ClaimOutcome::Refused(Refusal::NothingToGive)) => {
                 idle += 1;
                 if idle > 3000 {

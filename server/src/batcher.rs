@@ -88,16 +88,20 @@ impl Batcher {
         let give_back = move |slug: String, outcome: ClaimOutcome| {
             let store = store.clone();
             async move {
-                let ClaimOutcome::Items(items) = outcome else {
+                let ClaimOutcome::Items(items, _) = outcome else {
                     return;
                 };
-                for item in &items {
-                    if let Err(e) = store
-                        .release(&slug, item, ABANDONED, "", true, now_ms())
-                        .await
-                    {
-                        tracing::warn!(error = %e, %slug, item, "could not give back an abandoned claim; it will be reclaimed");
-                    }
+                let admin = crate::store::Releaser {
+                    who: ABANDONED,
+                    ip: "",
+                    admin: true,
+                    pipeline: "",
+                };
+                if let Err(e) = store
+                    .release_items_as(&slug, &items, &admin, now_ms())
+                    .await
+                {
+                    tracing::warn!(error = %e, %slug, items = items.len(), "could not give back an abandoned claim; its items will be reclaimed");
                 }
                 tracing::debug!(%slug, items = items.len(), "gave back the items of a claim whose caller left");
             }

@@ -159,6 +159,15 @@ pub enum ProjectCommand {
         /// Project slug.
         slug: String,
     },
+    /// Print the project's Warrior listing as JSON, or change it: `KEY=VALUE` ... of `listed`,
+    /// `repository`, `logo`, `deadline`, `host`, `marker_html`, `lat_lng` (`LAT,LNG`), `weight`
+    /// (0-1000: its share of today's "auto" Warriors, `auto_projects_config`).
+    Listing {
+        /// Project slug.
+        slug: String,
+        /// Changes (none: print it).
+        changes: Vec<String>,
+    },
 }
 
 /// `tracker items ...`
@@ -465,6 +474,20 @@ async fn run_project(store: &Store, cli: &Actor, command: ProjectCommand) -> Res
                 "{}",
                 serde_json::to_string_pretty(&*current).unwrap_or_default()
             );
+        }
+        ProjectCommand::Listing { slug, changes } => {
+            ops::project(store, &slug).await?;
+            let current = store.listing(&slug).await?;
+            if changes.is_empty() {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&current).unwrap_or_default()
+                );
+            } else {
+                let updated = ops::listing::apply_changes(&current, &changes)?;
+                ops::listing::save(store, cli, &slug, &current, &updated).await?;
+                outln!("updated the listing of {slug}");
+            }
         }
     }
     Ok(())

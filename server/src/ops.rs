@@ -10,6 +10,7 @@
 //! | [`blocks`] | blocking and unblocking IPs and downloader names |
 //! | [`items`] | adding items from a byte stream (plain, gzip or zstd) |
 //! | [`lines`] | the one reader of item lines under [`items`] |
+//! | [`listing`] | a project's Warrior listing: checks, `KEY=VALUE` changes, saving |
 //! | [`accounts`] | creating accounts, changing them, password hashes |
 //! | [`pipelines`] | issuing, listing and revoking pipeline tokens |
 
@@ -17,6 +18,7 @@ pub mod accounts;
 pub mod blocks;
 pub mod items;
 pub mod lines;
+pub mod listing;
 pub mod pipelines;
 pub mod projects;
 pub mod settings;

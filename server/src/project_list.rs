@@ -42,6 +42,8 @@ pub struct Project {
     pub tags: Vec<String>,
     /// Its `projects.json` entry, when it is listed.
     pub entry: Option<Value>,
+    /// Its weight among today's "auto" Warriors (0: none).
+    pub weight: u32,
 }
 
 /// The list before `auto_project` is chosen.
@@ -72,10 +74,33 @@ impl Generated {
             .map(|p| p.slug.clone())
     }
 
+    /// Today's Warriors' weighted choice for `pipeline` (`auto_projects_config`): the pinned
+    /// project alone while it serves; else every listed active project with work to hand out,
+    /// a weight above 0, and that would serve the Warrior's claims, in the list's order. Empty:
+    /// the Warrior falls back to `auto_project`.
+    pub fn weights(&self, pipeline: Option<&Pipeline>) -> Vec<(String, u32)> {
+        let serves = |p: &Project| may_serve(p.require_token, &p.tags, pipeline);
+        if let Some(pin) = &self.pin {
+            let pinned = self.projects.iter().find(|p| &p.slug == pin);
+            let handing_out = |p: &&Project| matches!(p.state.as_str(), "active" | "draining");
+            if pinned.filter(handing_out).is_some_and(serves) {
+                return vec![(pin.clone(), 1)];
+            }
+        }
+        self.projects
+            .iter()
+            .filter(|p| {
+                p.entry.is_some() && p.weight > 0 && p.state == "active" && p.todo > 0 && serves(p)
+            })
+            .map(|p| (p.slug.clone(), p.weight))
+            .collect()
+    }
+
     /// The listed projects in the order of the choice (for the panel).
     pub fn auto_project(&self, chosen: Option<String>) -> AutoProject {
         AutoProject {
             chosen,
+            weights: self.weights(None),
             pinned: self.pin.clone(),
             candidates: self
                 .projects
@@ -86,17 +111,39 @@ impl Generated {
                     priority: p.priority,
                     state: p.state.clone(),
                     todo: p.todo,
+                    weight: p.weight,
                 })
                 .collect(),
         }
     }
 
-    /// The document with `auto_project`.
-    pub fn document(mut self, auto: Option<String>) -> Value {
+    /// The document with `auto_project` and, when any project is weighted, today's
+    /// Warriors' `auto_projects_config` (`[{"project", "weight"}]`; entries saved by hand in
+    /// the list for projects of other trackers follow ours).
+    pub fn document(mut self, auto: Option<String>, weights: Vec<(String, u32)>) -> Value {
         self.doc.insert(
             "auto_project".into(),
             auto.map_or(Value::Null, Value::String),
         );
+        let ours: HashSet<&str> = self.projects.iter().map(|p| p.slug.as_str()).collect();
+        let mut config: Vec<Value> = weights
+            .into_iter()
+            .map(|(project, weight)| json!({ "project": project, "weight": weight }))
+            .collect();
+        if self.pin.is_none() || config.is_empty() {
+            if let Some(Value::Array(saved)) = self.doc.get("auto_projects_config") {
+                config.extend(saved.iter().filter(|e| {
+                    e["project"].as_str().is_some_and(|n| !ours.contains(n))
+                        && e["weight"].as_f64().is_some_and(|w| w > 0.0)
+                }).cloned());
+            }
+        }
+        if config.is_empty() {
+            self.doc.remove("auto_projects_config");
+        } else {
+            self.doc
+                .insert("auto_projects_config".into(), Value::Array(config));
+        }
         Value::Object(self.doc)
     }
 }
@@ -191,6 +238,7 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
             require_token: settings.require_token,
             tags: settings.tags.clone(),
             entry,
+            weight: listing.weight,
         });
     }
     projects.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.slug.cmp(&b.slug)));
@@ -333,7 +381,8 @@ pub async fn body(store: &Store, base: &str, pipeline: Option<&Pipeline>) -> Sto
             tracing::debug!(error = %e, "recording auto_project; the refresh tries again");
         }
     }
-    Ok(generated.document(chosen).to_string())
+    let weights = generated.weights(pipeline);
+    Ok(generated.document(chosen, weights).to_string())
 }
 
 /// Records every project's lifecycle changes and `auto_project`'s.

@@ -35,9 +35,12 @@ pub fn router(state: AppState) -> Router {
     // routed.
     let warriors = OpenApiRouter::new()
         .routes(routes!(warrior::claim_items).layer(small))
-        // seesaw posts to `<tracker url>/request` where the url is `.../SLUG/multi=N/`.
+        // seesaw posts to `<tracker url>/request` where the url is `.../SLUG/multi=N/`: 0.10.3
+        // as it is (`multi=N//request`), today's with the trailing slash stripped.
         .routes(routes!(warrior::claim_multi).layer(small))
-        .routes(routes!(warrior::release_item).layer(small))
+        .routes(routes!(warrior::claim_multi_today).layer(small))
+        // One item, or the list today's seesaw gives back (at most a claim's worth of names).
+        .routes(routes!(warrior::release_item).layer(DefaultBodyLimit::max(limits.done_body())))
         // seesaw's UploadWithTracker sends the whole batch as `item_name` (NUL-joined, 100
         // URLs with their contexts in urls-grab): as large as a done's.
         .routes(routes!(extras::get_upload_target).layer(DefaultBodyLimit::max(limits.done_body())))
@@ -45,6 +48,14 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(warrior::report_done).layer(DefaultBodyLimit::max(limits.done_body())))
         .routes(
             routes!(warrior::report_done_and_claim)
+                .layer(DefaultBodyLimit::max(limits.done_body())),
+        )
+        .routes(
+            routes!(warrior::report_done_and_claim_multi)
+                .layer(DefaultBodyLimit::max(limits.done_body())),
+        )
+        .routes(
+            routes!(warrior::report_done_and_claim_multi_today)
                 .layer(DefaultBodyLimit::max(limits.done_body())),
         )
         .routes(routes!(warrior::get_item))
@@ -64,6 +75,7 @@ pub fn router(state: AppState) -> Router {
     let hq = OpenApiRouter::new()
         .routes(routes!(hq::register_warrior))
         .routes(routes!(hq::update_warrior))
+        .routes(routes!(extras::get_network_check))
         .layer(small);
     let public_json = OpenApiRouter::new()
         .routes(routes!(public::check_health))
@@ -115,10 +127,13 @@ pub fn router(state: AppState) -> Router {
         move |uri: axum::http::Uri, state: State<AppState>, req: Request| {
             let files = files.clone();
             async move {
-                match admin_page_without_slash(&uri) {
-                    Some(to) => Redirect::permanent(&to).into_response(),
-                    None => files(uri, state, req).await,
+                if let Some(to) = admin_page_without_slash(&uri) {
+                    return Redirect::permanent(&to).into_response();
                 }
+                if let Some(why) = no_such_call(req.method(), &uri) {
+                    return crate::web::ApiError::not_found(why).into_response();
+                }
+                files(uri, state, req).await
             }
         }
     };
@@ -278,6 +293,9 @@ const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
 
 /// `response` with each of [`SECURITY_HEADERS`] its handler did not set.
 fn with_security_headers(mut response: Response) -> Response {
+    if response.extensions().get::<extras::ExactHeaders>().is_some() {
+        return response;
+    }
     let headers = response.headers_mut();
     for (name, value) in SECURITY_HEADERS {
         if !headers.contains_key(&name) {
@@ -323,6 +341,28 @@ async fn render_public_page(State(state): State<AppState>, req: Request) -> Resp
         );
     }
     resp
+}
+
+/// Why no route answers `method uri`, for a call a client makes rather than a page a browser
+/// opens: any method but GET and HEAD, or any path under a project (`/SLUG/...`; the panel's
+/// pages and `/pkg` aside). A warrior gets this plain 404 with its reason, never the HTML page
+/// (seesaw logs the answer and retries). `None`: the site's files or the not-found page.
+fn no_such_call(method: &axum::http::Method, uri: &axum::http::Uri) -> Option<String> {
+    let path = uri.path();
+    let under_project = path
+        .strip_prefix('/')
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(first, _)| !matches!(first, "admin" | "pkg"));
+    let page_read = matches!(*method, axum::http::Method::GET | axum::http::Method::HEAD);
+    if page_read && !under_project {
+        return None;
+    }
+    let shown: String = path.chars().take(200).collect();
+    Some(format!(
+        "No such call: {method} {shown}. The warrior calls are POST /SLUG/request, \
+         /SLUG/multi=N/request, /SLUG/done, /SLUG/done+request, /SLUG/release, /SLUG/upload \
+         (see /openapi.json)."
+    ))
 }
 
 /// `/admin/` or `/admin/PAGE/` (a panel address with a slash too many): where it should go,

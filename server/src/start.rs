@@ -195,7 +195,10 @@ async fn serve(
     let app = crate::routes::router(state);
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections()));
     let mut http = auto::Builder::new(TokioExecutor::new());
+    // Header names in title case (`Content-Type`): a client that matches a raw answer with
+    // one expression (the grab scripts' clock check of `/now`) sees them as nginx writes them.
     http.http1()
+        .title_case_headers(true)
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout());
     let graceful = GracefulShutdown::new();

@@ -302,7 +302,7 @@ impl TestApp {
     pub async fn claim_items(&self, slug: &str, name: &str, n: usize, now: u64) -> Vec<String> {
         use server::store::{ClaimOutcome, Refusal};
         match self.store.claim(slug, &who(name, n), now).await.unwrap() {
-            ClaimOutcome::Items(items) => items,
+            ClaimOutcome::Items(items, _) => items,
             ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
             other => panic!("unexpected {other:?}"),
         }

@@ -17,54 +17,7 @@ use axum::{
     Json,
 };
 
-/// The longest URL of a listing (repository, logo).
-pub const MAX_URL: usize = 1024;
-/// The longest marker HTML of a listing.
-pub const MAX_MARKER: usize = 4096;
-
-/// `listing` with its HTML sanitised, or why it cannot be saved.
-pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
-    for (name, url) in [
-        ("repository", &mut listing.repository),
-        ("logo", &mut listing.logo),
-    ] {
-        *url = url.trim().to_string();
-        if url.len() > MAX_URL {
-            return Err(format!("{name} is at most {MAX_URL} bytes"));
-        }
-        if !url.is_empty()
-            && (!url.contains("://") || url.chars().any(|c| c.is_whitespace() || c.is_control()))
-        {
-            return Err(format!("{name} must be a URL without spaces"));
-        }
-    }
-    listing.deadline = listing.deadline.trim().to_string();
-    if !listing.deadline.is_empty() && !super::project_list::valid_deadline(&listing.deadline) {
-        return Err("deadline must be like 2013-04-30T23:59:59Z".into());
-    }
-    listing.host = listing.host.trim().to_string();
-    let host_ok = listing.host.len() <= 253
-        && listing
-            .host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".-:".contains(&b));
-    if !host_ok {
-        return Err("host is a host name (at most 253 characters)".into());
-    }
-    if listing.marker_html.len() > MAX_MARKER {
-        return Err(format!("marker_html is at most {MAX_MARKER} bytes"));
-    }
-    listing.marker_html = ammonia::clean(&listing.marker_html);
-    if let Some([lat, lng]) = listing.lat_lng {
-        if !(lat.is_finite() && lng.is_finite() && lat.abs() <= 90.0 && lng.abs() <= 180.0) {
-            return Err("lat_lng is [latitude -90..90, longitude -180..180]".into());
-        }
-    }
-    if listing.listed && listing.repository.is_empty() {
-        return Err("a listed project needs its repository (the Warrior runs it)".into());
-    }
-    Ok(listing)
-}
+pub use crate::ops::listing::{check_listing, MAX_MARKER, MAX_URL};
 
 /// `GET /admin/api/SLUG/listing`.
 #[utoipa::path(
@@ -120,15 +73,17 @@ pub async fn save_listing(
     caller.may_change(&slug)?;
     known_project(&state, &slug).await?;
     let listing = check_listing(listing).map_err(ApiError::bad_request)?;
-    state.store.save_listing(&slug, &listing).await?;
-    let detail = if listing.listed {
-        format!("listed, {}", listing.repository)
-    } else {
-        "not listed".into()
-    };
-    caller
-        .record(&state, "listing.save", &slug, 1, detail)
-        .await?;
+    let before = state.store.listing(&slug).await?;
+    if listing.weight != before.weight {
+        // Which projects "auto" Warriors run is the whole fleet's: a global admin's to set.
+        caller.must_be_global().map_err(|_| {
+            ApiError::forbidden(
+                "Only a global admin changes a project's weight among auto Warriors; save \
+                 the listing with its weight as it was.",
+            )
+        })?;
+    }
+    crate::ops::listing::save(&state.store, &caller.actor(), &slug, &before, &listing).await?;
     listing_of(&state, &headers, &slug).await.map(Json)
 }
 

@@ -83,24 +83,7 @@ fn sanitise_field(obj: &mut serde_json::Map<String, Value>, field: &str) -> Resu
     }
 }
 
-/// `%Y-%m-%dT%H:%M:%SZ` with plausible numbers.
-pub fn valid_deadline(s: &str) -> bool {
-    let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
-        s.get(r.clone())?
-            .parse()
-            .ok()
-            .filter(|_| b[r].iter().all(u8::is_ascii_digit))
-    };
-    b.len() == 20
-        && (b[4], b[7], b[10], b[13], b[16], b[19]) == (b'-', b'-', b'T', b':', b':', b'Z')
-        && digits(0..4).is_some()
-        && digits(5..7).is_some_and(|m| (1..=12).contains(&m))
-        && digits(8..10).is_some_and(|d| (1..=31).contains(&d))
-        && digits(11..13).is_some_and(|h| h < 24)
-        && digits(14..16).is_some_and(|m| m < 60)
-        && digits(17..19).is_some_and(|s| s < 61)
-}
+pub use crate::ops::listing::valid_deadline;
 
 /// `GET /admin/api/warrior/projects`: the list and its versions (who, when).
 #[utoipa::path(

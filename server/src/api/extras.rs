@@ -9,7 +9,7 @@ use crate::{state::AppState, store::now_ms};
 use axum::{
     body::Bytes,
     extract::{ConnectInfo, FromRequest, Path, Request, State},
-    http::{header, HeaderMap, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{Html, IntoResponse, Response},
     Form, Json,
 };
@@ -106,16 +106,55 @@ pub async fn report_uploaded(
     Ok("OK\n".into_response())
 }
 
-/// `GET /now`: server time in seconds with milliseconds, `1700000000.123`.
+/// `GET /now`: server time in seconds with milliseconds, `1700000000.123`, with no line end.
+///
+/// urls- and youtube-grab check the clock against it by matching the whole raw answer
+/// (`wget-at --save-headers`) with one expression (ArchiveTeam/urls-grab `pipeline.py`
+/// `CheckIP`, at 343d732b): the status line, then exactly `Server: openresty`, `Date`,
+/// `Content-Type: text/plain`, `Connection: keep-alive`, `Content-Length`, `Cache-Control:
+/// no-store`, in that order, and nothing else ([`ExactHeaders`] keeps the security headers
+/// off it; the server writes header names in title case).
 #[utoipa::path(get, path = "/now", tag = "warrior")]
 pub async fn get_now() -> Response {
     let ms = now_ms();
+    let body = format!("{}.{:03}", ms / 1000, ms % 1000);
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let len = body.len();
+    let mut resp = Response::new(axum::body::Body::from(body));
+    let h = resp.headers_mut();
+    h.insert(header::SERVER, HeaderValue::from_static("openresty"));
+    if let Ok(date) = HeaderValue::from_str(&date) {
+        h.insert(header::DATE, date);
+    }
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.extensions_mut().insert(ExactHeaders);
+    resp
+}
+
+/// Marks an answer whose headers a client matches exactly: nothing is added to them.
+#[derive(Clone, Copy, Debug)]
+pub struct ExactHeaders;
+
+/// `GET /downloads/network_check/hello.html`: the page the Warrior VM (warrior4) fetches from
+/// Warrior HQ's host to check its network, compared byte for byte (ArchiveTeam/warrior4-vm
+/// `appliance/skeleton/usr/share/warrior4-network-check/target.json`, at ecf2197d).
+#[utoipa::path(get, path = "/downloads/network_check/hello.html", tag = "warrior-hq")]
+pub async fn get_network_check() -> Response {
     (
-        [(header::CACHE_CONTROL, "no-store")],
-        format!("{}.{:03}", ms / 1000, ms % 1000),
+        [
+            (header::CONTENT_TYPE, "text/html"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        NETWORK_CHECK_PAGE,
     )
         .into_response()
 }
+
+/// The network check's page, exactly.
+pub const NETWORK_CHECK_PAGE: &str = "<html><head></head><body>Hello.</body></html>\n";
 
 fn rescue_page(title: &str, message: &str) -> Html<String> {
     let esc = |s: &str| {
@@ -228,12 +267,17 @@ pub struct DictionaryQuery {
     /// The project's slug.
     #[serde(default)]
     project: String,
+    /// A dictionary's id (megawarc asks for the one a WARC's name carries); none: the current.
+    #[serde(default)]
+    id: Option<String>,
 }
 
-/// `GET /dictionary?project=SLUG`: `{"id", "url", "sha256"}` of the zstd dictionary the project
-/// serves now, as urls-, reddit-, telegram- and imgur-grab fetch it every 30 minutes (they
-/// download `url`, check its SHA-256, decompress it when it is zstd-framed, and name their WARCs
-/// after `id`); 404 when the project has none.
+/// `GET /dictionary?project=SLUG[&id=ID]`: `{"id", "url", "sha256"}` of the zstd dictionary the
+/// project serves now, as urls-, reddit-, telegram- and imgur-grab fetch it every 30 minutes
+/// (they download `url`, check its SHA-256, decompress it when it is zstd-framed, and name their
+/// WARCs after `id`), or of dictionary `ID` while it is kept, as megawarc asks for the one a
+/// WARC was compressed with (it compares the answer's `id`, a string, with the name's); 404
+/// when there is none.
 #[utoipa::path(get, path = "/dictionary", tag = "warrior", params(DictionaryQuery))]
 pub async fn get_dictionary(
     State(state): State<AppState>,
@@ -241,12 +285,31 @@ pub async fn get_dictionary(
     axum::extract::Query(q): axum::extract::Query<DictionaryQuery>,
 ) -> ApiResult<Response> {
     known_project(&state, &q.project).await?;
-    let Some(d) = state.store.dictionary(&q.project).await? else {
+    let found = match q.id.as_deref() {
+        None => state.store.dictionary(&q.project).await?,
+        Some(id) => {
+            let id = id
+                .parse::<u64>()
+                .ok()
+                .filter(|_| id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| ApiError::bad_request("id is a dictionary's decimal id."))?;
+            let found = state.store.dictionary_by_id(&q.project, id).await?;
+            if found.is_none() {
+                return Err(ApiError::not_found(format!(
+                    "No dictionary {id} in this project (or no longer kept: the last {} are).",
+                    crate::store::dictionary::KEPT
+                )));
+            }
+            found
+        }
+    };
+    let Some(d) = found else {
         return Err(ApiError::not_found("This project has no dictionary."));
     };
     let base = state.config.base_url(&headers);
+    // The id as a string: megawarc compares it with the one in a file name.
     Ok(Json(serde_json::json!({
-        "id": d.id,
+        "id": d.id.to_string(),
         "url": format!("{base}/dictionary/{}/{}", q.project, d.id),
         "sha256": d.sha256,
     }))

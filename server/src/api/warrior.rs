@@ -9,7 +9,10 @@ use crate::web::{
 use crate::{
     limits::{valid_downloader, Limits},
     state::AppState,
-    store::{now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, StoreError},
+    store::{
+        now_ms, ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, ReleaseRefusal,
+        Releaser, StoreError,
+    },
 };
 use axum::{
     body::Bytes,
@@ -21,8 +24,10 @@ use axum::{
 use serde::Deserialize;
 
 /// Keys never sent as extra item fields: seesaw copies every key into its item.
-const RESERVED_FIELDS: [&str; 5] = [
+const RESERVED_FIELDS: [&str; 7] = [
     "item_name",
+    "items",
+    "queues",
     "data_dir",
     "item_dir",
     "warc_file_base",
@@ -30,7 +35,7 @@ const RESERVED_FIELDS: [&str; 5] = [
 ];
 
 mod wire;
-use wire::is_v2;
+use wire::wants_text;
 pub use wire::{parse, ClaimAnswers, DoneBody, ReleaseBody, RequestBody};
 
 /// Who calls: IP (see [`request_ip`]) and user agent, extracted from the request.
@@ -94,7 +99,7 @@ async fn serve_claim(
     // paused project, not an old script): a refused caller cannot fill it.
     let passed = matches!(
         outcome,
-        ClaimOutcome::Items(_)
+        ClaimOutcome::Items(..)
             | ClaimOutcome::Refused(
                 Refusal::NothingToGive | Refusal::Budget | Refusal::RateLimited { .. }
             )
@@ -104,9 +109,9 @@ async fn serve_claim(
             .fleet
             .saw(slug, &who, &caller.ip, &caller.user_agent, &seen_version, 0);
     }
-    let items =
+    let (items, queues) =
         match outcome {
-            ClaimOutcome::Items(items) => items,
+            ClaimOutcome::Items(items, queues) => (items, queues),
             ClaimOutcome::Refused(Refusal::OldVersion) => {
                 let status = StatusCode::from_u16(455).unwrap_or(StatusCode::BAD_REQUEST);
                 return Err(ApiError::Client(
@@ -142,7 +147,7 @@ async fn serve_claim(
             ClaimOutcome::Refused(other) => return Err(StoreError::Refused(other).into()),
         };
     let name = items.join("\0");
-    if !is_v2(&req.api_version) {
+    if wants_text(&req.api_version) {
         return Ok(name.into_response());
     }
     let mut body = serde_json::Map::new();
@@ -152,6 +157,9 @@ async fn serve_claim(
         }
     }
     body.insert("item_name".into(), serde_json::Value::String(name));
+    // Today's seesaw hands `[{"item", "queue"}, ...]` to a grab script's `item_filter`.
+    body.insert("items".into(), items.into());
+    body.insert("queues".into(), queues.into());
     Ok(Json(body).into_response())
 }
 
@@ -179,7 +187,36 @@ pub async fn claim_items(
     within_deadline(&state, claim).await
 }
 
-/// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined.
+/// N of a `multi=N` path segment, within the limit; 404 with the expected form otherwise.
+fn multi_size(state: &AppState, multi: &str) -> ApiResult<usize> {
+    let max = state.config.limits.multi;
+    multi
+        .strip_prefix("multi=")
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "Expected /SLUG/multi=N/request (or multi=N//request) with N in 1..={max}."
+            ))
+        })
+}
+
+async fn claim_n(
+    state: AppState,
+    slug: String,
+    multi: String,
+    caller: Caller,
+    pipeline: CallerPipeline,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let n = multi_size(&state, &multi)?;
+    let req: RequestBody = parse(&body)?;
+    let claim = serve_claim(&state, &slug, &caller, &pipeline, req, n);
+    within_deadline(&state, claim).await
+}
+
+/// `POST /SLUG/multi=N//request`: claims up to N items, NUL-joined (seesaw 0.10.3 joins the
+/// tracker URL `.../SLUG/multi=N/` and `/request`).
 #[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
 #[utoipa::path(
     post,
@@ -196,19 +233,28 @@ pub async fn claim_multi(
     pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let max = state.config.limits.multi;
-    let n = multi
-        .strip_prefix("multi=")
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|n| (1..=max).contains(n))
-        .ok_or_else(|| {
-            ApiError::not_found(format!(
-                "Expected /SLUG/multi=N//request with N in 1..={max}."
-            ))
-        })?;
-    let req: RequestBody = parse(&body)?;
-    let claim = serve_claim(&state, &slug, &caller, &pipeline, req, n);
-    within_deadline(&state, claim).await
+    claim_n(state, slug, multi, caller, pipeline, body).await
+}
+
+/// `POST /SLUG/multi=N/request`: the same claim as today's seesaw sends it (it strips the
+/// tracker URL's trailing slash before joining `/request`).
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/{multi}/request",
+    tag = "warrior",
+    params(ProjectPath, ("multi" = String, Path, description = "`multi=N`: how many items one call claims")),
+    request_body(content = RequestBody, content_type = "application/json"),
+    responses(ClaimAnswers),
+)]
+pub async fn claim_multi_today(
+    State(state): State<AppState>,
+    Path((slug, multi)): Path<(String, String)>,
+    caller: Caller,
+    pipeline: CallerPipeline,
+    body: Bytes,
+) -> ApiResult<Response> {
+    claim_n(state, slug, multi, caller, pipeline, body).await
 }
 
 fn done_report(
@@ -357,18 +403,75 @@ pub async fn report_done_and_claim(
     pipeline: CallerPipeline,
     body: Bytes,
 ) -> ApiResult<Response> {
+    done_then_claim(state, slug, 1, caller, pipeline, body).await
+}
+
+async fn done_then_claim(
+    state: AppState,
+    slug: String,
+    n: usize,
+    caller: Caller,
+    pipeline: CallerPipeline,
+    body: Bytes,
+) -> ApiResult<Response> {
     let req = take_done(&state, &slug, &caller, &pipeline, &body).await?;
     let next = RequestBody {
         downloader: req.downloader,
         api_version: req.api_version,
         version: req.version,
     };
-    let claim = serve_claim(&state, &slug, &caller, &pipeline, next, 1);
+    let claim = serve_claim(&state, &slug, &caller, &pipeline, next, n);
     within_deadline(&state, claim).await
 }
 
-/// `POST /SLUG/release`: the claimant (or an admin) gives an item back; a pipeline's claim,
-/// only that pipeline.
+/// `POST /SLUG/multi=N//done+request`: a done, then a claim of up to N items.
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/{multi}//done+request",
+    tag = "warrior",
+    params(ProjectPath, ("multi" = String, Path, description = "`multi=N`: how many items the claim takes")),
+    request_body(content = DoneBody, content_type = "application/json"),
+    responses(ClaimAnswers),
+)]
+pub async fn report_done_and_claim_multi(
+    State(state): State<AppState>,
+    Path((slug, multi)): Path<(String, String)>,
+    caller: Caller,
+    pipeline: CallerPipeline,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let n = multi_size(&state, &multi)?;
+    done_then_claim(state, slug, n, caller, pipeline, body).await
+}
+
+/// `POST /SLUG/multi=N/done+request`: the same, with the tracker URL's trailing slash stripped
+/// (today's seesaw).
+#[tracing::instrument(level = "debug", skip(state, caller, pipeline, body), fields(ip = %caller.ip, pipeline = pipeline.name()))]
+#[utoipa::path(
+    post,
+    path = "/{slug}/{multi}/done+request",
+    tag = "warrior",
+    params(ProjectPath, ("multi" = String, Path, description = "`multi=N`: how many items the claim takes")),
+    request_body(content = DoneBody, content_type = "application/json"),
+    responses(ClaimAnswers),
+)]
+pub async fn report_done_and_claim_multi_today(
+    State(state): State<AppState>,
+    Path((slug, multi)): Path<(String, String)>,
+    caller: Caller,
+    pipeline: CallerPipeline,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let n = multi_size(&state, &multi)?;
+    done_then_claim(state, slug, n, caller, pipeline, body).await
+}
+
+/// `POST /SLUG/release`: the claimant (or an admin) gives items back; a pipeline's claim,
+/// only that pipeline. One item (`item`): `Released OK.`, 404 when it is not claimed, 403 when
+/// the caller may not. A list (`items`, today's seesaw): exactly `{"items": [...]}`, the items
+/// released; those the caller may not release, or not claimed, are left as they are and left
+/// out of the answer.
 #[utoipa::path(
     post,
     path = "/{slug}/release",
@@ -376,8 +479,10 @@ pub async fn report_done_and_claim(
     params(ProjectPath),
     request_body(content = ReleaseBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "`Released OK.`", body = String, content_type = "text/plain"),
-        (status = 404, description = "The item is not claimed by that downloader"),
+        (status = 200, description = "`Released OK.` (one item), or `{\"items\": [...]}` (a list): the items released", body = String),
+        (status = 400, description = "Neither `item` nor `items`, both, an item out of bounds, or more items than a claim holds"),
+        (status = 403, description = "One item: the caller is not its claimant (or calls from another address, or another pipeline)"),
+        (status = 404, description = "One item: it is not claimed"),
     ),
 )]
 pub async fn release_item(
@@ -389,10 +494,35 @@ pub async fn release_item(
     body: Bytes,
 ) -> ApiResult<Response> {
     let req: ReleaseBody = parse(&body)?;
-    if req.item.is_empty() || req.item.len() > state.config.limits.item {
+    let limits = &state.config.limits;
+    let (items, list) = match (req.item, req.items) {
+        (Some(item), None) => (vec![item], false),
+        (None, Some(items)) => (items, true),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "Send either item (one) or items (a list), not both.",
+            ))
+        }
+        (None, None) => {
+            return Err(ApiError::bad_request(
+                "Missing item (one) or items (a list).",
+            ))
+        }
+    };
+    if items.len() > limits.multi {
         return Err(ApiError::bad_request(format!(
-            "item must be 1 to {} bytes.",
-            state.config.limits.item
+            "At most {} items in one release.",
+            limits.multi
+        )));
+    }
+    if let Some(bad) = items
+        .iter()
+        .find(|i| i.is_empty() || i.len() > limits.item)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Each item must be 1 to {} bytes (one is {}).",
+            limits.item,
+            bad.len()
         )));
     }
     known_project(&state, &slug).await?;
@@ -406,32 +536,37 @@ pub async fn release_item(
             &req.downloader,
             &caller.ip,
             &caller.user_agent,
-            "",
+            req.version.as_deref().unwrap_or_default(),
             0,
         );
     }
-    match state
+    let releaser = Releaser {
+        who: &req.downloader,
+        ip: &caller.ip,
+        admin,
+        pipeline: pipeline.name(),
+    };
+    let release = state
         .store
-        .release_as(
-            &slug,
-            &req.item,
-            &req.downloader,
-            &caller.ip,
-            admin,
-            pipeline.name(),
-            now_ms(),
-        )
-        .await
-    {
-        Ok(true) => Ok("Released OK.\n".into_response()),
-        Ok(false) => Err(ApiError::not_found("The item is not claimed.")),
-        Err(StoreError::Refused(Refusal::NotClaimant)) => Err(ApiError::forbidden(
+        .release_items_as(&slug, &items, &releaser, now_ms());
+    let answer = within_deadline(&state, async { Ok(release.await?) }).await?;
+    if list {
+        // seesaw takes exactly this object: any other key is "invalid release response".
+        return Ok(Json(serde_json::json!({ "items": answer.released })).into_response());
+    }
+    if !answer.released.is_empty() {
+        return Ok("Released OK.\n".into_response());
+    }
+    match answer.refused.first().map(|(_, why)| *why) {
+        Some(ReleaseRefusal::NotClaimant) => Err(ApiError::forbidden(
             "Only the claimant, from the IP it claimed from, or an admin may release it.",
         )),
-        Err(StoreError::Refused(Refusal::OtherPipeline { .. })) => Err(ApiError::forbidden(
+        Some(ReleaseRefusal::OtherPipeline) => Err(ApiError::forbidden(
             "The item is claimed by another pipeline; only it, or an admin, may release it.",
         )),
-        Err(e) => Err(e.into()),
+        Some(ReleaseRefusal::NotClaimed) | None => {
+            Err(ApiError::not_found("The item is not claimed."))
+        }
     }
 }
 

@@ -10,6 +10,10 @@ use fred::prelude::*;
 
 /// Dictionaries kept per project (the current one and the ones before it).
 pub const KEPT: u64 = 8;
+/// Ids are this plus the project's count of dictionaries set: ten decimal digits, as megawarc
+/// reads them from a WARC's name (`.PROJECT.ID.warc.zst`, `[0-9]{10}`; ArchiveTeam/megawarc
+/// `megawarc` at 8564db93). Dictionaries set before (ids from 1) keep theirs.
+pub const ID_BASE: u64 = 1_000_000_000;
 /// The largest dictionary taken, as uploaded and once decompressed.
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 
@@ -86,7 +90,8 @@ impl Store {
     pub async fn set_dictionary(&self, slug: &str, bytes: &[u8]) -> StoreResult<DictionaryInfo> {
         let key = self.keys.project(slug).dictionaries();
         let client = self.pool.next();
-        let id: u64 = client.hincrby(&key, "seq", 1).await?;
+        let seq: u64 = client.hincrby(&key, "seq", 1).await?;
+        let id = ID_BASE + seq;
         let info = DictionaryInfo {
             id,
             sha256: sha256_hex(bytes),
@@ -106,13 +111,21 @@ impl Store {
                 ],
             )
             .await?;
-        // Served from now on; then the oldest beyond the kept ones go.
+        // Served from now on; then the oldest beyond the kept ones go (ids of either scheme).
         let _: () = client.hset(&key, ("cur", id.to_string())).await?;
-        if id > KEPT {
-            let old = id - KEPT;
-            let _: i64 = client
-                .hdel(&key, vec![format!("b:{old}"), format!("n:{old}")])
-                .await?;
+        let fields: Vec<String> = client.hkeys(&key).await?;
+        let mut ids: Vec<u64> = fields
+            .iter()
+            .filter_map(|f| f.strip_prefix("n:")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        let beyond = ids.len().saturating_sub(KEPT as usize);
+        let gone: Vec<String> = ids[..beyond]
+            .iter()
+            .flat_map(|old| [format!("b:{old}"), format!("n:{old}")])
+            .collect();
+        if !gone.is_empty() {
+            let _: i64 = client.hdel(&key, gone).await?;
         }
         Ok(info)
     }
@@ -126,6 +139,17 @@ impl Store {
             return Ok(None);
         };
         let meta: Option<String> = client.hget(&key, format!("n:{cur}")).await?;
+        Ok(meta.and_then(|m| serde_json::from_str(&m).ok()))
+    }
+
+    /// Dictionary `id` of `slug`, while kept (megawarc asks for the one a WARC names).
+    pub async fn dictionary_by_id(
+        &self,
+        slug: &str,
+        id: u64,
+    ) -> StoreResult<Option<DictionaryInfo>> {
+        let key = self.keys.project(slug).dictionaries();
+        let meta: Option<String> = self.pool.next().hget(&key, format!("n:{id}")).await?;
         Ok(meta.and_then(|m| serde_json::from_str(&m).ok()))
     }
 

@@ -1,7 +1,7 @@
 //! Items: claiming, reporting done, releasing (adding: `add`; where one is: `item_status`).
 
 use super::{
-    scripts::{Accepted, Batch, Refusal, Reply},
+    scripts::{Batch, Refusal, Reply},
     DiskHit, Store, StoreError, StoreResult,
 };
 use crate::keys::TODO;
@@ -32,8 +32,10 @@ pub struct ClaimRequest {
 /// What a claim request got.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClaimOutcome {
-    /// The items claimed (at least one).
-    Items(Vec<String>),
+    /// The items claimed (at least one), and for each the queue part it was handed out from
+    /// (`todo`, `todo:secondary`, `todo#img`, ...): today's seesaw gives both to a grab
+    /// script's `item_filter`.
+    Items(Vec<String>, Vec<String>),
     /// Refused: [`Refusal::OldVersion`], [`Refusal::BadName`], [`Refusal::Blocked`],
     /// [`Refusal::TokenRequired`], [`Refusal::NotForPipeline`], [`Refusal::NotActive`],
     /// [`Refusal::Budget`], [`Refusal::RateLimited`] or [`Refusal::NothingToGive`].
@@ -164,7 +166,12 @@ impl Store {
         }
         let replies = match self
             .scripts
-            .call::<Batch<Reply<Vec<String>>>>(self.pool.next(), &self.scripts.claim, keys, args)
+            .call::<Batch<Reply<(Vec<String>, Vec<String>)>>>(
+                self.pool.next(),
+                &self.scripts.claim,
+                keys,
+                args,
+            )
             .await?
         {
             Ok(Batch(replies)) => replies,
@@ -177,13 +184,21 @@ impl Store {
                 format!("{} answers to {} requests", replies.len(), requests.len()),
             ));
         }
-        let out = replies
-            .into_iter()
-            .map(|r| match r.into_result() {
-                Ok(items) => ClaimOutcome::Items(items),
+        let mut out = Vec::with_capacity(replies.len());
+        for reply in replies {
+            out.push(match reply.into_result() {
+                Ok((items, queues)) if items.len() == queues.len() => {
+                    ClaimOutcome::Items(items, queues)
+                }
+                Ok((items, queues)) => {
+                    return Err(reply_err(
+                        "claim",
+                        format!("{} items with {} queue parts", items.len(), queues.len()),
+                    ))
+                }
                 Err(refusal) => ClaimOutcome::Refused(refusal),
-            })
-            .collect();
+            });
+        }
         Ok(Some(out))
     }
 
@@ -392,27 +407,97 @@ impl Store {
         pipeline: &str,
         now_ms: u64,
     ) -> StoreResult<bool> {
+        let caller = Releaser {
+            who,
+            ip,
+            admin,
+            pipeline,
+        };
+        let answer = self
+            .release_items_as(slug, &[item.to_string()], &caller, now_ms)
+            .await?;
+        if !answer.released.is_empty() {
+            return Ok(true);
+        }
+        match answer.refused.into_iter().next().map(|(_, code)| code) {
+            None | Some(ReleaseRefusal::NotClaimed) => Ok(false),
+            Some(ReleaseRefusal::NotClaimant) => Err(StoreError::Refused(Refusal::NotClaimant)),
+            Some(ReleaseRefusal::OtherPipeline) => Err(StoreError::Refused(
+                Refusal::OtherPipeline { item: item.into() },
+            )),
+        }
+    }
+
+    /// Gives claimed items back to `todo` in one step, each only if `caller` may (its
+    /// claimant at the IP it claimed from, with the pipeline it claimed with, or an admin);
+    /// the others are left as they are and answered with why.
+    pub async fn release_items_as(
+        &self,
+        slug: &str,
+        items: &[String],
+        caller: &Releaser<'_>,
+        now_ms: u64,
+    ) -> StoreResult<Released> {
+        if items.is_empty() {
+            return Ok(Released::default());
+        }
         let k = self.keys.project(slug);
         let keys = k.release_keys(TODO);
-        let args = vec![
+        let mut args = Vec::with_capacity(6 + items.len());
+        args.extend([
             Value::from(now_ms as i64),
-            Value::from(item),
-            Value::from(who),
-            Value::from(if admin { "1" } else { "0" }),
-            Value::from(ip),
-            Value::from(pipeline),
+            Value::from(caller.who),
+            Value::from(if caller.admin { "1" } else { "0" }),
+            Value::from(caller.ip),
+            Value::from(caller.pipeline),
             Value::from(k.prefix()),
-        ];
+        ]);
+        args.extend(items.iter().map(|i| Value::from(i.as_str())));
         match self
             .scripts
-            .call::<Accepted>(self.pool.next(), &self.scripts.release, keys, args)
+            .call::<Released>(self.pool.next(), &self.scripts.release, keys, args)
             .await?
         {
-            Ok(Accepted {}) => Ok(true),
-            Err(Refusal::NotClaimed) => Ok(false),
+            Ok(released) => Ok(released),
             Err(refusal) => Err(StoreError::Refused(refusal)),
         }
     }
+}
+
+/// Who releases items ([`Store::release_items_as`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Releaser<'a> {
+    /// The downloader's name (or the admin's).
+    pub who: &'a str,
+    /// The address it calls from.
+    pub ip: &'a str,
+    /// An admin releases any claim.
+    pub admin: bool,
+    /// Its pipeline's name ('' for none).
+    pub pipeline: &'a str,
+}
+
+/// Why `release.lua` left an item as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseRefusal {
+    /// The item is not claimed.
+    NotClaimed,
+    /// The caller is not its claimant, or calls from another address.
+    NotClaimant,
+    /// A pipeline claimed it, and the caller is not that pipeline.
+    OtherPipeline,
+}
+
+/// What a release did: the items released, and the others with why, in the order given.
+#[derive(Debug, Default, Deserialize)]
+pub struct Released {
+    /// Back in `todo`.
+    #[serde(default)]
+    pub released: Vec<String>,
+    /// Left as they were.
+    #[serde(default)]
+    pub refused: Vec<(String, ReleaseRefusal)>,
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@
 //! ([`lua_count`]).
 //!
 //! ```text
-//! claim          {"err":"no_project"} | [per request: ["item", ...] | refusal]
+//! claim          {"err":"no_project"} | [per request: [["item", ...], ["queue part", ...]] | refusal]
 //!                  refusals: old_version, bad_name, blocked, token_required,
 //!                            not_for_pipeline, not_active, budget, rate_limited {wait_ms},
 //!                            nothing_to_give
@@ -57,7 +57,7 @@
 //!                            other_pipeline {item}, overflow, domain_mismatch
 //! fold           "folded" | "stale" (a scalar)
 //! fold_base      {"seq","todo","out","done","failed","items":[n, ...],"bytes":[n, ...]}
-//! release        {} | refusal: not_claimed, not_claimant, other_pipeline {item}
+//! release        {"released":[item, ...],"refused":[[item, "not_claimed"|"not_claimant"|"other_pipeline"], ...]} (each absent when empty)
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
 //! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"...",

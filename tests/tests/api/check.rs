@@ -41,7 +41,7 @@ fn alice() -> ClaimRequest {
 
 async fn claim_one(app: &TestApp, now: u64) -> String {
     match app.store.claim("p", &alice(), now).await.unwrap() {
-        ClaimOutcome::Items(got) => got[0].clone(),
+        ClaimOutcome::Items(got, _) => got[0].clone(),
         other => panic!("claim: {other:?}"),
     }
 }
@@ -316,7 +316,7 @@ async fn the_check_is_clean_while_the_project_serves() {
                     ..Default::default()
                 };
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let ClaimOutcome::Items(got) =
+                    let ClaimOutcome::Items(got, _) =
                         store.claim("p", &request, now_ms()).await.unwrap()
                     else {
                         break;

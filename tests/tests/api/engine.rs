@@ -323,7 +323,7 @@ async fn versions_compare_piecewise_numerically() {
         let req = with_version(v);
         async move {
             let got = app.store.claim("p", &req, T0).await.unwrap();
-            matches!(got, ClaimOutcome::Items(_))
+            matches!(got, ClaimOutcome::Items(_, _))
         }
     };
     // Twice: the second answers are the ones the scripts kept.
@@ -349,7 +349,7 @@ async fn versions_compare_piecewise_numerically() {
             .await
             .unwrap()
             .unwrap();
-        assert!(got.iter().all(|g| !matches!(g, ClaimOutcome::Items(_))));
+        assert!(got.iter().all(|g| !matches!(g, ClaimOutcome::Items(_, _))));
     }
     assert!(served("20240101.10").await);
     // Kept per minimum version: a new one is compared afresh.

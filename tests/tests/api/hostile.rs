@@ -197,7 +197,7 @@ async fn release_is_for_the_claimant_at_its_ip_or_an_admin() {
         ..Default::default()
     };
     let now = server::store::now_ms();
-    let ClaimOutcome::Items(items) = app.store.claim("p", &who, now).await.unwrap() else {
+    let ClaimOutcome::Items(items, _) = app.store.claim("p", &who, now).await.unwrap() else {
         panic!("claim")
     };
     let item = &items[0];

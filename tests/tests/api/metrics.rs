@@ -257,7 +257,7 @@ async fn series_grow_with_projects_not_with_downloaders() {
             .iter()
             .zip(outcomes.unwrap())
             .map(|(r, o)| match o {
-                ClaimOutcome::Items(items) => DoneReport {
+                ClaimOutcome::Items(items, _) => DoneReport {
                     downloader: r.downloader.clone(),
                     version: "1".into(),
                     ip: r.ip.clone(),

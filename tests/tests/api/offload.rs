@@ -54,7 +54,7 @@ async fn claim(app: &TestApp, slug: &str, n: usize) -> Vec<String> {
         .await
         .unwrap()
     {
-        ClaimOutcome::Items(items) => items,
+        ClaimOutcome::Items(items, _) => items,
         ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
         other => panic!("unexpected {other:?}"),
     }

@@ -54,7 +54,7 @@ async fn done_refusal(app: &TestApp, report: &DoneReport) -> Refusal {
 /// Claims one item for `name`.
 async fn claim_one(app: &TestApp, name: &str) -> String {
     match app.store.claim("p", &who(name), T0).await.unwrap() {
-        ClaimOutcome::Items(items) => items[0].clone(),
+        ClaimOutcome::Items(items, _) => items[0].clone(),
         other => panic!("claim: {other:?}"),
     }
 }
@@ -253,7 +253,7 @@ async fn pipeline_refusals() {
         Refusal::NotForPipeline
     );
     let east = with_pipeline("alice", "e", &["east"]);
-    let ClaimOutcome::Items(items) = app.store.claim("p", &east, T0).await.unwrap() else {
+    let ClaimOutcome::Items(items, _) = app.store.claim("p", &east, T0).await.unwrap() else {
         panic!("the east pipeline is served")
     };
     let item = items[0].clone();

@@ -45,7 +45,7 @@ pub(super) async fn every_script(app: &TestApp) {
         name_ok: true,
         ..Default::default()
     };
-    let ClaimOutcome::Items(items) = store.claim("p1", &who, now).await.unwrap() else {
+    let ClaimOutcome::Items(items, _) = store.claim("p1", &who, now).await.unwrap() else {
         panic!("claim")
     };
     flush().await;
@@ -75,7 +75,7 @@ pub(super) async fn every_script(app: &TestApp) {
         Some("done")
     );
     flush().await;
-    let ClaimOutcome::Items(more) = store.claim("p1", &who, now).await.unwrap() else {
+    let ClaimOutcome::Items(more, _) = store.claim("p1", &who, now).await.unwrap() else {
         panic!("claim")
     };
     flush().await;
@@ -242,7 +242,7 @@ async fn admin_scripts_reload(app: &TestApp, now: u64) {
         name_ok: true,
         ..Default::default()
     };
-    let ClaimOutcome::Items(_) = store.claim("p1", &who, now).await.unwrap() else {
+    let ClaimOutcome::Items(_, _) = store.claim("p1", &who, now).await.unwrap() else {
         panic!("claim")
     };
     flush().await;
@@ -314,7 +314,7 @@ async fn the_scripts_keep_the_settings_while_the_stamp_holds_and_for_at_most_a_s
     };
     let paused =
         |outcome: &ClaimOutcome| matches!(outcome, ClaimOutcome::Refused(Refusal::NotActive));
-    assert!(matches!(claim(now).await, ClaimOutcome::Items(_)));
+    assert!(matches!(claim(now).await, ClaimOutcome::Items(_, _)));
     // Saved settings come with a new stamp: the next claim obeys them.
     let mut settings = (*store.project("p").await.unwrap().unwrap()).clone();
     settings.state = "paused".into();
@@ -322,14 +322,14 @@ async fn the_scripts_keep_the_settings_while_the_stamp_holds_and_for_at_most_a_s
     assert!(paused(&claim(now).await));
     settings.state = "active".into();
     store.save_settings("p", &settings).await.unwrap();
-    assert!(matches!(claim(now).await, ClaimOutcome::Items(_)));
+    assert!(matches!(claim(now).await, ClaimOutcome::Items(_, _)));
     // A write without a new stamp (by hand, or by an older process) is seen within a second.
     let _: () = store
         .client()
         .hset(&meta, ("state", "paused"))
         .await
         .unwrap();
-    assert!(matches!(claim(now + 1).await, ClaimOutcome::Items(_)));
+    assert!(matches!(claim(now + 1).await, ClaimOutcome::Items(_, _)));
     assert!(paused(&claim(now + 1_000).await));
     // A project without a stamp (made before it) is read at every call.
     let _: () = store.client().hdel(&meta, "stamp").await.unwrap();
@@ -338,7 +338,7 @@ async fn the_scripts_keep_the_settings_while_the_stamp_holds_and_for_at_most_a_s
         .hset(&meta, ("state", "active"))
         .await
         .unwrap();
-    assert!(matches!(claim(now + 1_001).await, ClaimOutcome::Items(_)));
+    assert!(matches!(claim(now + 1_001).await, ClaimOutcome::Items(_, _)));
     let _: () = store
         .client()
         .hset(&meta, ("state", "paused"))

@@ -97,7 +97,7 @@ async fn claim(app: &TestApp, who: &str, ip: &str) -> String {
         .await
         .unwrap()
     {
-        ClaimOutcome::Items(mut items) => items.remove(0),
+        ClaimOutcome::Items(mut items, _) => items.remove(0),
         other => panic!("{other:?}"),
     }
 }

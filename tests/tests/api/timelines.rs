@@ -103,7 +103,7 @@ async fn claim_records_with_escapes_or_an_older_layout_are_read_whole() {
             .await
             .unwrap()
         {
-            ClaimOutcome::Items(items) => held.push((who, items[0].clone())),
+            ClaimOutcome::Items(items, _) => held.push((who, items[0].clone())),
             other => panic!("{other:?}"),
         }
     }

@@ -30,6 +30,11 @@ pub struct Listing {
     /// The marker's position, `[lat, lng]`.
     #[serde(default)]
     pub lat_lng: Option<[f64; 2]>,
+    /// Its share of "auto" Warriors, 0 to 1000: today's Warrior picks among the projects of
+    /// Warrior HQ's `auto_projects_config` by weight (0: not among them). A global admin's to
+    /// set.
+    #[serde(default)]
+    pub weight: u32,
 }
 
 fn yes() -> bool {
@@ -46,6 +51,7 @@ impl Default for Listing {
             host: String::new(),
             marker_html: String::new(),
             lat_lng: None,
+            weight: 0,
         }
     }
 }
@@ -78,6 +84,9 @@ pub struct AutoCandidate {
     pub state: String,
     /// Items waiting.
     pub todo: u64,
+    /// Its weight among "auto" Warriors (0: none).
+    #[serde(default)]
+    pub weight: u32,
 }
 
 /// `GET /admin/api/warrior/auto` (and the answer of a `PUT`): the project "auto" Warriors run
@@ -91,4 +100,8 @@ pub struct AutoProject {
     pub pinned: Option<String>,
     /// Listed projects, best first: active ones with work by niceness, then the others.
     pub candidates: Vec<AutoCandidate>,
+    /// Today's Warriors' weighted choice (`auto_projects_config`): each project and its weight,
+    /// in the list's order; empty when no weighted project hands out work.
+    #[serde(default)]
+    pub weights: Vec<(String, u32)>,
 }

@@ -18,6 +18,7 @@ struct Form {
     host: RwSignal<String>,
     marker_html: RwSignal<String>,
     lat_lng: RwSignal<String>,
+    weight: RwSignal<String>,
 }
 
 impl Form {
@@ -30,6 +31,7 @@ impl Form {
             host: RwSignal::new(String::new()),
             marker_html: RwSignal::new(String::new()),
             lat_lng: RwSignal::new(String::new()),
+            weight: RwSignal::new("0".into()),
         }
     }
 
@@ -40,6 +42,7 @@ impl Form {
         self.deadline.set(l.deadline.clone());
         self.host.set(l.host.clone());
         self.marker_html.set(l.marker_html.clone());
+        self.weight.set(l.weight.to_string());
         self.lat_lng.set(
             l.lat_lng
                 .map(|[a, b]| format!("{a}, {b}"))
@@ -59,6 +62,12 @@ impl Form {
                 _ => return Err("Position: two numbers, latitude, longitude.".into()),
             }
         };
+        let weight = self
+            .weight
+            .get_untracked()
+            .trim()
+            .parse()
+            .map_err(|_| "Weight: a whole number from 0 to 1000.".to_string())?;
         Ok(Listing {
             listed: self.listed.get_untracked(),
             repository: self.repository.get_untracked(),
@@ -67,13 +76,19 @@ impl Form {
             host: self.host.get_untracked(),
             marker_html: self.marker_html.get_untracked(),
             lat_lng,
+            weight,
         })
     }
 }
 
 /// The project's state with its recorded changes, and its Warrior listing.
 #[component]
-pub fn ListingEditor(slug: String, csrf: StoredValue<String>, may_change: bool) -> impl IntoView {
+pub fn ListingEditor(
+    slug: String,
+    csrf: StoredValue<String>,
+    may_change: bool,
+    global: bool,
+) -> impl IntoView {
     let path = StoredValue::new(format!("/admin/api/{slug}/listing"));
     let version = RwSignal::new(0u32);
     let loaded = LocalResource::new(move || {
@@ -138,7 +153,10 @@ pub fn ListingEditor(slug: String, csrf: StoredValue<String>, may_change: bool) 
                 <label>"Deadline (2013-04-30T23:59:59Z)" <input bind:value=form.deadline readonly=ro/></label>
                 <label>"Host" <input bind:value=form.host readonly=ro/></label>
                 <label>"Position (latitude, longitude)" <input bind:value=form.lat_lng readonly=ro/></label>
+                <label>"Weight among auto Warriors (0-1000; global admins)"
+                    <input type="number" min="0" max="1000" bind:value=form.weight readonly=ro || !global aria-label="Weight"/></label>
             </div>
+            <p class="muted">"Today's Warrior set to auto picks among the projects with a weight, in proportion to it (auto_projects_config); older ones run auto_project."</p>
             <label>"Marker HTML (sanitised when saved)" <textarea rows="2" bind:value=form.marker_html readonly=ro></textarea></label>
             {may_change.then(|| view! { <button type="submit">"Save listing"</button> })}
             <p role="status" aria-label="Listing status">{message}</p>
@@ -181,8 +199,13 @@ pub fn AutoPin(csrf: StoredValue<String>, global: bool) -> impl IntoView {
                     <p>"Warriors set to auto run " <strong aria-label="Auto project now">{chosen}</strong>
                         {pinned.clone().map(|p| view! { " (pinned to " {p} ")" })}</p>
                     <p class="muted">"The tracker chooses the listed active project with work to hand out and the lowest priority (niceness), and moves on when it runs dry, pauses or finishes; a pin holds while its project serves."</p>
+                    <p class="muted">"Today's Warriors pick among the projects with a weight that hand out work, in proportion to it: "
+                        <strong aria-label="Auto projects config">{
+                            if a.weights.is_empty() { "none weighted, so auto_project".to_string() }
+                            else { a.weights.iter().map(|(p, w)| format!("{p} {w}")).collect::<Vec<_>>().join(", ") }
+                        }</strong>". A pin overrides the weights too."</p>
                     <table aria-label="Auto project candidates">
-                        <thead><tr><th>"Project"</th><th>"Priority"</th><th>"State"</th><th>"Waiting"</th><th></th></tr></thead>
+                        <thead><tr><th>"Project"</th><th>"Priority"</th><th>"Weight"</th><th>"State"</th><th>"Waiting"</th><th></th></tr></thead>
                         <tbody>
                             {a.candidates.into_iter().map(|c| {
                                 let slug = c.slug.clone();
@@ -191,6 +214,7 @@ pub fn AutoPin(csrf: StoredValue<String>, global: bool) -> impl IntoView {
                                     <tr>
                                         <td>{c.slug.clone()}</td>
                                         <td>{c.priority}</td>
+                                        <td>{c.weight}</td>
                                         <td><span class=format!("badge state-{}", c.state)>{c.state.clone()}</span></td>
                                         <td>{crate::format::thousands(c.todo)}</td>
                                         <td>{(global && !is_pinned).then(|| view! {

@@ -136,7 +136,7 @@ fn Project(slug: String, session: AdminSession) -> impl IntoView {
             }
             .into_any(),
             "listing" => view! {
-                <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change/>
+                <super::listing::ListingEditor slug=slug.clone() csrf=bulk.csrf may_change global/>
             }
             .into_any(),
             "uploads" => view! {

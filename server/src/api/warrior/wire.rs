@@ -7,7 +7,8 @@ use serde::Deserialize;
 /// Body of `POST /SLUG/request`.
 ///
 /// ```text
-/// {"downloader": "alice", "api_version": "2", "version": "20240101.01"}
+/// {"downloader": "alice", "api_version": "2", "version": "20240101.01"}   seesaw 0.10.3
+/// {"downloader": "alice", "version": "20240101.01"}                       today's seesaw
 /// ```
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct RequestBody {
@@ -37,20 +38,30 @@ pub struct DoneBody {
     pub(super) api_version: Option<serde_json::Value>,
 }
 
-/// Body of `POST /SLUG/release`: `{"item": "x", "downloader": "alice"}`.
+/// Body of `POST /SLUG/release`: one item, `{"item": "x", "downloader": "alice"}`, or the
+/// items today's seesaw gives back when a grab script's `item_filter` rejects them,
+/// `{"downloader": "alice", "version": "20240101.01", "items": ["a", "b"]}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ReleaseBody {
-    pub(super) item: String,
+    #[serde(default)]
+    pub(super) item: Option<String>,
+    #[serde(default)]
+    pub(super) items: Option<Vec<String>>,
     #[serde(default)]
     pub(super) downloader: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub(super) version: Option<String>,
 }
 
 /// What a claim answers, in PROTOCOL.md's order of checks (the OpenAPI document's responses of
 /// `request`, `multi=N//request` and `done+request`).
 #[derive(utoipa::IntoResponses)]
 pub enum ClaimAnswers {
-    /// The claim: `{"item_name": "..."}` (NUL-joined for `multi=N`, with the project's extra
-    /// fields) for `api_version` 2, else the bare name as text.
+    /// The claim: `{"item_name": "a\u0000b", "items": ["a", "b"], "queues": ["todo",
+    /// "todo:secondary"]}` (`item_name` NUL-joined for `multi=N`; with the project's extra
+    /// fields); the bare name as text only for a request whose `api_version` is given and is
+    /// not 2.
     #[response(status = 200, content_type = "application/json")]
     Claimed,
     /// Invalid JSON or downloader name (a plain-text reason).
@@ -75,10 +86,15 @@ pub fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("Invalid JSON: {e}")))
 }
 
-pub(super) fn is_v2(v: &Option<serde_json::Value>) -> bool {
+/// Whether a claim is answered as the bare item name (`text/plain`), as universal-tracker's
+/// first API did: only when the request names an `api_version` and it is not 2. seesaw 0.10.3
+/// sends `"2"`; today's seesaw sends none and parses the answer as JSON (its
+/// `tests/tracker_test.py`), so no `api_version` means JSON.
+pub(super) fn wants_text(v: &Option<serde_json::Value>) -> bool {
     match v {
-        Some(serde_json::Value::String(s)) => s == "2",
-        Some(serde_json::Value::Number(n)) => n.as_u64() == Some(2),
-        _ => false,
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::String(s)) => s != "2",
+        Some(serde_json::Value::Number(n)) => n.as_u64() != Some(2),
+        Some(_) => true,
     }
 }

@@ -68,7 +68,9 @@
                        name ('' = none), pipeline tags (comma-joined), match_only (1/0)
 
   Output: JSON. {"err":"no_project"} when there is no such project; else an array with, per
-  request in order, the items claimed (an array, never empty) or a refusal:
+  request in order, [items, parts]: the items claimed (an array, never empty) and, for each, the
+  queue part it was handed out from (`todo`, `todo:secondary`, `todo#img`, `todo:d:alice`; a
+  reclaimed item answers the part its record names, else `todo`), or a refusal:
     {"err":"old_version"}  the version is missing or below min_version
     {"err":"bad_name"}     name_ok is 0
     {"err":"blocked"}      globally blocked (unless ignored), or blocked in the project
@@ -96,6 +98,7 @@ local reqs, ip_blocks, dl_blocks, held, interval, tat0, tat
 local active   -- requests that passed the checks, in order
 local out_n, has_attempts, new_attempts, w_out, w_claims, w_unattempt, w_dl, cursor
 local origin   -- item -> the queue part it was popped from (decay on only)
+local source   -- item -> the queue part it was handed out from (every claim's answer)
 
 -- The call's keys and arguments, and the project's settings (kept across calls while meta's
 -- stamp holds: _lib project_settings); false when there is no project.
@@ -162,7 +165,7 @@ local function admit(r, q)
       end
       if want > 0 then
         if cfg.dl_max > 0 then held[q.d] = held[q.d] + want end
-        q.need, q.got, q.reclaimed = want, {}, false
+        q.need, q.got, q.parts, q.reclaimed = want, {}, {}, false
         -- A request of several items keeps its whole records by claim count (negative:
         -- reclaimed), each built once.
         if want > 1 then q.records = {} end
@@ -204,7 +207,7 @@ local function check_requests(ARGV)
   -- Claimed items now: only the claims limit needs them.
   out_n = (#active > 0 and cfg.claims_limit > 0) and rcall('ZCARD', out) or 0
   has_attempts = any and #active > 0 and rcall('EXISTS', attempts) == 1
-  new_attempts, origin, cursor = {}, {}, 1
+  new_attempts, origin, source, cursor = {}, {}, {}, 1
   w_out, w_claims, w_unattempt, w_dl = {}, {}, {}, {}
 end
 
@@ -247,6 +250,7 @@ local function distribute(items, from)
     while #active[cursor].got >= active[cursor].need do cursor = cursor + 1 end
     local q = active[cursor]
     q.got[#q.got + 1] = item
+    q.parts[#q.parts + 1] = source[item] or Q.todo
     if from == 'reclaimed' then q.reclaimed = true end
     w_out[#w_out + 1] = now_text
     w_out[#w_out + 1] = item
@@ -323,6 +327,8 @@ local function reclaim(want, ttl)
       rcall('HDEL', claims, item)
       out_n = out_n - 1
       taken[#taken + 1] = item
+      -- Answered as the queue part it first came from (known with decay on), else `todo`.
+      source[item] = type(old.q) == 'string' and old.q or Q.todo
       if cfg.decaying then
         olds[item] = old   -- its lines join the timeline in requeue
       else
@@ -351,6 +357,7 @@ local function pop(part, want)
     items = rcall('ZRANDMEMBER', key, want)
     bulk('ZREM', key, items)
   end
+  for _, item in ipairs(items) do source[item] = part end
   if cfg.decaying then
     for _, item in ipairs(items) do origin[item] = part end
   end
@@ -461,7 +468,7 @@ local function answers()
     else
       served, claimed = served + 1, claimed + #q.got
       if q.reclaimed then stat(prefix, now, ST.served_reclaimed) end
-      result[r] = q.got
+      result[r] = { q.got, q.parts }
     end
   end
   if served > 0 then

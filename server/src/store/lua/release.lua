@@ -1,8 +1,11 @@
 #!lua
 --[[
-  release: gives a claimed item back to `todo` (first in line), restoring the claimant's budget.
-  Only the claimant from the IP it claimed from, or an admin, may release; a claim made by a
-  pipeline (its record's `p`), only that pipeline (or an admin).
+  release: gives claimed items back to `todo` (first in line), restoring the claimants' budgets:
+  one item (the old body's `item`) or a list (today's seesaw releases what its item filter
+  rejected). Per item, only the claimant from the IP it claimed from, or an admin, may release
+  it; a claim made by a pipeline (its record's `p`), only that pipeline (or an admin). Every
+  item is checked before the first write; the items that pass are released, the others left as
+  they are.
 
   KEYS[1]  out        zset  claimed items
   KEYS[2]  claims     hash  claim records
@@ -12,36 +15,63 @@
   KEYS[6]  attempts   hash  item -> times claimed (the claim's count goes back here)
 
   ARGV[1]  now (ms)
-  ARGV[2]  item
-  ARGV[3]  who asks (downloader name, or the admin's name)
-  ARGV[4]  1 when the caller is an admin, else 0
-  ARGV[5]  the caller's IP (a claimant must call from the IP it claimed from)
-  ARGV[6]  the caller's pipeline ('' = none)
-  ARGV[7]  key prefix `ns:{SLUG}:` (for the per-minute counter `released`)
+  ARGV[2]  who asks (downloader name, or the admin's name)
+  ARGV[3]  1 when the caller is an admin, else 0
+  ARGV[4]  the caller's IP (a claimant must call from the IP it claimed from)
+  ARGV[5]  the caller's pipeline ('' = none)
+  ARGV[6]  key prefix `ns:{SLUG}:` (for the per-minute counter `released`)
+  ARGV[7 ..]  the items
 
-  Output: JSON. {} released; {"err":"not_claimed"} the item is not claimed;
-  {"err":"not_claimant"} the caller is not the claimant (or calls from another IP);
-  {"err":"other_pipeline","item":s} the claim is a pipeline's, and the caller is not it.
+  Output: JSON {"released": [item...], "refused": [[item, code]...]} (each list left out when
+  empty), in the order given; a code is "not_claimed" (the item is not claimed),
+  "not_claimant" (the caller is not the claimant, or calls from another IP) or
+  "other_pipeline" (the claim is a pipeline's, and the caller is not it). An item named twice
+  is answered once.
   Events: none.
   Uses: ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
 ]]
 local out, claims, dl_claims, tl, todo, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local now, item, who, admin, ip = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5]
-local pipeline, prefix = ARGV[6] or '', ARGV[7]
+local now, who, admin, ip = tonumber(ARGV[1]), ARGV[2], ARGV[3] == '1', ARGV[4]
+local pipeline, prefix = ARGV[5] or '', ARGV[6]
 
-if not rcall('ZSCORE', out, item) then return cjson.encode({ err = 'not_claimed' }) end
-local claim = decode_claim(rcall('HGET', claims, item))
-if not admin and claim.p and claim.p ~= pipeline then
-  return cjson.encode({ err = 'other_pipeline', item = item })
+-- Every check first.
+local released, refused, passed, seen = {}, {}, {}, {}
+for i = 7, #ARGV do
+  local item = ARGV[i]
+  if not seen[item] then
+    seen[item] = true
+    local record = rcall('HGET', claims, item)
+    if not record or not rcall('ZSCORE', out, item) then
+      refused[#refused + 1] = { item, 'not_claimed' }
+    else
+      local claim = decode_claim(record)
+      if not admin and claim.p and claim.p ~= pipeline then
+        refused[#refused + 1] = { item, 'other_pipeline' }
+      elseif not admin and (claim.d ~= who or (claim.ip and claim.ip ~= ip)) then
+        refused[#refused + 1] = { item, 'not_claimant' }
+      else
+        passed[#passed + 1] = { item, claim }
+      end
+    end
+  end
 end
-if not admin and (claim.d ~= who or (claim.ip and claim.ip ~= ip)) then
-  return cjson.encode({ err = 'not_claimant' })
+
+-- Then the writes.
+for _, p in ipairs(passed) do
+  local item, claim = p[1], p[2]
+  if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
+  rcall('ZREM', out, item)
+  rcall('HDEL', claims, item)
+  rcall('ZADD', todo, 0, item)
+  leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, ''))
+  released[#released + 1] = item
 end
-if claim.d then rcall('HINCRBY', dl_claims, claim.d, -1) end
-rcall('ZREM', out, item)
-rcall('HDEL', claims, item)
-rcall('ZADD', todo, 0, item)
-leave_claim(tl, attempts, item, claim, timeline_line(now, 'released', who, ''))
-stat(prefix, now, ST.released)
-flush_stats(prefix, now)
-return '{}'
+if #released > 0 then
+  stat(prefix, now, ST.released, #released)
+  flush_stats(prefix, now)
+end
+local answer = {}
+if #released > 0 then answer.released = released end
+if #refused > 0 then answer.refused = refused end
+if next(answer) == nil then return '{}' end
+return cjson.encode(answer)
