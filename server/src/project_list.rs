@@ -132,10 +132,15 @@ impl Generated {
             .collect();
         if self.pin.is_none() || config.is_empty() {
             if let Some(Value::Array(saved)) = self.doc.get("auto_projects_config") {
-                config.extend(saved.iter().filter(|e| {
-                    e["project"].as_str().is_some_and(|n| !ours.contains(n))
-                        && e["weight"].as_f64().is_some_and(|w| w > 0.0)
-                }).cloned());
+                config.extend(
+                    saved
+                        .iter()
+                        .filter(|e| {
+                            e["project"].as_str().is_some_and(|n| !ours.contains(n))
+                                && e["weight"].as_f64().is_some_and(|w| w > 0.0)
+                        })
+                        .cloned(),
+                );
             }
         }
         if config.is_empty() {

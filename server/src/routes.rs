@@ -293,7 +293,11 @@ const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
 
 /// `response` with each of [`SECURITY_HEADERS`] its handler did not set.
 fn with_security_headers(mut response: Response) -> Response {
-    if response.extensions().get::<extras::ExactHeaders>().is_some() {
+    if response
+        .extensions()
+        .get::<extras::ExactHeaders>()
+        .is_some()
+    {
         return response;
     }
     let headers = response.headers_mut();

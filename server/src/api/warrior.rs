@@ -515,10 +515,7 @@ pub async fn release_item(
             limits.multi
         )));
     }
-    if let Some(bad) = items
-        .iter()
-        .find(|i| i.is_empty() || i.len() > limits.item)
-    {
+    if let Some(bad) = items.iter().find(|i| i.is_empty() || i.len() > limits.item) {
         return Err(ApiError::bad_request(format!(
             "Each item must be 1 to {} bytes (one is {}).",
             limits.item,

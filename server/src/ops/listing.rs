@@ -59,7 +59,6 @@ pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
     Ok(listing)
 }
 
-
 /// `listing` with `KEY=VALUE` changes applied (`listed`, `repository`, `logo`, `deadline`,
 /// `host`, `marker_html`, `lat_lng` as `LAT,LNG` or empty, `weight`), then checked.
 pub fn apply_changes(listing: &Listing, changes: &[String]) -> OpsResult<Listing> {
@@ -121,9 +120,7 @@ pub async fn save(
     if new.weight != old.weight {
         detail.push_str(&format!("; weight {} -> {}", old.weight, new.weight));
     }
-    actor
-        .record(store, "listing.save", slug, 1, detail)
-        .await?;
+    actor.record(store, "listing.save", slug, 1, detail).await?;
     Ok(())
 }
 

@@ -422,9 +422,11 @@ impl Store {
         match answer.refused.into_iter().next().map(|(_, code)| code) {
             None | Some(ReleaseRefusal::NotClaimed) => Ok(false),
             Some(ReleaseRefusal::NotClaimant) => Err(StoreError::Refused(Refusal::NotClaimant)),
-            Some(ReleaseRefusal::OtherPipeline) => Err(StoreError::Refused(
-                Refusal::OtherPipeline { item: item.into() },
-            )),
+            Some(ReleaseRefusal::OtherPipeline) => {
+                Err(StoreError::Refused(Refusal::OtherPipeline {
+                    item: item.into(),
+                }))
+            }
         }
     }
 

@@ -338,7 +338,10 @@ async fn the_scripts_keep_the_settings_while_the_stamp_holds_and_for_at_most_a_s
         .hset(&meta, ("state", "active"))
         .await
         .unwrap();
-    assert!(matches!(claim(now + 1_001).await, ClaimOutcome::Items(_, _)));
+    assert!(matches!(
+        claim(now + 1_001).await,
+        ClaimOutcome::Items(_, _)
+    ));
     let _: () = store
         .client()
         .hset(&meta, ("state", "paused"))
