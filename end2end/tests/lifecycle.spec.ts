@@ -61,3 +61,33 @@ test('a project is listed for Warriors, its state changes shown, and auto_projec
   await auto.getByRole('button', { name: 'Unpin: let the tracker choose' }).click();
   await expect(auto.getByLabel('Auto project now')).toHaveText('one');
 });
+
+test('a global admin weights listed projects and the Warrior page shows the weighted choice', async ({ page, tracker }) => {
+  for (const slug of ['one', 'two']) {
+    tracker.cli(['project', 'create', slug, '--title', slug]);
+    tracker.cli(['items', 'add', slug, '-'], `${slug}-item\n`);
+    tracker.cli(['project', 'listing', slug, `repository=https://example.org/${slug}-grab`]);
+  }
+  await asRoot(page, tracker);
+  await page.goto(`${tracker.base}/admin/p/one/listing`);
+  const form = page.getByRole('form', { name: 'Warrior listing' });
+  await expect(form.getByLabel('Repository (git URL)')).toHaveValue('https://example.org/one-grab');
+  await form.getByLabel('Weight').fill('3');
+  await form.getByRole('button', { name: 'Save listing' }).click();
+  await expect(form.getByRole('status', { name: 'Listing status' })).toHaveText('Saved.');
+  tracker.cli(['project', 'listing', 'two', 'weight=1']);
+  // A weight out of bounds is refused with the reason.
+  await form.getByLabel('Weight').fill('5000');
+  await form.getByRole('button', { name: 'Save listing' }).click();
+  await expect(form.getByRole('status', { name: 'Listing status' })).toContainText('weight');
+
+  await page.getByRole('link', { name: 'Warrior list', exact: true }).click();
+  const auto = page.getByRole('region', { name: 'Auto project' });
+  await expect(auto.getByLabel('Auto projects config')).toHaveText('one 3, two 1');
+  await expect(auto.getByRole('table', { name: 'Auto project candidates' })).toContainText('3');
+  if (process.env.SCREENSHOTS) await page.screenshot({ path: `${process.env.SCREENSHOTS}/warrior-weights.png`, fullPage: true });
+  await expect(async () => {
+    const list = await (await fetch(`${tracker.base}/projects.json`)).json();
+    expect(list.auto_projects_config).toEqual([{ project: 'one', weight: 3 }, { project: 'two', weight: 1 }]);
+  }).toPass({ timeout: 10_000 });
+});

@@ -82,14 +82,24 @@ impl ReadCache {
     }
 }
 
-/// Middleware of the admin panel: after a change (any call but a GET), every cached read is
-/// dropped, so what an admin changes (the Warrior project list, a project's settings) shows at once.
+/// Middleware of the admin panel: after a change (a POST, PUT, PATCH or DELETE that succeeded,
+/// but logging in or out, which change nothing a reader sees), every cached read is dropped, so
+/// what an admin changes (the Warrior project list, a project's settings) shows at once. A HEAD
+/// or an OPTIONS, which anyone may send, changes nothing and drops nothing.
 pub async fn forget_after_change(
     State(cache): State<ReadCache>,
     req: Request,
     next: Next,
 ) -> Response {
-    let change = req.method() != Method::GET;
+    let writes = matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    let session_only = matches!(
+        req.uri().path(),
+        "/admin/api/login" | "/admin/api/logout" | "/admin/api/session"
+    );
+    let change = writes && !session_only;
     let resp = next.run(req).await;
     // Only a change that was made: a refused call (anonymous, forbidden, invalid) changed
     // nothing and must not cost every reader a fresh computation.
@@ -102,17 +112,23 @@ pub async fn forget_after_change(
 /// Middleware of the public JSON: a GET is answered from the cache, computed by the handler on
 /// a miss (once for all concurrent misses). `/healthz` is always asked afresh, and so is a
 /// request that carries credentials (`Authorization`: a pipeline's view of `/projects.json`),
-/// whose answer is its own. Answers are keyed by URI and `Host` (the links in them follow it),
-/// so one caller's header never reaches another's answer.
-pub async fn serve_cached(State(cache): State<ReadCache>, req: Request, next: Next) -> Response {
-    if req.method() != Method::GET
-        || req.uri().path() == "/healthz"
-        || req
+/// whose answer is its own; any other read is the same with or without one. Answers are keyed by
+/// path, the query's known fields ([`QUERY_FIELDS`]) and `Host` (the links in them follow it),
+/// so one caller's header never reaches another's answer; the request goes on with only those
+/// fields, so a query of random fields is the cached answer, not a fresh computation.
+pub async fn serve_cached(
+    State(cache): State<ReadCache>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let personal = req.uri().path() == "/projects.json"
+        && req
             .headers()
-            .contains_key(axum::http::header::AUTHORIZATION)
-    {
+            .contains_key(axum::http::header::AUTHORIZATION);
+    if req.method() != Method::GET || req.uri().path() == "/healthz" || personal {
         return next.run(req).await;
     }
+    keep_known_query(&mut req);
     let key = cache_key(&req);
     let answer = cache
         .answers
@@ -142,6 +158,37 @@ pub async fn serve_cached(State(cache): State<ReadCache>, req: Request, next: Ne
             "The answer is larger than the tracker serves.\n",
         )
             .into_response(),
+    }
+}
+
+/// The query fields the public reads take (`downloaders.json`'s page, search and sort; the
+/// windows; `tracker-stats.json`'s minutes; JSONP's callback): any other is dropped before the
+/// read, and from its cache key.
+pub const QUERY_FIELDS: [&str; 9] = [
+    "offset", "limit", "q", "name", "sort", "dir", "window", "minutes", "callback",
+];
+
+/// `req`'s query with only [`QUERY_FIELDS`], each once (the first), in the order sent.
+fn keep_known_query(req: &mut Request) {
+    let Some(query) = req.uri().query() else {
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let field = pair.split('=').next().unwrap_or_default();
+            QUERY_FIELDS.contains(&field) && seen.insert(field)
+        })
+        .collect();
+    let path = req.uri().path();
+    let uri = if kept.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", kept.join("&"))
+    };
+    if let Ok(uri) = uri.parse() {
+        *req.uri_mut() = uri;
     }
 }
 

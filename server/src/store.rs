@@ -81,8 +81,8 @@ pub use bloom::{
 pub use hq::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
 pub use item_status::ItemStatus;
 pub use items::{
-    ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, ReleaseRefusal, Released, Releaser,
-    DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
+    ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, NotReleased, ReleaseRefusal, Released,
+    Releaser, DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
 };
 pub use migrate::{ImportedFigures, OldClaim, OldDownloader};
 pub use offload::{DiskHit, OnDisk, SegmentEntry};

@@ -261,8 +261,9 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub async fn limit_reads(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let ip = request_ip(req.extensions(), req.headers(), state.config.trust_proxy);
     let limits = &state.config.limits;
+    // Per network: an IPv6 address counts with its /64, which one host holds whole.
     match state.read_throttle.check(
-        &ip,
+        &network(&ip),
         limits.public_reads,
         limits.public_reads_burst,
         Instant::now(),

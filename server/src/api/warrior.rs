@@ -554,7 +554,7 @@ pub async fn release_item(
     if !answer.released.is_empty() {
         return Ok("Released OK.\n".into_response());
     }
-    match answer.refused.first().map(|(_, why)| *why) {
+    match answer.refused.first().map(|r| r.err) {
         Some(ReleaseRefusal::NotClaimant) => Err(ApiError::forbidden(
             "Only the claimant, from the IP it claimed from, or an admin may release it.",
         )),

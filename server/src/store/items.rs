@@ -419,7 +419,7 @@ impl Store {
         if !answer.released.is_empty() {
             return Ok(true);
         }
-        match answer.refused.into_iter().next().map(|(_, code)| code) {
+        match answer.refused.into_iter().next().map(|r| r.err) {
             None | Some(ReleaseRefusal::NotClaimed) => Ok(false),
             Some(ReleaseRefusal::NotClaimant) => Err(StoreError::Refused(Refusal::NotClaimant)),
             Some(ReleaseRefusal::OtherPipeline) => {
@@ -499,7 +499,16 @@ pub struct Released {
     pub released: Vec<String>,
     /// Left as they were.
     #[serde(default)]
-    pub refused: Vec<(String, ReleaseRefusal)>,
+    pub refused: Vec<NotReleased>,
+}
+
+/// An item a release left as it was, and why.
+#[derive(Debug, Deserialize)]
+pub struct NotReleased {
+    /// The item.
+    pub item: String,
+    /// Why.
+    pub err: ReleaseRefusal,
 }
 
 #[cfg(test)]

@@ -57,7 +57,8 @@
 //!                            other_pipeline {item}, overflow, domain_mismatch
 //! fold           "folded" | "stale" (a scalar)
 //! fold_base      {"seq","todo","out","done","failed","items":[n, ...],"bytes":[n, ...]}
-//! release        {"released":[item, ...],"refused":[[item, "not_claimed"|"not_claimant"|"other_pipeline"], ...]} (each absent when empty)
+//! release        {"released":[item, ...],"refused":[{"item","err"}, ...]} (each absent when empty)
+//!                  per-item refusals: not_claimed, not_claimant, other_pipeline
 //! backfeed       {"added":n,"duplicates":n,"again":[record number, ...]}
 //!                  | refusal: no_project, filter_changed
 //! item_status    {"state":"out"|"done"|"failed"|"queued"|"unknown","detail":"...","timeline":"...",

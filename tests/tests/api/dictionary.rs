@@ -87,7 +87,10 @@ async fn a_trained_dictionary_is_served_checked_and_compresses_what_the_grab_dow
     assert!(run.out.contains("without a dictionary"), "{}", run.out);
     let (status, meta) = json(&app, "/dictionary?project=p").await;
     assert_eq!(status, 200, "{meta}");
-    assert_eq!(meta["id"], 1);
+    assert_eq!(
+        meta["id"], "1000000001",
+        "ten digits, as a string (megawarc)"
+    );
     let dict = fetch_checked(&app, &meta).await;
     // It does what the grab uses it for: a page compresses smaller with it, and comes back.
     let page = sample(1000);
@@ -104,7 +107,7 @@ async fn a_trained_dictionary_is_served_checked_and_compresses_what_the_grab_dow
     let run = app.cli(&["dictionary", "set", "p", file.to_str().unwrap()], b"");
     assert!(run.ok, "{} {}", run.out, run.err);
     let (_, meta2) = json(&app, "/dictionary?project=p").await;
-    assert_eq!(meta2["id"], 2);
+    assert_eq!(meta2["id"], "1000000002");
     assert_eq!(
         fetch_checked(&app, &meta2).await,
         dict,
@@ -151,16 +154,19 @@ async fn the_panel_uploads_a_dictionary_and_refuses_what_is_not_one() {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let info = reply_json(&r);
-    assert_eq!(info["id"], 1);
+    assert_eq!(info["id"], 1_000_000_001u64);
     assert_eq!(info["bytes"], dict.len());
     let (_, meta) = json(&app, "/dictionary?project=p").await;
-    assert_eq!(meta["id"], 1);
+    assert_eq!(meta["id"], "1000000001");
     assert_eq!(meta["sha256"], info["sha256"]);
     assert_eq!(fetch_checked(&app, &meta).await, dict);
     assert_eq!(reply_json(&p.get("/admin/api/p/dictionary").await), info);
     let audit = last_audit(&mut p, "dictionary.set").await;
     assert!(
-        audit["detail"].as_str().unwrap().starts_with("id 1 "),
+        audit["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("id 1000000001 "),
         "{audit}"
     );
 

@@ -168,7 +168,13 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
     // A call that is not routed does meet them: the checks above can fail.
     let r = app.get("/p/request").await;
     assert_eq!(r.status, 405, "{}", r.body);
+    // An unknown call under a project is a plain 404 with the reason (the field suite's
+    // `an_unknown_path_under_a_project_is_a_plain_404_with_a_reason`); an unknown page of the
+    // site meets the not-found page, which the check above tells apart.
     let r = app.post("/p/no-such-call", "{}").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.body.starts_with("No such call"), "{}", r.body);
+    let r = app.get("/admin/no-such/page/x").await;
     assert_eq!(r.status, 404, "{}", r.body);
     assert!(r.headers["content-type"]
         .to_str()

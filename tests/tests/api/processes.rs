@@ -73,7 +73,8 @@ impl Fleet {
         }
     }
 
-    /// Claims one item of `slug` for `who` through process `i`: the status and the item.
+    /// Claims one item of `slug` for `who` through process `i`, as today's seesaw does (no
+    /// `api_version`, a JSON answer): the status and the item (the body when refused).
     async fn claim(&self, i: usize, slug: &str, who: &str) -> (u16, String) {
         let body = serde_json::json!({"downloader": who, "version": "1"}).to_string();
         let r = self
@@ -83,7 +84,13 @@ impl Fleet {
             .send()
             .await
             .expect("claim");
-        (r.status().as_u16(), r.text().await.unwrap_or_default())
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap_or_default();
+        let item = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["item_name"].as_str().map(String::from))
+            .unwrap_or(text);
+        (status, item)
     }
 
     /// Reports `item` done for `who` through process `i`.

@@ -206,22 +206,27 @@ async fn release_refusals() {
         "{err:?}"
     );
 
-    // The script itself names the item that is not claimed.
+    // The script itself names the item that is not claimed, with the code a refusal has.
     let k = Keys::new(&app.namespace).project("p");
     let keys = k.release_keys("todo");
     let args = vec![
         Value::from(now_ms() as i64),
-        Value::from("zzz"),
         Value::from("alice"),
         Value::from("0"),
         Value::from(""),
+        Value::from(""),
+        Value::from(k.prefix()),
+        Value::from("zzz"),
     ];
     let scripts = Scripts::new();
     let reply = scripts
         .call::<serde_json::Value>(app.store.client(), &scripts.release, keys, args)
         .await
+        .unwrap()
         .unwrap();
-    assert_eq!(reply.unwrap_err(), Refusal::NotClaimed);
+    assert_eq!(reply["refused"][0]["item"], "zzz");
+    let refusal: Refusal = serde_json::from_value(reply["refused"][0].clone()).unwrap();
+    assert_eq!(refusal, Refusal::NotClaimed);
     app.assert_invariant("p").await;
 }
 

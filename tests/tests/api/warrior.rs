@@ -39,11 +39,21 @@ async fn repeated_done_is_ok_and_counted_once() {
 }
 
 #[tokio::test]
-async fn text_claim_without_api_version_2() {
+async fn text_claim_only_for_an_api_version_other_than_2() {
+    // Today's seesaw sends no api_version and reads JSON (docs/PROTOCOL.md); only a request
+    // naming another API gets the bare name.
     let app = TestApp::start().await;
-    app.project("p1", &["only"]).await;
+    app.project("p1", &["only", "next"]).await;
     let r = app.post("/p1/request", r#"{"downloader":"alice"}"#).await;
-    assert_eq!((r.status, r.body.as_str()), (200, "only"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["items"], serde_json::json!([v["item_name"]]));
+    assert_eq!(v["queues"], serde_json::json!(["todo"]));
+    let r = app
+        .post("/p1/request", r#"{"downloader":"alice","api_version":"1"}"#)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(["only", "next"].contains(&r.body.as_str()), "{}", r.body);
 }
 
 #[tokio::test]

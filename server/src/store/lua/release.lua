@@ -22,11 +22,11 @@
   ARGV[6]  key prefix `ns:{SLUG}:` (for the per-minute counter `released`)
   ARGV[7 ..]  the items
 
-  Output: JSON {"released": [item...], "refused": [[item, code]...]} (each list left out when
-  empty), in the order given; a code is "not_claimed" (the item is not claimed),
-  "not_claimant" (the caller is not the claimant, or calls from another IP) or
-  "other_pipeline" (the claim is a pipeline's, and the caller is not it). An item named twice
-  is answered once.
+  Output: JSON {"released": [item, ...], "refused": [{"item": item, "err": code}, ...]} (each
+  list left out when empty), in the order given; a code is "not_claimed" (the item is not
+  claimed), "not_claimant" (the caller is not the claimant, or calls from another IP) or
+  "other_pipeline" (the claim is a pipeline's, and the caller is not it), as the refusals of
+  other scripts spell them. An item named twice is answered once.
   Events: none.
   Uses: ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
 ]]
@@ -42,13 +42,13 @@ for i = 7, #ARGV do
     seen[item] = true
     local record = rcall('HGET', claims, item)
     if not record or not rcall('ZSCORE', out, item) then
-      refused[#refused + 1] = { item, 'not_claimed' }
+      refused[#refused + 1] = { item = item, err = 'not_claimed' }
     else
       local claim = decode_claim(record)
       if not admin and claim.p and claim.p ~= pipeline then
-        refused[#refused + 1] = { item, 'other_pipeline' }
+        refused[#refused + 1] = { item = item, err = 'other_pipeline' }
       elseif not admin and (claim.d ~= who or (claim.ip and claim.ip ~= ip)) then
-        refused[#refused + 1] = { item, 'not_claimant' }
+        refused[#refused + 1] = { item = item, err = 'not_claimant' }
       else
         passed[#passed + 1] = { item, claim }
       end
