@@ -219,7 +219,10 @@ def real_claim(real, slug, n):
             ua = f'{{"t":{now},"d":"dl{i}","v":"20240101.01","ip":"10.0.0.{i % 200}","ua":"{ua}","n":'
         args += [f'dl{i}', f'10.0.0.{i % 200}', ua, '20240101.01', 1, '1', '0', '', '', '0']
     u0 = usec()
-    got = [g for g in json.loads(call(sha, ks, args)) if isinstance(g, list)]
+    # Each claim's items: a list of names, or (since the claim answers each item's queue part)
+    # [names, parts].
+    got = [g[0] if g and isinstance(g[0], list) else g
+           for g in json.loads(call(sha, ks, args)) if isinstance(g, list)]
     return got, now, usec() - u0
 
 

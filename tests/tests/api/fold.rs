@@ -299,3 +299,84 @@ async fn the_chart_takes_a_point_when_a_minute_starts_and_shows_the_totals_of_th
         )
     );
 }
+
+/// Issue 52: with the project's archive directory unwritable (a full disk, a wrong mount),
+/// 147,300 one-item reports left 100,027 log entries in Redis and nothing on disk: the fold
+/// trimmed the stream to its length whatever was archived. Now only the archive trims it, and
+/// only through what its file holds: every completion record stays until it is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    // Past the length the fold used to keep (100,000) and its slack (1,000).
+    const N: usize = 102_500;
+    app.project("arch", &[]).await;
+    app.settings("arch", |s| s.log_keep = 1_000).await;
+    let names: Vec<String> = (0..N).map(|i| format!("a{i:06}")).collect();
+    for chunk in names.chunks(20_000) {
+        app.store.add_items("arch", "todo", chunk).await.unwrap();
+    }
+    let now = now_ms();
+    let mut claimed = Vec::with_capacity(N);
+    while claimed.len() < N {
+        let got = app.claim_items("arch", "ann", 1000, now).await;
+        assert!(!got.is_empty());
+        claimed.extend(got);
+    }
+    // The archive directory is a file: nothing can be written under it.
+    let blocked = app.dir.join("not-a-directory");
+    std::fs::write(&blocked, b"x").unwrap();
+    let offloader = server::offloader::Offloader::new(app.store.clone(), blocked.clone());
+    for (i, batch) in claimed.chunks(1000).enumerate() {
+        let reports: Vec<DoneReport> = batch
+            .iter()
+            .map(|item| DoneReport {
+                downloader: "ann".into(),
+                version: "v1".into(),
+                ip: "192.0.2.7".into(),
+                bytes: vec![("data".into(), 1)],
+                items: vec![item.clone()],
+                ..Default::default()
+            })
+            .collect();
+        let out = app
+            .store
+            .done_batch("arch", &reports, now + i as u64)
+            .await
+            .unwrap();
+        assert!(out.iter().all(|o| matches!(o, DoneOutcome::Recorded { .. })));
+        app.store.fold("arch").await.unwrap();
+        // Now and then the offloader tries to archive, and fails: nothing may leave the log.
+        if i % 25 == 0 {
+            let _ = offloader.tick("arch", false).await;
+        }
+    }
+    while app.store.fold("arch").await.unwrap() > 0 {}
+    let _ = offloader.tick("arch", false).await;
+    let len: u64 = app
+        .store
+        .client()
+        .xlen(app.store.keys().project("arch").log())
+        .await
+        .unwrap();
+    assert_eq!(len as usize, N, "every completion record is still in Redis");
+    assert_eq!(std::fs::read(&blocked).unwrap(), b"x");
+
+    // Once the directory can be written, the archive takes them and only then trims them.
+    offloader.release("arch").await.unwrap();
+    let good = server::offloader::Offloader::new(app.store.clone(), app.dir.join("archive"));
+    let mut archived = 0;
+    for _ in 0..20 {
+        if let Ok(Some(did)) = good.tick("arch", false).await {
+            archived += did.logged;
+        }
+    }
+    let left: u64 = app
+        .store
+        .client()
+        .xlen(app.store.keys().project("arch").log())
+        .await
+        .unwrap();
+    assert_eq!(archived + left, N as u64, "archived or still in Redis, each once");
+    assert!(left < 20_000, "the archive trimmed what it wrote: {left} left");
+}

@@ -343,3 +343,23 @@ async fn a_globally_blocked_address_records_no_done() {
     assert_eq!((c.out, c.done), (1, 0), "nothing recorded");
     app.assert_invariant("p1").await;
 }
+
+#[tokio::test]
+async fn a_done_with_wrong_domains_under_anothers_name_from_another_address_releases_nothing() {
+    // Issue 52: sent under alice's name from another address, it got 403 and blocked the
+    // sender, but alice's claim went back to `todo`: the release matched the name only.
+    let app = TestApp::start().await;
+    app.project("p1", &["a", "b"]).await;
+    let alices = claim(&app, "alice", "192.0.2.1").await;
+    let out = done(&app, report("alice", "198.51.100.9", "wrong", &[&alices])).await;
+    assert_eq!(out, DoneOutcome::Refused(Refusal::DomainMismatch));
+    let item = app.store.item_status("p1", &alices).await.unwrap();
+    assert_eq!(item.state.as_deref(), Some("out"), "{item:?}");
+    assert_eq!(item.downloader.as_deref(), Some("alice"));
+    // From alice's own address, the same mistake gives her claim back (and blocks her).
+    let out = done(&app, report("alice", "192.0.2.1", "wrong", &[&alices])).await;
+    assert_eq!(out, DoneOutcome::Refused(Refusal::DomainMismatch));
+    let item = app.store.item_status("p1", &alices).await.unwrap();
+    assert_eq!(item.state.as_deref(), Some("todo"), "{item:?}");
+    app.assert_invariant("p1").await;
+}

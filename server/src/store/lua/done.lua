@@ -64,7 +64,7 @@
                                           reported without); nothing changed
     {"err":"overflow"}                    the byte total would pass 2^53; nothing changed
     {"err":"domain_mismatch"}             byte domains differ; ip blocked, the reporter's own
-                                          claimed items released
+                                          claimed items (claimed from its address) released
     {"err":"blocked"}                     the reporter's IP is blocked in the project; nothing
                                           changed
   Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
@@ -333,7 +333,9 @@ local function block_reporter(rep)
   blocked_now[rep.ip] = true
   for _, item in ipairs(rep.items) do
     local claim = state[item] == 'out' and decode_claim(claim_of[item])
-    if claim and claim.d == who then
+    -- Only the reporter's own claims, as release.lua decides it: its name and the address it
+    -- claimed from (another address sending that name gives back nothing of the claimant's).
+    if claim and claim.d == who and (not claim.ip or claim.ip == rep.ip) then
       if claim.d then w_dl[claim.d] = (w_dl[claim.d] or 0) - 1 end
       rcall('ZREM', out, item)
       rcall('HDEL', claims, item)

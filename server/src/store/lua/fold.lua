@@ -31,12 +31,13 @@
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2]  from: the id of the last entry folded before the run (stats `folded` must hold it)
   ARGV[3]  to: the id of the run's last entry
-  ARGV[4]  the first id after `to` (the log is trimmed below it when the unfolded tail is long)
+  ARGV[4]  the first id after `to` (unused: kept in place for the arguments after it)
   ARGV[5]  entries in the run
   ARGV[6]  items in the run
   ARGV[7]  the minute (ms / 60000) of the run's entries
   ARGV[8]  history length to keep
-  ARGV[9]  completion log length to keep
+  ARGV[9]  unused (was the log length kept: the log is trimmed only once archived, by the
+           offloader, so an archive directory that cannot be written loses no entry)
   ARGV[10] counts_from: stats `counts_from` as the run was read ('' none; else refused as stale)
   ARGV[11] the event sequence number the events were made from (`seq` must hold it)
   ARGV[12] D, then D x (downloader, items, bytes, last version, last completion ms, its items
@@ -62,9 +63,9 @@
 local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local seq_key, history, events, log, month_uniques = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local tally = KEYS[11]
-local prefix, from, to, after = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local prefix, from, to = ARGV[1], ARGV[2], ARGV[3]
 local nentries, nitems, minute = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local history_len, log_len = tonumber(ARGV[8]), tonumber(ARGV[9])
+local history_len = tonumber(ARGV[8])
 local day = math.floor(minute / 1440)
 
 local cursor = rcall('HMGET', stats, 'folded', 'counts_from')
@@ -177,15 +178,10 @@ end
 flush_stats(prefix, minute * 60000)
 for code, n in pairs(late) do rcall('HINCRBY', tally, code, n) end
 
--- The run folded; the log kept to its length, never past an entry not folded yet.
+-- The run folded. The log is not trimmed here: only the offloader trims it, through the last
+-- entry its archive file holds (offloader::archive), so no completion record leaves Redis
+-- before it is on disk.
 rcall('HSET', stats, 'folded', to)
-local unfolded = rcall('HINCRBY', stats, 'journal', -nentries)
+rcall('HINCRBY', stats, 'journal', -nentries)
 rcall('HINCRBY', stats, 'journal_items', -nitems)
-if rcall('XLEN', log) > log_len + 1000 then
-  if unfolded <= log_len then
-    rcall('XTRIM', log, 'MAXLEN', '~', log_len)
-  else
-    rcall('XTRIM', log, 'MINID', '~', after)
-  end
-end
 return 'folded'
