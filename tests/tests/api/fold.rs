@@ -344,7 +344,9 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
             .done_batch("arch", &reports, now + i as u64)
             .await
             .unwrap();
-        assert!(out.iter().all(|o| matches!(o, DoneOutcome::Recorded { .. })));
+        assert!(out
+            .iter()
+            .all(|o| matches!(o, DoneOutcome::Recorded { .. })));
         app.store.fold("arch").await.unwrap();
         // Now and then the offloader tries to archive, and fails: nothing may leave the log.
         if i % 25 == 0 {
@@ -377,6 +379,13 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
         .xlen(app.store.keys().project("arch").log())
         .await
         .unwrap();
-    assert_eq!(archived + left, N as u64, "archived or still in Redis, each once");
-    assert!(left < 20_000, "the archive trimmed what it wrote: {left} left");
+    assert_eq!(
+        archived + left,
+        N as u64,
+        "archived or still in Redis, each once"
+    );
+    assert!(
+        left < 20_000,
+        "the archive trimmed what it wrote: {left} left"
+    );
 }

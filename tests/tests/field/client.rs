@@ -1,6 +1,6 @@
 //! The clients' own acceptance checks of the tracker's answers, as their sources write them.
 
-use tests::Reply;
+use tests::{Reply, TestApp};
 
 // seesaw-kit today, as the Warrior VM and the grab images install it: ArchiveTeam/grab-base-df
 // `requirements.txt` at 3889737774a66966f7ad7a035a39d35f0ed6bea4 pins seesaw-kit at
@@ -11,6 +11,18 @@ use tests::Reply;
 /// Warrior/VERSION RUNNER BUILD", stripped.
 pub fn seesaw_agent(version: &str) -> String {
     format!("ArchiveTeam Warrior/{version} Warrior")
+}
+
+/// POSTs `body` to `path` as seesaw `version` does: its user agent, `Content-Type:
+/// application/json`.
+pub async fn seesaw_post(app: &TestApp, version: &str, path: &str, body: String) -> Reply {
+    let agent = seesaw_agent(version);
+    app.post_with(
+        path,
+        &[("user-agent", &agent), ("content-type", "application/json")],
+        body,
+    )
+    .await
 }
 
 /// `GetItemFromTracker.process_body`: a 200 whose body is a JSON object with `item_name`; the

@@ -4,7 +4,7 @@
 //! `.../SLUG/multi=N/` + `/request` is `multi=N//request`; every key of the answer is copied
 //! into the item.
 
-use super::client::{accepted_claim, accepted_done, seesaw_agent};
+use super::client::{accepted_claim, accepted_done, seesaw_post};
 use tests::TestApp;
 
 fn body(who: &str) -> String {
@@ -12,13 +12,7 @@ fn body(who: &str) -> String {
 }
 
 async fn post(app: &TestApp, path: &str, body: String) -> tests::Reply {
-    let agent = seesaw_agent("0.10.3");
-    app.post_with(
-        path,
-        &[("user-agent", &agent), ("content-type", "application/json")],
-        body,
-    )
-    .await
+    seesaw_post(app, "0.10.3", path, body).await
 }
 
 #[tokio::test]

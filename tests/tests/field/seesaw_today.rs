@@ -7,7 +7,7 @@
 //! `item_filter`: ArchiveTeam/youtube-grab `pipeline.py` at
 //! 6ff926964e06db95b677574d4fab16a9928a854e).
 
-use super::client::{accepted_claim, accepted_done, accepted_release, filter_input, seesaw_agent};
+use super::client::{accepted_claim, accepted_done, accepted_release, filter_input, seesaw_post};
 use tests::{TestApp, ADMIN_TOKEN};
 
 /// `GetItemFromTracker.data`: exactly `{"downloader", "version"}`, no `api_version`
@@ -17,13 +17,7 @@ fn request_body(who: &str) -> String {
 }
 
 async fn post(app: &TestApp, path: &str, body: String) -> tests::Reply {
-    let agent = seesaw_agent("0.10.4");
-    app.post_with(
-        path,
-        &[("user-agent", &agent), ("content-type", "application/json")],
-        body,
-    )
-    .await
+    seesaw_post(app, "0.10.4", path, body).await
 }
 
 /// The 40-item project of the issue.
