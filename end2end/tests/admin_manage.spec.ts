@@ -271,7 +271,8 @@ test('each backfeed key shows what it fed and is revoked alone; a dictionary is 
   });
   tracker.cli(['project', 'create', 'src']);
   tracker.cli(['dictionary', 'train', 'src', '--max-size', '8192', ...samples]);
-  const bytes = Buffer.from(await (await fetch(`${tracker.base}/dictionary/src/1`)).arrayBuffer());
+  const trained = await (await fetch(`${tracker.base}/dictionary?project=src`)).json();
+  const bytes = Buffer.from(await (await fetch(trained.url)).arrayBuffer());
   const file = path.join(dir, 'demo.dict');
   writeFileSync(file, bytes);
   const sha = createHash('sha256').update(bytes).digest('hex');
@@ -283,5 +284,6 @@ test('each backfeed key shows what it fed and is revoked alone; a dictionary is 
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await expect(dict.getByRole('table', { name: 'Dictionary served' })).toContainText(sha);
   const served = await (await fetch(`${tracker.base}/dictionary?project=demo`)).json();
-  expect([served.id, served.sha256]).toEqual([1, sha]);
+  // Ten digits, as a string: megawarc reads the id back from a WARC's name.
+  expect([served.id, served.sha256]).toEqual(['1000000001', sha]);
 });
