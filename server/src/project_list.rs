@@ -61,17 +61,24 @@ impl Generated {
     /// that would serve its claims ([`crate::store::may_serve`]).
     pub fn choose(&self, pipeline: Option<&Pipeline>) -> Option<String> {
         let serves = |p: &Project| may_serve(p.require_token, &p.tags, pipeline);
-        let handing_out = |p: &&Project| matches!(p.state.as_str(), "active" | "draining");
-        if let Some(pin) = &self.pin {
-            let pinned = self.projects.iter().find(|p| &p.slug == pin);
-            if pinned.filter(handing_out).is_some_and(serves) {
-                return Some(pin.clone());
-            }
+        if let Some(pin) = self.pin_serving(pipeline) {
+            return Some(pin.to_string());
         }
         self.projects
             .iter()
             .find(|p| p.entry.is_some() && p.state == "active" && p.todo > 0 && serves(p))
             .map(|p| p.slug.clone())
+    }
+
+    /// The pinned project, while it hands out work and would serve `pipeline`'s claims.
+    fn pin_serving(&self, pipeline: Option<&Pipeline>) -> Option<&str> {
+        let pin = self.pin.as_deref()?;
+        self.projects
+            .iter()
+            .find(|p| p.slug == pin)
+            .filter(|p| matches!(p.state.as_str(), "active" | "draining"))
+            .filter(|p| may_serve(p.require_token, &p.tags, pipeline))
+            .map(|p| p.slug.as_str())
     }
 
     /// Today's Warriors' weighted choice for `pipeline` (`auto_projects_config`): the pinned
@@ -80,12 +87,8 @@ impl Generated {
     /// the Warrior falls back to `auto_project`.
     pub fn weights(&self, pipeline: Option<&Pipeline>) -> Vec<(String, u32)> {
         let serves = |p: &Project| may_serve(p.require_token, &p.tags, pipeline);
-        if let Some(pin) = &self.pin {
-            let pinned = self.projects.iter().find(|p| &p.slug == pin);
-            let handing_out = |p: &&Project| matches!(p.state.as_str(), "active" | "draining");
-            if pinned.filter(handing_out).is_some_and(serves) {
-                return vec![(pin.clone(), 1)];
-            }
+        if let Some(pin) = self.pin_serving(pipeline) {
+            return vec![(pin.to_string(), 1)];
         }
         self.projects
             .iter()
