@@ -35,7 +35,8 @@
 //!                                      known (items the project knows: added minus dropped;
 //!                                      absent in projects from before it was kept),
 //!                                      disk_done / disk_todo (items done / waiting in segment
-//!                                      files on disk)
+//!                                      files on disk), log_lost (log entries dropped unarchived
+//!                                      past TRACKER_LOG_BUDGET, `log_shed.lua`)
 //! ns:{SLUG}:dl:items / :bytes  zset    downloader -> items / bytes done
 //! ns:{SLUG}:dl:version / :seen hash    downloader -> last version / last done (ms)
 //! ns:{SLUG}:dl:claims          hash    downloader -> items held
@@ -55,7 +56,8 @@
 //!                                      minute before its last report (see `dlc_last`)
 //! ns:{SLUG}:dlc_last           hash    downloader -> minute of its last report; that minute's
 //!                                      point is its current total (`dl:bytes`)
-//! ns:{SLUG}:log                stream  completion log (capped; older entries archived to disk)
+//! ns:{SLUG}:log                stream  completion log (older entries leave it once archived to
+//!                                      disk; at most TRACKER_LOG_BUDGET while archiving fails)
 //! ns:{SLUG}:targets            hash    upload target -> 1 active / 0 inactive
 //! ns:{SLUG}:uploads            list    recent `uploaded` reports (capped)
 //! ns:{SLUG}:filter             hash    backfeed filter layers: count/capacity/blocks/k
@@ -73,7 +75,8 @@
 //! ns:{SLUG}:segs               hash    segment id -> JSON {kind, part, count, bytes, t, min, max}:
 //!                                      the segment files on disk (server/src/segment.rs)
 //! ns:{SLUG}:segs:restored      hash    queue segment id -> records of it back in Redis
-//! ns:{SLUG}:offload            hash    gen (segments' version), run, error, log_files, log_bytes
+//! ns:{SLUG}:offload            hash    gen (segments' version), run, ok_t (last round without a
+//!                                      failure), error, error_t, log_files, log_bytes
 //! ns:{SLUG}:offload:lease      string  token of the one process that offloads (expires)
 //! ns:admin:users               set     lowercase names of admin accounts             (global)
 //! ns:admin:user:<name>         hash    account: hash (argon2id PHC), role, projects, t, gen
@@ -102,6 +105,9 @@
 //! ns:hq:seq                    string  last warrior id handed out by /api/register.json (global)
 //! ns:hq:warriors               hash    warrior id -> JSON instance record            (global)
 //! ns:hq:seen                   zset    warrior id -> last update (ms); forgotten after 15 min
+//! ns:hq:net:<net>              zset    warrior id -> last update (ms), of one network (IPv4
+//!                                      address, IPv6 /64); at most MAX_WARRIORS_PER_NETWORK,
+//!                                      expiring 15 min after the last update (global)
 //! ns:hq:auto                   string  auto_project as last recorded ("" for none) (global)
 //! ns:hq:pin                    string  the project an admin pinned as auto_project (global)
 //! ns:u:month:<YYYY-MM>         hll     unique downloaders of all projects per month (UTC),
@@ -299,6 +305,12 @@ impl Keys {
     /// Warrior instances by the time of their last update (ms).
     pub fn hq_seen(&self) -> String {
         format!("{}:hq:seen", self.ns)
+    }
+
+    /// The warrior instances of one network (an IPv4 address, an IPv6 /64) by the time of their
+    /// last update (ms), expiring with the last: what bounds the instances one network holds.
+    pub fn hq_network(&self, net: &str) -> String {
+        format!("{}:hq:net:{net}", self.ns)
     }
 
     /// The project `auto_project` names now ("" for none), as last recorded (Warrior HQ).

@@ -40,8 +40,10 @@ pub struct Limits {
     /// The stored user agent is cut to this many bytes.
     #[arg(long, env = "TRACKER_MAX_USER_AGENT", default_value_t = 256)]
     pub user_agent: usize,
-    /// Longest item name, in bytes.
-    #[arg(long, env = "TRACKER_MAX_ITEM", default_value_t = MAX_ITEM_LEN)]
+    /// Longest item name, in bytes: at most 1 MiB, the longest name a segment file holds
+    /// (`segment::MAX_FIELD`), so every item can go to disk and come back.
+    #[arg(long, env = "TRACKER_MAX_ITEM", default_value_t = MAX_ITEM_LEN,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=crate::segment::MAX_FIELD as u64))]
     pub item: usize,
     /// The most items of one `multi=N` claim, or of one done.
     #[arg(long, env = "TRACKER_MAX_MULTI", default_value_t = 1000)]
@@ -73,6 +75,11 @@ pub struct Limits {
     /// Most live viewers from one IP; 503 beyond.
     #[arg(long, env = "TRACKER_MAX_VIEWERS_PER_IP", default_value_t = 50)]
     pub viewers_per_ip: usize,
+    /// Completion log entries a project keeps in Redis at most while they cannot be archived
+    /// (an archive directory that cannot be written); past it the oldest go, counted as lost
+    /// (`tracker_log_entries_lost_total`). About 300 bytes an entry.
+    #[arg(long, env = "TRACKER_LOG_BUDGET", default_value_t = crate::offloader::LOG_BUDGET)]
+    pub log_budget: u64,
     /// Public page and JSON reads a second from one address (0: no limit); 429 beyond.
     #[arg(long, env = "TRACKER_PUBLIC_READS", default_value_t = 50)]
     pub public_reads: u64,

@@ -43,6 +43,16 @@ const REFILL_CHUNK: usize = 5_000;
 const LOG_STEP: u64 = 10_000;
 /// A log entry older than this goes to disk.
 const LOG_AGE_MS: u64 = 24 * 3600 * 1000;
+/// The completion log entries a project keeps in Redis at most while they cannot be archived
+/// (`TRACKER_LOG_BUDGET`; about 300 bytes each): past it the oldest are dropped and counted as
+/// lost ([`Store::shed_log`]).
+pub const LOG_BUDGET: u64 = 1_000_000;
+/// The most items of one segment (`segment_items`): each segment goes to disk and comes back in
+/// one script call, which holds Redis for as long as it takes. A setting saved above it by an
+/// earlier version is read as this.
+pub const MAX_SEGMENT_ITEMS: u64 = 100_000;
+/// Log entries dropped per round at most, past the budget.
+const SHED_STEP: u64 = 10_000;
 /// How long a project with nothing to do is left alone (its lease lasts longer).
 const IDLE_PAUSE: Duration = Duration::from_secs(5);
 /// How often a resting offloader reads the wake-up counter (one `GET`).
@@ -87,6 +97,8 @@ pub struct Did {
     pub logged: u64,
     /// Orphan files deleted.
     pub orphans: u64,
+    /// Log entries dropped unarchived, past the log's budget.
+    pub lost: u64,
 }
 
 impl Did {
@@ -101,6 +113,7 @@ pub struct Offloader {
     dir: PathBuf,
     archive_dir: PathBuf,
     token: String,
+    log_budget: u64,
 }
 
 fn new_id(kind: &str) -> String {
@@ -123,7 +136,15 @@ impl Offloader {
             dir,
             archive_dir,
             token,
+            log_budget: LOG_BUDGET,
         }
+    }
+
+    /// The same, keeping at most `entries` of a project's completion log in Redis while it
+    /// cannot be archived (see [`LOG_BUDGET`]).
+    pub fn with_log_budget(mut self, entries: u64) -> Self {
+        self.log_budget = entries;
+        self
     }
 
     /// Takes or renews the lease of `slug`: whether this offloader holds it now.
@@ -287,17 +308,46 @@ impl Offloader {
                 Err(e) => note(e),
             }
         }
+        let mut archive_failed = false;
         match self.log_work(slug, &settings).await {
             Ok(Some(end)) => match self.archive_log(slug, &end).await {
                 Ok(n) => did.logged = n,
-                Err(e) => note(e),
+                Err(e) => {
+                    archive_failed = true;
+                    note(e)
+                }
             },
             Ok(None) => {}
             Err(e) => note(e),
         }
-        self.store
-            .note_offload(slug, vec![("run", now_ms().to_string())])
-            .await?;
+        // Archiving failing, past its budget the log's oldest entries go, counted as lost.
+        let shed = match archive_failed {
+            true => self.store.shed_log(slug, self.log_budget, SHED_STEP).await,
+            false => Ok(0),
+        };
+        match shed {
+            Ok(0) => {}
+            Ok(n) => {
+                did.lost = n;
+                tracing::error!(
+                    slug,
+                    lost = n,
+                    budget = self.log_budget,
+                    "the completion log cannot be archived and passed its budget in Redis: its oldest entries were dropped (counted in tracker_log_entries_lost_total)"
+                );
+            }
+            Err(e) => note(e),
+        }
+        let now = now_ms().to_string();
+        let mut fields = vec![("run", now.clone())];
+        match &failure {
+            None => fields.push(("ok_t", now)),
+            Some(e) => {
+                fields.push(("error", e.to_string()));
+                fields.push(("error_t", now));
+            }
+        }
+        self.store.note_offload(slug, fields).await?;
         if let Some(e) = failure {
             return Err(e);
         }
@@ -310,13 +360,14 @@ impl Offloader {
         let mut work = Work::default();
         if s.done_policy != "keep" {
             let n: u64 = client.scard(k.done()).await?;
-            work.done = n >= s.offload_keep + s.segment_items;
+            work.done = n >= s.offload_keep + s.segment_items.min(MAX_SEGMENT_ITEMS);
         }
         let entries = self.store.segment_entries(slug).await?;
         let meta_queues: Option<String> = client.hget(k.meta(), "queues").await?;
         for part in crate::store::queue_parts(meta_queues.as_deref()) {
             let size: u64 = client.zcard(k.queue(&part)).await?;
-            if s.queue_high > 0 && size > s.queue_high + s.segment_items / 2 {
+            if s.queue_high > 0 && size > s.queue_high + s.segment_items.min(MAX_SEGMENT_ITEMS) / 2
+            {
                 work.spill.push(part.clone());
                 continue;
             }

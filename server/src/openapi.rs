@@ -61,6 +61,13 @@ pub fn document(parts: impl IntoIterator<Item = Document>) -> Document {
     for part in parts {
         doc.merge(part);
     }
+    // A route's catch-all (`{*item}`, the rest of the path) is an ordinary path parameter to
+    // OpenAPI, named without the star, as its `params` declare it.
+    let paths = std::mem::take(&mut doc.paths.paths);
+    doc.paths.paths = paths
+        .into_iter()
+        .map(|(path, item)| (path.replace("{*", "{"), item))
+        .collect();
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
         "session",

@@ -398,7 +398,11 @@ pub async fn refresh(store: &Store, base: &str) -> StoreResult<()> {
     let generated = generate(store, base).await?;
     let now = now_ms();
     for p in &generated.projects {
-        store.record_state(&p.slug, &p.state, now).await?;
+        match store.record_state(&p.slug, &p.state, now).await {
+            // Destroyed since the list was read: nothing to record.
+            Ok(_) | Err(crate::store::StoreError::NoProject) => {}
+            Err(e) => return Err(e),
+        }
     }
     let chosen = generated.choose(None);
     record_auto(store, &generated, chosen.as_deref()).await

@@ -69,7 +69,14 @@ pub fn router(state: AppState) -> Router {
         )))
         .routes(routes!(extras::get_now))
         .routes(routes!(extras::get_dictionary))
-        .routes(routes!(extras::download_dictionary));
+        // Up to 16 MiB an answer: limited per address like the public reads (the bytes come
+        // from a process-wide cache, `store::dictionary`).
+        .routes(
+            routes!(extras::download_dictionary).layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                crate::web::limit_reads,
+            )),
+        );
 
     // Warrior HQ: a warrior's calls are small, and limited per address like the public reads.
     let hq = OpenApiRouter::new()

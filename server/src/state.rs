@@ -154,6 +154,7 @@ impl App {
         }
         if config.offloader {
             offloader::Offloader::new(store.clone(), config.archive_dir.clone())
+                .with_log_budget(config.limits.log_budget)
                 .spawn(closing.clone());
         }
         let batcher = batcher::Batcher::new(store.clone(), config.batch_workers);

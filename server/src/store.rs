@@ -45,6 +45,7 @@ pub mod contributors;
 pub mod dictionary;
 pub mod fed;
 pub mod fold;
+mod guarded;
 mod hq;
 mod item_status;
 mod items;
@@ -78,7 +79,7 @@ pub use bloom::{
     estimated_fp, geometry as bloom_geometry, hash_key as bloom_hash, spot_in as bloom_spot,
     BackfeedRecord, BloomLayer,
 };
-pub use hq::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS};
+pub use hq::{FleetRefusal, WarriorRecord, FLEET_TTL_MS, MAX_WARRIORS, MAX_WARRIORS_PER_NETWORK};
 pub use item_status::ItemStatus;
 pub use items::{
     ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, NotReleased, ReleaseRefusal, Released,
@@ -152,6 +153,9 @@ impl From<fred::error::Error> for StoreError {
     fn from(e: fred::error::Error) -> Self {
         let e = if is_oom(e.details()) {
             Self::Full
+        } else if e.details().starts_with("NOPROJECT") {
+            // A script's refusal to write into a project whose `meta` is gone (_lib must_exist).
+            Self::NoProject
         } else if is_unavailable(&e) {
             Self::Unavailable(e.to_string())
         } else {

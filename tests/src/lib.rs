@@ -183,6 +183,11 @@ impl TestApp {
         Self::start_on("target/site", Some(Redis::Private), |_| {}).await
     }
 
+    /// [`TestApp::start_private`] with `configure` applied to its [`Config`] first.
+    pub async fn start_private_with(configure: impl FnOnce(&mut Config)) -> TestApp {
+        Self::start_on("target/site", Some(Redis::Private), configure).await
+    }
+
     /// [`TestApp::start`] on the test binary's shared Redis Cluster ([`cluster::Cluster::shared`]).
     pub async fn start_cluster() -> TestApp {
         Self::start_on_cluster(cluster::Cluster::shared()).await

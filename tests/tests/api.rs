@@ -39,6 +39,7 @@ mod api {
     mod live_frames;
     mod metrics;
     mod migrate;
+    mod model;
     mod offload;
     mod openapi;
     mod pages;

@@ -144,9 +144,11 @@ pub async fn show_offload(
 ) -> ApiResult<Json<OffloadState>> {
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
-    Ok(Json(
-        offload_state(&state.store, &state.config.archive_dir, &slug).await?,
-    ))
+    Ok(Json({
+        let mut o = offload_state(&state.store, &state.config.archive_dir, &slug).await?;
+        o.log_budget = state.config.limits.log_budget;
+        o
+    }))
 }
 
 /// `GET /admin/api/SLUG/archives`: the archive files of a project, newest first.

@@ -1,7 +1,8 @@
 //! `GET /metrics`: the tracker's figures in the Prometheus text format (OpenMetrics 1.0, which
 //! Prometheus scrapes), encoded by `prometheus-client`. Open to an admin token or any account's
 //! API token (a read-only account's is the metrics token), or to everyone when
-//! `TRACKER_METRICS_PUBLIC` is set.
+//! `TRACKER_METRICS_PUBLIC` is set. A project account's token sees the series of its own
+//! projects only (the process's figures are the install's).
 //!
 //! Per project (label `project`), read from Redis at each scrape, so they survive a restart and
 //! every process answers the same:
@@ -122,10 +123,17 @@ pub async fn get_metrics(
     State(state): State<AppState>,
     caller: Result<Caller, ApiError>,
 ) -> ApiResult<Response> {
-    if !state.config.metrics_public {
-        caller?;
-    }
-    let text = render(&state).await?;
+    // A project admin's token sees its projects' series only; the process's own figures
+    // (requests, Redis) are the install's, the same for every caller.
+    let only = match caller {
+        Ok(c) if c.role == app::model::admin::Role::Project && !state.config.metrics_public => {
+            Some(c.projects)
+        }
+        Ok(_) => None,
+        Err(_) if state.config.metrics_public => None,
+        Err(e) => return Err(e),
+    };
+    let text = render(&state, only.as_deref()).await?;
     let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -152,8 +160,8 @@ const RECENT_EVENTS: [crate::keys::Counter; 8] = {
 /// The minutes `tracker_recent_events` covers.
 const RECENT_MINUTES: u64 = 10;
 
-/// Every figure, read now.
-async fn render(state: &AppState) -> ApiResult<String> {
+/// Every figure, read now; of the projects in `only` when it is given.
+async fn render(state: &AppState, only: Option<&[String]>) -> ApiResult<String> {
     let store = &state.store;
     let now = crate::store::now_ms();
     let items = Family::<ProjectStateLabels, Gauge>::default();
@@ -167,6 +175,9 @@ async fn render(state: &AppState) -> ApiResult<String> {
     let lifetime = Lifetime::default();
     let offload = Offload::default();
     let mut slugs = store.project_slugs().await?;
+    if let Some(only) = only {
+        slugs.retain(|s| only.contains(s));
+    }
     slugs.sort();
     for slug in slugs {
         let Some((board, parts)) = store.snapshot(&slug, 0, 0).await? else {
@@ -393,6 +404,9 @@ struct Offload {
     log_files: Family<ProjectLabels, Gauge>,
     last_run: Family<ProjectLabels, Gauge>,
     last_error: Family<ProjectLabels, Gauge>,
+    failing: Family<ProjectLabels, Gauge>,
+    log_entries: Family<ProjectLabels, Gauge>,
+    log_lost: Family<ProjectLabels, Counter>,
 }
 
 impl Offload {
@@ -417,6 +431,13 @@ impl Offload {
         self.last_error
             .get_or_create(&project)
             .set(secs(disk.error_t));
+        self.failing
+            .get_or_create(&project)
+            .set(i64::from(disk.failing));
+        self.log_entries
+            .get_or_create(&project)
+            .set(disk.log_entries as i64);
+        self.log_lost.get_or_create(&project).inc_by(disk.log_lost);
     }
 
     fn register(self, registry: &mut Registry) {
@@ -449,6 +470,21 @@ impl Offload {
             "offload_last_error_timestamp_seconds",
             "When the offloader last failed for the project (0: not since it started)",
             self.last_error,
+        );
+        registry.register(
+            "offload_failing",
+            "1 while the offloader's rounds for the project fail (an archive directory that cannot be written, a full disk): alert on it",
+            self.failing,
+        );
+        registry.register(
+            "log_entries",
+            "Completion log entries of the project in Redis (they leave it once archived; it grows while archiving fails)",
+            self.log_entries,
+        );
+        registry.register(
+            "log_entries_lost",
+            "Completion log entries dropped unarchived: archiving failed while the log passed TRACKER_LOG_BUDGET",
+            self.log_lost,
         );
     }
 }

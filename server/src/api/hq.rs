@@ -114,19 +114,13 @@ pub async fn update_warrior(
         ip,
         seen: now,
     };
-    // A full Redis refuses to record the instance, but the warrior still gets its list.
-    let recorded = match state.store.update_warrior(&record, now).await {
-        Err(crate::store::StoreError::Full) => Ok(()),
-        other => other?,
-    };
-    match recorded {
-        Ok(()) => {}
-        Err(FleetRefusal::Full) => {
-            return Err(ApiError::Unavailable(
-                60,
-                "Warrior HQ is tracking as many warriors as it can; retry later.".into(),
-            ))
-        }
+    // An instance that cannot be recorded (Redis full, the fleet or its network holding as
+    // many as it may) is not counted, but the warrior still gets its list: without it, it
+    // would run nothing.
+    match state.store.update_warrior(&record, &net, now).await {
+        Ok(Ok(())) | Err(crate::store::StoreError::Full) => {}
+        Ok(Err(refusal)) => note_unrecorded(refusal),
+        Err(e) => return Err(e.into()),
     }
     let base = state.config.base_url(&headers);
     let list = crate::project_list::body_cached(&state.store, &base, pipeline.0.as_deref()).await?;
@@ -136,6 +130,20 @@ pub async fn update_warrior(
         HeaderValue::from_static("application/json"),
     );
     Ok(resp)
+}
+
+/// Logs, at most once a minute, that an update was answered but its instance not recorded.
+fn note_unrecorded(refusal: FleetRefusal) {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now = now_ms() / 1000;
+    let seen = LAST.load(std::sync::atomic::Ordering::Relaxed);
+    if now >= seen + 60 {
+        LAST.store(now, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(
+            ?refusal,
+            "Warrior HQ: an update answered with the project list but not recorded (fleet or network full)"
+        );
+    }
 }
 
 /// `warrior_id`: the number `/api/register.json` gave, as a string (as it was given) or a

@@ -8,7 +8,7 @@ use crate::web::ApiResult;
 use crate::{
     hub::{events_frame, history, Signal},
     state::AppState,
-    websocket::{Incoming, Socket, Upgrade, CLOSE_GOING_AWAY, CLOSE_NORMAL},
+    websocket::{Incoming, Socket, Upgrade, CLOSE_GOING_AWAY},
 };
 use axum::{
     body::Bytes,
@@ -172,7 +172,7 @@ async fn stream_events(mut socket: Socket, state: AppState, slug: String, since:
                         return;
                     }
                 }
-                Incoming::Close => return socket.close(CLOSE_NORMAL).await,
+                Incoming::Close(code) => return socket.close(code).await,
                 Incoming::Violation(code) => return socket.close(code).await,
                 Incoming::Gone => return,
             },

@@ -20,7 +20,10 @@ impl Offloader {
         let k = self.store.keys().project(slug);
         let client = self.store.client();
         let items: Vec<String> = client
-            .srandmember(k.done(), Some(s.segment_items as usize))
+            .srandmember(
+                k.done(),
+                Some(s.segment_items.min(super::MAX_SEGMENT_ITEMS) as usize),
+            )
             .await?;
         if items.is_empty() {
             return Ok(0);
@@ -62,7 +65,7 @@ impl Offloader {
             .zrange(
                 k.queue(part),
                 0,
-                s.segment_items as i64 - 1,
+                s.segment_items.min(super::MAX_SEGMENT_ITEMS) as i64 - 1,
                 None,
                 true,
                 None,

@@ -8,13 +8,10 @@ use std::{path::Path, time::Duration};
 impl Offloader {
     /// Deletes the segment files of `slug` that are not registered, once a minute old.
     pub async fn sweep(&self, slug: &str) -> StoreResult<u64> {
-        let registered: std::collections::HashSet<String> = self
-            .store
-            .segment_entries(slug)
-            .await?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
+        // Every id the registry names, whether its entry parses or not: a file whose entry this
+        // version cannot read (damaged, or of a newer version) is not an orphan, and stays.
+        let registered: std::collections::HashSet<String> =
+            self.store.segment_ids(slug).await?.into_iter().collect();
         let dir = self.dir.join(slug);
         let gone =
             tokio::task::spawn_blocking(move || remove_orphans(&dir, &registered, ORPHAN_AGE))
@@ -34,6 +31,15 @@ impl Offloader {
         let live = self.store.project_slugs().await?;
         let mut gone = 0;
         for slug in marked.iter().filter(|s| !live.contains(s)) {
+            // Read again right before: another process may have deleted them, cleared the mark
+            // and the slug been made again since the marks were read (the purge is slow; the
+            // new project's files must stay). The directories are renamed away at once, then
+            // deleted: a project made again after that writes to a directory of its own.
+            if !self.store.is_destroyed(slug).await?
+                || self.store.project_slugs().await?.contains(slug)
+            {
+                continue;
+            }
             purge_project_files(&self.dir, &self.archive_dir, slug).await?;
             self.store.forget_destroyed(slug).await?;
             tracing::info!(slug, "deleted the files of a destroyed project");
@@ -55,13 +61,23 @@ pub async fn purge_project_files(
         return Err(StoreError::Disk(format!("not a slug: {slug:?}")));
     }
     let _one = super::archive::ARCHIVING.lock().await;
-    let dirs = [offload_dir.join(slug), archive_dir.join(slug)];
+    let dirs = [
+        (offload_dir.to_path_buf(), slug.to_string()),
+        (archive_dir.to_path_buf(), slug.to_string()),
+    ];
     tokio::task::spawn_blocking(move || {
-        for dir in dirs {
-            match std::fs::remove_dir_all(&dir) {
+        for (parent, slug) in dirs {
+            // Renamed first (one atomic step), then deleted at leisure.
+            let doomed = parent.join(format!(".purge-{slug}-{:016x}", rand::random::<u64>()));
+            match std::fs::rename(parent.join(&slug), &doomed) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::Disk(format!("{}: {e}", doomed.display()))),
+            }
+            match std::fs::remove_dir_all(&doomed) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::Disk(format!("{}: {e}", dir.display()))),
+                Err(e) => return Err(StoreError::Disk(format!("{}: {e}", doomed.display()))),
             }
         }
         Ok(())

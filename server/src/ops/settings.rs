@@ -248,9 +248,12 @@ fn check_offload(s: &Settings) -> Result<(), String> {
             s.done_policy
         ));
     }
-    if !(1_000..=1_000_000).contains(&s.segment_items) {
+    // A segment's items go to Redis and back in one script call each: at 4 KiB a name, 100,000
+    // of them are 400 MiB, which is already a long pause for Redis.
+    if !(1_000..=crate::offloader::MAX_SEGMENT_ITEMS).contains(&s.segment_items) {
         return Err(format!(
-            "segment_items must be from 1000 to 1000000, not {}",
+            "segment_items must be from 1000 to {}, not {}",
+            crate::offloader::MAX_SEGMENT_ITEMS,
             s.segment_items
         ));
     }
@@ -379,5 +382,11 @@ mod tests {
         assert!(validate_settings(&bad)
             .unwrap_err()
             .contains("segment_items"));
+        // One script call per segment: a million names of 4 KiB would hold Redis for gigabytes.
+        bad.segment_items = 1_000_000;
+        bad.queue_high = 0;
+        assert!(validate_settings(&bad).unwrap_err().contains("100000"));
+        bad.segment_items = 100_000;
+        assert_eq!(validate_settings(&bad), Ok(()));
     }
 }

@@ -310,6 +310,12 @@ impl Store {
     /// Removes every key of project `slug` and unlists it; how many keys went. The slug is
     /// first marked destroyed ([`crate::keys::Keys::destroyed`]): only such a mark lets the
     /// project's files on disk be deleted ([`Store::forget_destroyed`] once they are).
+    ///
+    /// Its `meta` goes before the sweep: every script that writes a project's keys, and every
+    /// other write to them ([`Store::write_in_project`]), is refused once `meta` is gone. A
+    /// write made before is in Redis when the sweep starts, and a full `SCAN` returns every key
+    /// that exists from its start to its end; so no key is left behind by a process that has
+    /// not heard of the destroy yet.
     pub async fn destroy_project(&self, slug: &str) -> StoreResult<u64> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
@@ -317,8 +323,9 @@ impl Store {
             .hset(self.keys.destroyed(), (slug, super::now_ms().to_string()))
             .await?;
         let _: () = client.srem(self.keys.projects(), slug).await?;
+        let mut removed: u64 = client.del(k.meta()).await?;
         let pattern = format!("{}*", escape_glob(k.prefix()));
-        let (mut cursor, mut removed) = ("0".to_string(), 0);
+        let mut cursor = "0".to_string();
         loop {
             let (next, page): (String, Vec<String>) = client
                 .scan_page(cursor, pattern.as_str(), Some(1000), None)
@@ -340,6 +347,15 @@ impl Store {
     /// The destroyed projects whose files may still be on disk.
     pub async fn destroyed_projects(&self) -> StoreResult<Vec<String>> {
         Ok(self.pool.next().hkeys(self.keys.destroyed()).await?)
+    }
+
+    /// Whether `slug` is marked destroyed (its files may still be on disk).
+    pub async fn is_destroyed(&self, slug: &str) -> StoreResult<bool> {
+        Ok(self
+            .pool
+            .next()
+            .hexists(self.keys.destroyed(), slug)
+            .await?)
     }
 
     /// Clears the destroyed mark of `slug`, its files being gone.

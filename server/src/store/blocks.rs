@@ -203,9 +203,9 @@ impl Store {
     /// Records an `uploaded` report (the last 1,000 are kept).
     pub async fn record_upload(&self, slug: &str, report: &serde_json::Value) -> StoreResult<()> {
         let key = self.keys.project(slug).uploads();
-        let client = self.pool.next();
-        let _: () = client.lpush(&key, report.to_string()).await?;
-        let _: () = client.ltrim(&key, 0, 999).await?;
+        let push = super::guarded::command(["LPUSH", &key, &report.to_string()]);
+        let trim = super::guarded::command(["LTRIM", &key, "0", "999"]);
+        self.write_in_project(slug, vec![push, trim]).await?;
         Ok(())
     }
 }

@@ -154,12 +154,64 @@ impl Store {
     }
 
     /// The bytes of dictionary `id` of `slug`, while kept.
-    pub async fn dictionary_bytes(&self, slug: &str, id: u64) -> StoreResult<Option<Vec<u8>>> {
+    pub async fn dictionary_bytes(
+        &self,
+        slug: &str,
+        id: u64,
+    ) -> StoreResult<Option<axum::body::Bytes>> {
         let key = self.keys.project(slug).dictionaries();
-        let bytes: Option<Vec<u8>> = self.pool.next().hget(&key, format!("b:{id}")).await?;
-        Ok(bytes)
+        let client = self.pool.next();
+        // Its record (a hundred bytes) says whether it is kept, and which bytes it names: a
+        // project destroyed and made again numbers its dictionaries from the start again.
+        let meta: Option<String> = client.hget(&key, format!("n:{id}")).await?;
+        let Some(sha256) = meta
+            .and_then(|m| serde_json::from_str::<DictionaryInfo>(&m).ok())
+            .map(|info| info.sha256)
+        else {
+            return Ok(None);
+        };
+        let cache_key = (key.clone(), id);
+        if let Some((sha, bytes)) = BYTES.get(&cache_key).await {
+            if sha == sha256 {
+                return Ok(Some(bytes));
+            }
+            BYTES.invalidate(&cache_key).await;
+        }
+        // One read of the bytes at a time per dictionary, however many ask at once.
+        let load = async {
+            let bytes: Option<Vec<u8>> = client.hget(&key, format!("b:{id}")).await?;
+            let bytes = bytes.ok_or(StoreError::NoProject)?;
+            let sha = sha256_hex(&bytes);
+            Ok::<_, StoreError>((sha, axum::body::Bytes::from(bytes)))
+        };
+        match BYTES.try_get_with(cache_key, load).await {
+            Ok((sha, bytes)) if sha == sha256 => Ok(Some(bytes)),
+            // Replaced between the two reads: as if it were not kept.
+            Ok(_) => Ok(None),
+            Err(e) => match e.as_ref() {
+                StoreError::NoProject => Ok(None),
+                _ => Err(StoreError::Unavailable(e.to_string())),
+            },
+        }
     }
 }
+
+/// The dictionaries' bytes this process served, by (hash key, id), with their SHA-256: an id
+/// served a thousand times is read from Redis once. At most [`CACHE_BYTES`] in all.
+static BYTES: std::sync::LazyLock<moka::future::Cache<(String, u64), (String, axum::body::Bytes)>> =
+    std::sync::LazyLock::new(|| {
+        moka::future::Cache::builder()
+            .weigher(|_, (_, b): &(String, axum::body::Bytes)| {
+                u32::try_from(b.len()).unwrap_or(u32::MAX)
+            })
+            .max_capacity(CACHE_BYTES)
+            .time_to_idle(std::time::Duration::from_secs(3600))
+            .build()
+    });
+
+/// The most dictionary bytes one process keeps ([`BYTES`]): eight dictionaries of the largest
+/// size.
+pub const CACHE_BYTES: u64 = 8 * MAX_BYTES as u64;
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! scripts has a key for each, and the panel shows which fed how many records. A statistic,
 //! written after the records are queued: a crash in between loses a count, never an item.
 
-use super::{Store, StoreResult};
+use super::{guarded::command, Store, StoreResult};
 use app::model::admin::BackfeedKeyUse;
 use fred::prelude::*;
 use sha2::{Digest, Sha256};
@@ -25,15 +25,13 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<()> {
         let key = self.keys.project(slug).fed();
-        let pipe = self.pool.next().pipeline();
-        let _: () = pipe
-            .hincrby(&key, format!("{id}:records"), records as i64)
-            .await?;
-        let _: () = pipe
-            .hincrby(&key, format!("{id}:added"), added as i64)
-            .await?;
-        let _: () = pipe.hset(&key, (format!("{id}:last"), now_ms)).await?;
-        let _: Vec<Value> = pipe.all().await?;
+        let (records, added, now) = (records.to_string(), added.to_string(), now_ms.to_string());
+        let commands = vec![
+            command(["HINCRBY", &key, &format!("{id}:records"), &records]),
+            command(["HINCRBY", &key, &format!("{id}:added"), &added]),
+            command(["HSET", &key, &format!("{id}:last"), &now]),
+        ];
+        self.write_in_project(slug, commands).await?;
         Ok(())
     }
 

@@ -26,6 +26,11 @@ pub const FLEET_TTL_MS: u64 = 15 * 60 * 1000;
 /// The most instances remembered at once; an update of a new one beyond it is refused.
 pub const MAX_WARRIORS: u64 = 100_000;
 
+/// The most instances one network (an IPv4 address, an IPv6 /64) holds at once: a campus or a
+/// carrier's NAT runs many warriors, but one network may not fill [`MAX_WARRIORS`] by sending
+/// a new user agent with each update (each is an instance of its own, see [`Store::hq_id_for`]).
+pub const MAX_WARRIORS_PER_NETWORK: u64 = 1_000;
+
 /// What a warrior instance last said of itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WarriorRecord {
@@ -55,6 +60,8 @@ pub struct WarriorRecord {
 pub enum FleetRefusal {
     /// [`MAX_WARRIORS`] instances are remembered already.
     Full,
+    /// The network holds [`MAX_WARRIORS_PER_NETWORK`] instances already.
+    NetworkFull,
 }
 
 /// Bit set in every id made by this version (ids of earlier versions are below it).
@@ -151,21 +158,33 @@ impl Store {
         })
     }
 
-    /// Records `record` (its id, as [`Store::hq_id_for`] chose it; what it runs, when), unless
-    /// the fleet is full: two pipelined round trips. Silent instances are forgotten here only
-    /// when the fleet is full (and by every [`Store::fleet`] read), which keeps the update cheap
-    /// and the memory within [`MAX_WARRIORS`] records.
+    /// Records `record` (its id, as [`Store::hq_id_for`] chose it; what it runs, when), sent from
+    /// network `net`, unless the fleet or the network is full: two pipelined round trips. Silent
+    /// instances are forgotten here only when the fleet is full (and by every [`Store::fleet`]
+    /// read), which keeps the update cheap and the memory within [`MAX_WARRIORS`] records.
     pub async fn update_warrior(
         &self,
         record: &WarriorRecord,
+        net: &str,
         now_ms: u64,
     ) -> StoreResult<Result<(), FleetRefusal>> {
         let client = self.pool.next();
         let id = record.id.to_string();
+        let net_key = self.keys.hq_network(net);
+        let silent_before = now_ms.saturating_sub(FLEET_TTL_MS) as f64;
         let pipe = client.pipeline();
         let _: () = pipe.zscore(self.keys.hq_seen(), &id).await?;
         let _: () = pipe.zcard(self.keys.hq_seen()).await?;
-        let (known, count): (Option<f64>, u64) = pipe.all().await?;
+        let _: () = pipe
+            .zremrangebyscore(&net_key, f64::NEG_INFINITY, silent_before)
+            .await?;
+        let _: () = pipe.zscore(&net_key, &id).await?;
+        let _: () = pipe.zcard(&net_key).await?;
+        let (known, count, _, in_net, net_count): (Option<f64>, u64, u64, Option<f64>, u64) =
+            pipe.all().await?;
+        if in_net.is_none() && net_count >= MAX_WARRIORS_PER_NETWORK {
+            return Ok(Err(FleetRefusal::NetworkFull));
+        }
         if known.is_none() && count >= MAX_WARRIORS {
             self.forget_silent_warriors(now_ms).await?;
             let count: u64 = client.zcard(self.keys.hq_seen()).await?;
@@ -178,16 +197,12 @@ impl Store {
         let _: () = pipe
             .hset(self.keys.hq_warriors(), (id.as_str(), json))
             .await?;
+        let seen = (now_ms as f64, id.as_str());
         let _: () = pipe
-            .zadd(
-                self.keys.hq_seen(),
-                None,
-                None,
-                false,
-                false,
-                (now_ms as f64, id.as_str()),
-            )
+            .zadd(self.keys.hq_seen(), None, None, false, false, seen)
             .await?;
+        let _: () = pipe.zadd(&net_key, None, None, false, false, seen).await?;
+        let _: () = pipe.pexpire(&net_key, FLEET_TTL_MS as i64, None).await?;
         let _: Vec<Value> = pipe.all().await?;
         Ok(Ok(()))
     }

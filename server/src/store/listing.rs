@@ -5,7 +5,7 @@
 //! processes noticing the same change, exactly one sees the old value differ and writes the
 //! record.
 
-use super::{Store, StoreResult};
+use super::{guarded::command, Store, StoreResult};
 use app::model::{admin::Listing, lifecycle::Transition};
 use fred::prelude::*;
 
@@ -42,9 +42,13 @@ impl Store {
         now_ms: u64,
     ) -> StoreResult<Option<String>> {
         let k = self.keys.project(slug);
-        let client = self.pool.next();
-        let old: Option<String> = client.set(k.status(), state, None, None, true).await?;
-        let from = old.unwrap_or_default();
+        let set = command(["SET", &k.status(), state, "GET"]);
+        let old = self.write_in_project(slug, vec![set]).await?;
+        let from = match old.into_iter().next() {
+            Some(fred::types::Value::String(s)) => s.to_string(),
+            Some(fred::types::Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
+            _ => String::new(),
+        };
         if from == state {
             return Ok(None);
         }
@@ -54,8 +58,10 @@ impl Store {
             t: now_ms,
         };
         let text = serde_json::to_string(&entry).unwrap_or_default();
-        let _: () = client.lpush(k.lifecycle(), text).await?;
-        let _: () = client.ltrim(k.lifecycle(), 0, TRANSITIONS - 1).await?;
+        let last = (TRANSITIONS - 1).to_string();
+        let push = command(["LPUSH", &k.lifecycle(), &text]);
+        let trim = command(["LTRIM", &k.lifecycle(), "0", &last]);
+        self.write_in_project(slug, vec![push, trim]).await?;
         Ok(Some(from))
     }
 

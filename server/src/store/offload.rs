@@ -120,10 +120,27 @@ impl Store {
         let raw: HashMap<String, String> = self.pool.next().hgetall(k.segs()).await?;
         let mut out: Vec<(String, SegmentEntry)> = raw
             .into_iter()
-            .filter_map(|(id, e)| serde_json::from_str(&e).ok().map(|e| (id, e)))
+            .filter_map(|(id, e)| match serde_json::from_str(&e) {
+                Ok(e) => Some((id, e)),
+                Err(why) => {
+                    // Its file stays (the sweep keeps every registered id); its items are not
+                    // looked up until the entry is mended.
+                    tracing::error!(slug, id, error = %why, "a segment registry entry does not parse");
+                    None
+                }
+            })
             .collect();
         out.sort_by(|a, b| a.1.t.cmp(&b.1.t).then(a.0.cmp(&b.0)));
         Ok(out)
+    }
+
+    /// The ids of every segment the registry of `slug` names.
+    pub async fn segment_ids(&self, slug: &str) -> StoreResult<Vec<String>> {
+        Ok(self
+            .pool
+            .next()
+            .hkeys(self.keys.project(slug).segs())
+            .await?)
     }
 
     /// The records of each queue segment already back in Redis.
@@ -381,13 +398,22 @@ impl Store {
             .await?
             .map(|s| s.done_policy.clone())
             .unwrap_or_default();
+        let field = |name: &str| state.get(name).and_then(|v| v.parse::<u64>().ok());
+        let pipe = self.pool.next().pipeline();
+        let _: () = pipe.xlen(k.log()).await?;
+        let _: () = pipe.hget(k.stats(), "log_lost").await?;
+        let (log_entries, log_lost): (u64, Option<u64>) = pipe.all().await?;
         let mut out = app::model::admin::OffloadState {
             done_policy: policy,
             segments: entries.len() as u64,
-            last_run: state.get("run").and_then(|v| v.parse().ok()),
+            last_run: field("run"),
             error: state.get("error").cloned().unwrap_or_default(),
-            error_t: state.get("error_t").and_then(|v| v.parse().ok()),
+            error_t: field("error_t"),
+            // A failure since the last round that had none.
+            failing: field("error_t").unwrap_or(0) > field("ok_t").unwrap_or(0),
             leased,
+            log_entries,
+            log_lost: log_lost.unwrap_or(0),
             ..Default::default()
         };
         for (id, e) in &entries {
@@ -405,10 +431,36 @@ impl Store {
         Ok(out)
     }
 
+    /// Drops the oldest folded entries of the completion log of `slug` past `budget` entries,
+    /// at most `step` (`log_shed.lua`); how many went, counted as lost.
+    pub async fn shed_log(&self, slug: &str, budget: u64, step: u64) -> StoreResult<u64> {
+        let k = self.keys.project(slug);
+        self.scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.log_shed,
+                vec![k.log(), k.stats()],
+                vec![
+                    Value::from(k.prefix()),
+                    Value::from(budget as i64),
+                    Value::from(step as i64),
+                ],
+            )
+            .await
+    }
+
     /// Records fields of the offloader's state of `slug`.
     pub async fn note_offload(&self, slug: &str, fields: Vec<(&str, String)>) -> StoreResult<()> {
-        let k = self.keys.project(slug);
-        let _: () = self.pool.next().hset(k.offload(), fields).await?;
+        if fields.is_empty() {
+            return Ok(());
+        }
+        let key = self.keys.project(slug).offload();
+        let mut hset = vec!["HSET".to_string(), key];
+        for (field, value) in fields {
+            hset.push(field.to_string());
+            hset.push(value);
+        }
+        self.write_in_project(slug, vec![hset]).await?;
         Ok(())
     }
 }

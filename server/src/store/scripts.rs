@@ -213,6 +213,8 @@ macro_rules! every_script {
             $($ref)+ $s.import,
             $($ref)+ $s.tally,
             $($ref)+ $s.lifetime,
+            $($ref)+ $s.project_write,
+            $($ref)+ $s.log_shed,
         ]
     };
 }
@@ -271,6 +273,10 @@ pub struct Scripts {
     pub tally: LuaScript,
     /// `lifetime.lua`
     pub lifetime: LuaScript,
+    /// `project_write.lua`
+    pub project_write: LuaScript,
+    /// `log_shed.lua`
+    pub log_shed: LuaScript,
     /// The library they are functions of.
     pub library: Library,
 }
@@ -312,6 +318,8 @@ impl Scripts {
             tally: lua!("tally", 1),
             calls: Default::default(),
             lifetime: lua!("lifetime", 1),
+            project_write: lua!("project_write", 1),
+            log_shed: lua!("log_shed", 2),
             library: Library::default(),
         };
         scripts.library = Library::new(&mut scripts.all_mut());
@@ -319,12 +327,12 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 26] {
+    pub fn all(&self) -> [&LuaScript; 28] {
         every_script!(self, &)
     }
 
     /// All scripts, to name their functions.
-    fn all_mut(&mut self) -> [&mut LuaScript; 26] {
+    fn all_mut(&mut self) -> [&mut LuaScript; 28] {
         every_script!(self, &mut)
     }
 

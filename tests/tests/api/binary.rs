@@ -171,7 +171,7 @@ async fn a_destroyed_project_leaves_no_key() {
     app.project("kept", &["x"]).await;
     let item = app.claim("gone", "alice").await;
     app.done("gone", "alice", &item, 5).await;
-    app.claim("gone", "bob").await;
+    let held = app.claim("gone", "bob").await;
     assert!(cli(&app, &["block", "dl", "mallory", "--project", "gone"], "").0);
     assert!(cli(&app, &["target", "gone", "rsync://h/m/:downloader/"], "").0);
     let keys = |pattern: String| {
@@ -207,6 +207,54 @@ async fn a_destroyed_project_leaves_no_key() {
     assert!(
         !keys(of("kept")).await.is_empty(),
         "the other project is whole"
+    );
+
+    // A process that has not heard of the destroy yet (its settings a second old, a fold or an
+    // offload round under way) writes nothing: each write it would make is refused.
+    let store = &app.store;
+    let now = server::store::now_ms();
+    let report = server::store::DoneReport {
+        downloader: "bob".into(),
+        items: vec![held.clone()],
+        bytes: vec![("data".into(), 1)],
+        ip: "127.0.0.1".into(),
+        id: "null".into(),
+        ..Default::default()
+    };
+    let gone = |what: &str, r: Result<(), server::store::StoreError>| match r {
+        Err(server::store::StoreError::NoProject) => {}
+        other => panic!("{what} after the destroy: {other:?}"),
+    };
+    gone("done", store.done("gone", &report, now).await.map(|_| ()));
+    gone(
+        "release",
+        store
+            .release("gone", &held, "bob", "127.0.0.1", true, now)
+            .await
+            .map(|_| ()),
+    );
+    let items = ["new".to_string()];
+    gone(
+        "add",
+        store.add_items("gone", "todo", &items).await.map(|_| ()),
+    );
+    gone(
+        "tally",
+        store.tally("gone", now + 3_600_000).await.map(|_| ()),
+    );
+    let upload = serde_json::json!({"uploader": "bob"});
+    gone("upload", store.record_upload("gone", &upload).await);
+    let run = vec![("run", now.to_string())];
+    gone("offload note", store.note_offload("gone", run).await);
+    gone(
+        "state",
+        store.record_state("gone", "active", now).await.map(|_| ()),
+    );
+    gone("fed", store.count_fed("gone", "k1", 5, 2, now).await);
+    assert_eq!(
+        keys(of("gone")).await,
+        Vec::<String>::new(),
+        "still no key after the late writes"
     );
 }
 

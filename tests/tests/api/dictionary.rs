@@ -131,6 +131,73 @@ async fn a_trained_dictionary_is_served_checked_and_compresses_what_the_grab_dow
     assert_eq!(r.status, 404);
 }
 
+/// Redis's count of bytes it has sent (`INFO stats`).
+async fn redis_sent(app: &TestApp) -> u64 {
+    use fred::prelude::*;
+    let info: String = app
+        .store
+        .client()
+        .info(Some(fred::types::InfoKind::Stats))
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_net_output_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("total_net_output_bytes")
+}
+
+/// A dictionary is up to 16 MiB: a crowd of warriors starting at once (or anyone asking a few
+/// hundred times a second) is served from the process's copy, its bytes read from Redis once,
+/// and one address is limited like the public reads.
+#[tokio::test]
+async fn a_crowd_downloading_a_dictionary_reads_it_from_redis_once_and_is_limited_per_address() {
+    let app = TestApp::start_private_with(|c| {
+        c.limits.public_reads = 1;
+        c.limits.public_reads_burst = 80;
+    })
+    .await;
+    app.project("p", &[]).await;
+    let samples: Vec<Vec<u8>> = (0..2000).map(sample).collect();
+    let dict = zstd::dict::from_samples(&samples, 64 * 1024).expect("train");
+    let file = app.dir.join("dict");
+    std::fs::write(&file, &dict).unwrap();
+    let run = app.cli(&["dictionary", "set", "p", file.to_str().unwrap()], b"");
+    assert!(run.ok, "{} {}", run.out, run.err);
+    let (_, meta) = json(&app, "/dictionary?project=p").await;
+    let url = meta["url"].as_str().unwrap().to_string();
+
+    let before = redis_sent(&app).await;
+    let crowd = (0..64).map(|_| {
+        let (http, url) = (app.http.clone(), url.clone());
+        async move {
+            let r = http.get(&url).send().await.unwrap();
+            (r.status().as_u16(), r.bytes().await.unwrap().len())
+        }
+    });
+    for (status, len) in futures::future::join_all(crowd).await {
+        assert_eq!((status, len), (200, dict.len()));
+    }
+    let sent = redis_sent(&app).await - before;
+    assert!(
+        sent < 3 * dict.len() as u64,
+        "64 downloads of {} bytes made Redis send {sent} bytes",
+        dict.len()
+    );
+
+    // Past the burst, one address waits.
+    let mut limited = false;
+    for _ in 0..40 {
+        let r = app.http.get(&url).send().await.unwrap();
+        if r.status() == 429 {
+            assert!(r.headers().contains_key("retry-after"));
+            limited = true;
+            break;
+        }
+        assert_eq!(r.status(), 200);
+    }
+    assert!(limited, "the address is limited past its burst");
+}
+
 /// The panel uploads a dictionary as the CLI sets one: checked, served under a new id, audited;
 /// what is not a dictionary, too large, or sent by a read-only account changes nothing.
 #[tokio::test]

@@ -389,3 +389,133 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
         "the archive trimmed what it wrote: {left} left"
     );
 }
+
+/// Archiving failing for long, the log does not fill Redis: past its budget its oldest entries
+/// go, only folded ones, counted as lost; the panel's figures, `/metrics` and the project's
+/// offload state say so.
+#[tokio::test]
+async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_counted() {
+    use fred::prelude::*;
+    let app = TestApp::start_with(|c| c.admin_token = Some("metrics-token".into())).await;
+    const N: usize = 3_000;
+    const BUDGET: u64 = 2_000;
+    app.project("shed", &[]).await;
+    app.settings("shed", |s| s.log_keep = 1_000).await;
+    let names: Vec<String> = (0..N).map(|i| format!("s{i:05}")).collect();
+    app.store.add_items("shed", "todo", &names).await.unwrap();
+    let now = now_ms();
+    let mut claimed = Vec::with_capacity(N);
+    while claimed.len() < N {
+        claimed.extend(app.claim_items("shed", "ann", 1000, now).await);
+    }
+    let report = |item: &String| DoneReport {
+        downloader: "ann".into(),
+        version: "v1".into(),
+        ip: "192.0.2.7".into(),
+        bytes: vec![("data".into(), 1)],
+        items: vec![item.clone()],
+        ..Default::default()
+    };
+    let blocked = app.dir.join("not-a-directory");
+    std::fs::write(&blocked, b"x").unwrap();
+    let offloader =
+        server::offloader::Offloader::new(app.store.clone(), blocked).with_log_budget(BUDGET);
+    let log_len = || async {
+        let n: u64 = app
+            .store
+            .client()
+            .xlen(app.store.keys().project("shed").log())
+            .await
+            .unwrap();
+        n
+    };
+    let reports: Vec<DoneReport> = claimed.iter().map(report).collect();
+    for (i, chunk) in reports.chunks(500).enumerate() {
+        app.store
+            .done_batch("shed", chunk, now + i as u64)
+            .await
+            .unwrap();
+    }
+    // Folded (by the tracker's folder, or here), the oldest past the budget go, counted.
+    while app.store.fold("shed").await.unwrap() > 0 {}
+    assert!(
+        offloader.tick("shed", false).await.is_err(),
+        "archiving fails"
+    );
+    assert_eq!(log_len().await, BUDGET);
+    let state = app.store.offload_summary("shed").await.unwrap();
+    assert!(state.failing, "{state:?}");
+    assert_eq!(state.log_entries, BUDGET);
+    assert_eq!(state.log_lost, N as u64 - BUDGET);
+    assert_eq!(
+        app.counts("shed").await.done,
+        N as u64,
+        "every item still done once"
+    );
+    tests::panel::account(&app, "root", server::store::Role::Global, &[]).await;
+    let mut p = tests::panel::Panel::logged_in(&app, "root").await;
+    let panel = tests::panel::json(&p.get("/admin/api/shed/offload").await);
+    assert_eq!(
+        panel["log_budget"],
+        server::offloader::LOG_BUDGET,
+        "{panel}"
+    );
+    assert_eq!(panel["failing"], true, "{panel}");
+    assert_eq!(panel["log_lost"], 1000, "{panel}");
+    let metrics = app
+        .send(
+            app.http
+                .get(app.url("/metrics"))
+                .header("authorization", "Bearer metrics-token"),
+        )
+        .await;
+    assert_eq!(metrics.status, 200);
+    for line in [
+        "tracker_log_entries_lost_total{project=\"shed\"} 1000",
+        "tracker_log_entries{project=\"shed\"} 2000",
+        "tracker_offload_failing{project=\"shed\"} 1",
+    ] {
+        assert!(metrics.body.contains(line), "{line}: {}", metrics.body);
+    }
+}
+
+/// The log's budget drops only entries already folded into the figures: with the fold cursor
+/// behind, the entries after it stay, whatever the budget.
+#[tokio::test]
+async fn the_log_budget_never_drops_an_entry_not_yet_folded() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    app.project("raw", &[]).await;
+    let k = app.store.keys().project("raw");
+    let client = app.store.client();
+    for i in 1..=100u64 {
+        let _: String = client
+            .xadd(k.log(), false, None, format!("{i}-1"), ("t", i.to_string()))
+            .await
+            .unwrap();
+    }
+    let len = || async {
+        let n: u64 = client.xlen(k.log()).await.unwrap();
+        n
+    };
+    let lost = || async {
+        let n: Option<u64> = client.hget(k.stats(), "log_lost").await.unwrap();
+        n.unwrap_or(0)
+    };
+    // No fold cursor: nothing is known folded.
+    assert_eq!(app.store.shed_log("raw", 10, 1000).await.unwrap(), 0);
+    let _: () = client.hset(k.stats(), ("folded", "40-1")).await.unwrap();
+    assert_eq!(app.store.shed_log("raw", 10, 1000).await.unwrap(), 40);
+    assert_eq!((len().await, lost().await), (60, 40));
+    assert_eq!(
+        app.store.shed_log("raw", 10, 1000).await.unwrap(),
+        0,
+        "the rest is not folded"
+    );
+    let _: () = client.hset(k.stats(), ("folded", "100-1")).await.unwrap();
+    // At most `step` a call.
+    assert_eq!(app.store.shed_log("raw", 10, 30).await.unwrap(), 30);
+    assert_eq!(app.store.shed_log("raw", 10, 30).await.unwrap(), 20);
+    assert_eq!((len().await, lost().await), (10, 90));
+    assert_eq!(app.store.shed_log("raw", 10, 30).await.unwrap(), 0);
+}

@@ -349,3 +349,73 @@ async fn warrior_hqs_own_stats_and_positions_are_served() {
         "{v}"
     );
 }
+
+/// Each user agent of a network is an instance of its own, so a network could fill the fleet
+/// by changing its user agent at each update: one network holds at most
+/// `MAX_WARRIORS_PER_NETWORK` instances. A warrior whose instance cannot be recorded (its
+/// network or the fleet full) still gets the project list it runs from.
+#[tokio::test]
+async fn one_network_holds_a_bounded_share_of_the_fleet_and_every_warrior_gets_its_list() {
+    use server::store::{FleetRefusal, WarriorRecord, MAX_WARRIORS_PER_NETWORK};
+    let app = TestApp::start().await;
+    app.project("p1", &["a"]).await;
+    let now = server::store::now_ms();
+    let record = |id: u64| WarriorRecord {
+        id,
+        seen: now,
+        ..Default::default()
+    };
+    let net = "127.0.0.1";
+    for id in 1..=MAX_WARRIORS_PER_NETWORK {
+        let r = app
+            .store
+            .update_warrior(&record(id), net, now)
+            .await
+            .unwrap();
+        assert_eq!(r, Ok(()), "instance {id}");
+    }
+    let over = MAX_WARRIORS_PER_NETWORK + 1;
+    assert_eq!(
+        app.store
+            .update_warrior(&record(over), net, now)
+            .await
+            .unwrap(),
+        Err(FleetRefusal::NetworkFull)
+    );
+    assert_eq!(
+        app.store
+            .update_warrior(&record(7), net, now)
+            .await
+            .unwrap(),
+        Ok(()),
+        "an instance the network holds updates as before"
+    );
+    assert_eq!(
+        app.store
+            .update_warrior(&record(over), "192.0.2.9", now)
+            .await
+            .unwrap(),
+        Ok(()),
+        "another network is not held back"
+    );
+    assert_eq!(recorded(&app).await.len() as u64, over);
+    // Over HTTP from the full network (127.0.0.1): answered with the list, not recorded.
+    let (status, v) = post(
+        &app,
+        "/api/update.json",
+        update("", "d", "auto", serde_json::Value::Null),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v["projects"].is_array(), "the project list: {v}");
+    assert_eq!(recorded(&app).await.len() as u64, over, "not recorded");
+    // Once the network's instances fall silent, it is served and counted again.
+    let later = now + server::store::FLEET_TTL_MS + 1;
+    assert_eq!(
+        app.store
+            .update_warrior(&record(over + 1), net, later)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+}

@@ -470,3 +470,44 @@ async fn check_finds_items_in_redis_and_on_disk_and_on_two_segments() {
         check.err
     );
 }
+
+/// A registry entry this version cannot read (damaged, or written by a newer version) does not
+/// make its file an orphan: the sweep keeps every file the registry names.
+#[tokio::test]
+async fn a_segment_whose_registry_entry_does_not_parse_is_kept_by_the_sweep() {
+    use fred::prelude::*;
+    let app = TestApp::start().await;
+    project(&app, "reg", 2000, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 0;
+        s.segment_items = 1000;
+    })
+    .await;
+    assert_eq!(complete_all(&app, "reg").await, 2000);
+    let o = offloader(&app);
+    settle(&o, "reg").await;
+    let k = app.store.keys().project("reg");
+    let ids: Vec<String> = app.store.client().hkeys(k.segs()).await.unwrap();
+    assert!(!ids.is_empty(), "segments written");
+    let _: () = app
+        .store
+        .client()
+        .hset(k.segs(), (ids[0].as_str(), "{not an entry"))
+        .await
+        .unwrap();
+    // Old enough to be swept if it were an orphan.
+    let dir = app.store.offload_dir().join("reg");
+    let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        std::fs::File::options()
+            .write(true)
+            .open(entry.unwrap().path())
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    assert_eq!(o.sweep("reg").await.unwrap(), 0, "nothing swept");
+    for id in &ids {
+        assert!(dir.join(format!("{id}.seg")).exists(), "{id} kept");
+    }
+}

@@ -22,7 +22,7 @@ fn operations(doc: &Value) -> Vec<(String, String)> {
 fn concrete(path: &str) -> String {
     path.replace("{slug}", "p")
         .replace("{multi}", "multi=2")
-        .replace("{*item}", "a.json")
+        .replace("{item}", "a.json")
         .replace("{key}", "p-nokey")
         .split('/')
         .map(|seg| {
@@ -60,7 +60,7 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
         ("post", "/{slug}/release"),
         ("post", "/{slug}/upload"),
         ("post", "/{slug}/uploaded"),
-        ("get", "/{slug}/items/{*item}"),
+        ("get", "/{slug}/items/{item}"),
         ("post", "/backfeed/legacy/{key}"),
         ("post", "/api/register.json"),
         ("post", "/api/update.json"),
@@ -69,6 +69,27 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
         ("get", "/metrics"),
     ] {
         assert!(has(method, path), "{method} {path} is not described");
+    }
+    // Each parameter a path names is declared by its operations (a schema-driven client
+    // builds the URL from them).
+    for (method, path) in &ops {
+        let declared: Vec<&str> = doc["paths"][path][method]["parameters"]
+            .as_array()
+            .map(|ps| {
+                ps.iter()
+                    .filter(|p| p["in"] == "path")
+                    .filter_map(|p| p["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for part in path.split('/') {
+            if let Some(name) = part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                assert!(
+                    declared.contains(&name),
+                    "{method} {path}: path parameter {name} not declared ({declared:?})"
+                );
+            }
+        }
     }
     let claim = &doc["paths"]["/{slug}/request"]["post"];
     assert_eq!(claim["tags"][0], "warrior");

@@ -223,9 +223,17 @@ pub(super) async fn every_script(app: &TestApp) {
     let figures = store.import_figures("p1", 0, 0).await.unwrap();
     assert_eq!(figures.done_gap, 0);
     store.check("p1").await.unwrap();
+    // A plain write guarded by the project's existence, and the log's budget.
+    flush().await;
+    store
+        .record_upload("p1", &serde_json::json!({"uploader": "alice"}))
+        .await
+        .unwrap();
+    flush().await;
+    assert_eq!(store.shed_log("p1", 1_000_000, 10).await.unwrap(), 0);
     assert_eq!(
         store.scripts().all().len(),
-        26,
+        28,
         "every script is exercised above"
     );
 }

@@ -151,6 +151,19 @@ pub struct OffloadState {
     pub error_t: Option<u64>,
     /// Whether a process holds the offload lease now.
     pub leased: bool,
+    /// Whether the offloader's last round for this project failed (`error` says how).
+    #[serde(default)]
+    pub failing: bool,
+    /// Completion log entries in Redis now (they leave it once archived).
+    #[serde(default)]
+    pub log_entries: u64,
+    /// Log entries dropped unarchived: archiving failed while the log passed its budget.
+    #[serde(default)]
+    pub log_lost: u64,
+    /// The most log entries kept in Redis while archiving fails (`TRACKER_LOG_BUDGET`; 0 in
+    /// the public figures).
+    #[serde(default)]
+    pub log_budget: u64,
 }
 
 /// The done policies.

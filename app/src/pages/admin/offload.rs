@@ -32,6 +32,11 @@ pub fn OnDisk(slug: String, bulk: Bulk) -> impl IntoView {
                     ("Items waiting on disk", thousands(o.todo_on_disk)),
                     ("Segment files", format!("{} ({})", thousands(o.segments), bytes(o.bytes))),
                     ("Log archive files", format!("{} ({})", thousands(o.log_files), bytes(o.log_bytes))),
+                    ("Log entries in Redis", format!(
+                        "{} (they leave Redis once archived; at most {} while archiving fails)",
+                        thousands(o.log_entries), thousands(o.log_budget),
+                    )),
+                    ("Log entries lost", thousands(o.log_lost)),
                     ("Last run", o.last_run.map_or("never".into(), |t| format!("{} ago", api::age(t)))),
                     ("Lease", if o.leased { "held by a tracker process".into() } else { "free".into() }),
                 ];
@@ -41,6 +46,14 @@ pub fn OnDisk(slug: String, bulk: Bulk) -> impl IntoView {
                             <tr><th scope="row">{k}</th><td>{v}</td></tr>
                         }).collect_view()}
                     </tbody></table>
+                    {o.failing.then(|| view! {
+                        <p class="error" role="alert">
+                            "Archiving is failing: the completion log stays in Redis ("
+                            {thousands(o.log_entries)} " entries) until the archive directory can \
+                             be written again; past " {thousands(o.log_budget)}
+                            " entries its oldest are dropped and counted as lost."
+                        </p>
+                    })}
                     {(!o.error.is_empty()).then(|| view! {
                         <p class="error" role="alert">
                             "Last failure" {o.error_t.map(|t| format!(" ({} ago)", api::age(t)))} ": " {o.error.clone()}

@@ -483,4 +483,57 @@ mod tests {
         let (r, _) = split_records("a\u{2028}b\u{2028}".as_bytes(), wide, &p).unwrap();
         assert_eq!(r.len(), 2);
     }
+
+    proptest::proptest! {
+        /// Any body under any encoding: decoded within the caps or refused with a 4xx, never
+        /// a panic; what is split is within the record and item bounds.
+        #[test]
+        fn any_body_is_decoded_within_its_caps_and_split_within_bounds(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..2000),
+            encoding in proptest::sample::select(vec![Encoding::Identity, Encoding::Gzip, Encoding::Zstd]),
+            delimiter in proptest::sample::select(vec!['\n', '\0', ',']),
+            separator in proptest::option::of(proptest::sample::select(vec!['\t', ' ', '|'])),
+        ) {
+            let caps = Caps { decoded: 4096, ratio: 10 };
+            match decode(encoding, Bytes::from(body), caps) {
+                Ok(decoded) => {
+                    proptest::prop_assert!(decoded.len() as u64 <= caps.decoded);
+                    let format = Format { delimiter, separator, max_records: 50, max_item: 64 };
+                    match split_records(&decoded, format, &Patterns::default()) {
+                        Ok((records, _)) => proptest::prop_assert!(records.len() <= 50),
+                        Err(ApiError::Client(s, _)) => proptest::prop_assert!(s.is_client_error()),
+                        Err(e) => proptest::prop_assert!(false, "{e}"),
+                    }
+                }
+                Err(ApiError::Client(s, _)) => proptest::prop_assert!(s.is_client_error()),
+                Err(e) => proptest::prop_assert!(false, "{e}"),
+            }
+        }
+
+        /// A real compressed body with random bytes changed: the same.
+        #[test]
+        fn mutated_compressed_bodies_are_decoded_or_refused(
+            text in "[a-z\n]{0,3000}",
+            flips in proptest::collection::vec((proptest::num::usize::ANY, proptest::num::u8::ANY), 1..8),
+            zstd_encoded in proptest::bool::ANY,
+        ) {
+            let mut packed = if zstd_encoded {
+                zstd::bulk::compress(text.as_bytes(), 3).unwrap()
+            } else {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(text.as_bytes()).unwrap();
+                gz.finish().unwrap()
+            };
+            for (at, b) in flips {
+                let n = packed.len();
+                packed[at % n] ^= b;
+            }
+            let encoding = if zstd_encoded { Encoding::Zstd } else { Encoding::Gzip };
+            match decode(encoding, Bytes::from(packed), Caps { decoded: 8192, ratio: 100 }) {
+                Ok(d) => proptest::prop_assert!(d.len() <= 8192),
+                Err(ApiError::Client(s, _)) => proptest::prop_assert!(s.is_client_error()),
+                Err(e) => proptest::prop_assert!(false, "{e}"),
+            }
+        }
+    }
 }

@@ -163,6 +163,17 @@ local function parse_settings(s)
   end
   return c
 end
+-- A script writes into a project only while the project's `meta` hash exists: destroying a
+-- project deletes `meta` first and then sweeps its other keys (Store::destroy_project), so a
+-- write that would come after the sweep passed its key, and be left behind for a project made
+-- again with the slug, is refused instead. The error reply `NOPROJECT ...` is
+-- StoreError::NoProject in the tracker (nothing written: call it before the first write).
+local function no_project()
+  error({ err = 'NOPROJECT the project does not exist (destroyed)' })
+end
+local function must_exist(prefix)
+  if rcall('EXISTS', prefix .. 'meta') == 0 then no_project() end
+end
 local settings_kept, settings_n = {}, 0
 local function project_settings(meta, now)
   local stamp = rcall('HGET', meta, SET.stamp)

@@ -26,10 +26,11 @@
   Output: number of items added (or that would be); -1 when the segments changed since the
   caller read them (an item may have moved between Redis and disk): nothing changed, check again.
   Events: none.
-  Uses: Q, queue_groups, queue_scorer, count_known, bulk, bulk_read, SET.
+  Uses: must_exist, Q, queue_groups, queue_scorer, count_known, bulk, bulk_read, SET.
 ]]
 local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, queue, counting = ARGV[1], ARGV[2], ARGV[3] == 'count'
+must_exist(prefix)
 if (rcall('HGET', KEYS[7], 'gen') or '0') ~= ARGV[4] then return -1 end
 local m = rcall('HMGET', meta, SET.queues, SET.fifo)
 local groups, fifo = queue_groups(m[1]), m[2] == '1'

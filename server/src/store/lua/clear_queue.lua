@@ -14,10 +14,11 @@
 
   Output: number of items dropped (or that would be).
   Events: none.
-  Uses: queue_groups, count_known, bulk, bulk_read, SET.
+  Uses: must_exist, queue_groups, count_known, bulk, bulk_read, SET.
 ]]
 local meta, stats, decay = KEYS[1], KEYS[2], KEYS[3]
 local prefix, queue, dry = ARGV[1], ARGV[2], ARGV[3] == '1'
+must_exist(prefix)
 
 local count = 0
 local scored = (not dry and rcall('EXISTS', decay) == 1) and rcall('HKEYS', decay) or {}

@@ -69,7 +69,7 @@
                                           changed
   Log entries: fields t (now), d, ip, ua, v, items (JSON array of the newly done), claimed
   (JSON array of their claim times, 0 unknown), bytes (JSON object domain -> bytes), id.
-  Uses: Q, ST, project_settings, int_of, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
+  Uses: Q, ST, project_settings, no_project, int_of, find_in_queues, stat, flush_stats, bulk, bulk_read, hincr_many,
   timeline_line, timeline_many, decode_claim, claim_line, leave_claim, blocked, int_text.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
@@ -195,6 +195,7 @@ local function read_call(KEYS, ARGV)
   now_text = ARGV[1]   -- `now` as Redis takes it (see _lib: numbers as text)
   minute = string.format('%d', now / 60000)
   cfg = project_settings(meta, now)   -- kept across calls while meta's stamp holds
+  if not cfg.exists then no_project() end
   local all
   reps, all = read_reports(ARGV)
   state, claim_of = locate(all)

@@ -58,12 +58,13 @@
   Events: one per entry, with the downloader's totals after it (`dl_items`, `dl_bytes`), the
   project's counts and its `seq`, published as one message on KEYS[8] joined by ',' (parse as
   `[` .. `]`); the run's last T pushed on KEYS[7].
-  Uses: K, bulk, bulk_read, hincr_many, stat, flush_stats.
+  Uses: must_exist, K, bulk, bulk_read, hincr_many, stat, flush_stats.
 ]]
 local stats, dl_items, dl_bytes, dl_version, dl_seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local seq_key, history, events, log, month_uniques = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local tally = KEYS[11]
 local prefix, from, to = ARGV[1], ARGV[2], ARGV[3]
+must_exist(prefix)
 local nentries, nitems, minute = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local history_len = tonumber(ARGV[8])
 local day = math.floor(minute / 1440)

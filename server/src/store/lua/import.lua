@@ -36,11 +36,12 @@
   Output: 'claims' and 'done': the number of items added (the others were known already);
           'figures': JSON {"done_items":"n","done_gap":"n","dl_gap":"n"}.
   Events: none.
-  Uses: queue_groups, count_known, zset_sum, bulk, bulk_read, hincr_many, SET.
+  Uses: must_exist, queue_groups, count_known, zset_sum, bulk, bulk_read, hincr_many, SET.
 ]]
 local meta, out, claims, done, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, stats, dl_items = KEYS[6], KEYS[7], KEYS[8]
 local prefix, mode = ARGV[1], ARGV[2]
+must_exist(prefix)
 local npersonal = tonumber(ARGV[3])
 local first = 4 + npersonal
 

@@ -13,10 +13,11 @@
 
   Output: number of items moved.
   Events: none.
-  Uses: queue_scorer, SET.
+  Uses: must_exist, queue_scorer, SET.
 ]]
 local qseq, meta = KEYS[1], KEYS[2]
 local prefix = ARGV[1]
+must_exist(prefix)
 local fifo = rcall('HGET', meta, SET.fifo) == '1'
 
 local n = (#ARGV - 1) / 3

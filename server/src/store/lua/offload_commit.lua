@@ -30,9 +30,10 @@
   {"err":"stale","item":s} (an item left its place since it was read, the segment is
   registered already, or the deadline passed: item is then the segment id; nothing changed).
   Events: none.
-  Uses: bulk, bulk_read.
+  Uses: must_exist, bulk, bulk_read.
 ]]
 local lease, segs, offload, stats, done, tl, part = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+must_exist(string.sub(stats, 1, -#'stats' - 1))   -- the project's prefix
 local token, id, entry, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if rcall('GET', lease) ~= token then return cjson.encode({ err = 'lease' }) end
 if rcall('HEXISTS', segs, id) == 1 then return cjson.encode({ err = 'stale', item = id }) end

@@ -22,9 +22,10 @@
   Output: JSON {"restored":n} (the segment's new count), or a refusal: {"err":"lease"},
   {"err":"stale","item":id} (the segment is gone or its count differs; nothing changed).
   Events: none.
-  Uses: bulk.
+  Uses: must_exist, bulk.
 ]]
 local lease, segs, restored, offload, stats, part = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+must_exist(string.sub(stats, 1, -#'stats' - 1))   -- the project's prefix
 local token, id, from, total = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 if rcall('GET', lease) ~= token then return cjson.encode({ err = 'lease' }) end
 if rcall('HEXISTS', segs, id) == 0 or (tonumber(rcall('HGET', restored, id)) or 0) ~= from then

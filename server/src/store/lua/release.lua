@@ -28,11 +28,12 @@
   "other_pipeline" (the claim is a pipeline's, and the caller is not it), as the refusals of
   other scripts spell them. An item named twice is answered once.
   Events: none.
-  Uses: ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
+  Uses: must_exist, ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
 ]]
 local out, claims, dl_claims, tl, todo, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, who, admin, ip = tonumber(ARGV[1]), ARGV[2], ARGV[3] == '1', ARGV[4]
 local pipeline, prefix = ARGV[5] or '', ARGV[6]
+must_exist(prefix)
 
 -- Every check first.
 local released, refused, passed, seen = {}, {}, {}, {}

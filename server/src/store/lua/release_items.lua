@@ -17,10 +17,11 @@
 
   Output: number of items released.
   Events: none.
-  Uses: ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
+  Uses: must_exist, ST, decode_claim, timeline_line, leave_claim, stat, flush_stats.
 ]]
 local out, claims, dl_claims, tl, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, now, who = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+must_exist(prefix)
 
 local released = 0
 for i = 4, #ARGV, 3 do

@@ -17,10 +17,11 @@
 
   Output: number of items requeued or dropped.
   Events: none.
-  Uses: count_known, timeline.
+  Uses: must_exist, count_known, timeline.
 ]]
 local failed, attempts, tl, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, now, who, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+must_exist(prefix)
 
 local n, dropped = 0, 0
 for i = 5, #ARGV, 2 do

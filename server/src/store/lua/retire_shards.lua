@@ -15,10 +15,11 @@
 
   Output: JSON {"retired":[the parts retired]}.
   Events: none.
-  Uses: Q, queue_groups, new_stamp, SET.
+  Uses: must_exist, Q, queue_groups, new_stamp, SET.
 ]]
 local meta, segs = KEYS[1], KEYS[2]
 local prefix = ARGV[1]
+must_exist(prefix)
 local order = rcall('HGET', meta, SET.queues)
 if not order then return cjson.encode({ retired = {} }) end
 local declared = {}

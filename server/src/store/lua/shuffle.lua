@@ -15,9 +15,10 @@
 
   Output: number of items scored (0 in FIFO projects, whose scores are already their order).
   Events: none.
-  Uses: queue_scorer, SET.
+  Uses: no_project, queue_scorer, SET.
 ]]
 local qseq, meta = KEYS[1], KEYS[2]
+if rcall('EXISTS', meta) == 0 then no_project() end
 local key = ARGV[1]
 if rcall('HGET', meta, SET.fifo) == '1' then return 0 end
 local score = queue_scorer(qseq, #ARGV - 1, false)

@@ -16,9 +16,10 @@
   ARGV[5..] the counters' codes
 
   Output: the last minute tallied after this call.
-  Uses: K, bulk_read, hincr_many.
+  Uses: must_exist, K, bulk_read, hincr_many.
 ]]
 local tally, prefix = KEYS[1], ARGV[1]
+must_exist(prefix)
 local upto, budget, start = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local codes = {}
 for i = 5, #ARGV do codes[#codes + 1] = ARGV[i] end
