@@ -3,14 +3,14 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 export PATH := $(CURDIR)/tools/binaryen/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test build tools tools-test lint unit e2e bench chaos
+.PHONY: run test build test-build tools tools-test lint unit e2e bench chaos
 
 ## make run: install what is missing, build (release), serve on http://127.0.0.1:8080
 run: tools build
 	exec ./target/release/tracker serve
 
 ## make test: install what is missing, then lint, unit + integration tests, browser tests
-test: tools-test lint build unit e2e
+test: tools-test lint test-build unit e2e
 
 tools:
 	@scripts/install-tools.sh build
@@ -29,12 +29,21 @@ lint:
 	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 	cargo clippy -p frontend --target wasm32-unknown-unknown --features admin -- -D warnings
 
-# The integration tests run the release binary `build` has just made (TRACKER_BIN).
+# What the tests run: the tests and the tracker binary in one build of the tests' profile
+# (every dependency compiled once for both; no release build of the server), and the site's
+# Wasm bundles, stylesheet and assets as `build` makes them.
+TEST_BIN := $(CURDIR)/target/debug/tracker
+test-build:
+	cargo build --all-targets -p app -p server -p tests
+	TRACKER=$(TEST_BIN) scripts/build-site.sh
+
+# The integration and browser tests run that binary (TRACKER_BIN).
 unit:
-	TRACKER_BIN=$(CURDIR)/target/release/tracker cargo test -p app -p server -p tests
+	cargo build --all-targets -p app -p server -p tests
+	TRACKER_BIN=$(TEST_BIN) cargo test -p app -p server -p tests
 
 e2e:
-	cd end2end && npx playwright test
+	cd end2end && TRACKER_BIN=$(TEST_BIN) npx playwright test
 
 ## make bench: the load generator (not part of make test); see bench/README.md
 bench: tools build

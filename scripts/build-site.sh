@@ -17,7 +17,12 @@ site="$root/target/site"
 pkg="$site/pkg"
 front="$root/target/front"
 
-cargo build --release --package=server --bin=tracker
+# TRACKER: a tracker binary built already (`make test` builds it with the tests, in their
+# profile, sharing their dependencies); by default the release build made here.
+if [ -z "${TRACKER:-}" ]; then
+  cargo build --release --package=server --bin=tracker
+  TRACKER="$root/target/release/tracker"
+fi
 
 # $1: the bundle's name; $2: the crate's features.
 wasm() {
@@ -35,4 +40,4 @@ wasm tracker hydrate
 wasm admin hydrate,admin
 cp style/main.css "$pkg/tracker.css"
 cp -r public/. "$site/"
-./target/release/tracker precompress "$pkg"
+"$TRACKER" precompress "$pkg"

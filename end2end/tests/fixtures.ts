@@ -1,5 +1,5 @@
-// A fixture that runs the real tracker binary (release build, as `make run` builds it) on a free
-// port with its own private redis-server under a temporary data directory.
+// A fixture that runs the real tracker binary (TRACKER_BIN: `make test` sets the build it tests with; else the
+// release build `make run` uses) on a free port with its own private redis-server under a temporary data directory.
 import { test as base, expect, type Page } from '@playwright/test';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
