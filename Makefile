@@ -31,11 +31,11 @@ lint:
 
 # What the tests run: the tests and the tracker binary in one build of the tests' profile
 # (every dependency compiled once for both; no release build of the server), and the site's
-# Wasm bundles, stylesheet and assets as `build` makes them.
+# Wasm bundles (the same code, built fast: profile `wasm-test`), stylesheet and assets.
 TEST_BIN := $(CURDIR)/target/debug/tracker
 test-build:
 	cargo build --all-targets -p app -p server -p tests
-	TRACKER=$(TEST_BIN) scripts/build-site.sh
+	TRACKER=$(TEST_BIN) WASM_PROFILE=wasm-test scripts/build-site.sh
 
 # The integration and browser tests run that binary (TRACKER_BIN).
 unit:

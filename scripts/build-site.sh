@@ -24,15 +24,21 @@ if [ -z "${TRACKER:-}" ]; then
   TRACKER="$root/target/release/tracker"
 fi
 
+# WASM_PROFILE: `wasm-release` (the default: small, LTO, then wasm-opt -Oz) or `wasm-test`
+# (`make test`: the same code built fast, without wasm-opt).
+wasm_profile="${WASM_PROFILE:-wasm-release}"
+
 # $1: the bundle's name; $2: the crate's features.
 wasm() {
   local name="$1" features="$2"
   cargo build --package=frontend --lib --target-dir="$front" --target=wasm32-unknown-unknown \
-    --no-default-features --features="$features" --profile=wasm-release
+    --no-default-features --features="$features" --profile="$wasm_profile"
   wasm-bindgen --target=web --out-name="$name" --out-dir="$pkg" \
-    "$front/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+    "$front/wasm32-unknown-unknown/$wasm_profile/frontend.wasm"
   mv "$pkg/${name}_bg.wasm" "$pkg/$name.wasm"
-  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$pkg/$name.wasm" -o "$pkg/$name.wasm"
+  if [ "$wasm_profile" = wasm-release ]; then
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$pkg/$name.wasm" -o "$pkg/$name.wasm"
+  fi
   echo "$name Wasm: $(gzip -9 -c "$pkg/$name.wasm" | wc -c) B gzip -9"
 }
 mkdir -p "$pkg"

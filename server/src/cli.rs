@@ -484,7 +484,9 @@ async fn run_project(store: &Store, cli: &Actor, command: ProjectCommand) -> Res
                     serde_json::to_string_pretty(&current).unwrap_or_default()
                 );
             } else {
-                let updated = ops::listing::apply_changes(&current, &changes)?;
+                let mut updated = ops::listing::apply_changes(&current, &changes)?;
+                // The operator's command line is a global admin's: what it saves is approved.
+                updated.approved = Some(updated.repository.clone());
                 ops::listing::save(store, cli, &slug, &current, &updated).await?;
                 outln!("updated the listing of {slug}");
             }

@@ -167,21 +167,34 @@ pub fn entry(
     listing: &Listing,
     base: &str,
 ) -> Option<Value> {
-    if !listing.listed || listing.repository.is_empty() {
+    // Listed, with its repository approved by a global admin.
+    if !listing.offered() {
+        return None;
+    }
+    // Saved by an earlier version, before the rule: not sent to the fleet until mended.
+    if let Some(why) = crate::ops::listing::url_problem("repository", listing.served_repository()?)
+    {
+        tracing::warn!(
+            slug,
+            why,
+            "a listed project's repository is refused; left out of the list"
+        );
         return None;
     }
     let mut e = Map::new();
     e.insert("name".into(), slug.into());
     e.insert("title".into(), title.into());
     e.insert("description".into(), description.into());
-    e.insert("repository".into(), listing.repository.as_str().into());
+    let repository = listing.served_repository().unwrap_or_default();
+    e.insert("repository".into(), repository.into());
     for (field, value) in [
         ("logo", &listing.logo),
         ("marker_html", &listing.marker_html),
         ("deadline", &listing.deadline),
         ("host", &listing.host),
     ] {
-        if !value.is_empty() {
+        let refused = field == "logo" && crate::ops::listing::url_problem(field, value).is_some();
+        if !value.is_empty() && !refused {
             e.insert(field.into(), value.as_str().into());
         }
     }
@@ -249,7 +262,15 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
             weight: listing.weight,
         });
     }
-    projects.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.slug.cmp(&b.slug)));
+    // The order of the choice: the global admins' priority, then their weight among auto
+    // Warriors (higher first); only then the slug, among projects whose listing a global admin
+    // approved (`Listing::offered`).
+    projects.sort_by(|a, b| {
+        a.priority
+            .cmp(&b.priority)
+            .then(b.weight.cmp(&a.weight))
+            .then(a.slug.cmp(&b.slug))
+    });
     let ours: HashSet<&str> = slugs.iter().map(String::as_str).collect();
     let mut list: Vec<Value> = projects.iter().filter_map(|p| p.entry.clone()).collect();
     // Entries saved by hand for projects of other trackers follow ours.

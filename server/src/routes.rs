@@ -173,10 +173,12 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(unrouted);
 
-    let admin = admin.layer(axum::middleware::from_fn_with_state(
-        state.read_cache.clone(),
-        crate::read_cache::forget_after_change,
-    ));
+    let admin = admin
+        .layer(axum::middleware::from_fn_with_state(
+            state.read_cache.clone(),
+            crate::read_cache::forget_after_change,
+        ))
+        .layer(axum::middleware::map_response(no_store));
 
     // Each route group's gate (`crate::gate`): its requests counted and timed for `/metrics`,
     // the warrior calls and the live feeds refused at once while Redis does not answer. Every
@@ -419,4 +421,14 @@ async fn redirect_or_file(
         .oneshot(req)
         .await
         .into_response()
+}
+
+/// The admin API's answers carry secrets (a new token's secret, backfeed keys, the session's
+/// CSRF token) and what only admins see: never kept by a browser's cache or a proxy.
+async fn no_store(mut resp: axum::response::Response) -> axum::response::Response {
+    resp.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    resp
 }

@@ -57,6 +57,18 @@ impl Caller {
     }
 
     /// 403 unless the caller is a global admin.
+    /// 403 for a call made with an API token or the admin token: accounts and tokens are
+    /// managed from a logged-in session only, so that a leaked token cannot make itself lasting
+    /// access (an account of its own, more tokens, a password it knows).
+    pub fn must_use_session(&self) -> ApiResult<()> {
+        if self.token.is_some() || self.name == TOKEN_CALLER {
+            return Err(ApiError::forbidden(
+                "Accounts and tokens are managed from a logged-in session, not with a token.",
+            ));
+        }
+        Ok(())
+    }
+
     pub fn must_be_global(&self) -> ApiResult<()> {
         match self.role {
             Role::Global => Ok(()),

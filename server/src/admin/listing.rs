@@ -83,6 +83,23 @@ pub async fn save_listing(
             )
         })?;
     }
+    // What the fleet runs is a global admin's to approve: a global admin's save approves the
+    // repository it saves; another's change of `listed` or `repository` waits for one.
+    let mut listing = listing;
+    let global = caller.must_be_global().is_ok();
+    listing.approved = if global {
+        Some(listing.repository.clone())
+    } else if listing.listed == before.listed && listing.repository == before.repository {
+        before.approved.clone()
+    } else {
+        // What was approved before: a listing saved before approvals that was offered had its
+        // repository approved by being offered.
+        Some(match &before.approved {
+            Some(a) => a.clone(),
+            None if before.offered() => before.repository.clone(),
+            None => String::new(),
+        })
+    };
     crate::ops::listing::save(&state.store, &caller.actor(), &slug, &before, &listing).await?;
     listing_of(&state, &headers, &slug).await.map(Json)
 }
@@ -99,13 +116,17 @@ pub async fn show_auto(
     _caller: Caller,
     headers: HeaderMap,
 ) -> ApiResult<Json<AutoProject>> {
-    auto_of(&state, &headers).await.map(Json)
+    auto_of(&state, &headers, false).await.map(Json)
 }
 
-async fn auto_of(state: &AppState, headers: &HeaderMap) -> ApiResult<AutoProject> {
+/// What "auto" Warriors run now; recorded (and audited when it changed) only after a change
+/// of the pin: a read writes nothing (the list's refresher records what changes by itself).
+async fn auto_of(state: &AppState, headers: &HeaderMap, record: bool) -> ApiResult<AutoProject> {
     let generated = project_list::generate(&state.store, &state.config.base_url(headers)).await?;
     let chosen = generated.choose(None);
-    project_list::record_auto(&state.store, &generated, chosen.as_deref()).await?;
+    if record {
+        project_list::record_auto(&state.store, &generated, chosen.as_deref()).await?;
+    }
     Ok(generated.auto_project(chosen))
 }
 
@@ -147,5 +168,5 @@ pub async fn pin_auto(
             detail,
         )
         .await?;
-    auto_of(&state, &headers).await.map(Json)
+    auto_of(&state, &headers, true).await.map(Json)
 }

@@ -28,6 +28,7 @@ pub async fn list_users(
     caller: Caller,
 ) -> ApiResult<Json<Vec<AccountInfo>>> {
     caller.must_be_global()?;
+    caller.must_use_session()?;
     let accounts = state.store.accounts().await?;
     Ok(Json(accounts.iter().map(Account::info).collect()))
 }
@@ -45,6 +46,7 @@ pub async fn create_user(
     Json(req): Json<UserChange>,
 ) -> ApiResult<(StatusCode, Json<AccountInfo>)> {
     caller.must_be_global()?;
+    caller.must_use_session()?;
     let password = req
         .password
         .ok_or_else(|| ApiError::bad_request("A new account needs a password."))?;
@@ -77,6 +79,7 @@ pub async fn update_user(
     Json(req): Json<UserChange>,
 ) -> ApiResult<Json<AccountInfo>> {
     caller.must_be_global()?;
+    caller.must_use_session()?;
     let change = accounts::AccountChange {
         role: req.role,
         projects: req.projects,
@@ -100,6 +103,7 @@ pub async fn delete_user(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     caller.must_be_global()?;
+    caller.must_use_session()?;
     let name = name.to_lowercase();
     let account = state
         .store

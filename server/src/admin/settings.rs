@@ -72,7 +72,8 @@ async fn project_admins(state: &AppState, slug: &str) -> ApiResult<Vec<String>> 
 }
 
 /// `wanted` as sorted lowercase names, each a project-admin account, or why not.
-async fn check_admins(state: &AppState, wanted: &[String]) -> ApiResult<Vec<String>> {
+/// Account names as stored: trimmed, lowercase, sorted, each once.
+fn normalised_names(wanted: &[String]) -> Vec<String> {
     let mut names: Vec<String> = wanted
         .iter()
         .map(|n| n.trim().to_lowercase())
@@ -80,6 +81,11 @@ async fn check_admins(state: &AppState, wanted: &[String]) -> ApiResult<Vec<Stri
         .collect();
     names.sort();
     names.dedup();
+    names
+}
+
+async fn check_admins(state: &AppState, wanted: &[String]) -> ApiResult<Vec<String>> {
+    let names = normalised_names(wanted);
     for name in &names {
         match state.store.account(name).await? {
             None => return Err(ApiError::bad_request(format!("No account {name:?}."))),
@@ -148,16 +154,17 @@ pub async fn save_settings(
     let before = known_project(&state, &slug).await?;
     let settings = ops::settings::check(req.settings)?;
     // Checked before anything is saved: a bad account name changes nothing.
+    // A change of the list is a global admin's, checked before the names are looked up: a
+    // project admin learns nothing of other accounts from the answer.
     let admins = match req.admins {
         Some(wanted) => {
-            let wanted = check_admins(&state, &wanted).await?;
             let mut current = project_admins(&state, &slug).await?;
             current.sort();
-            if current == wanted {
+            if current == normalised_names(&wanted) {
                 None
             } else {
                 caller.must_be_global()?;
-                Some(wanted)
+                Some(check_admins(&state, &wanted).await?)
             }
         }
         None => None,

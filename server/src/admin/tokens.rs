@@ -20,14 +20,9 @@ use axum::{
 /// Tokens one account may hold.
 const MAX_TOKENS: usize = 20;
 
-/// 403 for calls made with a token.
+/// 403 for calls made with a token (an account's or the admin token).
 fn needs_session(caller: &Caller) -> ApiResult<()> {
-    match caller.token {
-        Some(_) => Err(ApiError::forbidden(
-            "Tokens are managed from a logged-in session.",
-        )),
-        None => Ok(()),
-    }
+    caller.must_use_session()
 }
 
 /// `GET /admin/api/tokens`: the caller's tokens (never their secrets).

@@ -138,12 +138,23 @@ pub async fn update(
         changed.push(format!("projects={}", projects.join(",")));
         account.projects = projects;
     }
+    let new_password = change.password.is_some();
     if let Some(password) = change.password {
         // Ends the account's sessions: whoever knew the old password is logged out.
         account.set_password_hash(hash_password(password).await?);
         changed.push("password".into());
     }
     store.save_account(&account).await?;
+    if new_password {
+        // And its API tokens: a token made by whoever had the account dies with its password.
+        let tokens = store.tokens(&name).await?;
+        for t in &tokens {
+            store.revoke_token(&name, &t.id).await?;
+        }
+        if !tokens.is_empty() {
+            changed.push(format!("tokens_revoked={}", tokens.len()));
+        }
+    }
     let detail = format!("{name} {}", changed.join(" "));
     actor.record(store, "user.update", "", 1, detail).await?;
     Ok(account)

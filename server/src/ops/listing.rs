@@ -12,6 +12,46 @@ pub const MAX_MARKER: usize = 4096;
 /// The largest weight among "auto" Warriors.
 pub const MAX_WEIGHT: u32 = 1000;
 
+/// Why `url` may not be a listing's URL `name` (`None`: it may): an `https://` URL (a logo may
+/// also be `http://`) with a host, without spaces, control characters or quotes, at most
+/// [`MAX_URL`] bytes. The Warrior runs `git clone REPOSITORY DIR` with the repository as given
+/// (seesaw-kit `seesaw/warrior.py`, warrior4's runner): anything but a plain https URL (a
+/// leading `-` is read by git as an option, `ext::` runs a command, `file://` reads the
+/// volunteer's disk) would be code or access on every volunteer's machine. Checked when a
+/// listing is saved and again when the project list is made.
+pub fn url_problem(name: &str, url: &str) -> Option<String> {
+    if url.len() > MAX_URL {
+        return Some(format!("{name} is at most {MAX_URL} bytes"));
+    }
+    let schemes: &[&str] = if name == "repository" {
+        &["https://"]
+    } else {
+        &["https://", "http://"]
+    };
+    let Some(rest) = schemes.iter().find_map(|s| url.strip_prefix(s)) else {
+        return Some(format!(
+            "{name} must be a URL starting with {}",
+            schemes.join(" or ")
+        ));
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_ok = !host.is_empty()
+        && !host.starts_with(['-', '.'])
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+    if !host_ok {
+        return Some(format!("{name} must name a host (https://HOST/...)"));
+    }
+    if url
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '\'' | '`' | '\\'))
+    {
+        return Some(format!("{name} must be a URL without spaces or quotes"));
+    }
+    None
+}
+
 /// `listing` with its HTML sanitised, or why it cannot be saved.
 pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
     for (name, url) in [
@@ -19,13 +59,8 @@ pub fn check_listing(mut listing: Listing) -> Result<Listing, String> {
         ("logo", &mut listing.logo),
     ] {
         *url = url.trim().to_string();
-        if url.len() > MAX_URL {
-            return Err(format!("{name} is at most {MAX_URL} bytes"));
-        }
-        if !url.is_empty()
-            && (!url.contains("://") || url.chars().any(|c| c.is_whitespace() || c.is_control()))
-        {
-            return Err(format!("{name} must be a URL without spaces"));
+        if let Some(why) = (!url.is_empty()).then(|| url_problem(name, url)).flatten() {
+            return Err(why);
         }
     }
     listing.deadline = listing.deadline.trim().to_string();
@@ -117,6 +152,9 @@ pub async fn save(
     } else {
         "not listed".into()
     };
+    if new.pending() {
+        detail.push_str(" (waiting for a global admin's approval)");
+    }
     if new.weight != old.weight {
         detail.push_str(&format!("; weight {} -> {}", old.weight, new.weight));
     }
@@ -141,4 +179,46 @@ pub fn valid_deadline(s: &str) -> bool {
         && digits(11..13).is_some_and(|h| h < 24)
         && digits(14..16).is_some_and(|m| m < 60)
         && digits(17..19).is_some_and(|s| s < 61)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_problem;
+
+    /// What every volunteer's Warrior would run `git clone` with: a plain https URL only.
+    #[test]
+    fn a_repository_is_a_plain_https_url() {
+        for ok in [
+            "https://github.com/ArchiveTeam/urls-grab",
+            "https://github.com/ArchiveTeam/urls-grab.git",
+            "https://git.example.org:8443/team/grab?x=1#main",
+        ] {
+            assert_eq!(url_problem("repository", ok), None, "{ok}");
+        }
+        for bad in [
+            "--upload-pack=touch /tmp/pwned;://x",
+            "-https://github.com/x",
+            "javascript://alert(1)",
+            "ext::sh -c touch% /tmp/pwned",
+            "file:///etc/passwd",
+            "git://github.com/ArchiveTeam/urls-grab",
+            "http://github.com/ArchiveTeam/urls-grab",
+            "https://",
+            "https://-oProxyCommand=x/y",
+            "https:///path",
+            "https://github.com/x y",
+            "https://github.com/x\ty",
+            "https://github.com/x'$(id)'",
+            "https://github.com/\"x\"",
+            "ssh://git@github.com/x",
+        ] {
+            assert!(url_problem("repository", bad).is_some(), "{bad}");
+        }
+        assert_eq!(url_problem("logo", "http://example.org/logo.png"), None);
+        assert!(url_problem("logo", "javascript://x").is_some());
+        let long = format!("https://example.org/{}", "a".repeat(2000));
+        assert!(url_problem("repository", &long)
+            .unwrap()
+            .contains("at most"));
+    }
 }

@@ -160,8 +160,19 @@ async fn the_settings_form_sets_admins_priority_and_refuses_bad_fields() {
         200
     );
     mine["admins"] = serde_json::json!(["sam", "pat"]);
-    let r = sam.send(reqwest::Method::PUT, path, mine).await;
+    let r = sam.send(reqwest::Method::PUT, path, mine.clone()).await;
     assert_eq!(r.status, 403, "{}", r.body);
+    // Whatever names it tries, the answer is the same: it learns no account's name or role.
+    let mut answers = Vec::new();
+    for names in [["sam", "root"], ["sam", "no-such-account"], ["sam", "ro"]] {
+        mine["admins"] = serde_json::json!(names);
+        let r = sam.send(reqwest::Method::PUT, path, mine.clone()).await;
+        assert_eq!(r.status, 403, "{names:?}: {}", r.body);
+        answers.push(r.body);
+    }
+    answers.dedup();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    mine["admins"] = serde_json::json!(["sam"]);
     // Without `priority` and `admins` (the raw JSON editor), both stay.
     let saved = json(&root.get(path).await);
     assert_eq!(saved["priority"], 7);

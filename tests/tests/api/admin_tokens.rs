@@ -137,3 +137,74 @@ async fn deleting_an_account_revokes_its_tokens() {
         401
     );
 }
+
+/// A leaked token does not become lasting access: with a global account's token, or the admin
+/// token, no account can be listed, made, changed or deleted and no token made; and a new
+/// password for an account revokes every token it had.
+#[tokio::test]
+async fn a_token_reaches_no_account_nor_token_and_dies_with_its_accounts_password() {
+    let app = TestApp::start_with(|c| c.admin_token = Some(tests::ADMIN_TOKEN.into())).await;
+    app.project("p1", &[]).await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "bob", Role::Global, &[]).await;
+    let mut bob = Panel::logged_in(&app, "bob").await;
+    let r = bob
+        .post("/admin/api/tokens", serde_json::json!({"name": "t"}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let secret = json(&r)["secret"].as_str().unwrap().to_string();
+    let call = |secret: String, method: reqwest::Method, path: &'static str, body: &'static str| {
+        let app = &app;
+        async move {
+            app.send(
+                app.http
+                    .request(method, app.url(path))
+                    .header("authorization", format!("Bearer {secret}"))
+                    .header("content-type", "application/json")
+                    .body(body),
+            )
+            .await
+        }
+    };
+    let new_user = r#"{"name":"mallory","password":"a long enough password","role":"global"}"#;
+    for s in [secret.clone(), tests::ADMIN_TOKEN.to_string()] {
+        use reqwest::Method;
+        for (method, path, body) in [
+            (Method::GET, "/admin/api/users", ""),
+            (Method::POST, "/admin/api/users", new_user),
+            (
+                Method::PUT,
+                "/admin/api/users/root",
+                r#"{"password":"known to mallory 1"}"#,
+            ),
+            (Method::DELETE, "/admin/api/users/root", ""),
+            (Method::POST, "/admin/api/tokens", r#"{"name":"more"}"#),
+        ] {
+            let r = call(s.clone(), method.clone(), path, body).await;
+            assert_eq!(r.status, 403, "{method} {path}: {}", r.body);
+        }
+    }
+    assert!(app.store.account("mallory").await.unwrap().is_none());
+    // The token still does what its owner's role allows...
+    let r = call(
+        secret.clone(),
+        reqwest::Method::GET,
+        "/admin/api/p1/settings",
+        "",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // ...until the account's password changes.
+    let mut root = Panel::logged_in(&app, "root").await;
+    let r = root
+        .send(
+            reqwest::Method::PUT,
+            "/admin/api/users/bob",
+            serde_json::json!({"password": "a new password for bob"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(secret, reqwest::Method::GET, "/admin/api/p1/settings", "").await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(app.store.tokens("bob").await.unwrap().is_empty());
+}

@@ -112,6 +112,21 @@ async fn every_answer_carries_the_security_headers() {
         let csp = assert_secured(path, &app.get(path).await);
         assert!(!csp.contains("nonce-"), "{path}: {csp}");
     }
+    // The admin API's answers (a token's secret, backfeed keys, the CSRF token) are never
+    // stored, whatever the call and its outcome.
+    for path in [
+        "/admin/api/session",
+        "/admin/api/projects",
+        "/admin/api/p1/settings",
+    ] {
+        let r = app.get(path).await;
+        assert_eq!(
+            r.headers.get("cache-control").map(|v| v.to_str().unwrap()),
+            Some("no-store"),
+            "{path} ({})",
+            r.status
+        );
+    }
     // But `/now`, whose headers the grab scripts' clock check matches whole (field suite,
     // `grab_scripts.rs`): plain text no browser renders, with exactly those headers.
     let now = app.get("/now").await;

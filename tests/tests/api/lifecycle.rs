@@ -270,6 +270,19 @@ async fn bad_listings_and_states_are_refused_and_change_nothing() {
     for (body, reason) in [
         (serde_json::json!({"repository": ""}), "repository"),
         (serde_json::json!({"repository": "not a url"}), "URL"),
+        // What `git clone` on every volunteer's machine would take as an option, or a command.
+        (
+            serde_json::json!({"repository": "--upload-pack=touch /tmp/x;://x"}),
+            "https://",
+        ),
+        (
+            serde_json::json!({"repository": "javascript://x"}),
+            "https://",
+        ),
+        (
+            serde_json::json!({"repository": "git://github.com/a/b"}),
+            "https://",
+        ),
         (
             serde_json::json!({"repository": format!("https://x/{}", "a".repeat(2000))}),
             "1024",
@@ -380,4 +393,71 @@ async fn a_pipeline_gets_the_auto_project_its_tags_allow() {
     // The choice recorded (and audited) is the one for Warriors without a token.
     let auto = json(&p.get("/admin/api/warrior/auto").await);
     assert_eq!(auto["chosen"], "open");
+}
+
+/// Which code the fleet runs is a global admin's: a project admin's listing, or a new
+/// repository, is saved but waits for a global admin's approval (a global admin's save of the
+/// listing); meanwhile Warriors get nothing new, or the repository approved before.
+#[tokio::test]
+async fn a_project_admin_proposes_a_listing_and_a_global_admin_approves_it() {
+    let app = TestApp::start().await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "pat", Role::Project, &["mine"]).await;
+    app.project("mine", &["m1"]).await;
+    let mut pat = Panel::logged_in(&app, "pat").await;
+    let mut root = Panel::logged_in(&app, "root").await;
+    let served = || async {
+        let v: serde_json::Value =
+            serde_json::from_str(&app.get("/projects.json").await.body).unwrap();
+        let entry = v["projects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "mine")
+            .cloned();
+        (
+            entry.map(|e| e["repository"].clone()),
+            v["auto_project"].clone(),
+        )
+    };
+    let r = save_listing(&mut pat, "https://example.org/mine-grab").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(json(&r)["entry"].is_null(), "not offered yet: {}", r.body);
+    assert_eq!(served().await, (None, serde_json::Value::Null));
+    // The global admin looks and approves, by saving it.
+    let r = save_listing(&mut root, "https://example.org/mine-grab").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        served().await,
+        (Some("https://example.org/mine-grab".into()), "mine".into())
+    );
+    // A new repository from the project admin waits; the approved one is served meanwhile.
+    let r = save_listing(&mut pat, "https://example.org/other-grab").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        json(&r)["listing"]["approved"],
+        "https://example.org/mine-grab"
+    );
+    assert_eq!(
+        served().await.0,
+        Some("https://example.org/mine-grab".into())
+    );
+    let audit = last_audit(&mut root, "listing.save").await;
+    assert!(
+        audit["detail"].as_str().unwrap().contains("approval"),
+        "{audit}"
+    );
+    let r = save_listing(&mut root, "https://example.org/other-grab").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        served().await.0,
+        Some("https://example.org/other-grab".into())
+    );
+}
+
+/// Saves the listing of `mine` with `repository`, as `p`.
+async fn save_listing(p: &mut Panel<'_>, repository: &str) -> tests::Reply {
+    let body = serde_json::json!({ "repository": repository });
+    p.send(reqwest::Method::PUT, "/admin/api/mine/listing", body)
+        .await
 }

@@ -35,6 +35,41 @@ pub struct Listing {
     /// set.
     #[serde(default)]
     pub weight: u32,
+    /// The repository a global admin approved for the fleet (`None`: a listing saved before
+    /// approvals, taken as approved). Warriors are given only an approved repository: a
+    /// project admin's new repository, or a first listing, waits for a global admin, whose save
+    /// approves what it saves (meanwhile the one approved before is served). Set by the
+    /// tracker, never taken from a caller.
+    #[serde(default)]
+    pub approved: Option<String>,
+}
+
+impl Listing {
+    /// The repository Warriors are given: the approved one (while a change waits, the one
+    /// approved before), or `None` when the project is not offered (not listed, or nothing
+    /// approved).
+    pub fn served_repository(&self) -> Option<&str> {
+        if !self.listed {
+            return None;
+        }
+        let r = match &self.approved {
+            Some(a) => a.as_str(),
+            None => self.repository.as_str(),
+        };
+        (!r.is_empty()).then_some(r)
+    }
+
+    /// Whether Warriors are offered this project.
+    pub fn offered(&self) -> bool {
+        self.served_repository().is_some()
+    }
+
+    /// Whether a change of the repository waits for a global admin's approval.
+    pub fn pending(&self) -> bool {
+        self.approved
+            .as_ref()
+            .is_some_and(|a| *a != self.repository)
+    }
 }
 
 fn yes() -> bool {
@@ -52,6 +87,7 @@ impl Default for Listing {
             marker_html: String::new(),
             lat_lng: None,
             weight: 0,
+            approved: None,
         }
     }
 }

@@ -77,6 +77,7 @@ impl Form {
             marker_html: self.marker_html.get_untracked(),
             lat_lng,
             weight,
+            approved: None,
         })
     }
 }
@@ -135,6 +136,15 @@ pub fn ListingEditor(
                         }).collect_view()}
                     </tbody>
                 </table>
+                {v.listing.pending().then(|| view! {
+                    <p class="error" role="alert" aria-label="Approval">
+                        "Waiting for a global admin: Warriors get this repository only once a global admin saves the listing (which approves it). "
+                        {match v.listing.approved.clone().filter(|a| !a.is_empty()) {
+                            Some(a) => format!("Until then they get the one approved before: {a}"),
+                            None => "Until then the project is not offered to Warriors.".to_string(),
+                        }}
+                    </p>
+                })}
                 <h3>"Entry in projects.json"</h3>
                 {if v.entry.is_null() {
                     view! { <p class="muted" aria-label="Warrior entry">"Not listed: Warriors do not see this project."</p> }.into_any()
