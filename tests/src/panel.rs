@@ -141,6 +141,15 @@ pub async fn account(app: &TestApp, name: &str, role: Role, projects: &[&str]) {
     assert!(app.store.create_account(&account).await.unwrap());
 }
 
+/// Makes an API token named `name` for `p`'s account; its secret.
+pub async fn new_token(p: &mut Panel<'_>, name: &str) -> String {
+    let r = p
+        .post("/admin/api/tokens", serde_json::json!({ "name": name }))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    json(&r)["secret"].as_str().expect("secret").to_string()
+}
+
 /// The newest audit entry with action `action`.
 pub async fn last_audit(p: &mut Panel<'_>, action: &str) -> serde_json::Value {
     let list = json(&p.get(&format!("/admin/api/audit?action={action}")).await);

@@ -2,7 +2,7 @@
 //! account is deleted.
 
 use server::store::Role;
-use tests::panel::{account, json, last_audit, Panel};
+use tests::panel::{account, json, last_audit, new_token, Panel};
 use tests::{Reply, TestApp};
 
 /// `POST path` with `Authorization: Bearer secret` and a plain body, no cookie, no CSRF.
@@ -117,10 +117,7 @@ async fn deleting_an_account_revokes_its_tokens() {
     account(&app, "root", Role::Global, &[]).await;
     account(&app, "bob", Role::Global, &[]).await;
     let mut bob = Panel::logged_in(&app, "bob").await;
-    let r = bob
-        .post("/admin/api/tokens", serde_json::json!({"name": "t"}))
-        .await;
-    let secret = json(&r)["secret"].as_str().unwrap().to_string();
+    let secret = new_token(&mut bob, "t").await;
     let mut root = Panel::logged_in(&app, "root").await;
     let r = root
         .send(
@@ -148,11 +145,7 @@ async fn a_token_reaches_no_account_nor_token_and_dies_with_its_accounts_passwor
     account(&app, "root", Role::Global, &[]).await;
     account(&app, "bob", Role::Global, &[]).await;
     let mut bob = Panel::logged_in(&app, "bob").await;
-    let r = bob
-        .post("/admin/api/tokens", serde_json::json!({"name": "t"}))
-        .await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    let secret = json(&r)["secret"].as_str().unwrap().to_string();
+    let secret = new_token(&mut bob, "t").await;
     let call = |secret: String, method: reqwest::Method, path: &'static str, body: &'static str| {
         let app = &app;
         async move {

@@ -6,6 +6,18 @@ use server::store::{now_ms, DoneOutcome, DoneReport, Store};
 use std::collections::{BTreeMap, HashSet};
 use tests::TestApp;
 
+/// A one-item done report of `who` from 192.0.2.7 with `bytes` bytes of `data`, version v1.
+fn report(who: &str, item: &str, bytes: u64) -> DoneReport {
+    DoneReport {
+        downloader: who.into(),
+        version: "v1".into(),
+        ip: "192.0.2.7".into(),
+        bytes: vec![("data".into(), bytes)],
+        items: vec![item.to_string()],
+        ..Default::default()
+    }
+}
+
 const ITEMS: usize = 240;
 const WHO: [&str; 3] = ["ann", "bob", "cy"];
 
@@ -28,14 +40,7 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
     let mut reports = Vec::new();
     for who in WHO {
         for item in app.claim_items("fold", who, ITEMS / 3, now).await {
-            reports.push(DoneReport {
-                downloader: who.into(),
-                version: "v1".into(),
-                ip: "192.0.2.7".into(),
-                bytes: vec![("data".into(), 7)],
-                items: vec![item],
-                ..Default::default()
-            });
+            reports.push(report(who, &item, 7));
         }
     }
     assert_eq!(reports.len(), ITEMS);
@@ -207,14 +212,7 @@ async fn a_long_run_publishes_every_event_and_keeps_its_last_ones_in_the_history
         .claim_items("long", "ann", n, now)
         .await
         .into_iter()
-        .map(|item| DoneReport {
-            downloader: "ann".into(),
-            version: "v1".into(),
-            ip: "192.0.2.7".into(),
-            bytes: vec![("data".into(), 1)],
-            items: vec![item],
-            ..Default::default()
-        })
+        .map(|item| report("ann", &item, 1))
         .collect();
     // One call: every entry is logged before any fold, so they fold as one run, whoever folds.
     let out = app.store.done_batch("long", &reports, now).await.unwrap();
@@ -256,14 +254,7 @@ async fn the_chart_takes_a_point_when_a_minute_starts_and_shows_the_totals_of_th
     let m0 = now / 60_000 + 1;
     let (t0, t1) = (m0 * 60_000, (m0 + 1) * 60_000);
     let done = |item: &str, at: u64| {
-        let report = DoneReport {
-            downloader: "ann".into(),
-            version: "v1".into(),
-            ip: "192.0.2.7".into(),
-            bytes: vec![("data".into(), 10)],
-            items: vec![item.to_string()],
-            ..Default::default()
-        };
+        let report = report("ann", item, 10);
         let store = app.store.clone();
         async move {
             let out = store.done_batch("chart", &[report], at).await.unwrap();
@@ -328,17 +319,7 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
     std::fs::write(&blocked, b"x").unwrap();
     let offloader = server::offloader::Offloader::new(app.store.clone(), blocked.clone());
     for (i, batch) in claimed.chunks(1000).enumerate() {
-        let reports: Vec<DoneReport> = batch
-            .iter()
-            .map(|item| DoneReport {
-                downloader: "ann".into(),
-                version: "v1".into(),
-                ip: "192.0.2.7".into(),
-                bytes: vec![("data".into(), 1)],
-                items: vec![item.clone()],
-                ..Default::default()
-            })
-            .collect();
+        let reports: Vec<DoneReport> = batch.iter().map(|item| report("ann", item, 1)).collect();
         let out = app
             .store
             .done_batch("arch", &reports, now + i as u64)
@@ -408,14 +389,6 @@ async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_cou
     while claimed.len() < N {
         claimed.extend(app.claim_items("shed", "ann", 1000, now).await);
     }
-    let report = |item: &String| DoneReport {
-        downloader: "ann".into(),
-        version: "v1".into(),
-        ip: "192.0.2.7".into(),
-        bytes: vec![("data".into(), 1)],
-        items: vec![item.clone()],
-        ..Default::default()
-    };
     let blocked = app.dir.join("not-a-directory");
     std::fs::write(&blocked, b"x").unwrap();
     let offloader =
@@ -429,7 +402,7 @@ async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_cou
             .unwrap();
         n
     };
-    let reports: Vec<DoneReport> = claimed.iter().map(report).collect();
+    let reports: Vec<DoneReport> = claimed.iter().map(|i| report("ann", i, 1)).collect();
     for (i, chunk) in reports.chunks(500).enumerate() {
         app.store
             .done_batch("shed", chunk, now + i as u64)

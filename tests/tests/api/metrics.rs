@@ -373,7 +373,7 @@ async fn a_run_folded_after_its_minute_was_tallied_counts_in_the_totals_once() {
 #[tokio::test]
 async fn a_project_accounts_token_sees_its_projects_series_only() {
     use server::store::Role;
-    use tests::panel::{account, json, Panel};
+    use tests::panel::{account, new_token, Panel};
     let app = TestApp::start().await;
     app.project("mine", &["a"]).await;
     app.project("theirs", &["b"]).await;
@@ -382,11 +382,7 @@ async fn a_project_accounts_token_sees_its_projects_series_only() {
     let mut secrets = Vec::new();
     for who in ["pat", "root"] {
         let mut p = Panel::logged_in(&app, who).await;
-        let r = p
-            .post("/admin/api/tokens", serde_json::json!({"name": "scrape"}))
-            .await;
-        assert_eq!(r.status, 201, "{}", r.body);
-        secrets.push(json(&r)["secret"].as_str().unwrap().to_string());
+        secrets.push(new_token(&mut p, "scrape").await);
     }
     let mine = "tracker_items{project=\"mine\",state=\"todo\"}";
     let theirs = "tracker_items{project=\"theirs\",state=\"todo\"}";
