@@ -249,6 +249,8 @@ fn admin_api(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(people::list_audit))
         .routes(routes!(tokens::list_tokens, tokens::create_token))
         .routes(routes!(tokens::revoke_token))
+        .routes(routes!(tokens::list_account_tokens))
+        .routes(routes!(tokens::revoke_account_token))
         .routes(routes!(
             pipelines::list_pipelines,
             pipelines::create_pipeline

@@ -108,3 +108,54 @@ pub async fn revoke_token(
     caller.record(&state, "token.revoke", "", 1, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// `GET /admin/api/users/NAME/tokens` (global admins, from a session): an account's tokens
+/// (never their secrets), so that one can be revoked.
+#[utoipa::path(
+    get,
+    path = "/users/{name}/tokens",
+    tag = "admin",
+    params(("name" = String, Path, description = "The account's name")),
+    responses((status = 200, body = [ApiToken])),
+)]
+pub async fn list_account_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<ApiToken>>> {
+    caller.must_be_global()?;
+    needs_session(&caller)?;
+    let name = name.to_lowercase();
+    if state.store.account(&name).await?.is_none() {
+        return Err(ApiError::not_found("No such account."));
+    }
+    Ok(Json(state.store.tokens(&name).await?))
+}
+
+/// `DELETE /admin/api/users/NAME/tokens/ID` (global admins, from a session): revokes a token of
+/// any account, as when it has leaked.
+#[utoipa::path(
+    delete,
+    path = "/users/{name}/tokens/{id}",
+    tag = "admin",
+    params(
+        ("name" = String, Path, description = "The account's name"),
+        ("id" = String, Path, description = "The token's id"),
+    ),
+)]
+pub async fn revoke_account_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    caller.must_be_global()?;
+    needs_session(&caller)?;
+    let name = name.to_lowercase();
+    if !state.store.revoke_token(&name, &id).await? {
+        return Err(ApiError::not_found("No such token."));
+    }
+    caller
+        .record(&state, "token.revoke", "", 1, format!("{name} {id}"))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -201,3 +201,41 @@ async fn a_token_reaches_no_account_nor_token_and_dies_with_its_accounts_passwor
     assert_eq!(r.status, 401, "{}", r.body);
     assert!(app.store.tokens("bob").await.unwrap().is_empty());
 }
+
+/// A global admin lists and revokes any account's token (a leaked one), from a session; others
+/// cannot.
+#[tokio::test]
+async fn a_global_admin_revokes_another_accounts_token() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "pat", Role::Project, &["p1"]).await;
+    let mut pat = Panel::logged_in(&app, "pat").await;
+    let secret = new_token(&mut pat, "leaky").await;
+    let mut root = Panel::logged_in(&app, "root").await;
+    let listed = json(&root.get("/admin/api/users/pat/tokens").await);
+    let id = listed[0]["id"].as_str().unwrap().to_string();
+    assert!(!listed.to_string().contains(&secret), "no secret shown");
+    assert_eq!(pat.get("/admin/api/users/pat/tokens").await.status, 403);
+    let path = format!("/admin/api/users/pat/tokens/{id}");
+    let r = pat
+        .send(reqwest::Method::DELETE, &path, serde_json::json!({}))
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = root
+        .send(reqwest::Method::DELETE, &path, serde_json::json!({}))
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(
+        with_token(&app, &secret, "/admin/api/p1/items", "a\n")
+            .await
+            .status,
+        401
+    );
+    let audit = last_audit(&mut root, "token.revoke").await;
+    assert!(audit["detail"].as_str().unwrap().contains(&id), "{audit}");
+    let r = root
+        .send(reqwest::Method::DELETE, &path, serde_json::json!({}))
+        .await;
+    assert_eq!(r.status, 404);
+}
