@@ -49,7 +49,7 @@ pub use crate::store::RECONNECTING;
 
 /// Whether `last` (seconds, shared by one kind of warning) is a minute old, and if so moves it
 /// to now: under load every request would log the same warning.
-fn once_a_minute(last: &std::sync::atomic::AtomicU64) -> bool {
+pub(crate) fn once_a_minute(last: &std::sync::atomic::AtomicU64) -> bool {
     use std::sync::atomic::Ordering;
     let now = crate::store::now_ms() / 1000;
     let seen = last.load(Ordering::Relaxed);

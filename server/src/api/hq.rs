@@ -135,10 +135,7 @@ pub async fn update_warrior(
 /// Logs, at most once a minute, that an update was answered but its instance not recorded.
 fn note_unrecorded(refusal: FleetRefusal) {
     static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let now = now_ms() / 1000;
-    let seen = LAST.load(std::sync::atomic::Ordering::Relaxed);
-    if now >= seen + 60 {
-        LAST.store(now, std::sync::atomic::Ordering::Relaxed);
+    if crate::web::once_a_minute(&LAST) {
         tracing::warn!(
             ?refusal,
             "Warrior HQ: an update answered with the project list but not recorded (fleet or network full)"
