@@ -108,11 +108,15 @@ test('a read-only account sees no actions and its POSTs are refused', async ({ p
   expect(status).toBe(403);
   await page.goto(`${tracker.base}/admin/p/demo`);
   await expect(page.getByRole('region', { name: 'Queues' }).getByRole('row', { name: 'claimed 1', exact: true })).toBeVisible();
-  for (const path of ['/admin/blocks', '/admin/warrior', '/admin/tokens']) {
+  for (const path of ['/admin/blocks', '/admin/warrior']) {
     await page.goto(`${tracker.base}${path}`);
     await expect(page.getByRole('link', { name: 'Projects', exact: true })).toBeVisible();
     await expect(page.getByRole('button')).toHaveText(['Log out']);
   }
+  // Its own page: no tokens, but its own password.
+  await page.goto(`${tracker.base}/admin/tokens`);
+  await expect(page.getByText('Read-only accounts make no tokens.')).toBeVisible();
+  await expect(page.getByRole('button')).toHaveText(['Log out', 'Change password']);
 });
 
 test('a global admin creates and deletes an account on the accounts page', async ({ page, tracker }) => {

@@ -1,7 +1,7 @@
 // The admin panel's management pages in a real browser: the settings form, creating and
 // destroying a project, blocks, the Warrior list, failed items, uploading a .gz of items,
 // API tokens, backfeed keys and the compression dictionary.
-import { test, expect, asRoot, type Tracker } from './fixtures';
+import { test, expect, asRoot, PASSWORD, type Tracker } from './fixtures';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -194,8 +194,13 @@ test('a .gz file of items is uploaded after the dry-run count', async ({ page, t
 test('an API token is shown once, adds items from a script, and stops when revoked', async ({ page, tracker }) => {
   tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
   await asRoot(page, tracker);
-  await page.getByRole('link', { name: 'API tokens' }).click();
+  await page.getByRole('link', { name: 'Your account' }).click();
   await page.getByLabel('What it is for').fill('ingest');
+  // A token is made with the password entered again.
+  await page.getByLabel('Your password', { exact: true }).fill('not my password');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toContainText('Enter your password to make a token.');
+  await page.getByLabel('Your password', { exact: true }).fill(PASSWORD);
   await page.getByRole('button', { name: 'Create token' }).click();
   const secret = (await page.getByLabel('Token secret').textContent())!.trim();
   expect(secret).toMatch(/^trk_\w{40}$/);
@@ -286,4 +291,58 @@ test('each backfeed key shows what it fed and is revoked alone; a dictionary is 
   const served = await (await fetch(`${tracker.base}/dictionary?project=demo`)).json();
   // Ten digits, as a string: megawarc reads the id back from a WARC's name.
   expect([served.id, served.sha256]).toEqual(['1000000001', sha]);
+});
+
+test('an account changes its own password and goes on working in the same page', async ({ page, tracker }) => {
+  await asRoot(page, tracker);
+  await page.getByRole('link', { name: 'Your account' }).click();
+  const form = page.getByRole('form', { name: 'Change your password' });
+  await form.getByLabel('Current password').fill(PASSWORD);
+  await form.getByLabel('New password').fill('aaaaaaaaaaaa');
+  await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toContainText('too easy to guess');
+  await form.getByLabel('New password').fill('vivid otter juggles plywood');
+  await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(page.getByRole('status', { name: 'Result' })).toHaveText(
+    'Password changed: your other sessions ended and your API tokens were revoked.',
+  );
+  // The session goes on (with its new CSRF token): a token is made with the new password.
+  await page.getByLabel('What it is for').fill('after');
+  await page.getByLabel('Your password', { exact: true }).fill('vivid otter juggles plywood');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  await expect(page.getByLabel('Token secret')).toHaveText(/^trk_\w{40}$/);
+  await page.screenshot({ path: 'test-results/your-account.png', fullPage: true });
+});
+
+test("a global admin revokes another account's token from the accounts page", async ({ page, tracker }) => {
+  tracker.cli(['project', 'create', 'demo', '--title', 'Demo']);
+  tracker.cli(['admin', 'create-user', 'pat', '--project', 'demo'], `${PASSWORD}\n`);
+  // pat makes a token (a browser of its own).
+  const login = await fetch(`${tracker.base}/admin/api/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: tracker.base },
+    body: JSON.stringify({ username: 'pat', password: PASSWORD }),
+  });
+  const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const { csrf } = await login.json();
+  const made = await fetch(`${tracker.base}/admin/api/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: tracker.base, cookie, 'x-csrf-token': csrf },
+    body: JSON.stringify({ name: 'leaky', password: PASSWORD }),
+  });
+  expect(made.status).toBe(201);
+  const { secret } = await made.json();
+  const use = async () =>
+    (await fetch(`${tracker.base}/admin/api/demo/settings`, { headers: { Authorization: `Bearer ${secret}` } })).status;
+  expect(await use()).toBe(200);
+
+  await asRoot(page, tracker);
+  await page.getByRole('link', { name: 'Accounts' }).click();
+  const tokens = page.getByRole('region', { name: 'Tokens of an account' });
+  await tokens.getByLabel('Account').selectOption('pat');
+  await tokens.getByRole('button', { name: 'Revoke leaky' }).click();
+  await expect(page.getByRole('dialog', { name: 'Confirm' })).toContainText("Revoke pat's token \"leaky\"?");
+  await page.getByRole('dialog', { name: 'Confirm' }).getByRole('button', { name: 'Confirm' }).click();
+  await expect(tokens.getByText('No tokens.')).toBeVisible();
+  expect(await use()).toBe(401);
 });

@@ -247,6 +247,17 @@ impl Keys {
         format!("{}:admin:fail:pair:{{{net}}}|{name}", self.ns)
     }
 
+    /// Login attempts of account name `name` from every network.
+    pub fn admin_login_name(&self, name: &str) -> String {
+        format!("{}:admin:fail:name:{name}", self.ns)
+    }
+
+    /// The browsers account `name` logged in from (the SHA-256 of each one's device cookie,
+    /// with when it was last used): logins from them are not limited by the name's count.
+    pub fn admin_devices(&self, name: &str) -> String {
+        format!("{}:admin:devices:{name}", self.ns)
+    }
+
     /// The audit log.
     pub fn admin_audit(&self) -> String {
         format!("{}:admin:audit", self.ns)

@@ -121,10 +121,13 @@ pub async fn serve_cached(
     mut req: Request,
     next: Next,
 ) -> Response {
+    // A pipeline's view, and a script load of JSONP by the tracker's own page (refused by the
+    // handler), are each answered afresh.
     let personal = req.uri().path() == "/projects.json"
-        && req
+        && (req
             .headers()
-            .contains_key(axum::http::header::AUTHORIZATION);
+            .contains_key(axum::http::header::AUTHORIZATION)
+            || crate::web::script_of_own_page(req.headers()));
     if req.method() != Method::GET || req.uri().path() == "/healthz" || personal {
         return next.run(req).await;
     }

@@ -240,6 +240,7 @@ fn admin_api(state: &AppState) -> OpenApiRouter<AppState> {
         .layer(axum::middleware::from_fn(csrf::same_origin_guard));
     let api = OpenApiRouter::new()
         .routes(routes!(login::log_out))
+        .routes(routes!(login::change_password))
         .routes(routes!(projects::show_overview))
         .routes(routes!(projects::create_project))
         .routes(routes!(people::list_blocks, people::add_block))

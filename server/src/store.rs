@@ -68,7 +68,7 @@ mod tokens;
 
 pub use accounts::{
     new_session_gen, user_name_problem, valid_user_name, Account, Actor, AuditEntry, Role,
-    CLI_ACTOR, RESERVED_USER_NAMES,
+    CLI_ACTOR, DEVICE_DAYS, MAX_DEVICES, RESERVED_USER_NAMES,
 };
 pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
 pub use api_fleet::{
@@ -96,7 +96,7 @@ pub use scripts::Refusal;
 pub use settings_version::SettingsVersion;
 pub use snapshot::{set_window_sums, QueueSizes, PAGE_DOWNLOADERS, PAGE_RECENT};
 pub use stats::tracker_stats;
-pub use tokens::{random_token, token_hash, ApiToken};
+pub use tokens::{random_token, token_hash, ApiToken, TOKEN_DAYS_DEFAULT, TOKEN_DAYS_MAX};
 
 /// The reason given to every caller (and page) while Redis cannot be reached.
 pub const RECONNECTING: &str = "The tracker is reconnecting to its database; retry shortly.";

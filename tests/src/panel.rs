@@ -144,7 +144,10 @@ pub async fn account(app: &TestApp, name: &str, role: Role, projects: &[&str]) {
 /// Makes an API token named `name` for `p`'s account; its secret.
 pub async fn new_token(p: &mut Panel<'_>, name: &str) -> String {
     let r = p
-        .post("/admin/api/tokens", serde_json::json!({ "name": name }))
+        .post(
+            "/admin/api/tokens",
+            serde_json::json!({ "name": name, "password": "password123" }),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
     json(&r)["secret"].as_str().expect("secret").to_string()

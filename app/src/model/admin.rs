@@ -39,8 +39,9 @@ pub use project::{
     Settings, UploadTargets, DONE_POLICIES, SUGGESTED_DECAY_FACTOR,
 };
 pub use requests::{
-    ArchiveLog, BlockChange, ClearQueue, CreateProject, Credentials, MoveItems, NewToken, Pin,
-    PipelineRequest, Release, ResolveFailed, Restore, SaveList, Setup, TargetChange, UserChange,
+    ArchiveLog, BlockChange, ClearQueue, CreateProject, Credentials, MoveItems, NewToken,
+    PasswordChange, Pin, PipelineRequest, Release, ResolveFailed, Restore, SaveList, Setup,
+    TargetChange, UserChange,
 };
 pub use search::{FoundItem, FoundPage, SearchAct, SearchParams};
 pub use setting_codec::{
@@ -235,6 +236,16 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
+/// The audit actions that change what the Warrior fleet runs (a project's listing and its
+/// approval, the `auto_project` pin, the list's own document, a project's priority); the
+/// Warrior list page shows them (`GET /admin/api/audit?action=` these, comma-separated).
+pub const FLEET_ACTIONS: [&str; 4] = [
+    "listing",
+    "auto_project",
+    "warrior_projects",
+    "settings.priority",
+];
+
 /// One block-list entry (stored as this JSON too).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -290,7 +301,16 @@ pub struct ApiToken {
     pub name: String,
     /// Created (ms).
     pub t: u64,
+    /// When it stops working (ms); a token made before tokens expired has
+    /// [`TOKEN_DAYS_MAX`] from its creation.
+    #[serde(default)]
+    pub expires: u64,
 }
+
+/// Days a new token lasts unless asked otherwise.
+pub const TOKEN_DAYS_DEFAULT: u32 = 90;
+/// The most days a token may last.
+pub const TOKEN_DAYS_MAX: u32 = 365;
 
 /// Answer of `POST /admin/api/tokens`: the only time the secret is shown.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

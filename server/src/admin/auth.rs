@@ -56,7 +56,6 @@ impl Caller {
         }
     }
 
-    /// 403 unless the caller is a global admin.
     /// 403 for a call made with an API token or the admin token: accounts and tokens are
     /// managed from a logged-in session only, so that a leaked token cannot make itself lasting
     /// access (an account of its own, more tokens, a password it knows).
@@ -69,6 +68,7 @@ impl Caller {
         Ok(())
     }
 
+    /// 403 unless the caller is a global admin.
     pub fn must_be_global(&self) -> ApiResult<()> {
         match self.role {
             Role::Global => Ok(()),
@@ -118,12 +118,12 @@ impl FromRequestParts<AppState> for Caller {
             let revoked = || {
                 ApiError::Client(
                     StatusCode::UNAUTHORIZED,
-                    "Unknown or revoked API token.".into(),
+                    "Unknown, expired or revoked API token.".into(),
                 )
             };
             let (user, id) = state
                 .store
-                .token_owner(&token_hash(secret))
+                .token_owner(&token_hash(secret), crate::store::now_ms())
                 .await?
                 .ok_or_else(revoked)?;
             let account = state.store.account(&user).await?.ok_or_else(revoked)?;

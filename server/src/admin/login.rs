@@ -1,38 +1,138 @@
 //! Logging in and out, and the first-run setup; the limits that keep password guessing slow.
 //!
 //! A login attempt is counted before its password is checked, atomically with the check of the
-//! limits (`login_attempt.lua`), so parallel guesses cannot pass them; a login that succeeds,
-//! or whose password was never checked, is taken back (`login_undo.lua`). Counts are kept per
-//! name *and* network, and per network: a flood of guesses at one name from one place locks
-//! out that place, never the account's owner elsewhere. Password checks (argon2, deliberately
-//! slow) run a few at a time; a login that waits too long for one is told to retry.
+//! limits (`login_attempt.lua`, `login_name.lua`), so parallel guesses cannot pass them; a login
+//! that succeeds, or whose password was never checked, is taken back (`login_undo.lua`). Counts
+//! are kept per name *and* network, per network, and per name from every network. The last
+//! skips the browsers the account logged in from before (a device cookie, remembered per
+//! account): guesses from many addresses at one name are slowed as from one, and still cannot
+//! lock the owner out of a browser it used (an operator also has `tracker admin unlock NAME`).
+//! Password checks (argon2, deliberately slow) run a few at a time; a login that waits too long
+//! for one is told to retry. The same counted check guards making a token and changing one's
+//! own password.
 
 use super::auth::{info, session_error, AdminSession, Caller, CSRF, GEN, USER};
 use crate::{
     state::AppState,
-    store::{valid_user_name, Role},
+    store::{now_ms, token_hash, valid_user_name, Account, Role},
     web::{client_ip, constant_time_eq, ApiError, ApiResult},
 };
-pub use app::model::admin::{Credentials, Setup};
+pub use app::model::admin::{Credentials, PasswordChange, Setup};
 use axum::{
     extract::{ConnectInfo, State},
-    http::{HeaderMap, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
     Json,
 };
 use std::{net::SocketAddr, time::Duration};
-use tower_sessions::Session;
+use tower_sessions::{
+    cookie::{Cookie, SameSite},
+    Session,
+};
 
 /// Login attempts of one name from one network (an IPv4 address, an IPv6 /64) per window.
 pub const MAX_ATTEMPTS_PER_NAME_AND_NET: u64 = 5;
 /// Login attempts from one network per window, whatever the names.
 pub const MAX_ATTEMPTS_PER_NET: u64 = 20;
+/// Login attempts of one name from every network per window, but from the browsers the account
+/// logged in from before (their device cookie): guesses spread over many addresses are slowed
+/// as much as from one, and cannot lock the owner out of a browser it used.
+pub const MAX_ATTEMPTS_PER_NAME: u64 = 10;
 /// The window attempts are counted in (seconds), from the first.
 pub const ATTEMPT_WINDOW_S: u64 = 15 * 60;
 /// How long a login waits for a password check before it is answered 429.
 pub const PASSWORD_CHECK_WAIT: Duration = Duration::from_secs(2);
+/// The cookie naming a browser that logged in to an account before ([`MAX_ATTEMPTS_PER_NAME`]).
+pub const DEVICE_COOKIE: &str = "tracker_device";
+
+/// The device cookie a request carries, if any.
+fn device_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == DEVICE_COOKIE)
+        .map(|c| c.value().to_string())
+        .filter(|v| !v.is_empty() && v.len() <= 64)
+}
+
+/// A password check of account `name` from the caller's network, counted against the login
+/// limits like a login (429 past one): the account when the password is right. Used by the
+/// login, and again where a logged-in account must show it still knows its password (making a
+/// token, changing the password).
+pub struct PasswordCheck<'a> {
+    /// The tracker.
+    pub state: &'a AppState,
+    /// The caller's address.
+    pub ip: String,
+    /// The caller's device cookie, if any.
+    pub device: Option<String>,
+}
+
+impl PasswordCheck<'_> {
+    /// Checks `password` of `name` (lowercase): `Ok(None)` when wrong (or no such account),
+    /// 429 when a limit is reached or no check comes free in time.
+    pub async fn run(&self, name: &str, password: String) -> ApiResult<Option<Account>> {
+        let store = &self.state.store;
+        let net = crate::web::network(&self.ip);
+        let known = match &self.device {
+            Some(d) => store.known_device(name, &token_hash(d)).await?,
+            None => false,
+        };
+        let window = ATTEMPT_WINDOW_S;
+        if !known {
+            if let Some(wait) = store
+                .login_name(name, false, MAX_ATTEMPTS_PER_NAME, window)
+                .await?
+            {
+                tracing::warn!(user = %name, ip = %self.ip, "admin login throttled (account)");
+                return Err(ApiError::RateLimited(wait));
+            }
+        }
+        // Takes the name's count back: the attempt was no wrong guess.
+        let undo_name = || async {
+            if !known {
+                store
+                    .login_name(name, true, MAX_ATTEMPTS_PER_NAME, window)
+                    .await?;
+            }
+            ApiResult::Ok(())
+        };
+        let limits = (MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET);
+        if let Some(wait) = store.login_attempt(name, &net, limits, window).await? {
+            undo_name().await?;
+            tracing::warn!(user = %name, ip = %self.ip, "admin login throttled");
+            return Err(ApiError::RateLimited(wait));
+        }
+        let checked = tokio::time::timeout(
+            PASSWORD_CHECK_WAIT,
+            self.state.password_checks.clone().acquire_owned(),
+        )
+        .await;
+        let Ok(Ok(permit)) = checked else {
+            store.login_undo(name, &net, false).await?;
+            undo_name().await?;
+            tracing::warn!(user = %name, ip = %self.ip, "admin login: no password check free");
+            return Err(ApiError::RateLimited(PASSWORD_CHECK_WAIT.as_secs().max(1)));
+        };
+        let account = store.account(name).await?;
+        let hash = account.as_ref().map(|a| a.hash.clone());
+        let ok = verify_password(password, hash).await;
+        drop(permit);
+        let Some(account) = account.filter(|_| ok) else {
+            tracing::warn!(user = %name, ip = %self.ip, "wrong admin password");
+            return Ok(None);
+        };
+        store.login_undo(name, &net, true).await?;
+        undo_name().await?;
+        Ok(Some(account))
+    }
+}
 
 /// `POST /admin/api/login`: counts the attempt (429 past a limit), checks the password, and
-/// starts a session with a new id and CSRF token.
+/// starts a session with a new id and CSRF token; the browser gets (or keeps) a device cookie.
 #[tracing::instrument(skip_all)]
 #[utoipa::path(
     post,
@@ -46,7 +146,7 @@ pub async fn log_in(
     headers: HeaderMap,
     session: Session,
     Json(creds): Json<Credentials>,
-) -> ApiResult<Json<AdminSession>> {
+) -> ApiResult<Response> {
     let wrong = || ApiError::Client(StatusCode::UNAUTHORIZED, "Wrong name or password.".into());
     let name = creds.username.trim().to_lowercase();
     // No account has such a name, and no password is checked for it.
@@ -54,35 +154,16 @@ pub async fn log_in(
         return Err(wrong());
     }
     let ip = client_ip(peer, &headers, state.config.trust_proxy);
-    let net = crate::web::network(&ip);
-    let store = &state.store;
-    let limits = (MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET);
-    if let Some(wait) = store
-        .login_attempt(&name, &net, limits, ATTEMPT_WINDOW_S)
-        .await?
-    {
-        tracing::warn!(user = %name, %ip, "admin login throttled");
-        return Err(ApiError::RateLimited(wait));
-    }
-    let checked = tokio::time::timeout(
-        PASSWORD_CHECK_WAIT,
-        state.password_checks.clone().acquire_owned(),
-    )
-    .await;
-    let Ok(Ok(permit)) = checked else {
-        store.login_undo(&name, &net, false).await?;
-        tracing::warn!(user = %name, %ip, "admin login: no password check free");
-        return Err(ApiError::RateLimited(PASSWORD_CHECK_WAIT.as_secs().max(1)));
+    let check = PasswordCheck {
+        state: &state,
+        ip: ip.clone(),
+        device: device_cookie(&headers),
     };
-    let account = store.account(&name).await?;
-    let hash = account.as_ref().map(|a| a.hash.clone());
     let password = creds.password;
-    let ok = verify_password(password.clone(), hash).await;
-    drop(permit);
-    let Some(mut account) = account.filter(|_| ok) else {
-        tracing::warn!(user = %name, %ip, "failed admin login");
+    let Some(mut account) = check.run(&name, password.clone()).await? else {
         return Err(wrong());
     };
+    let store = &state.store;
     if is_bcrypt(&account.hash) {
         // An account migrated from the universal tracker: its password, just checked, is
         // hashed with argon2 from now on (the session generation kept: no session ends).
@@ -94,7 +175,6 @@ pub async fn log_in(
             store.save_account(&account).await?;
         }
     }
-    store.login_undo(&name, &net, true).await?;
     start_session(&session, &account.name, account.gen).await?;
     let caller = Caller {
         name: account.name.clone(),
@@ -103,7 +183,76 @@ pub async fn log_in(
         token: None,
     };
     caller.record(&state, "login", "", 0, ip).await?;
+    let device = check
+        .device
+        .filter(|d| d.len() >= 32)
+        .unwrap_or_else(|| crate::store::random_token(40));
+    store
+        .remember_device(&account.name, &token_hash(&device), now_ms())
+        .await?;
+    let cookie = Cookie::build((DEVICE_COOKIE, device))
+        .path("/admin/api")
+        .http_only(true)
+        .secure(state.config.secure_cookies)
+        .same_site(SameSite::Strict)
+        .max_age(tower_sessions::cookie::time::Duration::days(
+            crate::store::DEVICE_DAYS as i64,
+        ))
+        .build();
+    let mut resp = Json(info(&state, &session).await?).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie.to_string()) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(resp)
+}
+
+/// `POST /admin/api/password`: the logged-in account changes its own password, giving the one
+/// it has now (counted like a login). Its other sessions end, its API tokens are revoked, and
+/// this session goes on under the new password.
+#[utoipa::path(
+    post,
+    path = "/password",
+    tag = "admin",
+    request_body = PasswordChange,
+)]
+pub async fn change_password(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    session: Session,
+    caller: Caller,
+    Json(req): Json<PasswordChange>,
+) -> ApiResult<Json<AdminSession>> {
+    caller.must_use_session()?;
+    let check = PasswordCheck {
+        state: &state,
+        ip: client_ip(peer, &headers, state.config.trust_proxy),
+        device: device_cookie(&headers),
+    };
+    if check.run(&caller.name, req.current).await?.is_none() {
+        return Err(ApiError::forbidden("That is not your password now."));
+    }
+    let change = crate::ops::accounts::AccountChange {
+        password: Some(req.new),
+        ..Default::default()
+    };
+    let account =
+        crate::ops::accounts::update(&state.store, &caller.actor(), &caller.name, change).await?;
+    start_session(&session, &account.name, account.gen).await?;
     Ok(Json(info(&state, &session).await?))
+}
+
+/// The password check of the caller of a request (see [`PasswordCheck`]).
+pub fn password_check<'a>(
+    state: &'a AppState,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+) -> PasswordCheck<'a> {
+    PasswordCheck {
+        state,
+        ip: client_ip(peer, headers, state.config.trust_proxy),
+        device: device_cookie(headers),
+    }
 }
 
 /// Logs account `name` (session generation `gen`) in on `session`: a new session id (no

@@ -235,7 +235,8 @@ pub struct AuditQuery {
     /// Account name.
     #[serde(default)]
     pub who: Option<String>,
-    /// Action, or its prefix before `.` (`items` matches `items.add`).
+    /// Action, or its prefix before `.` (`items` matches `items.add`); several separated by
+    /// commas match any of them.
     #[serde(default)]
     pub action: Option<String>,
     /// Project.
@@ -265,15 +266,23 @@ pub async fn list_audit(
     }
     let limit = q.limit.unwrap_or(200).min(5000);
     let who = q.who.map(|w| w.to_lowercase()).filter(|w| !w.is_empty());
-    let action = q.action.filter(|a| !a.is_empty());
+    let actions: Vec<String> = q
+        .action
+        .unwrap_or_default()
+        .split(',')
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty())
+        .take(20)
+        .collect();
     let project = q.project.filter(|p| !p.is_empty());
     let entries = state
         .store
         .audit_log(limit, |e| {
             who.as_ref().is_none_or(|w| &e.who == w)
-                && action.as_ref().is_none_or(|a| {
-                    &e.action == a || e.action.split('.').next() == Some(a.as_str())
-                })
+                && (actions.is_empty()
+                    || actions
+                        .iter()
+                        .any(|a| &e.action == a || e.action.split('.').next() == Some(a.as_str())))
                 && project.as_ref().is_none_or(|p| &e.project == p)
                 && (caller.role != Role::Project
                     || caller.projects.contains(&e.project)

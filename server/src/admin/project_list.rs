@@ -186,7 +186,8 @@ pub struct Jsonp {
 }
 
 /// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::project_list`]; with a pipeline's
-/// bearer token, `auto_project` chosen for it), CORS `*`, JSON or JSONP.
+/// bearer token, `auto_project` chosen for it), CORS `*`, JSON or JSONP (never as a script of
+/// the tracker's own pages: [`crate::web::script_of_own_page`]).
 #[utoipa::path(get, path = "/projects.json", tag = "warrior-hq", params(Jsonp))]
 pub async fn get_projects_json(
     State(state): State<AppState>,
@@ -206,6 +207,11 @@ pub async fn get_projects_json(
             if !ok {
                 return Err(ApiError::bad_request("callback is a JavaScript name."));
             }
+            if crate::web::script_of_own_page(&headers) {
+                return Err(ApiError::forbidden(
+                    "JSONP is for other sites' pages, not a script of this tracker's own.",
+                ));
+            }
             (format!("{cb}({body});"), "application/javascript")
         }
         None => (body, "application/json"),
@@ -221,5 +227,8 @@ pub async fn get_projects_json(
         header::CACHE_CONTROL,
         HeaderValue::from_static("max-age=60"),
     );
+    // A browser keeps one answer per fetch-metadata site, so JSONP fetched by another site's
+    // page is never reused for a script of the tracker's own.
+    h.insert(header::VARY, HeaderValue::from_static("Sec-Fetch-Site"));
     Ok(resp)
 }

@@ -1,21 +1,24 @@
 //! API tokens of the logged-in account, for scripts (`Authorization: Bearer SECRET`): listed,
 //! created (the secret shown once, stored as its SHA-256) and revoked. Managing tokens needs a
-//! session, so a leaked token cannot mint more; read-only accounts make none (they change
+//! session, so a leaked token cannot mint more, and making one needs the password again, so a
+//! session left open cannot either; each token expires ([`TOKEN_DAYS_DEFAULT`] days unless
+//! asked, at most [`TOKEN_DAYS_MAX`]) and dies with a change of its account's password; read-only accounts make none (they change
 //! nothing, tokens included), and a token of an account made read-only later only reads.
 
 use super::auth::Caller;
 use crate::{
     state::AppState,
-    store::{now_ms, token_hash, ApiToken, Role},
+    store::{now_ms, token_hash, ApiToken, Role, TOKEN_DAYS_DEFAULT, TOKEN_DAYS_MAX},
     web::{ApiError, ApiResult},
 };
 use app::model::admin::CreatedToken;
 pub use app::model::admin::NewToken;
 use axum::{
-    extract::{Path, State},
-    http::StatusCode,
+    extract::{ConnectInfo, Path, State},
+    http::{HeaderMap, StatusCode},
     Json,
 };
+use std::net::SocketAddr;
 
 /// Tokens one account may hold.
 const MAX_TOKENS: usize = 20;
@@ -37,7 +40,7 @@ pub async fn list_tokens(
     caller: Caller,
 ) -> ApiResult<Json<Vec<ApiToken>>> {
     needs_session(&caller)?;
-    Ok(Json(state.store.tokens(&caller.name).await?))
+    Ok(Json(state.store.tokens(&caller.name, now_ms()).await?))
 }
 
 /// `POST /admin/api/tokens`: a new token for the caller, acting with the caller's role.
@@ -49,6 +52,8 @@ pub async fn list_tokens(
 )]
 pub async fn create_token(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     caller: Caller,
     Json(req): Json<NewToken>,
 ) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
@@ -62,16 +67,30 @@ pub async fn create_token(
             "A token's name is 1 to 64 characters.",
         ));
     }
+    let days = req.days.unwrap_or(TOKEN_DAYS_DEFAULT);
+    if !(1..=TOKEN_DAYS_MAX).contains(&days) {
+        return Err(ApiError::bad_request(format!(
+            "A token lasts 1 to {TOKEN_DAYS_MAX} days."
+        )));
+    }
     let store = &state.store;
-    if store.tokens(&caller.name).await?.len() >= MAX_TOKENS {
+    let now = now_ms();
+    if store.tokens(&caller.name, now).await?.len() >= MAX_TOKENS {
         return Err(ApiError::bad_request(format!(
             "At most {MAX_TOKENS} tokens per account: revoke one first."
         )));
     }
+    // A session left open (or stolen) does not make lasting access: the password is asked
+    // again, and counted like a login.
+    let check = super::login::password_check(&state, peer, &headers);
+    if check.run(&caller.name, req.password).await?.is_none() {
+        return Err(ApiError::forbidden("Enter your password to make a token."));
+    }
     let token = ApiToken {
         id: crate::store::random_token(8).to_lowercase(),
         name: name.to_string(),
-        t: now_ms(),
+        t: now,
+        expires: now + u64::from(days) * 86_400_000,
     };
     let secret = format!("trk_{}", crate::store::random_token(40));
     store
@@ -129,7 +148,7 @@ pub async fn list_account_tokens(
     if state.store.account(&name).await?.is_none() {
         return Err(ApiError::not_found("No such account."));
     }
-    Ok(Json(state.store.tokens(&name).await?))
+    Ok(Json(state.store.tokens(&name, now_ms()).await?))
 }
 
 /// `DELETE /admin/api/users/NAME/tokens/ID` (global admins, from a session): revokes a token of

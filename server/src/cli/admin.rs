@@ -31,6 +31,12 @@ pub enum AdminCommand {
         /// Account name.
         name: String,
     },
+    /// Lift the limit on an account's logins from every address (after a guessing run), now
+    /// rather than when its window lapses; the limits per address stay.
+    Unlock {
+        /// Account name.
+        name: String,
+    },
 }
 
 /// Runs an account command, audited under [`crate::ops::CLI_ACTOR`].
@@ -65,6 +71,24 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
             };
             let account = accounts::update(store, &cli, &name, change).await?;
             outln!("new password set for {}", account.name);
+            Ok(())
+        }
+        AdminCommand::Unlock { name } => {
+            let name = name.trim().to_lowercase();
+            if store.account(&name).await?.is_none() {
+                return Err(CliError::Usage(format!("no account {name:?}")));
+            }
+            let had = store.forget_login_name(&name).await?;
+            cli.record(store, "user.unlock", "", u64::from(had), name.clone())
+                .await?;
+            outln!(
+                "{name}: {}",
+                if had {
+                    "login attempts forgotten"
+                } else {
+                    "no login attempts were counted"
+                }
+            );
             Ok(())
         }
     }

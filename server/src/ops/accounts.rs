@@ -10,12 +10,46 @@ pub const MIN_PASSWORD: usize = 10;
 /// Longest password accepted, in bytes.
 pub const MAX_PASSWORD: usize = 1024;
 
-/// The argon2id PHC string of `password` (checked, and hashed off the async workers).
-pub async fn hash_password(password: String) -> OpsResult<String> {
-    if password.chars().count() < MIN_PASSWORD || password.len() > MAX_PASSWORD {
-        return Err(invalid(format!(
-            "Passwords are {MIN_PASSWORD} to {MAX_PASSWORD} characters."
-        )));
+/// The least strength a new password must have, on zxcvbn's scale of 0 to 4 (3: "safely
+/// unguessable", about 10^8 guesses or more): common passwords, names, words, repeats,
+/// sequences and keyboard walks score below it.
+pub const MIN_PASSWORD_SCORE: u8 = 3;
+
+/// Why `password` may not be account `name`'s new password: shorter than [`MIN_PASSWORD`]
+/// characters (spaces at either end not counted), longer than [`MAX_PASSWORD`] bytes, or weaker
+/// than [`MIN_PASSWORD_SCORE`] (zxcvbn, knowing the name). Passwords migrated from the universal
+/// tracker are kept as they are until changed.
+pub fn password_problem(password: &str, name: &str) -> Option<String> {
+    if password.trim().chars().count() < MIN_PASSWORD || password.len() > MAX_PASSWORD {
+        return Some(format!(
+            "Passwords are {MIN_PASSWORD} to {MAX_PASSWORD} characters, not counting spaces at either end."
+        ));
+    }
+    // zxcvbn's work grows with the length; past its first 100 characters, a password that
+    // passes there passes.
+    let head: String = password.chars().take(100).collect();
+    let estimate = zxcvbn::zxcvbn(&head, &[name, "tracker", "archiveteam", "warrior"]);
+    if u8::from(estimate.score()) < MIN_PASSWORD_SCORE {
+        let hint = estimate
+            .feedback()
+            .and_then(|f| f.warning())
+            .map(|w| {
+                let w = w.to_string();
+                format!(" ({})", w.trim_end_matches('.').to_lowercase())
+            })
+            .unwrap_or_default();
+        return Some(format!(
+            "That password is too easy to guess{hint}: use a few uncommon words, or more characters."
+        ));
+    }
+    None
+}
+
+/// The argon2id PHC string of `password` for account `name`, after [`password_problem`]
+/// (hashed off the async workers).
+pub async fn hash_password(password: String, name: &str) -> OpsResult<String> {
+    if let Some(problem) = password_problem(&password, name) {
+        return Err(invalid(problem));
     }
     tokio::task::spawn_blocking(move || hash_password_now(&password))
         .await
@@ -49,9 +83,10 @@ pub async fn new_account(
     if let Some(problem) = user_name_problem(&name) {
         return Err(invalid(problem));
     }
+    let hash = hash_password(password, &name).await?;
     Ok(Account {
         name,
-        hash: hash_password(password).await?,
+        hash,
         role,
         projects,
         t: now_ms(),
@@ -141,21 +176,59 @@ pub async fn update(
     let new_password = change.password.is_some();
     if let Some(password) = change.password {
         // Ends the account's sessions: whoever knew the old password is logged out.
-        account.set_password_hash(hash_password(password).await?);
+        account.set_password_hash(hash_password(password, &name).await?);
         changed.push("password".into());
     }
     store.save_account(&account).await?;
     if new_password {
         // And its API tokens: a token made by whoever had the account dies with its password.
-        let tokens = store.tokens(&name).await?;
-        for t in &tokens {
-            store.revoke_token(&name, &t.id).await?;
-        }
-        if !tokens.is_empty() {
-            changed.push(format!("tokens_revoked={}", tokens.len()));
+        let revoked = store.revoke_all_tokens(&name).await?;
+        if revoked > 0 {
+            changed.push(format!("tokens_revoked={revoked}"));
         }
     }
     let detail = format!("{name} {}", changed.join(" "));
     actor.record(store, "user.update", "", 1, detail).await?;
     Ok(account)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::password_problem;
+
+    #[test]
+    fn weak_or_short_passwords_are_refused_with_a_reason() {
+        for weak in [
+            "aaaaaaaaaa",
+            "          ",
+            "  short  ",
+            "password123",
+            "qwertyuiop",
+            "1234567890",
+            "alice-alice-1",
+            "trustno1trustno1",
+        ] {
+            let problem = password_problem(weak, "alice");
+            assert!(problem.is_some(), "{weak:?} was accepted");
+        }
+        assert!(password_problem("aaaaaaaaaa", "bob")
+            .unwrap()
+            .contains("too easy to guess"));
+        assert!(password_problem(&"x".repeat(2000), "bob")
+            .unwrap()
+            .contains("characters"));
+    }
+
+    #[test]
+    fn passphrases_and_random_strings_pass() {
+        for strong in [
+            "correct horse battery",
+            "a long enough password",
+            "a new password for bob",
+            "Tr7#kq9!Lm2$",
+            "vivid otter juggles plywood",
+        ] {
+            assert_eq!(password_problem(strong, "alice"), None, "{strong:?}");
+        }
+    }
 }

@@ -95,6 +95,11 @@ pub fn user_name_problem(name: &str) -> Option<String> {
 /// The audit name of actions taken with the `tracker` command line.
 pub const CLI_ACTOR: &str = "cli";
 
+/// Browsers remembered per account for the login limits ([`Store::remember_device`]).
+pub const MAX_DEVICES: usize = 10;
+/// Days a browser stays remembered after its last login.
+pub const DEVICE_DAYS: u64 = 180;
+
 /// Who does an action, as the audit log names them.
 #[derive(Clone, Debug)]
 pub struct Actor {
@@ -218,6 +223,7 @@ impl Store {
         let client = self.pool.next();
         let n: u64 = client.srem(self.keys.admin_users(), name).await?;
         let _: () = client.del(self.keys.admin_user(name)).await?;
+        self.forget_devices(name).await?;
         Ok(n > 0)
     }
 
@@ -290,6 +296,89 @@ impl Store {
                 vec![Value::from(if success { "1" } else { "0" })],
             )
             .await?;
+        Ok(())
+    }
+
+    /// Counts a login attempt of `name` from any network (`undo`: takes one back), unless
+    /// `max` were counted in the last `window_s` seconds: then the seconds until the count lapses.
+    pub async fn login_name(
+        &self,
+        name: &str,
+        undo: bool,
+        max: u64,
+        window_s: u64,
+    ) -> StoreResult<Option<u64>> {
+        let reply = self
+            .scripts
+            .call::<Accepted>(
+                self.pool.next(),
+                &self.scripts.login_name,
+                vec![self.keys.admin_login_name(name)],
+                vec![
+                    Value::from(if undo { "undo" } else { "count" }),
+                    Value::from(max as i64),
+                    Value::from(window_s as i64),
+                ],
+            )
+            .await?;
+        match reply {
+            Ok(Accepted {}) => Ok(None),
+            Err(Refusal::RateLimited { wait_ms }) => Ok(Some(wait_ms.div_ceil(1000).max(1))),
+            Err(refusal) => Err(StoreError::Refused(refusal)),
+        }
+    }
+
+    /// Forgets the login attempts counted for `name` from every network (`tracker admin
+    /// unlock`); whether there were any.
+    pub async fn forget_login_name(&self, name: &str) -> StoreResult<bool> {
+        let n: u64 = self
+            .pool
+            .next()
+            .del(self.keys.admin_login_name(name))
+            .await?;
+        Ok(n > 0)
+    }
+
+    /// Whether account `name` logged in from the browser whose device cookie hashes to `hash`.
+    pub async fn known_device(&self, name: &str, hash: &str) -> StoreResult<bool> {
+        Ok(self
+            .pool
+            .next()
+            .hexists(self.keys.admin_devices(name), hash)
+            .await?)
+    }
+
+    /// Remembers the browser whose device cookie hashes to `hash` for account `name`, keeping
+    /// the [`MAX_DEVICES`] used last, each for [`DEVICE_DAYS`] after its last login.
+    pub async fn remember_device(&self, name: &str, hash: &str, now: u64) -> StoreResult<()> {
+        let key = self.keys.admin_devices(name);
+        let client = self.pool.next();
+        let _: () = client.hset(&key, (hash, now.to_string())).await?;
+        let all: HashMap<String, String> = client.hgetall(&key).await?;
+        let cutoff = now.saturating_sub(DEVICE_DAYS * 86_400_000);
+        let mut seen: Vec<(u64, String)> = all
+            .into_iter()
+            .map(|(h, t)| (t.parse().unwrap_or(0), h))
+            .collect();
+        seen.sort_unstable_by(|a, b| b.cmp(a));
+        let stale: Vec<String> = seen
+            .iter()
+            .enumerate()
+            .filter(|(i, (t, _))| *i >= MAX_DEVICES || *t < cutoff)
+            .map(|(_, (_, h))| h.clone())
+            .collect();
+        if !stale.is_empty() {
+            let _: () = client.hdel(&key, stale).await?;
+        }
+        let _: () = client
+            .expire(&key, (DEVICE_DAYS * 86_400) as i64, None)
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets every browser account `name` logged in from (when it is deleted).
+    pub async fn forget_devices(&self, name: &str) -> StoreResult<()> {
+        let _: () = self.pool.next().del(self.keys.admin_devices(name)).await?;
         Ok(())
     }
 

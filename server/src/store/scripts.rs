@@ -69,6 +69,7 @@
 //!                 "recent":["event JSON", ...],"queues":[{"part","size"}]} | refusal: no_project
 //! recount        {"before":n (absent when not kept),"now":n} | refusal: no_project
 //! login_attempt  {} | refusal: rate_limited {wait_ms}
+//! login_name     {} | refusal: rate_limited {wait_ms}
 //! rescue_attempt {} | refusal: rate_limited {wait_ms}
 //! fleet_flush    {"stored":n,"dropped":n,"forgotten":n}
 //! offload_commit {"moved":n} | refusal: lease, stale {item}
@@ -204,6 +205,7 @@ macro_rules! every_script {
             $($ref)+ $s.recount,
             $($ref)+ $s.login_attempt,
             $($ref)+ $s.login_undo,
+            $($ref)+ $s.login_name,
             $($ref)+ $s.rescue_attempt,
             $($ref)+ $s.fleet_flush,
             $($ref)+ $s.offload_commit,
@@ -255,6 +257,8 @@ pub struct Scripts {
     pub login_attempt: LuaScript,
     /// `login_undo.lua`
     pub login_undo: LuaScript,
+    /// `login_name.lua`
+    pub login_name: LuaScript,
     /// `rescue_attempt.lua`
     pub rescue_attempt: LuaScript,
     /// `fleet_flush.lua`
@@ -308,6 +312,7 @@ impl Scripts {
             recount: lua!("recount", 5),
             login_attempt: lua!("login_attempt", 2),
             login_undo: lua!("login_undo", 2),
+            login_name: lua!("login_name", 1),
             rescue_attempt: lua!("rescue_attempt", 1),
             fleet_flush: lua!("fleet_flush", 2),
             offload_commit: lua!("offload_commit", 7),
@@ -327,12 +332,12 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 28] {
+    pub fn all(&self) -> [&LuaScript; 29] {
         every_script!(self, &)
     }
 
     /// All scripts, to name their functions.
-    fn all_mut(&mut self) -> [&mut LuaScript; 28] {
+    fn all_mut(&mut self) -> [&mut LuaScript; 29] {
         every_script!(self, &mut)
     }
 

@@ -23,13 +23,13 @@ async fn blocks_users_and_projects_are_managed_and_audited() {
         serde_json::json!([])
     );
 
-    let r = p.post("/admin/api/users", serde_json::json!({"name": "Bob", "password": "password123", "role": "project", "projects": ["p1"]})).await;
+    let r = p.post("/admin/api/users", serde_json::json!({"name": "Bob", "password": "correct horse battery", "role": "project", "projects": ["p1"]})).await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert!(!r.body.contains("argon2"), "the hash is never sent");
     assert_eq!(
         p.post(
             "/admin/api/users",
-            serde_json::json!({"name": "bob", "password": "password123"})
+            serde_json::json!({"name": "bob", "password": "correct horse battery"})
         )
         .await
         .status,

@@ -186,9 +186,16 @@ async fn setup_link_creates_the_first_global_admin_once() {
         "no open admin"
     );
 
-    let body =
-        |t: &str| serde_json::json!({"token": t, "username": "Root", "password": "password123"});
+    let body = |t: &str| serde_json::json!({"token": t, "username": "Root", "password": "correct horse battery"});
     assert_eq!(p.post("/admin/api/setup", body("wrong")).await.status, 403);
+    let mut weak = body(&token);
+    weak["password"] = "aaaaaaaaaa".into();
+    let r = p.post("/admin/api/setup", weak).await;
+    assert_eq!(
+        r.status, 400,
+        "the password policy holds at setup: {}",
+        r.body
+    );
     let r = p.post("/admin/api/setup", body(&token)).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(json(&r)["user"], "root", "names are lowercase");
@@ -207,7 +214,7 @@ async fn setup_link_creates_the_first_global_admin_once() {
         .unwrap()
         .is_none());
     assert_eq!(
-        other.login("ROOT", "password123").await.status,
+        other.login("ROOT", "correct horse battery").await.status,
         200,
         "case-insensitive"
     );
@@ -291,4 +298,107 @@ async fn wrong_passwords_are_throttled_per_name_and_ip() {
     assert!(r.headers.get("retry-after").is_some());
     let counted = app.store.login_attempts("root", "127.0.0.1").await.unwrap();
     assert_eq!(counted, (MAX, MAX), "counted per name and IP, and per IP");
+}
+
+/// The `tracker_device` cookie a login answer sets, as a `Cookie` header value.
+fn device_cookie(r: &tests::Reply) -> String {
+    r.headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("tracker_device="))
+        .map(|v| v.split(';').next().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no device cookie: {:?}", r.headers))
+}
+
+/// A login from `ip` carrying cookie `cookie`.
+async fn log_in_with(app: &TestApp, ip: &str, cookie: &str, password: &str) -> tests::Reply {
+    let body = serde_json::json!({"username": "root", "password": password});
+    app.send(
+        app.http
+            .post(app.url("/admin/api/login"))
+            .header("origin", format!("http://{}", app.addr))
+            .header("x-forwarded-for", ip)
+            .header("cookie", cookie)
+            .header("content-type", "application/json")
+            .body(body.to_string()),
+    )
+    .await
+}
+
+/// Guesses spread over many addresses (5 from each of 4, each address under its own limits)
+/// stop at the account's limit: the right password from a fifth address then waits too. The
+/// owner's browser, which logged in before, is not locked out; an operator lifts the limit.
+#[tokio::test]
+async fn a_guessing_run_from_many_addresses_is_throttled_per_account() {
+    use server::admin::login::{DEVICE_COOKIE, MAX_ATTEMPTS_PER_NAME};
+    let app = behind_proxy().await;
+    account(&app, "root", Role::Global, &[]).await;
+    // The owner logged in once from its browser: the answer names that browser.
+    let owner = log_in_from(&app, "192.0.2.50", "root", "password123").await;
+    assert_eq!(owner.status, 200, "{}", owner.body);
+    let cookie = device_cookie(&owner);
+    let set = owner.headers["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    assert!(cookie.starts_with(DEVICE_COOKIE));
+
+    let mut wrong = 0;
+    let mut refused = 0;
+    for net in 1..=4 {
+        let ip = format!("203.0.113.{net}");
+        for _ in 0..MAX_ATTEMPTS_PER_NAME_AND_NET {
+            match log_in_from(&app, &ip, "root", "wrong password")
+                .await
+                .status
+            {
+                401 => wrong += 1,
+                429 => refused += 1,
+                other => panic!("{other}"),
+            }
+        }
+    }
+    assert_eq!(
+        wrong, MAX_ATTEMPTS_PER_NAME,
+        "checked up to the account's limit"
+    );
+    assert_eq!(
+        refused,
+        4 * MAX_ATTEMPTS_PER_NAME_AND_NET - MAX_ATTEMPTS_PER_NAME
+    );
+    let r = log_in_from(&app, "198.51.100.5", "root", "password123").await;
+    assert_eq!(r.status, 429, "a fifth address waits too: {}", r.body);
+    let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=900).contains(&retry), "Retry-After {retry}");
+    // A cookie the attacker makes up is no known browser.
+    let forged = format!("{DEVICE_COOKIE}={}", "x".repeat(40));
+    let r = log_in_with(&app, "198.51.100.6", &forged, "password123").await;
+    assert_eq!(r.status, 429, "{}", r.body);
+
+    // The owner's browser logs in, from anywhere.
+    let r = log_in_with(&app, "198.51.100.7", &cookie, "password123").await;
+    assert_eq!(r.status, 200, "the owner's browser: {}", r.body);
+    // Its wrong guesses still count per address.
+    for _ in 0..MAX_ATTEMPTS_PER_NAME_AND_NET {
+        let r = log_in_with(&app, "198.51.100.8", &cookie, "wrong password").await;
+        assert_eq!(r.status, 401);
+    }
+    let r = log_in_with(&app, "198.51.100.8", &cookie, "password123").await;
+    assert_eq!(r.status, 429, "{}", r.body);
+
+    // The operator lifts the account's limit; logins from new places go through again.
+    let run = app.cli(&["admin", "unlock", "ROOT"], b"");
+    assert!(run.ok, "{}", run.err);
+    assert!(run.out.contains("forgotten"), "{}", run.out);
+    let r = log_in_from(&app, "198.51.100.9", "root", "password123").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let run = app.cli(&["admin", "unlock", "nobody"], b"");
+    assert!(!run.ok);
+    let mut p = Panel::logged_in(&app, "root").await;
+    assert_eq!(
+        tests::panel::last_audit(&mut p, "user.unlock").await["detail"],
+        "root"
+    );
 }

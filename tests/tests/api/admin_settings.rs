@@ -195,7 +195,10 @@ async fn read_only_accounts_see_no_secrets() {
     let mut root = Panel::logged_in(&app, "root").await;
     let token = json(
         &root
-            .post("/admin/api/tokens", serde_json::json!({"name": "s"}))
+            .post(
+                "/admin/api/tokens",
+                serde_json::json!({"name": "s", "password": "password123"}),
+            )
             .await,
     )["secret"]
         .as_str()

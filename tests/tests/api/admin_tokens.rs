@@ -31,7 +31,10 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
         .await;
     assert_eq!(r.status, 400, "{}", r.body);
     let r = p
-        .post("/admin/api/tokens", serde_json::json!({"name": "ingest"}))
+        .post(
+            "/admin/api/tokens",
+            serde_json::json!({"name": "ingest", "password": "password123"}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
     let created = json(&r);
@@ -45,7 +48,7 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
         !listed.to_string().contains(&secret),
         "the secret is shown once"
     );
-    let stored = format!("{:?}", app.store.tokens("pat").await.unwrap());
+    let stored = format!("{:?}", app.store.tokens("pat", 0).await.unwrap());
     assert!(!stored.contains(&secret), "only its hash is stored");
 
     let r = with_token(&app, &secret, "/admin/api/p1/items?queue=todo", "a\nb\n").await;
@@ -86,7 +89,10 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
     let r = p
-        .post("/admin/api/tokens", serde_json::json!({"name": "later"}))
+        .post(
+            "/admin/api/tokens",
+            serde_json::json!({"name": "later", "password": "password123"}),
+        )
         .await;
     let secret = json(&r)["secret"].as_str().unwrap().to_string();
     account_role(&app, "pat", Role::ReadOnly).await;
@@ -199,7 +205,7 @@ async fn a_token_reaches_no_account_nor_token_and_dies_with_its_accounts_passwor
     assert_eq!(r.status, 200, "{}", r.body);
     let r = call(secret, reqwest::Method::GET, "/admin/api/p1/settings", "").await;
     assert_eq!(r.status, 401, "{}", r.body);
-    assert!(app.store.tokens("bob").await.unwrap().is_empty());
+    assert!(app.store.tokens("bob", 0).await.unwrap().is_empty());
 }
 
 /// A global admin lists and revokes any account's token (a leaked one), from a session; others
@@ -238,4 +244,174 @@ async fn a_global_admin_revokes_another_accounts_token() {
         .send(reqwest::Method::DELETE, &path, serde_json::json!({}))
         .await;
     assert_eq!(r.status, 404);
+}
+
+/// Making a token asks for the password again (counted like a login), and its lifetime is
+/// bounded: a session left open cannot make lasting access.
+#[tokio::test]
+async fn a_token_needs_the_password_again_and_expires() {
+    use server::store::{now_ms, token_hash, ApiToken, TOKEN_DAYS_DEFAULT, TOKEN_DAYS_MAX};
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    account(&app, "pat", Role::Project, &["p1"]).await;
+    let mut p = Panel::logged_in(&app, "pat").await;
+    let make = |body: serde_json::Value| {
+        let mut body = body;
+        body["name"] = "script".into();
+        body
+    };
+    for (body, status) in [
+        (serde_json::json!({}), 403),
+        (serde_json::json!({"password": "wrong password"}), 403),
+        (
+            serde_json::json!({"password": "password123", "days": 0}),
+            400,
+        ),
+        (
+            serde_json::json!({"password": "password123", "days": TOKEN_DAYS_MAX + 1}),
+            400,
+        ),
+    ] {
+        let r = p.post("/admin/api/tokens", make(body.clone())).await;
+        assert_eq!(r.status, status, "{body}: {}", r.body);
+    }
+    assert!(app.store.tokens("pat", 0).await.unwrap().is_empty());
+    assert_eq!(
+        app.store.login_attempts("pat", "127.0.0.1").await.unwrap(),
+        (2, 2),
+        "the wrong (and the missing) password counted as login attempts"
+    );
+
+    let before = now_ms();
+    let r = p
+        .post(
+            "/admin/api/tokens",
+            make(serde_json::json!({"password": "password123"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let expires = json(&r)["expires"].as_u64().unwrap();
+    let day = 86_400_000;
+    let default = u64::from(TOKEN_DAYS_DEFAULT) * day;
+    assert!(
+        (before + default..=now_ms() + default).contains(&expires),
+        "{expires}"
+    );
+    let r = p
+        .post(
+            "/admin/api/tokens",
+            make(serde_json::json!({"password": "password123", "days": 7})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(json(&r)["expires"].as_u64().unwrap() <= now_ms() + 7 * day);
+
+    // A token past its time is refused, and leaves the account's list.
+    let secret = "trk_expiredexpiredexpiredexpiredexpired1";
+    let old = ApiToken {
+        id: "old1".into(),
+        name: "old".into(),
+        t: now_ms() - 10 * day,
+        expires: now_ms() - day,
+    };
+    app.store
+        .create_token("pat", &old, &token_hash(secret))
+        .await
+        .unwrap();
+    let r = with_token(&app, secret, "/admin/api/p1/items?queue=todo", "a\n").await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("expired"), "{}", r.body);
+    assert_eq!(app.counts("p1").await.todo, 0);
+    let listed = json(&p.get("/admin/api/tokens").await);
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{listed}");
+    assert!(!ids.contains(&"old1"));
+}
+
+/// Every account changes its own password, given the current one: weak ones are refused; the
+/// change ends its other sessions and revokes its tokens, and this session goes on.
+#[tokio::test]
+async fn every_account_changes_its_own_password() {
+    let app = TestApp::start().await;
+    app.project("p1", &[]).await;
+    account(&app, "pat", Role::Project, &["p1"]).await;
+    account(&app, "ro", Role::ReadOnly, &[]).await;
+    let mut p = Panel::logged_in(&app, "pat").await;
+    let mut other = Panel::logged_in(&app, "pat").await;
+    let secret = new_token(&mut p, "ingest").await;
+    let change = |current: &str, new: &str| serde_json::json!({"current": current, "new": new});
+    let r = p
+        .post(
+            "/admin/api/password",
+            change("wrong password", "vivid otter juggles plywood"),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    for weak in ["aaaaaaaaaa", "          ", "password1234", "pat-pat-pat"] {
+        let r = p
+            .post("/admin/api/password", change("password123", weak))
+            .await;
+        assert_eq!(r.status, 400, "{weak:?}: {}", r.body);
+    }
+    let r = with_token(&app, &secret, "/admin/api/p1/items?queue=todo", "a\n").await;
+    assert_eq!(r.status, 200, "refusals changed nothing: {}", r.body);
+
+    let r = p
+        .post(
+            "/admin/api/password",
+            change("password123", "vivid otter juggles plywood"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    p.csrf = json(&r)["csrf"].as_str().unwrap().to_string();
+    assert_eq!(json(&p.get("/admin/api/session").await)["user"], "pat");
+    assert_eq!(
+        json(&other.get("/admin/api/session").await)["user"],
+        serde_json::Value::Null,
+        "the other session ended"
+    );
+    let r = with_token(&app, &secret, "/admin/api/p1/items?queue=todo", "b\n").await;
+    assert_eq!(
+        r.status, 401,
+        "the token died with the password: {}",
+        r.body
+    );
+    let mut fresh = Panel::open(&app).await;
+    assert_eq!(fresh.login("pat", "password123").await.status, 401);
+    assert_eq!(
+        fresh
+            .login("pat", "vivid otter juggles plywood")
+            .await
+            .status,
+        200
+    );
+    assert!(last_audit(&mut p, "user.update").await["detail"]
+        .as_str()
+        .unwrap()
+        .contains("tokens_revoked=1"));
+
+    // A read-only account too; never with a token.
+    let mut ro = Panel::logged_in(&app, "ro").await;
+    let r = ro
+        .post(
+            "/admin/api/password",
+            change("password123", "plywood otters juggle vividly"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/admin/api/password"))
+                .header("authorization", format!("Bearer {}", tests::ADMIN_TOKEN))
+                .header("content-type", "application/json")
+                .body(change("x", "vivid otter juggles plywood").to_string()),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.body);
 }

@@ -12,8 +12,7 @@ async fn names_the_logs_give_other_actors_cannot_be_taken() {
         .unwrap()
         .unwrap();
     let mut p = Panel::open(&app).await;
-    let setup =
-        serde_json::json!({"token": token, "username": "System", "password": "password123"});
+    let setup = serde_json::json!({"token": token, "username": "System", "password": "correct horse battery"});
     let r = p.post("/admin/api/setup", setup).await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body.contains("reserved"), "{}", r.body);
@@ -21,12 +20,13 @@ async fn names_the_logs_give_other_actors_cannot_be_taken() {
     account(&app, "root", Role::Global, &[]).await;
     let mut root = Panel::logged_in(&app, "root").await;
     for name in server::store::RESERVED_USER_NAMES {
-        let body = serde_json::json!({"name": name.to_uppercase(), "password": "password123"});
+        let body =
+            serde_json::json!({"name": name.to_uppercase(), "password": "correct horse battery"});
         let r = root.post("/admin/api/users", body).await;
         assert_eq!(r.status, 400, "{name}: {}", r.body);
         assert!(r.body.contains("reserved"), "{name}: {}", r.body);
     }
-    let body = serde_json::json!({"name": "carol", "password": "password123"});
+    let body = serde_json::json!({"name": "carol", "password": "correct horse battery"});
     assert_eq!(
         root.post("/admin/api/users", body).await.status,
         201,

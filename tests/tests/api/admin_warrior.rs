@@ -82,6 +82,32 @@ async fn the_warrior_project_list_is_validated_sanitised_versioned_and_served() 
         app.get("/projects.json?callback=alert(1)").await.status,
         400
     );
+    // JSONP as a script of the tracker's own page (what an injected `<script src>` would be,
+    // and the pages' CSP allows the origin's scripts) is refused, also right after the same
+    // address was answered from the read cache; another site's page gets it, varying by site.
+    let as_script = |site: &str| {
+        app.http
+            .get(app.url("/projects.json?callback=cb"))
+            .header("Sec-Fetch-Site", site)
+            .header("Sec-Fetch-Dest", "script")
+    };
+    let theirs = app.send(as_script("cross-site")).await;
+    assert_eq!(theirs.status, 200, "{}", theirs.body);
+    assert!(theirs.body.starts_with("cb({"), "{}", theirs.body);
+    assert_eq!(theirs.headers["vary"], "Sec-Fetch-Site");
+    let ours = app.send(as_script("same-origin")).await;
+    assert_eq!(ours.status, 403, "{}", ours.body);
+    assert!(ours.body.contains("other sites"), "{}", ours.body);
+    // Its own page's fetch of the JSON (not a script) is served as ever.
+    let fetched = app
+        .send(
+            app.http
+                .get(app.url("/projects.json"))
+                .header("Sec-Fetch-Site", "same-origin")
+                .header("Sec-Fetch-Dest", "empty"),
+        )
+        .await;
+    assert_eq!(fetched.status, 200);
 
     assert_eq!(
         p.send(

@@ -62,13 +62,13 @@ async fn trust_proxy_from_the_environment_takes_the_forwarded_address() {
     assert_eq!(claim_from(&app, &behind, "p1", "198.51.100.1").await, 200);
 }
 
-/// Logs in as root/password123 at `base`: the `Set-Cookie` header.
+/// Logs in as root/correct horse battery at `base`: the `Set-Cookie` header.
 async fn login_cookie(app: &TestApp, base: &str) -> String {
     let r = app
         .http
         .post(format!("{base}/admin/api/login"))
         .header("origin", base)
-        .json(&serde_json::json!({"username": "root", "password": "password123"}))
+        .json(&serde_json::json!({"username": "root", "password": "correct horse battery"}))
         .send()
         .await
         .unwrap();
@@ -82,7 +82,7 @@ async fn the_session_cookie_is_secure_when_the_environment_says_so() {
     let (ok, _) = cli(
         &app,
         &["admin", "create-user", "root", "--global"],
-        "password123\n",
+        "correct horse battery\n",
     );
     assert!(ok, "create-user");
     let (_plain, base) = serve_with(&app, &[]).await;
@@ -104,7 +104,7 @@ async fn reset_password_sets_a_password_that_logs_in() {
         cli(
             &app,
             &["admin", "create-user", "root", "--global"],
-            "password123\n"
+            "correct horse battery\n"
         )
         .0
     );
@@ -130,7 +130,11 @@ async fn reset_password_sets_a_password_that_logs_in() {
                 .as_u16()
         }
     };
-    assert_eq!(login("password123").await, 401, "the old password");
+    assert_eq!(
+        login("correct horse battery").await,
+        401,
+        "the old password"
+    );
     assert_eq!(login("another password").await, 200, "the new one");
     let (ok, _) = cli(&app, &["admin", "reset-password", "nobody"], "x password\n");
     assert!(!ok, "an unknown account");

@@ -461,3 +461,63 @@ async fn save_listing(p: &mut Panel<'_>, repository: &str) -> tests::Reply {
     p.send(reqwest::Method::PUT, "/admin/api/mine/listing", body)
         .await
 }
+
+/// Every change of what the fleet runs is in the audit log, and the Warrior list page's query
+/// (the actions of `FLEET_ACTIONS`, comma-separated) finds them and nothing else.
+#[tokio::test]
+async fn changes_of_what_the_fleet_runs_are_listed_together() {
+    use app::model::admin::FLEET_ACTIONS;
+    let app = TestApp::start().await;
+    account(&app, "root", Role::Global, &[]).await;
+    account(&app, "pat", Role::Project, &["p"]).await;
+    app.project("p", &[]).await;
+    let mut root = Panel::logged_in(&app, "root").await;
+    let mut pat = Panel::logged_in(&app, "pat").await;
+    let listing = serde_json::json!({"repository": "https://example.org/p-grab"});
+    let r = pat
+        .send(reqwest::Method::PUT, "/admin/api/p/listing", listing)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = root
+        .send(
+            reqwest::Method::PUT,
+            "/admin/api/warrior/auto",
+            serde_json::json!({"pin": "p"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = root
+        .send_bytes(
+            reqwest::Method::POST,
+            "/admin/api/p/items?queue=todo",
+            b"a\n".to_vec(),
+        )
+        .await;
+    assert!(r.status < 300, "{}", r.body);
+    let query = format!("/admin/api/audit?action={}", FLEET_ACTIONS.join(","));
+    for p in [&mut root, &mut pat] {
+        let list = json(&p.get(&query).await);
+        let actions: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["action"].as_str().unwrap())
+            .collect();
+        // (The tracker's own note of the choice changing, `auto_project.change`, may be
+        // there too.)
+        assert!(
+            actions.ends_with(&["auto_project.pin", "listing.save"]),
+            "{list}"
+        );
+        assert!(
+            actions
+                .iter()
+                .all(|a| a.starts_with("auto_project.") || *a == "listing.save"),
+            "{list}"
+        );
+        assert!(list[actions.len() - 1]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("waiting for a global admin"));
+    }
+}

@@ -115,6 +115,16 @@ pub(super) async fn every_script(app: &TestApp) {
         (0, 0)
     );
     flush().await;
+    assert_eq!(store.login_name("root", false, 1, 60).await.unwrap(), None);
+    flush().await;
+    assert!(store
+        .login_name("root", false, 1, 60)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(store.login_name("root", true, 1, 60).await.unwrap(), None);
+    assert_eq!(store.login_name("root", false, 1, 60).await.unwrap(), None);
+    flush().await;
     assert_eq!(
         store.rescue_attempt("192.0.2.1", 1, now).await.unwrap(),
         None
@@ -233,7 +243,7 @@ pub(super) async fn every_script(app: &TestApp) {
     assert_eq!(store.shed_log("p1", 1_000_000, 10).await.unwrap(), 0);
     assert_eq!(
         store.scripts().all().len(),
-        28,
+        29,
         "every script is exercised above"
     );
 }

@@ -73,7 +73,7 @@ async fn no_setup_link_once_an_account_exists() {
     assert!(app.setup_link.is_some());
     let run = app.cli(
         &["admin", "create-user", "root", "--global"],
-        b"password123\n",
+        b"correct horse battery\n",
     );
     assert!(run.ok, "{}", run.err);
     let mut config = Config::new(&app.redis_url, &app.namespace);

@@ -46,6 +46,22 @@ pub struct PipelineRequest {
 pub struct NewToken {
     /// What the token is for, e.g. `ingest script`.
     pub name: String,
+    /// The account's password, entered again: a session left open does not make tokens.
+    #[serde(default)]
+    pub password: String,
+    /// Days it lasts (1 to [`super::TOKEN_DAYS_MAX`]; none: [`super::TOKEN_DAYS_DEFAULT`]).
+    #[serde(default)]
+    pub days: Option<u32>,
+}
+
+/// Body of `POST /admin/api/password`: the logged-in account changes its own password.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PasswordChange {
+    /// The password now.
+    pub current: String,
+    /// The new one.
+    pub new: String,
 }
 
 /// Body of `POST /admin/api/SLUG/release`: which claims to release (all set fields must

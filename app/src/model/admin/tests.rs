@@ -128,17 +128,18 @@ fn accounts_audit_tokens() {
         id: "abc".into(),
         name: "script".into(),
         t: 9,
+        expires: 10,
     };
     round_trip(
         vec![token.clone()],
-        json!([{"id": "abc", "name": "script", "t": 9}]),
+        json!([{"id": "abc", "name": "script", "t": 9, "expires": 10}]),
     );
     round_trip(
         CreatedToken {
             token,
             secret: "s3cret".into(),
         },
-        json!({"id": "abc", "name": "script", "t": 9, "secret": "s3cret"}),
+        json!({"id": "abc", "name": "script", "t": 9, "expires": 10, "secret": "s3cret"}),
     );
 }
 

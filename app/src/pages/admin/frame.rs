@@ -13,8 +13,6 @@ use leptos_meta::Title;
 #[derive(Clone, Copy, PartialEq)]
 enum Who {
     Everyone,
-    /// Accounts that change things (not read-only).
-    Actors,
     Global,
 }
 
@@ -27,7 +25,7 @@ const PAGES: [(&str, &str, Who); 8] = [
     ("/admin/users", "Accounts", Who::Global),
     ("/admin/pipelines", "Pipelines", Who::Global),
     ("/admin/audit", "Audit log", Who::Everyone),
-    ("/admin/tokens", "API tokens", Who::Actors),
+    ("/admin/tokens", "Your account", Who::Everyone),
 ];
 
 /// A panel page titled `title`: navigation and `content(session)` for a logged-in account,
@@ -63,10 +61,8 @@ where
 fn Nav(session: AdminSession, current: &'static str) -> impl IntoView {
     let csrf = session.csrf.clone();
     let global = session.is_global();
-    let actor = session.is_actor();
     let shown = move |who: Who| match who {
         Who::Everyone => true,
-        Who::Actors => actor,
         Who::Global => global,
     };
     let log_out = move |_| {

@@ -1,5 +1,7 @@
-//! `/admin/tokens`: the logged-in account's API tokens for scripts. A new token's secret is
-//! shown once; tokens act with the account's role; revoking one stops it at once.
+//! `/admin/tokens`: the logged-in account's own page. Its password, changed by giving the one it
+//! has now (every account, read-only ones included), and its API tokens for scripts: made with
+//! the password entered again, each expiring; a new token's secret is shown once; tokens act
+//! with the account's role; revoking one, or changing the password, stops it at once.
 
 use super::{
     api::{self, Body},
@@ -7,7 +9,10 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AdminSession, ApiToken, CreatedToken, NewToken, Role};
+use crate::model::admin::{
+    AdminSession, ApiToken, CreatedToken, NewToken, PasswordChange, Role, TOKEN_DAYS_DEFAULT,
+    TOKEN_DAYS_MAX,
+};
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::json;
 
@@ -15,7 +20,7 @@ use serde_json::json;
 #[component]
 pub fn TokensPage() -> impl IntoView {
     view! {
-        <Frame title="API tokens".into() current="/admin/tokens" content=|s| view! { <Tokens session=s/> }/>
+        <Frame title="Your account".into() current="/admin/tokens" content=|s| view! { <Tokens session=s/> }/>
     }
 }
 
@@ -27,11 +32,18 @@ fn Tokens(session: AdminSession) -> impl IntoView {
         api::get::<Vec<ApiToken>>("/admin/api/tokens".into())
     });
     let (name, secret) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let (password, days) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(TOKEN_DAYS_DEFAULT.to_string()),
+    );
     let create = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let body = Body::Json(api::json(&NewToken {
             name: name.get_untracked(),
+            password: password.get_untracked(),
+            days: days.get_untracked().trim().parse().ok(),
         }));
+        password.set(String::new());
         spawn_local(async move {
             let csrf = bulk.csrf.get_value();
             match api::call::<CreatedToken>("POST", "/admin/api/tokens", &csrf, body).await {
@@ -39,6 +51,31 @@ fn Tokens(session: AdminSession) -> impl IntoView {
                     secret.set(t.secret);
                     bulk.message.set("Token created.".into());
                     name.set(String::new());
+                }
+                Err(e) => bulk.message.set(e),
+            }
+            bulk.version.update(|v| *v += 1);
+        });
+    };
+    let (current, new) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let change = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = Body::Json(api::json(&PasswordChange {
+            current: current.get_untracked(),
+            new: new.get_untracked(),
+        }));
+        spawn_local(async move {
+            let csrf = bulk.csrf.get_value();
+            match api::call::<AdminSession>("POST", "/admin/api/password", &csrf, body).await {
+                Ok(s) => {
+                    // The session goes on with a new CSRF token.
+                    bulk.csrf.set_value(s.csrf);
+                    current.set(String::new());
+                    new.set(String::new());
+                    bulk.message.set(
+                        "Password changed: your other sessions ended and your API tokens were revoked."
+                            .into(),
+                    );
                 }
                 Err(e) => bulk.message.set(e),
             }
@@ -74,7 +111,7 @@ fn Tokens(session: AdminSession) -> impl IntoView {
                 }
                 view! {
                     <table aria-label="Tokens">
-                        <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th></th></tr></thead>
+                        <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th>"Expires"</th><th></th></tr></thead>
                         <tbody>
                             {list.into_iter().map(|t| {
                                 let label = t.name;
@@ -84,6 +121,7 @@ fn Tokens(session: AdminSession) -> impl IntoView {
                                         <td>{label.clone()}</td>
                                         <td class="mono">{t.id}</td>
                                         <td>{api::when(t.t)}</td>
+                                        <td>{api::when(t.expires)}</td>
                                         <td>{can.then(|| view! { <button on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button> })}</td>
                                     </tr>
                                 }
@@ -98,11 +136,20 @@ fn Tokens(session: AdminSession) -> impl IntoView {
                 <form class="card admin-form" on:submit=create aria-label="New token">
                     <h2>"New token"</h2>
                     <label>"What it is for" <input bind:value=name required maxlength="64"/></label>
+                    <label>"Lasts (days)" <input type="number" min="1" max=TOKEN_DAYS_MAX.to_string() bind:value=days required/></label>
+                    <label>"Your password" <input type="password" autocomplete="current-password" bind:value=password required/></label>
                     <button type="submit">"Create token"</button>
                 </form>
             }.into_any()
         } else {
             view! { <p class="muted">"Read-only accounts make no tokens."</p> }.into_any()
         }}
+        <form class="card admin-form" on:submit=change aria-label="Change your password">
+            <h2>"Your password"</h2>
+            <p class="muted">"At least 10 characters and hard to guess (a few uncommon words do). Changing it ends your other sessions and revokes your API tokens."</p>
+            <label>"Current password" <input type="password" autocomplete="current-password" bind:value=current required/></label>
+            <label>"New password" <input type="password" autocomplete="new-password" minlength="10" bind:value=new required/></label>
+            <button type="submit">"Change password"</button>
+        </form>
     }
 }

@@ -1,6 +1,6 @@
 //! `/admin/users` (global admins): accounts with their roles and projects; create, change the
 //! role and projects, reset the password, delete (the server refuses the last global admin and
-//! says so).
+//! says so); any account's API tokens, to revoke one that leaked.
 
 use super::{
     api::{self, Body},
@@ -8,7 +8,7 @@ use super::{
     frame::Frame,
     loaded::Loaded,
 };
-use crate::model::admin::{AccountInfo, AdminSession, Role, UserChange};
+use crate::model::admin::{AccountInfo, AdminSession, ApiToken, Role, UserChange};
 use leptos::prelude::*;
 use serde_json::json;
 
@@ -61,13 +61,17 @@ fn Users(session: AdminSession) -> impl IntoView {
     };
     view! {
         <ConfirmBox bulk/>
-        <Loaded reply=users show={move |list: Vec<AccountInfo>| view! {
-            <table class="card" aria-label="Accounts">
-                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Projects"</th><th>"New password"</th><th></th></tr></thead>
-                <tbody>
-                    {list.into_iter().map(|u| view! { <UserRow user=u bulk/> }).collect_view()}
-                </tbody>
-            </table>
+        <Loaded reply=users show={move |list: Vec<AccountInfo>| {
+            let names: Vec<String> = list.iter().map(|u| u.name.clone()).collect();
+            view! {
+                <table class="card" aria-label="Accounts">
+                    <thead><tr><th>"Name"</th><th>"Role"</th><th>"Projects"</th><th>"New password"</th><th></th></tr></thead>
+                    <tbody>
+                        {list.into_iter().map(|u| view! { <UserRow user=u bulk/> }).collect_view()}
+                    </tbody>
+                </table>
+                <AccountTokens names bulk/>
+            }
         }}/>
         <form class="card admin-form" on:submit=create aria-label="New account">
             <h2>"New account"</h2>
@@ -125,6 +129,65 @@ fn UserRow(user: AccountInfo, bulk: Bulk) -> impl IntoView {
                 <button class="danger" on:click=delete aria-label=format!("Delete {name}")>"Delete"</button>
             </td>
         </tr>
+    }
+}
+
+/// The API tokens of the account chosen, each with a button to revoke it.
+#[component]
+fn AccountTokens(names: Vec<String>, bulk: Bulk) -> impl IntoView {
+    let chosen = RwSignal::new(names.first().cloned().unwrap_or_default());
+    let tokens = LocalResource::new(move || {
+        bulk.version.track();
+        let name = chosen.get();
+        api::get::<Vec<ApiToken>>(format!("/admin/api/users/{}/tokens", api::encode(&name)))
+    });
+    let revoke = move |id: String, label: String| {
+        let name = chosen.get_untracked();
+        bulk.ask(
+            format!("Revoke {name}'s token {label:?}? Scripts using it stop working at once."),
+            "DELETE",
+            format!(
+                "/admin/api/users/{}/tokens/{}",
+                api::encode(&name),
+                api::encode(&id)
+            ),
+            BodyKind::Json(json!({})),
+        )
+    };
+    view! {
+        <section class="card" aria-label="Tokens of an account">
+            <h2>"API tokens of an account"</h2>
+            <label>"Account "
+                <select prop:value=move || chosen.get() on:change=move |ev| chosen.set(event_target_value(&ev))>
+                    {names.into_iter().map(|n| view! { <option value=n.clone()>{n.clone()}</option> }).collect_view()}
+                </select>
+            </label>
+            <Loaded reply=tokens show={move |list: Vec<ApiToken>| {
+                if list.is_empty() {
+                    return view! { <p class="muted">"No tokens."</p> }.into_any();
+                }
+                view! {
+                    <table aria-label="Their tokens">
+                        <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th>"Expires"</th><th></th></tr></thead>
+                        <tbody>
+                            {list.into_iter().map(|t| {
+                                let label = t.name;
+                                let (i2, l2) = (t.id.clone(), label.clone());
+                                view! {
+                                    <tr>
+                                        <td>{label.clone()}</td>
+                                        <td class="mono">{t.id}</td>
+                                        <td>{api::when(t.t)}</td>
+                                        <td>{api::when(t.expires)}</td>
+                                        <td><button class="danger" on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button></td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
+        </section>
     }
 }
 

@@ -9,7 +9,8 @@ use super::{
     loaded::Loaded,
 };
 use crate::model::admin::{
-    AdminSession, Restore, SaveList, SavedList, WarriorList, WarriorPreview,
+    AdminSession, AuditEntry, Restore, SaveList, SavedList, WarriorList, WarriorPreview,
+    FLEET_ACTIONS,
 };
 use leptos::{prelude::*, task::spawn_local};
 use serde_json::Value;
@@ -31,6 +32,13 @@ fn Warrior(session: AdminSession) -> impl IntoView {
     let loaded = LocalResource::new(move || {
         bulk.version.track();
         api::get::<WarriorList>(PATH.into())
+    });
+    let changes = LocalResource::new(move || {
+        bulk.version.track();
+        api::get::<Vec<AuditEntry>>(format!(
+            "/admin/api/audit?limit=50&action={}",
+            FLEET_ACTIONS.join(",")
+        ))
     });
     let text = RwSignal::new(String::new());
     let preview: RwSignal<Option<WarriorPreview>> = RwSignal::new(None);
@@ -128,6 +136,30 @@ fn Warrior(session: AdminSession) -> impl IntoView {
                                         }}</td>
                                     </tr>
                                 }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}/>
+        </section>
+        <section class="card" aria-label="Fleet changes">
+            <h2>"Changes to what the fleet runs (newest first)"</h2>
+            <Loaded reply=changes show={move |list: Vec<AuditEntry>| {
+                if list.is_empty() {
+                    return view! { <p class="muted">"No changes yet."</p> }.into_any();
+                }
+                view! {
+                    <table aria-label="Fleet changes">
+                        <thead><tr><th>"When"</th><th>"Who"</th><th>"What"</th><th>"Project"</th><th>"Detail"</th></tr></thead>
+                        <tbody>
+                            {list.into_iter().map(|e| view! {
+                                <tr>
+                                    <td>{api::when(e.t)}</td>
+                                    <td>{e.who}</td>
+                                    <td class="mono">{e.action}</td>
+                                    <td>{e.project}</td>
+                                    <td class="mono">{e.detail}</td>
+                                </tr>
                             }).collect_view()}
                         </tbody>
                     </table>
