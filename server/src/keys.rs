@@ -171,6 +171,26 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    /// The tag that ends the name of every segment file this namespace writes (`n` and the
+    /// first 8 hex digits of the namespace's SHA-256): installs (namespaces) that share an
+    /// offload directory never sweep or purge each other's files.
+    pub fn segment_tag(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(self.ns.as_bytes());
+        format!(
+            "n{}",
+            hash[..4]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        )
+    }
+
     /// Keys under the namespace `ns` (e.g. `t`).
     pub fn new(ns: &str) -> Self {
         Self { ns: ns.into() }

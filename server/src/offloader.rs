@@ -33,7 +33,7 @@ pub mod archive;
 mod moves;
 mod sweep;
 
-pub use sweep::{purge_project_files, remove_orphans};
+pub use sweep::{purge_project_files, remove_orphans, remove_purge_leftovers};
 
 /// How long a lease lasts unless renewed.
 pub const LEASE_MS: u64 = 30_000;
@@ -116,8 +116,10 @@ pub struct Offloader {
     log_budget: u64,
 }
 
-fn new_id(kind: &str) -> String {
-    format!("{kind}-{}-{:016x}", now_ms(), rand::random::<u64>())
+/// A new segment id: its kind, the time, a random number and the namespace's tag
+/// ([`crate::keys::Keys::segment_tag`]).
+fn new_id(kind: &str, tag: &str) -> String {
+    format!("{kind}-{}-{:016x}-{tag}", now_ms(), rand::random::<u64>())
 }
 
 fn io(e: std::io::Error) -> StoreError {

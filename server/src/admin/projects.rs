@@ -126,6 +126,7 @@ pub async fn destroy_project(
         &state.config.offload_dir,
         &state.config.archive_dir,
         &slug,
+        &state.store.keys().segment_tag(),
     )
     .await
     {

@@ -91,7 +91,7 @@ impl Offloader {
         records: Vec<(String, String)>,
         stop: StopAfter,
     ) -> StoreResult<u64> {
-        let id = new_id(kind);
+        let id = new_id(kind, &self.store.keys().segment_tag());
         let path = segment_path(&self.dir, slug, &id);
         // Redis's clock before the file exists: the commit is refused past this plus the
         // window, so the sweep (files a minute old) never deletes one that gets registered.

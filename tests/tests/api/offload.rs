@@ -334,7 +334,12 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
                 assert_eq!((files, registered.len()), (2, 0));
                 let ids = registered.iter().map(|(id, _)| id.clone()).collect();
                 assert_eq!(
-                    server::offloader::remove_orphans(&dir, &ids, Duration::ZERO),
+                    server::offloader::remove_orphans(
+                        &dir,
+                        &ids,
+                        &app.store.keys().segment_tag(),
+                        Duration::ZERO
+                    ),
                     2
                 );
             }
@@ -510,4 +515,83 @@ async fn a_segment_whose_registry_entry_does_not_parse_is_kept_by_the_sweep() {
     for id in &ids {
         assert!(dir.join(format!("{id}.seg")).exists(), "{id} kept");
     }
+}
+
+/// Two installs (namespaces) sharing one offload directory, each with a project `p`: each
+/// sweeps and purges only the segment files it wrote, whatever its registry lacks; a purge left
+/// half-way is finished by the next sweep of destroyed projects.
+#[tokio::test]
+async fn installs_sharing_an_offload_directory_keep_each_others_files() {
+    let a = TestApp::start().await;
+    let shared = a.dir.join("offload");
+    let b = TestApp::start_with(|c| c.offload_dir = shared.clone()).await;
+    assert_ne!(a.store.keys().segment_tag(), b.store.keys().segment_tag());
+    let offload = |s: &mut server::store::Settings| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 0;
+        s.segment_items = 1000;
+    };
+    for app in [&a, &b] {
+        project(app, "p", 2000, offload).await;
+        assert_eq!(complete_all(app, "p").await, 2000);
+        settle(&offloader(app), "p").await;
+    }
+    let dir = shared.join("p");
+    let files = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let of = |app: &TestApp| -> Vec<String> {
+        let tag = format!("-{}.seg", app.store.keys().segment_tag());
+        files().into_iter().filter(|f| f.ends_with(&tag)).collect()
+    };
+    let (of_a, of_b) = (of(&a), of(&b));
+    assert!(!of_a.is_empty() && !of_b.is_empty());
+    assert_eq!(of_a.len() + of_b.len(), files().len());
+    // Every file old enough to be swept if it were an orphan: neither sweep takes the other's.
+    let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
+    for f in files() {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(f))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    assert_eq!(offloader(&a).sweep("p").await.unwrap(), 0);
+    assert_eq!(offloader(&b).sweep("p").await.unwrap(), 0);
+    assert_eq!(files().len(), of_a.len() + of_b.len());
+
+    // B destroys its p: A's files stay, and A still answers for its items on disk.
+    let r = b
+        .send(
+            b.http
+                .delete(b.url("/admin/api/p?confirm=p"))
+                .header("authorization", format!("Bearer {ADMIN_TOKEN}")),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(files(), of_a, "only B's files went");
+    a.assert_invariant("p").await;
+    let check = a.cli(&["check", "p"], b"");
+    assert!(check.ok, "{}{}", check.out, check.err);
+
+    // A purge that died half-way leaves a `.purge-TAG-…` directory, which the next sweep of
+    // destroyed projects deletes (A's only).
+    let left_a = shared.join(format!(".purge-{}-p-1", a.store.keys().segment_tag()));
+    let left_b = shared.join(format!(".purge-{}-p-1", b.store.keys().segment_tag()));
+    for d in [&left_a, &left_b] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("x.seg"), b"x").unwrap();
+        std::fs::File::open(d).unwrap().set_modified(old).unwrap();
+    }
+    assert_eq!(offloader(&a).sweep_destroyed().await.unwrap(), 1);
+    assert!(!left_a.exists() && left_b.exists());
 }
