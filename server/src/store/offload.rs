@@ -2,8 +2,10 @@
 //! process has open, lookups by name, and the scripts that move items between Redis and disk.
 //! What moves when is [`crate::offloader`]'s business; the file format is [`crate::segment`].
 //!
-//! The registry's `gen` is bumped by every script that changes it; a process reopens the
-//! segments when the number it reads differs from the one it holds. Adding items checks them
+//! Every script that changes the registry gives it a `gen` it never had (`next_gen` in
+//! `_lib.lua`: above the last and at least Redis's clock in microseconds, so not even a rollback
+//! that lost a commit makes one come round again); a process reopens the segments when the
+//! number it reads differs from the one it holds. Adding items checks them
 //! against the segments of one gen and the script refuses the call when the gen moved on, so
 //! an item that moved between Redis and disk meanwhile is never added twice.
 

@@ -168,6 +168,17 @@ end
 -- write that would come after the sweep passed its key, and be left behind for a project made
 -- again with the slug, is refused instead. The error reply `NOPROJECT ...` is
 -- StoreError::NoProject in the tracker (nothing written: call it before the first write).
+-- Changes the segment registry's version in hash `offload` (field gen) to one it never had:
+-- above the last, and at least the microseconds of Redis's clock. Processes cache what is on
+-- disk by gen, and adds check against it, so a gen must not come round again, not even after a
+-- rollback or failover that lost the commit that first used it.
+local function next_gen(offload)
+  local t = rcall('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = tonumber(rcall('HGET', offload, 'gen') or '0') or 0
+  rcall('HSET', offload, 'gen', string.format('%d', math.max(last + 1, now)))
+end
+
 local function no_project()
   error({ err = 'NOPROJECT the project does not exist (destroyed)' })
 end

@@ -8,7 +8,7 @@
 
   KEYS[1]  offload:lease  string  the token of the process allowed to offload
   KEYS[2]  segs           hash    segment id -> JSON {kind, part, count, bytes, t, min, max}
-  KEYS[3]  offload        hash    gen (bumped at every change of the segments)
+  KEYS[3]  offload        hash    gen (a new one at every change of the segments: next_gen)
   KEYS[4]  stats          hash    disk_done (done items on disk), disk_todo (waiting on disk)
   KEYS[5]  done           set     completed items
   KEYS[6]  timeline       hash    item -> transitions
@@ -30,7 +30,7 @@
   {"err":"stale","item":s} (an item left its place since it was read, the segment is
   registered already, or the deadline passed: item is then the segment id; nothing changed).
   Events: none.
-  Uses: must_exist, bulk, bulk_read.
+  Uses: must_exist, bulk, bulk_read, next_gen.
 ]]
 local lease, segs, offload, stats, done, tl, part = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 must_exist(string.sub(stats, 1, -#'stats' - 1))   -- the project's prefix
@@ -69,5 +69,5 @@ else
   rcall('HINCRBY', stats, 'disk_done', #items)
 end
 rcall('HSET', segs, id, entry)
-rcall('HINCRBY', offload, 'gen', 1)
+next_gen(offload)
 return cjson.encode({ moved = #items })

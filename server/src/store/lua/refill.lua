@@ -22,7 +22,7 @@
   Output: JSON {"restored":n} (the segment's new count), or a refusal: {"err":"lease"},
   {"err":"stale","item":id} (the segment is gone or its count differs; nothing changed).
   Events: none.
-  Uses: must_exist, bulk.
+  Uses: must_exist, bulk, next_gen.
 ]]
 local lease, segs, restored, offload, stats, part = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 must_exist(string.sub(stats, 1, -#'stats' - 1))   -- the project's prefix
@@ -43,7 +43,7 @@ local now = from + n
 if now >= total then
   rcall('HDEL', segs, id)
   rcall('HDEL', restored, id)
-  rcall('HINCRBY', offload, 'gen', 1)
+  next_gen(offload)
 else
   rcall('HSET', restored, id, now)
 end
