@@ -75,6 +75,7 @@
 //! ns:{SLUG}:segs               hash    segment id -> JSON {kind, part, count, bytes, t, min, max}:
 //!                                      the segment files on disk (server/src/segment.rs)
 //! ns:{SLUG}:segs:restored      hash    queue segment id -> records of it back in Redis
+//! ns:{SLUG}:segs:gone          hash    queue segment id -> ms (Redis's clock) it left the registry
 //! ns:{SLUG}:offload            hash    gen (segments' version), run, ok_t (last round without a
 //!                                      failure), error, error_t, log_files, log_bytes
 //! ns:{SLUG}:offload:lease      string  token of the one process that offloads (expires)

@@ -33,7 +33,7 @@ pub mod archive;
 mod moves;
 mod sweep;
 
-pub use sweep::{purge_project_files, remove_orphans, remove_purge_leftovers};
+pub use sweep::{purge_project_files, remove_purge_leftovers, Orphans};
 
 /// How long a lease lasts unless renewed.
 pub const LEASE_MS: u64 = 30_000;
@@ -116,10 +116,10 @@ pub struct Offloader {
     log_budget: u64,
 }
 
-/// A new segment id: its kind, the time, a random number and the namespace's tag
-/// ([`crate::keys::Keys::segment_tag`]).
-fn new_id(kind: &str, tag: &str) -> String {
-    format!("{kind}-{}-{:016x}-{tag}", now_ms(), rand::random::<u64>())
+/// A new segment id: its kind, when it was started (`ms`, Redis's clock), a random number and
+/// the namespace's tag ([`crate::keys::Keys::segment_tag`]).
+fn new_id(kind: &str, ms: u64, tag: &str) -> String {
+    format!("{kind}-{ms}-{:016x}-{tag}", rand::random::<u64>())
 }
 
 fn io(e: std::io::Error) -> StoreError {

@@ -220,6 +220,11 @@ impl ProjectKeys {
     pub fn segs_restored(&self) -> String {
         self.key("segs:restored")
     }
+    /// Segments that left the registry when brought back: id -> when (ms, Redis's clock). Their
+    /// files stay a minute more (see [`crate::offloader::sweep`]).
+    pub fn segs_gone(&self) -> String {
+        self.key("segs:gone")
+    }
     /// The offloader's state: `gen` (bumped at every change of the segments), `run` (last run,
     /// ms), `error` (its last failure), `log_files`, `log_bytes`.
     pub fn offload(&self) -> String {

@@ -239,6 +239,7 @@ impl ProjectKeys {
             self.offload(),
             self.stats(),
             self.queue(part),
+            self.segs_gone(),
         ]
     }
 }

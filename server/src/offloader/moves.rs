@@ -91,11 +91,14 @@ impl Offloader {
         records: Vec<(String, String)>,
         stop: StopAfter,
     ) -> StoreResult<u64> {
-        let id = new_id(kind, &self.store.keys().segment_tag());
+        // Redis's clock before the file exists, in its name: the commit is refused past this
+        // plus the window, and the sweep deletes only files started a minute before its own
+        // reading of that clock, so it never deletes one that gets registered (whatever the
+        // clocks of this machine or of a shared filesystem say).
+        let started = self.store.redis_now_ms().await?;
+        let id = new_id(kind, started, &self.store.keys().segment_tag());
         let path = segment_path(&self.dir, slug, &id);
-        // Redis's clock before the file exists: the commit is refused past this plus the
-        // window, so the sweep (files a minute old) never deletes one that gets registered.
-        let deadline = self.store.redis_now_ms().await? + COMMIT_WINDOW.as_millis() as u64;
+        let deadline = started + COMMIT_WINDOW.as_millis() as u64;
         let keep_names = kind != "discard";
         let (min, max) = if kind == "queue" {
             records
@@ -195,14 +198,9 @@ impl Offloader {
                 Err(e) => return Err(e),
             }
         }
-        // Unregistered now; the file stays a minute more (its time set to now), so a Redis
-        // that loses its last second of writes (`everysec`) and registers it again finds it.
-        // The sweep deletes it then.
-        let path = segment_path(&self.dir, slug, id);
-        let _ = std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        // Unregistered now, noted in `segs:gone` with Redis's time by the same script: the file
+        // stays a minute more, so a Redis that loses its last second of writes (`everysec`) and
+        // registers it again finds it. The sweep deletes it then.
         Ok(back)
     }
 

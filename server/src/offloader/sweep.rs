@@ -3,22 +3,41 @@
 
 use super::{Offloader, ORPHAN_AGE};
 use crate::store::{StoreError, StoreResult};
-use std::{path::Path, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    path::Path,
+    time::Duration,
+};
 
 impl Offloader {
-    /// Deletes the segment files of `slug` that are not registered, once a minute old.
+    /// Deletes the segment files of `slug` that are not registered, a minute after they were
+    /// started or left the registry, on Redis's clock.
     pub async fn sweep(&self, slug: &str) -> StoreResult<u64> {
         // Every id the registry names, whether its entry parses or not: a file whose entry this
         // version cannot read (damaged, or of a newer version) is not an orphan, and stays.
-        let registered: std::collections::HashSet<String> =
-            self.store.segment_ids(slug).await?.into_iter().collect();
+        let registered: HashSet<String> = self.store.segment_ids(slug).await?.into_iter().collect();
+        let left = self.store.segments_gone(slug).await?;
+        let now = self.store.redis_now_ms().await?;
+        let age = ORPHAN_AGE.as_millis() as u64;
         let dir = self.dir.join(slug);
         let tag = self.store.keys().segment_tag();
-        let gone = tokio::task::spawn_blocking(move || {
-            remove_orphans(&dir, &registered, &tag, ORPHAN_AGE)
-        })
-        .await
-        .map_err(|e| StoreError::Disk(e.to_string()))?;
+        let orphans = Orphans {
+            registered,
+            left: left.clone(),
+            tag,
+            now,
+            age,
+        };
+        let gone = tokio::task::spawn_blocking(move || orphans.remove(&dir))
+            .await
+            .map_err(|e| StoreError::Disk(e.to_string()))?;
+        // Notes of segments that left the registry more than a minute ago are done with.
+        let done: Vec<String> = left
+            .into_iter()
+            .filter(|(_, t)| t.saturating_add(age) < now)
+            .map(|(id, _)| id)
+            .collect();
+        self.store.forget_gone(slug, done).await?;
         Ok(gone)
     }
 
@@ -161,31 +180,99 @@ fn old_enough(path: &Path, age: Duration) -> bool {
         .is_some_and(|e| e >= age)
 }
 
-/// Deletes the segment files of namespace `tag` in `dir` that are not the segments
-/// `registered` (partial files too), of at least `age`: how many. Files of another namespace
-/// sharing the directory are not this registry's to judge, nor are files written before files
-/// carried a tag: they stay.
-pub fn remove_orphans(
-    dir: &Path,
-    registered: &std::collections::HashSet<String>,
-    tag: &str,
-    age: Duration,
-) -> u64 {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mine = format!("-{tag}");
-    let mut gone = 0;
-    for entry in read.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let id = segment_id(&name);
-        if !id.ends_with(&mine) || registered.contains(id) || !old_enough(&entry.path(), age) {
-            continue;
+/// What the sweep of one project's segment directory judges files by.
+pub struct Orphans {
+    /// Every id the registry names.
+    pub registered: HashSet<String>,
+    /// Segments that left the registry (brought back), with when (ms, Redis's clock).
+    pub left: HashMap<String, u64>,
+    /// This namespace's tag: files of another, or written before names carried a tag, stay.
+    pub tag: String,
+    /// Redis's clock now (ms).
+    pub now: u64,
+    /// How long (ms) after it was started, or left the registry, an unregistered file stays.
+    pub age: u64,
+}
+
+impl Orphans {
+    /// Whether the file named `name` (a segment, or a partial one) is an orphan to delete.
+    pub fn is_orphan(&self, name: &str) -> bool {
+        let id = segment_id(name);
+        let Some(started) = id
+            .strip_suffix(&format!("-{}", self.tag))
+            .and_then(|rest| rest.split('-').nth(1))
+            .and_then(|ms| ms.parse::<u64>().ok())
+        else {
+            return false;
+        };
+        // A segment that was registered and left is judged by when it left (its commit is long
+        // done); any other, by when it was started (its commit may still be on its way).
+        let last_needed = self.left.get(id).copied().unwrap_or(started);
+        !self.registered.contains(id) && last_needed.saturating_add(self.age) <= self.now
+    }
+
+    /// Deletes the orphans in `dir`: how many.
+    pub fn remove(&self, dir: &Path) -> u64 {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut gone = 0;
+        for entry in read.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !self.is_orphan(&name) {
+                continue;
+            }
+            if std::fs::remove_file(entry.path()).is_ok() {
+                tracing::info!(file = %entry.path().display(), "deleted an unregistered segment file");
+                gone += 1;
+            }
         }
-        if std::fs::remove_file(entry.path()).is_ok() {
-            tracing::info!(file = %entry.path().display(), "deleted an unregistered segment file");
-            gone += 1;
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Orphans;
+
+    fn judge(registered: &[&str], left: &[(&str, u64)], now: u64) -> Orphans {
+        Orphans {
+            registered: registered.iter().map(|s| s.to_string()).collect(),
+            left: left.iter().map(|(s, t)| (s.to_string(), *t)).collect(),
+            tag: "n0000abcd".into(),
+            now,
+            age: 60_000,
         }
     }
-    gone
+
+    #[test]
+    fn a_file_is_judged_by_redis_time_in_its_name_not_by_any_file_clock() {
+        let id = "done-1000000-00000000000000ff-n0000abcd";
+        let seg = format!("{id}.seg");
+        let partial = format!(".partial-{id}.seg");
+        // Started at 1,000,000 on Redis's clock: an orphan from 1,060,000 on.
+        assert!(!judge(&[], &[], 1_059_999).is_orphan(&seg));
+        assert!(judge(&[], &[], 1_060_000).is_orphan(&seg));
+        assert!(judge(&[], &[], 1_060_000).is_orphan(&partial));
+        assert!(!judge(&[id], &[], 9_999_999).is_orphan(&seg), "registered");
+        // Brought back at 2,000,000: it stays a minute after that.
+        let left = [(id, 2_000_000)];
+        assert!(!judge(&[], &left, 2_059_999).is_orphan(&seg));
+        assert!(judge(&[], &left, 2_060_000).is_orphan(&seg));
+    }
+
+    #[test]
+    fn files_of_another_namespace_or_without_a_tag_or_not_segments_stay() {
+        let now = u64::MAX / 2;
+        for name in [
+            "done-1000000-00000000000000ff-n9999ffff.seg",
+            "done-1000000-00000000000000ff.seg",
+            "queue-1000000-00000000000000ff.seg",
+            "README",
+            ".partial-x.seg",
+            "done-soon-00000000000000ff-n0000abcd.seg",
+        ] {
+            assert!(!judge(&[], &[], now).is_orphan(name), "{name}");
+        }
+    }
 }

@@ -145,6 +145,23 @@ impl Store {
             .await?)
     }
 
+    /// The segments of `slug` that left the registry when brought back, with when (ms,
+    /// Redis's clock).
+    pub async fn segments_gone(&self, slug: &str) -> StoreResult<HashMap<String, u64>> {
+        let k = self.keys.project(slug);
+        Ok(self.pool.next().hgetall(k.segs_gone()).await?)
+    }
+
+    /// Forgets the notes of segments `ids` having left the registry (their files are gone).
+    pub async fn forget_gone(&self, slug: &str, ids: Vec<String>) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let k = self.keys.project(slug);
+        let _: i64 = self.pool.next().hdel(k.segs_gone(), ids).await?;
+        Ok(())
+    }
+
     /// The records of each queue segment already back in Redis.
     pub async fn restored_counts(&self, slug: &str) -> StoreResult<HashMap<String, u64>> {
         let k = self.keys.project(slug);

@@ -316,7 +316,7 @@ impl Scripts {
             rescue_attempt: lua!("rescue_attempt", 1),
             fleet_flush: lua!("fleet_flush", 2),
             offload_commit: lua!("offload_commit", 7),
-            refill: lua!("refill", 6),
+            refill: lua!("refill", 7),
             retire_shards: lua!("retire_shards", 2),
             places: lua!("places", 7),
             import: lua!("import", 8),

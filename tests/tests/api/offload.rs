@@ -3,7 +3,7 @@
 //! at each step of an offload leaving every item in exactly one place (`tracker check`).
 
 use server::{
-    offloader::{Offloader, StopAfter},
+    offloader::{Offloader, Orphans, StopAfter},
     store::{
         ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, SegmentEntry, StoreError,
     },
@@ -98,6 +98,18 @@ async fn scard(app: &TestApp, key: String) -> u64 {
 async fn hlen(app: &TestApp, key: String) -> u64 {
     use fred::prelude::*;
     app.store.client().hlen(key).await.unwrap()
+}
+
+/// The sweep's judgement with no wait: unregistered files of this namespace are orphans at
+/// once.
+async fn sweep_now(app: &TestApp, registered: std::collections::HashSet<String>) -> Orphans {
+    Orphans {
+        registered,
+        left: Default::default(),
+        tag: app.store.keys().segment_tag(),
+        now: app.store.redis_now_ms().await.unwrap(),
+        age: 0,
+    }
 }
 
 /// Ticks `o` on `slug` until it finds nothing to do.
@@ -333,15 +345,7 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
             StopAfter::Written => {
                 assert_eq!((files, registered.len()), (2, 0));
                 let ids = registered.iter().map(|(id, _)| id.clone()).collect();
-                assert_eq!(
-                    server::offloader::remove_orphans(
-                        &dir,
-                        &ids,
-                        &app.store.keys().segment_tag(),
-                        Duration::ZERO
-                    ),
-                    2
-                );
+                assert_eq!(sweep_now(&app, ids).await.remove(&dir), 2);
             }
             _ => assert_eq!((files, registered.len()), (2, 2)),
         }
@@ -555,19 +559,21 @@ async fn installs_sharing_an_offload_directory_keep_each_others_files() {
     let (of_a, of_b) = (of(&a), of(&b));
     assert!(!of_a.is_empty() && !of_b.is_empty());
     assert_eq!(of_a.len() + of_b.len(), files().len());
-    // Every file old enough to be swept if it were an orphan: neither sweep takes the other's.
-    let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
-    for f in files() {
-        std::fs::File::options()
-            .write(true)
-            .open(dir.join(f))
+    // Judged with no wait (every file old enough to be an orphan), neither install's sweep
+    // takes the other's files, which its registry does not name.
+    for app in [&a, &b] {
+        let ids = app
+            .store
+            .segment_ids("p")
+            .await
             .unwrap()
-            .set_modified(old)
-            .unwrap();
+            .into_iter()
+            .collect();
+        assert_eq!(sweep_now(app, ids).await.remove(&dir), 0);
     }
     assert_eq!(offloader(&a).sweep("p").await.unwrap(), 0);
-    assert_eq!(offloader(&b).sweep("p").await.unwrap(), 0);
     assert_eq!(files().len(), of_a.len() + of_b.len());
+    let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
 
     // B destroys its p: A's files stay, and A still answers for its items on disk.
     let r = b

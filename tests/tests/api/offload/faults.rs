@@ -257,10 +257,31 @@ async fn a_segment_brought_back_stays_on_disk_a_minute_then_the_sweep_deletes_it
     // Unregistered, but kept: a Redis that loses its last second would name it again.
     assert!(path.exists(), "kept after its last chunk");
     assert_eq!(o.sweep("back").await.unwrap(), 0);
-    assert!(path.exists(), "kept by a sweep within the minute");
-    age(&path, Duration::from_secs(120));
+    assert!(
+        path.exists(),
+        "kept by a sweep within the minute (the file's own time is old)"
+    );
+    // It left the registry two minutes ago, on Redis's clock.
+    let k = app.store.keys().project("back");
+    let left = app.store.segments_gone("back").await.unwrap();
+    assert!(left.contains_key(&id), "{left:?}");
+    let then = app.store.redis_now_ms().await.unwrap() - 120_000;
+    let _: () = app
+        .store
+        .client()
+        .hset(k.segs_gone(), (id.as_str(), then.to_string()))
+        .await
+        .unwrap();
     assert_eq!(o.sweep("back").await.unwrap(), 1);
-    assert!(!path.exists(), "deleted once a minute old");
+    assert!(!path.exists(), "deleted a minute after it left");
+    assert!(
+        !app.store
+            .segments_gone("back")
+            .await
+            .unwrap()
+            .contains_key(&id),
+        "and its note forgotten"
+    );
     app.assert_invariant("back").await;
 }
 

@@ -59,6 +59,31 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
     assert_eq!(claimed, names("long", 6000), "served in FIFO order");
     app.assert_invariant("long").await;
     assert_eq!(app.store.offload_summary("long").await.unwrap().segments, 0);
+
+    // The segments brought back left the registry noted with Redis's time: their files stay a
+    // minute more (a Redis that loses its last second registers them again and finds them),
+    // whatever the files' own times say, then go.
+    let left = app.store.segments_gone("long").await.unwrap();
+    assert!(!left.is_empty());
+    let dir = app.store.offload_dir().join("long");
+    let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(entry.unwrap().path())
+            .unwrap();
+        f.set_modified(old).unwrap();
+    }
+    assert_eq!(o.sweep("long").await.unwrap(), 0, "kept a minute");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), left.len());
+    let a_minute_on = server::offloader::Orphans {
+        registered: Default::default(),
+        left: left.clone(),
+        tag: app.store.keys().segment_tag(),
+        now: app.store.redis_now_ms().await.unwrap() + 60_000,
+        age: 60_000,
+    };
+    assert_eq!(a_minute_on.remove(&dir), left.len() as u64);
 }
 
 #[tokio::test]
