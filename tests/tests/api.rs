@@ -49,6 +49,7 @@ mod api {
     mod public;
     mod redis_full;
     mod refusals;
+    mod schema_fuzz;
     mod scripts;
     mod search;
     mod start;

@@ -16,9 +16,11 @@ pub async fn create(
     title: &str,
     domains: Vec<String>,
 ) -> OpsResult<NewProject> {
-    if !valid_slug(slug) {
+    // A new slug also starts with a letter or digit: one starting with '-' reads as an option
+    // on the command line (`tracker check -1`) and in the tools operators pass it to.
+    if !valid_slug(slug) || slug.starts_with('-') {
         return Err(invalid(
-            "Slugs are 1 to 64 of a-z, 0-9 and '-', and not a reserved path such as admin or api.",
+            "Slugs are 1 to 64 of a-z, 0-9 and '-', starting with a letter or digit, and not a reserved path such as admin or api.",
         ));
     }
     let title = match title.trim() {

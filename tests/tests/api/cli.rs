@@ -358,6 +358,22 @@ async fn both_doors_refuse_the_same_bad_input() {
         );
     }
     assert!(app.store.project("fine").await.unwrap().is_none());
+    // A slug the command line would read as an option (found by the schema fuzzer).
+    let body = serde_json::json!({"slug": "-1", "title": "t"});
+    let r = panel(&app, "/admin/api/projects", body.to_string()).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body.contains("starting with a letter or digit"),
+        "{}",
+        r.body
+    );
+    let run = app.cli(&["project", "create", "--", "-1"], b"");
+    assert!(
+        !run.ok && run.err.contains("starting with a letter or digit"),
+        "{}",
+        run.err
+    );
+    assert!(app.store.project("-1").await.unwrap().is_none());
     let run = app.cli(&["project", "create", "cli"], b"");
     assert!(
         !run.ok && run.err.contains("That project exists."),
