@@ -94,7 +94,8 @@ fn generate(doc: &Value, schema: &Value, rng: &mut StdRng, depth: u32, wild: boo
         return Value::Object(out);
     }
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        if !values.is_empty() && !(wild && rng.random_bool(0.2)) {
+        let break_it = wild && rng.random_bool(0.2);
+        if !values.is_empty() && !break_it {
             return values[rng.random_range(0..values.len())].clone();
         }
     }
