@@ -4,6 +4,7 @@
 //! on drop.
 
 pub mod cluster;
+pub mod fault_proxy;
 
 pub mod panel;
 

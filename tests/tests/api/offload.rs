@@ -12,6 +12,7 @@ use std::time::Duration;
 use tests::{wait_for, TestApp, ADMIN_TOKEN};
 
 mod faults;
+mod injected;
 mod queues;
 
 fn offloader(app: &TestApp) -> Offloader {

@@ -1,0 +1,222 @@
+//! Fault injection at every Redis call of the offloader and the archiver: an offloader whose
+//! store talks to Redis through a [`FaultProxy`] runs a project's offload (done items to disk, a
+//! long queue spilled, the completion log archived) with one call faulted, once for each call
+//! of a clean run and each way a call can go wrong: it fails (never runs), it runs later (after
+//! its connection went), or it runs and its answer is lost. Then the same offloader runs with no
+//! fault until it has nothing left to do, and the project is checked: every item in exactly one
+//! state, `tracker check` clean, every segment file registered and every registered one on
+//! disk, and every completion in the log exactly once, on disk or in Redis.
+
+use super::{claim, dump_project, names, report, Offloader, Orphans};
+use server::store::Store;
+use std::{collections::HashSet, io::BufRead, time::Duration};
+use tests::{
+    fault_proxy::{Fault, FaultProxy},
+    wait_for, TestApp,
+};
+
+/// Items of a project; completed; kept in Redis above the queue's high mark.
+const ITEMS: usize = 5500;
+const DONE: usize = 2500;
+
+/// A project `slug` with [`ITEMS`] items, [`DONE`] of them done (one report each, so one log
+/// entry each), set to offload done items, spill its queue and archive its log.
+async fn prepare(app: &TestApp, slug: &str) {
+    app.project(slug, &[]).await;
+    app.settings(slug, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 0;
+        s.segment_items = 1000;
+        s.queue_high = 2000;
+        s.fifo = true;
+        s.log_keep = 1000;
+    })
+    .await;
+    app.store
+        .add_items(slug, "todo", &names(slug, ITEMS))
+        .await
+        .unwrap();
+    let items = claim(app, slug, DONE).await;
+    assert_eq!(items.len(), DONE);
+    let reports: Vec<_> = items.into_iter().map(|i| report(vec![i])).collect();
+    for chunk in reports.chunks(500) {
+        app.store
+            .done_batch(slug, chunk, server::store::now_ms())
+            .await
+            .unwrap();
+    }
+}
+
+/// Project `slug` made a copy of project `from` (as [`prepare`] left it, nothing on disk): each
+/// of its keys restored under the new slug's name.
+async fn copy_project(app: &TestApp, from: &[(String, fred::types::Value)], tpl: &str, slug: &str) {
+    use fred::prelude::*;
+    let client = app.store.client();
+    for (key, dump) in from {
+        let key = key.replace(&format!("{{{tpl}}}"), &format!("{{{slug}}}"));
+        let _: () = client
+            .restore(key.as_str(), 0, dump.clone(), true, false, None, None)
+            .await
+            .unwrap();
+    }
+    let _: i64 = client
+        .sadd(app.store.keys().projects(), slug)
+        .await
+        .unwrap();
+}
+
+/// Rounds of `o` on `slug` until one does nothing; errors (of a faulted call) end it too.
+async fn rounds(o: &Offloader, slug: &str) -> Result<(), String> {
+    for _ in 0..50 {
+        match o.tick(slug, false).await {
+            Ok(Some(did)) if did != Default::default() => continue,
+            Ok(_) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("never settled".into())
+}
+
+/// The lines of every log archive of `slug`.
+fn archived_lines(app: &TestApp, slug: &str) -> Vec<String> {
+    let dir = app.dir.join("archive").join(slug);
+    let Ok(read) = std::fs::read_dir(&dir) else {
+        return vec![];
+    };
+    let mut lines = Vec::new();
+    for entry in read.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".ndjson.gz") {
+            continue;
+        }
+        let file = std::fs::File::open(entry.path()).unwrap();
+        let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
+        lines.extend(reader.lines().map(Result::unwrap));
+    }
+    lines
+}
+
+/// Everything that must hold of `slug` after any fault and a clean run.
+async fn check(app: &TestApp, slug: &str, what: &str) {
+    use fred::prelude::*;
+    app.assert_invariant(slug).await;
+    let counts = app.counts(slug).await;
+    assert_eq!(
+        (counts.done, counts.todo, counts.out),
+        (DONE as u64, (ITEMS - DONE) as u64, 0),
+        "{what}"
+    );
+    // Files: the sweep's judgement with no wait takes what no registry names; then every file
+    // is registered and every registered segment has its file.
+    let registered: HashSet<String> = app
+        .store
+        .segment_ids(slug)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    let dir = app.store.offload_dir().join(slug);
+    Orphans {
+        registered: registered.clone(),
+        left: Default::default(),
+        tag: app.store.keys().segment_tag(),
+        now: app.store.redis_now_ms().await.unwrap(),
+        age: 0,
+    }
+    .remove(&dir);
+    let files: HashSet<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter_map(|n| n.strip_suffix(".seg").map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(files, registered, "{what}: files and registry");
+    // The log: each completion once, on disk or in Redis.
+    let on_disk = archived_lines(app, slug);
+    let in_redis: u64 = app
+        .store
+        .client()
+        .xlen(app.store.keys().project(slug).log())
+        .await
+        .unwrap();
+    let unique: HashSet<&String> = on_disk.iter().collect();
+    assert_eq!(
+        unique.len(),
+        on_disk.len(),
+        "{what}: an entry archived twice"
+    );
+    assert_eq!(
+        on_disk.len() as u64 + in_redis,
+        DONE as u64,
+        "{what}: {} archived, {in_redis} in Redis",
+        on_disk.len()
+    );
+}
+
+#[tokio::test]
+async fn any_redis_call_of_the_offloader_may_fail_run_late_or_lose_its_answer() {
+    let app = TestApp::start_private().await;
+    let proxy = FaultProxy::start(&app.redis_url).await;
+    let store = Store::connect_with(
+        &proxy.url,
+        &app.namespace,
+        2,
+        Duration::from_secs(2),
+        app.store.offload_dir(),
+    )
+    .await
+    .unwrap();
+    let offloader = || Offloader::new(store.clone(), app.dir.join("archive"));
+
+    // The project every run starts from, as it is before its offload.
+    prepare(&app, "tpl").await;
+    // Its reports folded into the figures first (the check folds what is pending).
+    app.assert_invariant("tpl").await;
+    let template = dump_project(&app, "tpl").await;
+    // A clean run: its calls are the ones to fault.
+    copy_project(&app, &template, "tpl", "clean").await;
+    proxy.clear();
+    rounds(&offloader(), "clean").await.unwrap();
+    let calls = proxy.seen();
+    eprintln!("{} calls in a clean run: {calls:?}", calls.len());
+    check(&app, "clean", "clean run").await;
+    assert!(
+        calls.iter().any(|c| c.contains("offload_commit")),
+        "{calls:?}"
+    );
+    let every = std::env::var("FAULT_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for (at, call) in calls.iter().enumerate().step_by(every) {
+        let at = at + 1;
+        for (code, fault) in [
+            ("f", Fault::Fail),
+            ("l", Fault::Late(Duration::from_millis(50))),
+            ("x", Fault::Lost),
+        ] {
+            let slug = format!("p{at}{code}");
+            copy_project(&app, &template, "tpl", &slug).await;
+            let o = offloader();
+            proxy.fault_at(at, fault);
+            let faulted = rounds(&o, &slug).await;
+            proxy.clear();
+            // A late command has run before the checks.
+            wait_for("the late command", Duration::from_secs(5), || async {
+                proxy.idle().then_some(())
+            })
+            .await;
+            let what = format!("call {at} ({call}) {fault:?}: faulted run {faulted:?}");
+            // The clean run (its first calls may meet the pool still reconnecting).
+            wait_for(
+                &format!("{what}: a clean run"),
+                Duration::from_secs(20),
+                || async { rounds(&o, &slug).await.ok() },
+            )
+            .await;
+            check(&app, &slug, &what).await;
+        }
+    }
+}
