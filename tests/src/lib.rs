@@ -377,6 +377,43 @@ impl TestApp {
         board.counts
     }
 
+    /// Every key of project `slug` with its `DUMP`: a snapshot to roll back to
+    /// ([`TestApp::roll_back`]), or to copy the project from.
+    pub async fn dump_project(&self, slug: &str) -> Vec<(String, fred::types::Value)> {
+        use fred::prelude::*;
+        let pattern = format!("{}:{{{slug}}}*", self.store.keys().namespace());
+        let keys: Vec<String> = self
+            .store
+            .client()
+            .custom(fred::cmd!("KEYS"), vec![pattern])
+            .await
+            .expect("KEYS");
+        let mut out = Vec::new();
+        for k in keys {
+            let v: fred::types::Value = self.store.client().dump(k.as_str()).await.expect("DUMP");
+            out.push((k, v));
+        }
+        out
+    }
+
+    /// Project `slug` as `snapshot` ([`TestApp::dump_project`]) had it, as a Redis restored from
+    /// an older copy (a failover, a restore) has it: its keys now deleted, the snapshot's put
+    /// back.
+    pub async fn roll_back(&self, slug: &str, snapshot: &[(String, fred::types::Value)]) {
+        use fred::prelude::*;
+        for (k, _) in self.dump_project(slug).await {
+            let _: i64 = self.store.client().del(k.as_str()).await.expect("DEL");
+        }
+        for (k, v) in snapshot {
+            let _: () = self
+                .store
+                .client()
+                .restore(k.as_str(), 0, v.clone(), true, false, None, None)
+                .await
+                .expect("RESTORE");
+        }
+    }
+
     /// Panics unless `tracker check` finds the project's invariant intact.
     pub async fn assert_invariant(&self, slug: &str) {
         let problems = self.store.check(slug).await.expect("check");

@@ -1,5 +1,7 @@
 //! The queue engine against a model: random sequences of adds, claims (with time passing, so
-//! claims go stale and are reclaimed), dones (some repeated), releases and offload rounds, run
+//! claims go stale and are reclaimed), dones (some repeated), releases, offload rounds, offload
+//! rounds killed at each step, and Redis rolled back to an earlier snapshot (a failover or a
+//! restore that lost writes: the model goes back with it, the files on disk do not), run
 //! through the store on a real Redis, each step checked against a plain reference model of
 //! where each item is. After every step: each item in exactly one state (`tracker check`),
 //! the counts the leaderboard shows equal the model's, and every item counted done once.
@@ -19,11 +21,29 @@ const DOWNLOADERS: [&str; 3] = ["ann", "bob", "cy"];
 #[derive(Clone, Debug)]
 enum Op {
     Add(usize),
-    Claim { who: usize, n: usize, later: bool },
-    Done { who: usize, take: usize },
-    DoneAgain { pick: usize },
-    Release { who: usize, pick: usize },
+    Claim {
+        who: usize,
+        n: usize,
+        later: bool,
+    },
+    Done {
+        who: usize,
+        take: usize,
+    },
+    DoneAgain {
+        pick: usize,
+    },
+    Release {
+        who: usize,
+        pick: usize,
+    },
     Offload,
+    /// An offload round killed after reading, after writing its file, or after registering it.
+    OffloadKilled(usize),
+    /// Keeps a copy of Redis's keys of the project (and the model) to roll back to.
+    Snapshot,
+    /// Redis goes back to the last snapshot.
+    RollBack,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -35,11 +55,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|pick| Op::DoneAgain { pick }),
         1 => (0usize..3, any::<usize>()).prop_map(|(who, pick)| Op::Release { who, pick }),
         1 => Just(Op::Offload),
+        1 => (0usize..3).prop_map(Op::OffloadKilled),
+        1 => Just(Op::Snapshot),
+        1 => Just(Op::RollBack),
     ]
 }
 
 /// Where each item is, as the model has it.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Model {
     todo: BTreeSet<String>,
     /// Item -> (downloader, claim time ms, claims so far).
@@ -50,6 +73,8 @@ struct Model {
     added: usize,
     now: u64,
     slug: String,
+    /// The last snapshot: Redis's keys of the project, and the model then.
+    snapshot: Option<(Vec<(String, fred::types::Value)>, Box<Model>)>,
 }
 
 impl Model {
@@ -173,6 +198,34 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
                 server::offloader::Offloader::new(store.clone(), app.dir.join("archive"));
             let _ = offloader.tick(slug, false).await.unwrap();
             offloader.release(slug).await.unwrap();
+        }
+        Op::OffloadKilled(at) => {
+            use server::offloader::StopAfter;
+            let stop = [StopAfter::Read, StopAfter::Written, StopAfter::Registered][at];
+            let offloader =
+                server::offloader::Offloader::new(store.clone(), app.dir.join("archive"));
+            if offloader.lease(slug).await.unwrap() {
+                let settings = store.project(slug).await.unwrap().unwrap();
+                offloader.offload_done(slug, &settings, stop).await.unwrap();
+                // Killed: its lease is given up (as its expiry would, later).
+                offloader.release(slug).await.unwrap();
+            }
+        }
+        Op::Snapshot => {
+            let keys = app.dump_project(slug).await;
+            let mut then = m.clone();
+            then.snapshot = None;
+            m.snapshot = Some((keys, Box::new(then)));
+        }
+        Op::RollBack => {
+            if let Some((keys, then)) = m.snapshot.clone() {
+                app.roll_back(slug, &keys).await;
+                let now = m.now;
+                *m = (*then).clone();
+                // Time does not go back; the snapshot may be rolled back to again.
+                m.now = now;
+                m.snapshot = Some((keys, then));
+            }
         }
     }
     Ok(())

@@ -603,24 +603,6 @@ async fn installs_sharing_an_offload_directory_keep_each_others_files() {
     assert!(!left_a.exists() && left_b.exists());
 }
 
-/// Every key of project `slug` with its dump (a snapshot to roll back to).
-async fn dump_project(app: &TestApp, slug: &str) -> Vec<(String, fred::types::Value)> {
-    use fred::prelude::*;
-    let pattern = format!("{}:{{{slug}}}*", app.store.keys().namespace());
-    let keys: Vec<String> = app
-        .store
-        .client()
-        .custom(fred::cmd!("KEYS"), vec![pattern])
-        .await
-        .unwrap();
-    let mut out = Vec::new();
-    for k in keys {
-        let v: fred::types::Value = app.store.client().dump(k.as_str()).await.unwrap();
-        out.push((k, v));
-    }
-    out
-}
-
 /// A Redis rolled back (a failover or a restore that lost the latest commit) hands out a
 /// registry gen again only if gens can repeat: a process that cached what was on disk by gen
 /// must see the registry as it is after the next commit, not the segments of the lost one.
@@ -649,24 +631,13 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
     };
     finish(1000).await;
     settle(&o, "rb").await;
-    let snapshot = dump_project(&app, "rb").await;
+    let snapshot = app.dump_project("rb").await;
     finish(1000).await;
     settle(&o, "rb").await;
     // This process now holds the segments of the commit the rollback loses.
     let lost = app.store.on_disk("rb").await.unwrap();
     assert_eq!(lost.segments.len(), 2);
-    // The rollback.
-    for (k, _) in dump_project(&app, "rb").await {
-        let _: i64 = app.store.client().del(k.as_str()).await.unwrap();
-    }
-    for (k, v) in snapshot {
-        let _: () = app
-            .store
-            .client()
-            .restore(k.as_str(), 0, v, true, false, None, None)
-            .await
-            .unwrap();
-    }
+    app.roll_back("rb", &snapshot).await;
     // The same work done again: a new commit.
     finish(1000).await;
     settle(&o, "rb").await;

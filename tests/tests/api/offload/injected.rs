@@ -7,7 +7,7 @@
 //! state, `tracker check` clean, every segment file registered and every registered one on
 //! disk, and every completion in the log exactly once, on disk or in Redis.
 
-use super::{claim, dump_project, names, report, Offloader, Orphans};
+use super::{claim, names, report, Offloader, Orphans};
 use server::store::Store;
 use std::{collections::HashSet, io::BufRead, time::Duration};
 use tests::{
@@ -174,7 +174,7 @@ async fn any_redis_call_of_the_offloader_may_fail_run_late_or_lose_its_answer() 
     prepare(&app, "tpl").await;
     // Its reports folded into the figures first (the check folds what is pending).
     app.assert_invariant("tpl").await;
-    let template = dump_project(&app, "tpl").await;
+    let template = app.dump_project("tpl").await;
     // A clean run: its calls are the ones to fault.
     copy_project(&app, &template, "tpl", "clean").await;
     proxy.clear();
