@@ -108,6 +108,9 @@ pub struct Reply {
     pub headers: reqwest::header::HeaderMap,
 }
 
+/// A project's keys with their `DUMP`s ([`TestApp::dump_project`]).
+pub type Snapshot = Vec<(String, fred::types::Value)>;
+
 /// Polls `check` until it returns `Some`, or panics with `what` after `deadline`.
 pub async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> T
 where
@@ -377,9 +380,9 @@ impl TestApp {
         board.counts
     }
 
-    /// Every key of project `slug` with its `DUMP`: a snapshot to roll back to
+    /// Every key of project `slug` with its `DUMP`: a [`Snapshot`] to roll back to
     /// ([`TestApp::roll_back`]), or to copy the project from.
-    pub async fn dump_project(&self, slug: &str) -> Vec<(String, fred::types::Value)> {
+    pub async fn dump_project(&self, slug: &str) -> Snapshot {
         use fred::prelude::*;
         let pattern = format!("{}:{{{slug}}}*", self.store.keys().namespace());
         let keys: Vec<String> = self
@@ -399,7 +402,7 @@ impl TestApp {
     /// Project `slug` as `snapshot` ([`TestApp::dump_project`]) had it, as a Redis restored from
     /// an older copy (a failover, a restore) has it: its keys now deleted, the snapshot's put
     /// back.
-    pub async fn roll_back(&self, slug: &str, snapshot: &[(String, fred::types::Value)]) {
+    pub async fn roll_back(&self, slug: &str, snapshot: &Snapshot) {
         use fred::prelude::*;
         for (k, _) in self.dump_project(slug).await {
             let _: i64 = self.store.client().del(k.as_str()).await.expect("DEL");

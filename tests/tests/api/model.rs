@@ -74,7 +74,7 @@ struct Model {
     now: u64,
     slug: String,
     /// The last snapshot: Redis's keys of the project, and the model then.
-    snapshot: Option<(Vec<(String, fred::types::Value)>, Box<Model>)>,
+    snapshot: Option<(tests::Snapshot, Box<Model>)>,
 }
 
 impl Model {

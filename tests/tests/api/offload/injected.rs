@@ -49,7 +49,7 @@ async fn prepare(app: &TestApp, slug: &str) {
 
 /// Project `slug` made a copy of project `from` (as [`prepare`] left it, nothing on disk): each
 /// of its keys restored under the new slug's name.
-async fn copy_project(app: &TestApp, from: &[(String, fred::types::Value)], tpl: &str, slug: &str) {
+async fn copy_project(app: &TestApp, from: &tests::Snapshot, tpl: &str, slug: &str) {
     use fred::prelude::*;
     let client = app.store.client();
     for (key, dump) in from {
