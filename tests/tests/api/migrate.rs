@@ -478,3 +478,163 @@ async fn a_project_made_here_is_not_touched() {
     assert_ne!(s.title, "Theirs");
     assert_eq!(app.counts(SLUG).await.todo, 1, "its own item only");
 }
+
+/// What a damaged or foreign database may hold at one of the keys `migrate` reads.
+#[derive(Clone, Debug)]
+enum Damage {
+    /// A value of another type than the old tracker wrote.
+    String(String),
+    Set(Vec<String>),
+    Hash(Vec<(String, String)>),
+    List(Vec<String>),
+    Zset(Vec<(f64, String)>),
+}
+
+fn damage() -> impl proptest::strategy::Strategy<Value = Damage> {
+    use proptest::prelude::*;
+    let text = prop_oneof![
+        4 => "[ -~]{0,30}",
+        1 => "\\PC{0,20}",
+        1 => Just("{\"title\": 5, \"domains\": []}".to_string()),
+        1 => Just("not json".to_string()),
+        1 => Just("-1".to_string()),
+        1 => Just("1e400".to_string()),
+        1 => Just("203.0.113.5".to_string()),
+        1 => (0usize..20_000).prop_map(|n| "x".repeat(n)),
+    ];
+    let texts = proptest::collection::vec(text.clone(), 0..6);
+    prop_oneof![
+        text.clone().prop_map(Damage::String),
+        texts.clone().prop_map(Damage::Set),
+        proptest::collection::vec((text.clone(), text.clone()), 0..6).prop_map(Damage::Hash),
+        texts.prop_map(Damage::List),
+        proptest::collection::vec((-1e12f64..1e12, text), 0..6).prop_map(Damage::Zset),
+    ]
+}
+
+/// The keys of the old layout `migrate` reads ([`seed`] writes them).
+const READ_KEYS: [&str; 24] = [
+    "trackers",
+    "users",
+    "admins",
+    "global_blocked",
+    "warriorhq:projects_json",
+    "oldproj:todo",
+    "oldproj:todo:secondary",
+    "oldproj:todo:d:alice",
+    "oldproj:out",
+    "oldproj:claims",
+    "oldproj:done",
+    "oldproj:done_counter",
+    "oldproj:downloader_count",
+    "oldproj:downloader_bytes",
+    "oldproj:downloader_version",
+    "oldproj:domain_bytes",
+    "oldproj:chart:total_items",
+    "oldproj:chart:total_bytes",
+    "oldproj:log",
+    "oldproj:blocked",
+    "oldproj:upload_target",
+    "oldproj:requests_per_minute",
+    "oldproj:min_downloader_budget",
+    "oldproj:tracker_admins",
+];
+
+/// A foreign database with damage at the keys `migrate` reads is surveyed and carried over, or
+/// refused with a reason, never a crash; whatever it carried over keeps the invariant.
+/// `PROPTEST_CASES` sets how many (default 16 here).
+#[test]
+fn a_damaged_foreign_database_is_refused_or_carried_over_never_a_crash() {
+    use proptest::{prelude::*, test_runner::TestRunner};
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let app = rt.block_on(TestApp::start());
+    let (_old, url) = old_redis(&app);
+    let old = rt.block_on(old_client(&url));
+    let mut runner = TestRunner::new(proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        ..Default::default()
+    });
+    let case = std::cell::Cell::new(0u32);
+    let carried = std::cell::Cell::new(0u32);
+    let damages = proptest::collection::vec((0..READ_KEYS.len(), damage()), 1..5);
+    runner
+        .run(&damages, |damages| {
+            case.set(case.get() + 1);
+            rt.block_on(async {
+                let _: () = old.flushall(false).await.unwrap();
+                seed(&old).await;
+                for (key, d) in &damages {
+                    let key = READ_KEYS[*key];
+                    let _: i64 = old.del(key).await.unwrap();
+                    let _: () = match d.clone() {
+                        Damage::String(v) => old.set(key, v, None, None, false).await.unwrap(),
+                        Damage::Set(v) if !v.is_empty() => {
+                            old.sadd(key, v).await.map(|_: i64| ()).unwrap()
+                        }
+                        Damage::Hash(v) if !v.is_empty() => {
+                            old.hset(key, v).await.map(|_: i64| ()).unwrap()
+                        }
+                        Damage::List(v) if !v.is_empty() => {
+                            old.rpush(key, v).await.map(|_: i64| ()).unwrap()
+                        }
+                        Damage::Zset(v) if !v.is_empty() => old
+                            .zadd(key, None, None, false, false, v)
+                            .await
+                            .map(|_: i64| ())
+                            .unwrap(),
+                        _ => (),
+                    };
+                }
+                // A target of its own for each case: a namespace no case shared.
+                let ns = format!("{}c{}", app.namespace, case.get());
+                let logs = app.dir.join(format!("logs{}", case.get()));
+                for dry in [true, false] {
+                    let mut args = vec![
+                        "migrate",
+                        "--from",
+                        &url,
+                        "--log-dir",
+                        logs.to_str().unwrap(),
+                    ];
+                    if dry {
+                        args.push("--dry-run");
+                    }
+                    let run = app.cli_with(&args, &[("TRACKER_NAMESPACE", &ns)], b"");
+                    let what = format!("{damages:?} dry={dry}: {}{}", run.out, run.err);
+                    prop_assert!(!run.err.contains("panicked"), "{}", what);
+                    prop_assert!(
+                        run.ok || !run.err.trim().is_empty(),
+                        "a refusal says why: {}",
+                        what
+                    );
+                }
+                let store =
+                    server::store::Store::connect(&app.redis_url, &ns, 1, app.dir.join("offload"))
+                        .await
+                        .unwrap();
+                let slugs = store.project_slugs().await.unwrap();
+                carried.set(carried.get() + u32::from(!slugs.is_empty()));
+                for slug in slugs {
+                    let problems = store.check(&slug).await.unwrap();
+                    prop_assert!(
+                        problems.is_empty(),
+                        "{:?}: {} {:?}",
+                        damages,
+                        slug,
+                        problems
+                    );
+                }
+                Ok(())
+            })
+        })
+        .unwrap();
+    assert!(
+        carried.get() > 0,
+        "no case carried a project over: the damage never reached it"
+    );
+}
