@@ -328,11 +328,12 @@ impl TestApp {
         use std::io::Write;
         let mut child = Command::new(tracker_bin())
             .args(args)
-            .envs(env.iter().copied())
             .env("REDIS_URL", &self.redis_url)
             .env("TRACKER_NAMESPACE", &self.namespace)
             .env("TRACKER_OFFLOAD_DIR", self.dir.join("offload"))
             .env("RUST_LOG", "error")
+            // The caller's own come last: they may change any of these.
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

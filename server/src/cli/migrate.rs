@@ -103,6 +103,22 @@ async fn migrate(store: &Store, old: &Source, args: &MigrateArgs) -> Result<(), 
     }
     let found = survey::survey(old, &projects).await?;
     survey::print_survey(&found, &args.projects);
+    // A key the import reads that holds another type than the old tracker wrote (a damaged or
+    // foreign database) would stop the import half-way: refused before anything is written.
+    let wrong: Vec<String> = found
+        .wrong_types
+        .iter()
+        .filter(|(slug, ..)| {
+            slug.is_empty() || args.projects.is_empty() || args.projects.contains(slug)
+        })
+        .map(|(_, key, written, expected)| format!("{key} is a {written}, not a {expected}"))
+        .collect();
+    if !wrong.is_empty() && !args.dry_run {
+        return Err(fail(format!(
+            "not the universal tracker's layout, nothing migrated: {}",
+            wrong.join("; ")
+        )));
+    }
     if args.dry_run {
         outln!("dry run: nothing changed");
         return Ok(());

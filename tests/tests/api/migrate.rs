@@ -606,6 +606,9 @@ fn a_damaged_foreign_database_is_refused_or_carried_over_never_a_crash() {
                     }
                     let run = app.cli_with(&args, &[("TRACKER_NAMESPACE", &ns)], b"");
                     let what = format!("{damages:?} dry={dry}: {}{}", run.out, run.err);
+                    if std::env::var("MIGRATE_FUZZ_SHOW").is_ok() {
+                        eprintln!("{what}");
+                    }
                     prop_assert!(!run.err.contains("panicked"), "{}", what);
                     prop_assert!(
                         run.ok || !run.err.trim().is_empty(),
@@ -637,4 +640,36 @@ fn a_damaged_foreign_database_is_refused_or_carried_over_never_a_crash() {
         carried.get() > 0,
         "no case carried a project over: the damage never reached it"
     );
+}
+
+/// A key the import reads holding another type than the old tracker wrote (found by the
+/// property test above: `done_counter` as a hash stopped the import half-way, the downloaders
+/// carried and the figures not) is named by the survey, and the migration refuses before it
+/// writes anything.
+#[tokio::test]
+async fn a_key_of_the_wrong_type_is_named_and_nothing_is_migrated() {
+    let app = TestApp::start().await;
+    let (_old, url) = old_redis(&app);
+    let old = old_client(&url).await;
+    seed(&old).await;
+    let key = format!("{SLUG}:done_counter");
+    let _: i64 = old.del(&key).await.unwrap();
+    let _: i64 = old.hset(&key, ("a", "b")).await.unwrap();
+    let dry = migrate(&app, &url, &["--dry-run"]);
+    assert!(dry.ok, "{}", dry.err);
+    assert!(
+        dry.out
+            .contains("oldproj:done_counter is a hash, the universal tracker wrote a string"),
+        "{}",
+        dry.out
+    );
+    let run = migrate(&app, &url, &[]);
+    assert!(!run.ok);
+    assert!(
+        run.err.contains("nothing migrated") && run.err.contains("oldproj:done_counter is a hash"),
+        "{}",
+        run.err
+    );
+    assert!(app.store.project(SLUG).await.unwrap().is_none());
+    assert!(app.store.accounts().await.unwrap().is_empty());
 }

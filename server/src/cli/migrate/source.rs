@@ -85,7 +85,7 @@ impl Source {
 
     /// How many elements each of `keys` holds, by its type (a string: one): two pipelined
     /// round trips for the page (every `TYPE`, then every size), not two per key.
-    pub async fn sizes(&self, keys: &[&str]) -> Result<Vec<u64>, Error> {
+    pub async fn sizes(&self, keys: &[&str]) -> Result<Vec<(String, u64)>, Error> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
@@ -114,11 +114,14 @@ impl Source {
         };
         let mut counted = counted.into_iter();
         Ok(kinds
-            .iter()
-            .map(|kind| match kind.as_str() {
-                "set" | "zset" | "hash" | "list" => counted.next().unwrap_or(0),
-                "string" => 1,
-                _ => 0,
+            .into_iter()
+            .map(|kind| {
+                let n = match kind.as_str() {
+                    "set" | "zset" | "hash" | "list" => counted.next().unwrap_or(0),
+                    "string" => 1,
+                    _ => 0,
+                };
+                (kind, n)
             })
             .collect())
     }
@@ -254,6 +257,32 @@ pub fn project_key(rest: &str) -> Option<(&'static str, Fate)> {
         _ => return None,
     };
     Some(kind)
+}
+
+/// The Redis type the universal tracker wrote a carried key of kind `kind` as (`TYPE`'s answer);
+/// none for kinds not carried.
+pub fn written_as(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "queue todo"
+        | "queue todo:secondary"
+        | "queue todo:redo"
+        | "personal queues"
+        | "done"
+        | "blocked"
+        | "upload targets"
+        | "tracker_admins"
+        | "admins"
+        | "global_blocked" => "set",
+        "out (claim times)" => "zset",
+        "claims" | "downloader figures" | "domain_bytes" | "trackers" | "users" => "hash",
+        "done_counter"
+        | "project chart"
+        | "downloader charts"
+        | "limits"
+        | "warriorhq:projects_json" => "string",
+        "log" | "log archives" => "list",
+        _ => return None,
+    })
 }
 
 /// The kind of a global key, and its fate; none for a key the old tracker does not write.

@@ -17,6 +17,9 @@ pub(super) struct Found {
     pub(super) logs: HashMap<String, Vec<String>>,
     pub(super) unknown: Vec<String>,
     pub(super) unknown_count: u64,
+    /// Keys the import reads that hold another type than the old tracker wrote: (its project
+    /// or `""`, key, its type, the type written).
+    pub(super) wrong_types: Vec<(String, String, String, &'static str)>,
 }
 
 /// Every key of the old database, by project and kind.
@@ -31,6 +34,7 @@ pub(super) async fn survey(
         logs: HashMap::new(),
         unknown: Vec::new(),
         unknown_count: 0,
+        wrong_types: Vec::new(),
     };
     let steps = Steps::new("survey");
     let total = old.dbsize().await.map_err(old_err)?;
@@ -46,7 +50,7 @@ pub(super) async fn survey(
         let mut sizes = known.into_iter().zip(sizes).peekable();
         for key in &names {
             let size = match sizes.peek() {
-                Some((k, n)) if *k == key.as_str() => Some(*n),
+                Some((k, (kind, n))) if *k == key.as_str() => Some((kind.clone(), *n)),
                 _ => None,
             };
             if size.is_some() {
@@ -85,15 +89,23 @@ fn survey_key(
     projects: &BTreeMap<String, serde_json::Value>,
     found: &mut Found,
     key: &str,
-    size: Option<u64>,
+    size: Option<(String, u64)>,
 ) {
-    let (Some((slug, rest, (kind, fate))), Some(n)) = (place(projects, key), size) else {
+    let (Some((slug, rest, (kind, fate))), Some((written, n))) = (place(projects, key), size)
+    else {
         found.unknown_count += 1;
         if found.unknown.len() < 50 {
             found.unknown.push(key.to_string());
         }
         return;
     };
+    if let Some(expected) = source::written_as(kind).filter(|e| *e != written) {
+        if written != "none" {
+            found
+                .wrong_types
+                .push((slug.to_string(), key.to_string(), written, expected));
+        }
+    }
     let entry = found
         .survey
         .entry(slug.to_string())
@@ -128,6 +140,12 @@ pub(super) fn print_survey(found: &Found, only: &[String]) {
             };
             outln!("  {kind:<22} {keys:>7} keys {n:>12} elements  {what}");
         }
+    }
+    for (slug, key, written, expected) in &found.wrong_types {
+        if !slug.is_empty() && !only.is_empty() && !only.contains(slug) {
+            continue;
+        }
+        outln!("not the old tracker's layout: {key} is a {written}, the universal tracker wrote a {expected}");
     }
     if found.unknown_count > 0 {
         outln!(
