@@ -227,8 +227,10 @@ pub async fn get_projects_json(
         header::CACHE_CONTROL,
         HeaderValue::from_static("max-age=60"),
     );
-    // A browser keeps one answer per fetch-metadata site, so JSONP fetched by another site's
-    // page is never reused for a script of the tracker's own.
-    h.insert(header::VARY, HeaderValue::from_static("Sec-Fetch-Site"));
+    // A browser keeps one JSONP answer per fetch-metadata site, so one fetched by another
+    // site's page is never reused for a script of the tracker's own.
+    if kind == "application/javascript" {
+        h.append(header::VARY, HeaderValue::from_static("Sec-Fetch-Site"));
+    }
     Ok(resp)
 }

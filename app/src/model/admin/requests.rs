@@ -20,9 +20,11 @@ pub struct Credentials {
 pub struct Setup {
     /// The token of the setup link.
     pub token: String,
-    /// The first global admin's name.
+    /// The first global admin's name: 1 to 32 of a-z, 0-9, `.`, `_`, `-` (any case).
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 32))]
     pub username: String,
-    /// Its password.
+    /// Its password: 10 to 1024 characters, hard to guess (zxcvbn score 3 or more).
+    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 1024))]
     pub password: String,
 }
 
@@ -31,6 +33,7 @@ pub struct Setup {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct PipelineRequest {
     /// `[A-Za-z0-9_.-]{1,64}`.
+    #[cfg_attr(feature = "ssr", schema(pattern = "^[A-Za-z0-9_.-]{1,64}$"))]
     pub name: String,
     /// Up to 16 tags, `[a-z0-9_-]{1,32}` each.
     #[serde(default)]
@@ -44,13 +47,15 @@ pub struct PipelineRequest {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct NewToken {
-    /// What the token is for, e.g. `ingest script`.
+    /// What the token is for, e.g. `ingest script`: 1 to 64 characters.
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 64))]
     pub name: String,
     /// The account's password, entered again: a session left open does not make tokens.
     #[serde(default)]
     pub password: String,
     /// Days it lasts (1 to [`super::TOKEN_DAYS_MAX`]; none: [`super::TOKEN_DAYS_DEFAULT`]).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 365))]
     pub days: Option<u32>,
 }
 
@@ -60,7 +65,8 @@ pub struct NewToken {
 pub struct PasswordChange {
     /// The password now.
     pub current: String,
-    /// The new one.
+    /// The new one: 10 to 1024 characters, hard to guess (zxcvbn score 3 or more).
+    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 1024))]
     pub new: String,
 }
 

@@ -12,10 +12,19 @@ use serde::Deserialize;
 /// ```
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct RequestBody {
+    /// The downloader's name: 3 to 30 of `[-_a-zA-Z0-9]`.
+    #[schema(
+        pattern = "^[-_a-zA-Z0-9]{3,30}$",
+        min_length = 3,
+        max_length = 30,
+        example = "alice"
+    )]
     pub(super) downloader: String,
     #[serde(default)]
     pub(super) api_version: Option<serde_json::Value>,
     #[serde(default)]
+    /// The grab script's version: at most `TRACKER_MAX_VERSION` bytes (64 by default).
+    #[schema(max_length = 64, example = "20240101.01")]
     pub(super) version: Option<String>,
 }
 
@@ -26,11 +35,26 @@ pub struct RequestBody {
 /// ```
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct DoneBody {
+    /// The downloader's name: 3 to 30 of `[-_a-zA-Z0-9]`.
+    #[schema(
+        pattern = "^[-_a-zA-Z0-9]{3,30}$",
+        min_length = 3,
+        max_length = 30,
+        example = "alice"
+    )]
     pub(super) downloader: String,
+    /// The item, or several joined by single NULs (at most `TRACKER_MAX_MULTI`, 1,000 by
+    /// default), each 1 to `TRACKER_MAX_ITEM` bytes (4,096 by default).
+    #[schema(min_length = 1, example = "item-42")]
     pub(super) item: String,
+    /// Bytes per domain of the project: at most `TRACKER_MAX_DOMAINS` (16 by default), each an
+    /// integer from 0 to 2^50.
     #[serde(default)]
+    #[schema(example = json!({"data": 1234}))]
     pub(super) bytes: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
+    /// The grab script's version: at most `TRACKER_MAX_VERSION` bytes (64 by default).
+    #[schema(max_length = 64, example = "20240101.01")]
     pub(super) version: Option<String>,
     #[serde(default)]
     pub(super) id: Option<serde_json::Value>,
