@@ -95,6 +95,16 @@ pub fn user_name_problem(name: &str) -> Option<String> {
 /// The audit name of actions taken with the `tracker` command line.
 pub const CLI_ACTOR: &str = "cli";
 
+/// A login counter's answer: nothing to wait, or the whole seconds (at least 1) until the full
+/// counter lapses.
+fn wait_of(reply: Result<Accepted, Refusal>) -> StoreResult<Option<u64>> {
+    match reply {
+        Ok(Accepted {}) => Ok(None),
+        Err(Refusal::RateLimited { wait_ms }) => Ok(Some(wait_ms.div_ceil(1000).max(1))),
+        Err(refusal) => Err(StoreError::Refused(refusal)),
+    }
+}
+
 /// Browsers remembered per account for the login limits ([`Store::remember_device`]).
 pub const MAX_DEVICES: usize = 10;
 /// Days a browser stays remembered after its last login.
@@ -274,11 +284,7 @@ impl Store {
                 ],
             )
             .await?;
-        match reply {
-            Ok(Accepted {}) => Ok(None),
-            Err(Refusal::RateLimited { wait_ms }) => Ok(Some(wait_ms.div_ceil(1000).max(1))),
-            Err(refusal) => Err(StoreError::Refused(refusal)),
-        }
+        wait_of(reply)
     }
 
     /// Takes back a counted login attempt that was no wrong guess: `success` (the name's
@@ -321,11 +327,7 @@ impl Store {
                 ],
             )
             .await?;
-        match reply {
-            Ok(Accepted {}) => Ok(None),
-            Err(Refusal::RateLimited { wait_ms }) => Ok(Some(wait_ms.div_ceil(1000).max(1))),
-            Err(refusal) => Err(StoreError::Refused(refusal)),
-        }
+        wait_of(reply)
     }
 
     /// Forgets the login attempts counted for `name` from every network (`tracker admin

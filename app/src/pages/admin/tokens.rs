@@ -105,31 +105,7 @@ fn Tokens(session: AdminSession) -> impl IntoView {
             </section>
         </Show>
         <section class="card" aria-label="Tokens">
-            <Loaded reply=tokens show={move |list: Vec<ApiToken>| {
-                if list.is_empty() {
-                    return view! { <p class="muted">"No tokens."</p> }.into_any();
-                }
-                view! {
-                    <table aria-label="Tokens">
-                        <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th>"Expires"</th><th></th></tr></thead>
-                        <tbody>
-                            {list.into_iter().map(|t| {
-                                let label = t.name;
-                                let (i2, l2) = (t.id.clone(), label.clone());
-                                view! {
-                                    <tr>
-                                        <td>{label.clone()}</td>
-                                        <td class="mono">{t.id}</td>
-                                        <td>{api::when(t.t)}</td>
-                                        <td>{api::when(t.expires)}</td>
-                                        <td>{can.then(|| view! { <button on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button> })}</td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}/>
+            <Loaded reply=tokens show={move |list: Vec<ApiToken>| token_table(list, "Tokens", can.then_some(revoke))}/>
         </section>
         {if can {
             view! {
@@ -152,4 +128,36 @@ fn Tokens(session: AdminSession) -> impl IntoView {
             <button type="submit">"Change password"</button>
         </form>
     }
+}
+
+/// `list` as a table labelled `label`, each row with a button to revoke it when `revoke` is
+/// given (called with the token's id and name); "No tokens." for none.
+pub(super) fn token_table<R>(list: Vec<ApiToken>, label: &'static str, revoke: Option<R>) -> AnyView
+where
+    R: Fn(String, String) + Copy + Send + Sync + 'static,
+{
+    if list.is_empty() {
+        return view! { <p class="muted">"No tokens."</p> }.into_any();
+    }
+    view! {
+        <table aria-label=label>
+            <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th>"Expires"</th><th></th></tr></thead>
+            <tbody>
+                {list.into_iter().map(|t| {
+                    let name = t.name;
+                    let (id, n2) = (t.id.clone(), name.clone());
+                    view! {
+                        <tr>
+                            <td>{name.clone()}</td>
+                            <td class="mono">{t.id}</td>
+                            <td>{api::when(t.t)}</td>
+                            <td>{api::when(t.expires)}</td>
+                            <td>{revoke.map(|r| view! { <button class="danger" on:click=move |_| r(id.clone(), n2.clone()) aria-label=format!("Revoke {name}")>"Revoke"</button> })}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
 }

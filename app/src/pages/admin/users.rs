@@ -162,31 +162,7 @@ fn AccountTokens(names: Vec<String>, bulk: Bulk) -> impl IntoView {
                     {names.into_iter().map(|n| view! { <option value=n.clone()>{n.clone()}</option> }).collect_view()}
                 </select>
             </label>
-            <Loaded reply=tokens show={move |list: Vec<ApiToken>| {
-                if list.is_empty() {
-                    return view! { <p class="muted">"No tokens."</p> }.into_any();
-                }
-                view! {
-                    <table aria-label="Their tokens">
-                        <thead><tr><th>"Name"</th><th>"Id"</th><th>"Created"</th><th>"Expires"</th><th></th></tr></thead>
-                        <tbody>
-                            {list.into_iter().map(|t| {
-                                let label = t.name;
-                                let (i2, l2) = (t.id.clone(), label.clone());
-                                view! {
-                                    <tr>
-                                        <td>{label.clone()}</td>
-                                        <td class="mono">{t.id}</td>
-                                        <td>{api::when(t.t)}</td>
-                                        <td>{api::when(t.expires)}</td>
-                                        <td><button class="danger" on:click=move |_| revoke(i2.clone(), l2.clone()) aria-label=format!("Revoke {label}")>"Revoke"</button></td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}/>
+            <Loaded reply=tokens show={move |list: Vec<ApiToken>| super::tokens::token_table(list, "Their tokens", Some(revoke))}/>
         </section>
     }
 }
