@@ -121,6 +121,22 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
     for field in ["downloader", "item", "bytes", "id"] {
         assert!(done.get(field).is_some(), "done body lacks {field}: {done}");
     }
+    // The schemas state the limits the handlers enforce, so that a schema-driven client
+    // generates what they take.
+    let schema =
+        |name: &str, field: &str| doc["components"]["schemas"][name]["properties"][field].clone();
+    assert_eq!(
+        schema("DoneBody", "downloader")["pattern"],
+        "^[-_a-zA-Z0-9]{3,30}$"
+    );
+    assert_eq!(schema("RequestBody", "version")["maxLength"], 64);
+    assert_eq!(
+        schema("CreateProject", "slug")["pattern"],
+        "^[a-z0-9][a-z0-9-]{0,63}$"
+    );
+    assert_eq!(schema("NewToken", "days")["maximum"], 365);
+    assert_eq!(schema("PasswordChange", "new")["minLength"], 10);
+    assert_eq!(schema("BlockChange", "kind")["pattern"], "^(ip|dl)$");
     let settings = &doc["paths"]["/admin/api/{slug}/settings"]["put"]["requestBody"];
     assert!(
         settings.to_string().contains("ProjectSettings"),

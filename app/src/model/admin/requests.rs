@@ -100,6 +100,7 @@ pub struct Release {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ResolveFailed {
     /// `requeue` or `drop`.
+    #[cfg_attr(feature = "ssr", schema(pattern = "^(requeue|drop)$"))]
     pub action: String,
     /// These items (default: every failed item).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,12 +141,15 @@ pub struct ClearQueue {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct CreateProject {
-    /// `[a-z0-9-]{1,64}`.
+    /// 1 to 64 of `[a-z0-9-]`, starting with a letter or digit, and not a reserved path
+    /// (`admin`, `api`, ...).
+    #[cfg_attr(feature = "ssr", schema(pattern = "^[a-z0-9][a-z0-9-]{0,63}$"))]
     pub slug: String,
-    /// Title (default: the slug).
+    /// Title (default: the slug): at most 200 bytes.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 200))]
     pub title: String,
-    /// Byte domains (default: `data`).
+    /// Byte domains (default: `data`): each 1 to 64 bytes, without `,`, `"` or `\`.
     #[serde(default)]
     pub domains: Vec<String>,
 }
@@ -154,9 +158,11 @@ pub struct CreateProject {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TargetChange {
-    /// e.g. `rsync://host/module/:downloader/`.
+    /// e.g. `rsync://host/module/:downloader/`: 1 to 1024 bytes, no whitespace.
+    #[cfg_attr(feature = "ssr", schema(pattern = "^\\S{1,1024}$"))]
     pub target: String,
     /// `activate`, `deactivate` or `remove` (adding is activating a new one).
+    #[cfg_attr(feature = "ssr", schema(pattern = "^(activate|deactivate|remove)$"))]
     pub action: String,
 }
 
@@ -164,11 +170,14 @@ pub struct TargetChange {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct UserChange {
-    /// Name (creating only).
+    /// Name (creating only): 1 to 32 of a-z, 0-9, `.`, `_`, `-` (any case).
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[cfg_attr(feature = "ssr", schema(max_length = 32))]
     pub name: String,
-    /// New password (required when creating).
+    /// New password (required when creating): 10 to 1024 characters, hard to guess (zxcvbn
+    /// score 3 or more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 1024))]
     pub password: Option<String>,
     /// Role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,13 +192,14 @@ pub struct UserChange {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct BlockChange {
     /// `ip` or `dl`.
+    #[cfg_attr(feature = "ssr", schema(pattern = "^(ip|dl)$"))]
     pub kind: String,
     /// The IP or name.
     pub value: String,
     /// A project (default: the global lists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
-    /// Why.
+    /// Why (kept to its first 500 characters).
     #[serde(default)]
     pub reason: String,
     /// Hours until it lifts (default: never).
@@ -212,7 +222,8 @@ pub struct SaveList {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Restore {
-    /// Index in the versions (0 = current).
+    /// Index in the versions (0 = current; 20 are kept).
+    #[cfg_attr(feature = "ssr", schema(maximum = 19))]
     pub index: usize,
 }
 
