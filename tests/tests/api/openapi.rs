@@ -137,6 +137,11 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
     assert_eq!(schema("NewToken", "days")["maximum"], 365);
     assert_eq!(schema("PasswordChange", "new")["minLength"], 10);
     assert_eq!(schema("BlockChange", "kind")["pattern"], "^(ip|dl)$");
+    assert_eq!(schema("Settings", "segment_items")["minimum"], 1000);
+    assert_eq!(
+        schema("Settings", "done_policy")["pattern"],
+        "^(keep|offload|discard)$"
+    );
     let settings = &doc["paths"]["/admin/api/{slug}/settings"]["put"]["requestBody"];
     assert!(
         settings.to_string().contains("ProjectSettings"),

@@ -36,21 +36,25 @@ pub struct PatternLimit {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Settings {
-    /// Title.
+    /// Title: 1 to 200 bytes.
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 200))]
     pub title: String,
     /// A message shown on the pages (empty: none).
     #[serde(default)]
     pub banner: String,
     /// What the operator set: `active`, `paused` or `aborted` (`draining` and `finished` are
     /// derived, see [`crate::model::lifecycle`]).
+    #[cfg_attr(feature = "ssr", schema(pattern = "^(active|paused|aborted)$"))]
     pub state: String,
     /// Byte domains a done must report.
     pub domains: Vec<String>,
     /// Lowest script version served (empty: any).
     pub min_version: String,
     /// Items per second for the whole project (0: unlimited).
+    #[cfg_attr(feature = "ssr", schema(minimum = 0))]
     pub rate: f64,
     /// Items that may go at once under the rate limit.
+    #[cfg_attr(feature = "ssr", schema(minimum = 0))]
     pub burst: f64,
     /// Cap on the claimed set; when reached, claims are served reclaims (0: none).
     pub claims_limit: u64,
@@ -63,9 +67,11 @@ pub struct Settings {
     /// Score decay, an alternative to `max_attempts`: each reclaim multiplies the item's score
     /// (1 at first) by this factor and moves it back in its queue (0: off; else in (0, 1)).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(minimum = 0, exclusive_maximum = 1))]
     pub decay_factor: f64,
     /// An item whose score falls below this fails instead of waiting again (in (0, 1)).
     #[serde(default = "default_decay_threshold")]
+    #[cfg_attr(feature = "ssr", schema(exclusive_minimum = 0, exclusive_maximum = 1))]
     pub decay_threshold: f64,
     /// Serve queues first in, first out instead of at random.
     pub fifo: bool,
@@ -88,6 +94,7 @@ pub struct Settings {
     #[serde(default)]
     pub shard_pattern: String,
     /// Records the backfeed filter holds at its target false-positive rate before growing.
+    #[cfg_attr(feature = "ssr", schema(minimum = 1))]
     pub bloom_capacity: u64,
     /// Static string fields sent with every claim (api_version 2).
     pub extra: BTreeMap<String, String>,
@@ -106,19 +113,23 @@ pub struct Settings {
     /// their timelines; still answered exactly) or `discard` (only a filter of their names
     /// stays, on disk).
     #[serde(default = "default_done_policy")]
+    #[cfg_attr(feature = "ssr", schema(pattern = "^(keep|offload|discard)$"))]
     pub done_policy: String,
     /// Done items kept in Redis before the others go to disk (`offload`, `discard`).
     #[serde(default = "default_offload_keep")]
     pub offload_keep: u64,
     /// Items a queue part keeps in Redis; past it, its last items wait on disk (0: no mark).
     #[serde(default = "default_queue_high")]
+    #[cfg_attr(feature = "ssr", schema(maximum = 1000000000))]
     pub queue_high: u64,
-    /// Items per segment file.
+    /// Items per segment file: 1,000 to 100,000.
     #[serde(default = "default_segment_items")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1000, maximum = 100000))]
     pub segment_items: u64,
     /// Completion log entries kept in Redis; older ones (and any older than a day) go to the
     /// archive directory.
     #[serde(default = "default_log_keep")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1000))]
     pub log_keep: u64,
 }
 
