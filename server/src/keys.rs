@@ -169,6 +169,8 @@ pub const LOG_LEN: usize = 100_000;
 #[derive(Clone, Debug)]
 pub struct Keys {
     ns: std::sync::Arc<str>,
+    /// [`Keys::segment_tag`], derived once.
+    tag: std::sync::Arc<str>,
 }
 
 impl Keys {
@@ -181,20 +183,18 @@ impl Keys {
     /// first 8 hex digits of the namespace's SHA-256): installs (namespaces) that share an
     /// offload directory never sweep or purge each other's files.
     pub fn segment_tag(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let hash = Sha256::digest(self.ns.as_bytes());
-        format!(
-            "n{}",
-            hash[..4]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        )
+        self.tag.to_string()
     }
 
     /// Keys under the namespace `ns` (e.g. `t`).
     pub fn new(ns: &str) -> Self {
-        Self { ns: ns.into() }
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(ns.as_bytes());
+        let hex: String = hash[..4].iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            ns: ns.into(),
+            tag: format!("n{hex}").into(),
+        }
     }
 
     /// The settings version (`crate::store::SettingsVersion`).

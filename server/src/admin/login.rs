@@ -153,12 +153,8 @@ pub async fn log_in(
     if !valid_user_name(&name) {
         return Err(wrong());
     }
-    let ip = client_ip(peer, &headers, state.config.trust_proxy);
-    let check = PasswordCheck {
-        state: &state,
-        ip: ip.clone(),
-        device: device_cookie(&headers),
-    };
+    let check = password_check(&state, peer, &headers);
+    let ip = check.ip.clone();
     let password = creds.password;
     let Some(mut account) = check.run(&name, password.clone()).await? else {
         return Err(wrong());
@@ -224,11 +220,7 @@ pub async fn change_password(
     Json(req): Json<PasswordChange>,
 ) -> ApiResult<Json<AdminSession>> {
     caller.must_use_session()?;
-    let check = PasswordCheck {
-        state: &state,
-        ip: client_ip(peer, &headers, state.config.trust_proxy),
-        device: device_cookie(&headers),
-    };
+    let check = password_check(&state, peer, &headers);
     if check.run(&caller.name, req.current).await?.is_none() {
         return Err(ApiError::forbidden("That is not your password now."));
     }

@@ -415,3 +415,105 @@ async fn every_account_changes_its_own_password() {
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
 }
+
+/// Revoking a token with each of its Redis calls faulted (it fails, runs late, or runs with its
+/// answer lost): whatever answer the revoke gets, the token either still works and is listed,
+/// or no longer works; a second revoke always finishes it, and nothing of it is left.
+#[tokio::test]
+async fn a_revoke_whose_redis_calls_fail_is_finished_by_the_next() {
+    use server::store::{now_ms, token_hash, ApiToken, Store};
+    use std::time::Duration;
+    use tests::fault_proxy::{Fault, FaultProxy};
+    let app = TestApp::start_private().await;
+    let proxy = FaultProxy::start(&app.redis_url).await;
+    let store = Store::connect_with(
+        &proxy.url,
+        &app.namespace,
+        1,
+        Duration::from_secs(2),
+        app.store.offload_dir(),
+    )
+    .await
+    .unwrap();
+    let make = |n: usize| ApiToken {
+        id: format!("t{n}"),
+        name: "script".into(),
+        t: now_ms(),
+        expires: now_ms() + 86_400_000,
+    };
+    // A clean revoke: its calls are the ones to fault.
+    app.store
+        .create_token("pat", &make(0), &token_hash("s0"))
+        .await
+        .unwrap();
+    proxy.clear();
+    assert!(store.revoke_token("pat", "t0").await.unwrap());
+    let calls = proxy.seen();
+    assert!(calls.len() >= 3, "{calls:?}");
+    let mut n = 0;
+    for at in 1..=calls.len() {
+        for fault in [
+            Fault::Fail,
+            Fault::Late(Duration::from_millis(50)),
+            Fault::Lost,
+        ] {
+            n += 1;
+            let (id, secret) = (format!("t{n}"), format!("s{n}"));
+            app.store
+                .create_token("pat", &make(n), &token_hash(&secret))
+                .await
+                .unwrap();
+            proxy.fault_at(at, fault);
+            let first = store.revoke_token("pat", &id).await;
+            proxy.clear();
+            wait_for_idle(&proxy).await;
+            let works = app
+                .store
+                .token_owner(&token_hash(&secret), now_ms())
+                .await
+                .unwrap()
+                .is_some();
+            let listed = app
+                .store
+                .tokens("pat", now_ms())
+                .await
+                .unwrap()
+                .iter()
+                .any(|t| t.id == id);
+            let what = format!("call {at} ({}) {fault:?}: {first:?}", calls[at - 1]);
+            assert!(!works || listed, "{what}: a working token is not listed");
+            if first.is_ok() {
+                assert!(!works, "{what}: revoked, yet it works");
+            }
+            // The owner (or a global admin) revokes it again: it is gone, all of it.
+            let again = tests::wait_for(&what, Duration::from_secs(10), || async {
+                store.revoke_token("pat", &id).await.ok()
+            })
+            .await;
+            assert_eq!(again, listed, "{what}");
+            assert!(app
+                .store
+                .token_owner(&token_hash(&secret), now_ms())
+                .await
+                .unwrap()
+                .is_none());
+            assert!(!app
+                .store
+                .tokens("pat", now_ms())
+                .await
+                .unwrap()
+                .iter()
+                .any(|t| t.id == id));
+        }
+    }
+}
+
+/// Until every late command of `proxy` has run.
+async fn wait_for_idle(proxy: &tests::fault_proxy::FaultProxy) {
+    tests::wait_for(
+        "the late command",
+        std::time::Duration::from_secs(5),
+        || async { proxy.idle().then_some(()) },
+    )
+    .await;
+}
