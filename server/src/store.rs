@@ -70,7 +70,7 @@ pub use accounts::{
     new_session_gen, user_name_problem, valid_user_name, Account, Actor, AuditEntry, Role,
     CLI_ACTOR, DEVICE_DAYS, MAX_DEVICES, RESERVED_USER_NAMES,
 };
-pub use admin_items::{ClaimFilter, ClaimGroup, FailedItem};
+pub use admin_items::{ClaimFilter, ClaimGroup, DestroyedMark, FailedItem};
 pub use api_fleet::{
     seesaw_version, FleetFlush, SeenClient, DEFAULT_FLEET_SILENCE_MS, MAX_FLEET_CLIENTS,
 };

@@ -375,9 +375,13 @@ pub async fn run(cfg: &Config) -> Report {
     // The processes stop first: their offloaders would otherwise move done items to disk
     // (and their timelines with them) while the proof reads Redis and then the segments.
     fleet.stop_processes();
-    let archives = crate::files_dir(&fleet.namespace)
-        .join("archive")
-        .join(SLUG);
+    let archives = server::offloader::archive::archive_dir_of(
+        &store,
+        &crate::files_dir(&fleet.namespace).join("archive"),
+        SLUG,
+    )
+    .await
+    .expect("the project's archive directory");
     let (verdict, problems) =
         verify::verify(&store, SLUG, cfg.items, &ledgers, Some(&archives)).await;
     report.verdict = verdict;

@@ -381,6 +381,13 @@ impl TestApp {
         board.counts
     }
 
+    /// The log archive directory of project `slug` (it carries the project's files tag).
+    pub async fn archive_dir(&self, slug: &str) -> PathBuf {
+        server::offloader::archive::archive_dir_of(&self.store, &self.dir.join("archive"), slug)
+            .await
+            .expect("the project's archive directory")
+    }
+
     /// Every key of project `slug` with its `DUMP`: a [`Snapshot`] to roll back to
     /// ([`TestApp::roll_back`]), or to copy the project from.
     pub async fn dump_project(&self, slug: &str) -> Snapshot {

@@ -14,7 +14,7 @@
 
 use super::{auth::Caller, items::Affected};
 use crate::offloader::archive::{
-    offload_state, project_dir, valid_archive_name, write_archive, ArchiveError, Written,
+    archive_dir_of, archive_now, offload_state, valid_archive_name, ArchiveError, Written,
 };
 use crate::openapi::ProjectPath;
 use crate::{
@@ -77,22 +77,7 @@ pub async fn archive_log(
             file: None,
         }));
     }
-    // This process's offloader's lease, or a lease of its own for this archive only.
-    let (token, borrowed) = match store.offload_token() {
-        Some(t) => (t, true),
-        None => (crate::store::random_token(16), false),
-    };
-    let written = write_archive(
-        store,
-        project_dir(&state.config.archive_dir, &slug),
-        &slug,
-        &end,
-        &token,
-    )
-    .await;
-    if !borrowed {
-        let _ = store.release_offload_lease(&slug, &token).await;
-    }
+    let written = archive_now(store, &state.config.archive_dir, &slug, &end).await;
     let written = written.map_err(|e| match e {
         ArchiveError::Io(e) => write_failed(e),
         ArchiveError::Store(e) => ApiError::from(e),
@@ -167,8 +152,8 @@ pub async fn list_archives(
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
     let mut out = Vec::new();
-    let Ok(mut dir) = tokio::fs::read_dir(project_dir(&state.config.archive_dir, &slug)).await
-    else {
+    let dir = archive_dir_of(&state.store, &state.config.archive_dir, &slug).await?;
+    let Ok(mut dir) = tokio::fs::read_dir(dir).await else {
         return Ok(Json(out));
     };
     while let Ok(Some(entry)) = dir.next_entry().await {
@@ -200,7 +185,8 @@ pub async fn download_archive(
     if !valid_archive_name(&name) {
         return Err(ApiError::not_found("No such archive."));
     }
-    let file = tokio::fs::File::open(project_dir(&state.config.archive_dir, &slug).join(&name))
+    let dir = archive_dir_of(&state.store, &state.config.archive_dir, &slug).await?;
+    let file = tokio::fs::File::open(dir.join(&name))
         .await
         .map_err(|_| ApiError::not_found("No such archive."))?;
     let mut resp = Body::from_stream(tokio_util::io::ReaderStream::new(file)).into_response();

@@ -60,12 +60,10 @@ pub async fn download_log(
         )
         .await?;
     let (from_ms, to_ms) = (range.from.unwrap_or(0), range.to.unwrap_or(u64::MAX));
-    let files = archives_between(
-        &crate::offloader::archive::project_dir(&state.config.archive_dir, &slug),
-        &slug,
-        from_ms,
-        to_ms,
-    );
+    let dir =
+        crate::offloader::archive::archive_dir_of(&state.store, &state.config.archive_dir, &slug)
+            .await?;
+    let files = archives_between(&dir, &slug, from_ms, to_ms);
     // The entries archived to disk first (they are older than any left in Redis), each file
     // read off the async threads, filtered to the range.
     let archived = futures::StreamExt::then(

@@ -118,7 +118,7 @@ pub async fn destroy_project(
     if q.confirm != slug {
         return Err(ApiError::bad_request("Type the project's slug to confirm."));
     }
-    let keys = state.store.destroy_project(&slug).await?;
+    let (keys, mark) = state.store.destroy_project(&slug).await?;
     // Its segments and log archives go with it (else a new project of the slug would inherit
     // them); if this fails, the offloader's sweep finishes it, and the slug stays reserved
     // until then.
@@ -126,11 +126,11 @@ pub async fn destroy_project(
         &state.config.offload_dir,
         &state.config.archive_dir,
         &slug,
-        &state.store.keys().segment_tag(),
+        &mark.tag,
     )
     .await
     {
-        Ok(()) => state.store.forget_destroyed(&slug).await?,
+        Ok(()) => state.store.forget_destroyed(&slug, &mark).await?,
         Err(e) => {
             tracing::warn!(slug, error = %e, "deleting a destroyed project's files; the offloader tries again")
         }

@@ -4,7 +4,7 @@
 //! ([`super::Offloader`]); the panel's "Archive" button and log download read and write the same
 //! files ([`crate::admin`]).
 
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreResult};
 use app::model::admin::OffloadState;
 use std::{
     io::Write,
@@ -69,9 +69,26 @@ pub async fn page_text(
     })
 }
 
-/// The archive directory of `slug` under `archive_dir`.
-pub fn project_dir(archive_dir: &Path, slug: &str) -> PathBuf {
-    archive_dir.join(slug)
+/// The archive directory under `archive_dir` of project `slug` whose files carry `tag`
+/// ([`Store::files_tag`]): `SLUG/TAG`, so that the archives of a project made again under the
+/// slug, or of another install's project of the slug, never meet; `SLUG` for a project made
+/// before projects had an incarnation.
+pub fn project_dir(archive_dir: &Path, slug: &str, tag: &str) -> PathBuf {
+    let dir = archive_dir.join(slug);
+    if tag.contains('-') {
+        dir.join(tag)
+    } else {
+        dir
+    }
+}
+
+/// The archive directory of project `slug` under `archive_dir` ([`project_dir`]).
+pub async fn archive_dir_of(store: &Store, archive_dir: &Path, slug: &str) -> StoreResult<PathBuf> {
+    Ok(project_dir(
+        archive_dir,
+        slug,
+        &store.files_tag(slug).await?,
+    ))
 }
 
 /// Why an archive could not be written.
@@ -96,6 +113,7 @@ impl std::fmt::Display for ArchiveError {
 }
 
 /// An archive written.
+#[derive(Debug)]
 pub struct Written {
     /// Its file name.
     pub name: String,
@@ -218,6 +236,15 @@ pub async fn write_archive(
             return Ok(None);
         }
     };
+    // Still the lease's holder (a long write can outlast it): else another process may be
+    // archiving the same entries, and this file would repeat them.
+    let held = store
+        .offload_lease(slug, token, crate::offloader::LEASE_MS)
+        .await;
+    if !matches!(held, Ok(true)) {
+        let _ = tokio::fs::remove_file(&tmp).await;
+        return Err(held.map_or_else(ArchiveError::Store, |_| ArchiveError::Leased));
+    }
     let ms = |id: &str| id.split('-').next().unwrap_or_default().to_string();
     let mut name = format!("{slug}-{}-{}.ndjson.gz", ms(&first), ms(&last));
     let mut n = 1;
@@ -248,6 +275,31 @@ pub async fn write_archive(
         trimmed,
         bytes,
     }))
+}
+
+/// The panel's archive of the log of `slug` through stream id `end`: under the lease of this
+/// process's offloader when it runs one, else under a lease of its own for this archive only,
+/// given up after (or, if giving it up fails, lapsing in [`crate::offloader::LEASE_MS`]).
+pub async fn archive_now(
+    store: &Store,
+    archive_dir: &Path,
+    slug: &str,
+    end: &str,
+) -> Result<Option<Written>, ArchiveError> {
+    let dir = archive_dir_of(store, archive_dir, slug)
+        .await
+        .map_err(ArchiveError::Store)?;
+    let (token, borrowed) = match store.offload_token() {
+        Some(t) => (t, true),
+        None => (crate::store::random_token(16), false),
+    };
+    let written = write_archive(store, dir, slug, end, &token).await;
+    if !borrowed {
+        if let Err(e) = store.release_offload_lease(slug, &token).await {
+            tracing::warn!(slug, error = %e, "giving up an archive's lease; it lapses by itself");
+        }
+    }
+    written
 }
 
 /// The gzip comment of an archive file: this, then the id of its last entry.
@@ -334,9 +386,9 @@ pub fn valid_archive_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
 }
 
-/// The count and bytes of the log archive files of `slug`.
-pub fn archive_totals(archive_dir: &Path, slug: &str) -> (u64, u64) {
-    let Ok(read) = std::fs::read_dir(project_dir(archive_dir, slug)) else {
+/// The count and bytes of the log archive files in a project's archive directory `dir`.
+pub fn archive_totals(dir: &Path) -> (u64, u64) {
+    let Ok(read) = std::fs::read_dir(dir) else {
         return (0, 0);
     };
     read.flatten()
@@ -354,8 +406,8 @@ pub async fn offload_state(
 ) -> Result<OffloadState, StoreError> {
     let mut out = store.offload_summary(slug).await?;
     // A directory listing: off the async workers.
-    let (dir, sl) = (archive_dir.to_path_buf(), slug.to_string());
-    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archive_totals(&dir, &sl))
+    let dir = archive_dir_of(store, archive_dir, slug).await?;
+    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archive_totals(&dir))
         .await
         .unwrap_or((0, 0));
     Ok(out)

@@ -96,7 +96,7 @@ impl Offloader {
         // reading of that clock, so it never deletes one that gets registered (whatever the
         // clocks of this machine or of a shared filesystem say).
         let started = self.store.redis_now_ms().await?;
-        let id = new_id(kind, started, &self.store.keys().segment_tag());
+        let id = new_id(kind, started, &self.store.files_tag(slug).await?);
         let path = segment_path(&self.dir, slug, &id);
         let deadline = started + COMMIT_WINDOW.as_millis() as u64;
         let keep_names = kind != "discard";
@@ -205,7 +205,7 @@ impl Offloader {
     }
 
     pub(super) async fn archive_log(&self, slug: &str, end: &str) -> StoreResult<u64> {
-        let dir = self.archive_dir.join(slug);
+        let dir = super::archive::archive_dir_of(&self.store, &self.archive_dir, slug).await?;
         match super::archive::write_archive(&self.store, dir, slug, end, &self.token).await {
             Ok(Some(w)) => {
                 tracing::info!(slug, file = %w.name, count = w.count, "archived the completion log");

@@ -20,7 +20,7 @@ impl Offloader {
         let now = self.store.redis_now_ms().await?;
         let age = ORPHAN_AGE.as_millis() as u64;
         let dir = self.dir.join(slug);
-        let tag = self.store.keys().segment_tag();
+        let tag = self.store.files_tag(slug).await?;
         let orphans = Orphans {
             registered,
             left: left.clone(),
@@ -63,19 +63,16 @@ impl Offloader {
         }
         let live = self.store.project_slugs().await?;
         let mut gone = 0;
-        for slug in marked.iter().filter(|s| !live.contains(s)) {
-            // Read again right before: another process may have deleted them, cleared the mark
-            // and the slug been made again since the marks were read (the purge is slow; the
-            // new project's files must stay). The directories are renamed away at once, then
-            // deleted: a project made again after that writes to a directory of its own.
-            if !self.store.is_destroyed(slug).await?
-                || self.store.project_slugs().await?.contains(slug)
-            {
+        for (slug, mark) in marked.iter().filter(|(s, _)| !live.contains(s)) {
+            // Another process may have deleted them and cleared the mark since the marks were
+            // read: skipped then. The slug may be made again while the purge runs (or after
+            // another process's purge, while this one still runs): the files the mark names
+            // carry the destroyed project's own tag, which the new project's never do.
+            if self.store.destroyed_mark(slug).await?.as_ref() != Some(mark) {
                 continue;
             }
-            let tag = self.store.keys().segment_tag();
-            purge_project_files(&self.dir, &self.archive_dir, slug, &tag).await?;
-            self.store.forget_destroyed(slug).await?;
+            purge_project_files(&self.dir, &self.archive_dir, slug, &mark.tag).await?;
+            self.store.forget_destroyed(slug, mark).await?;
             tracing::info!(slug, "deleted the files of a destroyed project");
             gone += 1;
         }
@@ -104,11 +101,14 @@ pub fn remove_purge_leftovers(dir: &Path, tag: &str, age: Duration) -> u64 {
     gone
 }
 
-/// Deletes the files of destroyed project `slug` that namespace `tag` wrote: its segments (and
-/// segments written before files carried a tag) and its log archives. Each is moved into a
-/// `.purge-TAG-…` directory first, then that is deleted; another namespace's segments in the
-/// same directory stay, and so does the directory then. Waits for an archive being written in
-/// this process.
+/// Deletes the files of destroyed project `slug` that carry `tag` (its [`Store::files_tag`]):
+/// its segments (and segments written before files carried a tag) and its log archives. Each
+/// is moved into a `.purge-TAG-…` directory first, then that is deleted; another namespace's
+/// segments in the same directory stay, so do those of a project made again under the slug
+/// (another tag), and so does the directory then. Waits for an archive being written in this
+/// process.
+///
+/// [`Store::files_tag`]: crate::store::Store::files_tag
 pub async fn purge_project_files(
     offload_dir: &Path,
     archive_dir: &Path,
@@ -125,7 +125,27 @@ pub async fn purge_project_files(
     tokio::task::spawn_blocking(move || {
         let disk =
             |path: &Path, e: std::io::Error| StoreError::Disk(format!("{}: {e}", path.display()));
-        for (parent, segments) in [(&offload_dir, true), (&archive_dir, false)] {
+        // A project with an incarnation has its archives in a directory of its own, moved
+        // away whole; one made before (the namespace's tag alone) in the slug's.
+        let own_archives = tag.contains('-');
+        let archives = super::archive::project_dir(&archive_dir, &slug, &tag);
+        if own_archives && archives.exists() {
+            let doomed = archive_dir.join(format!(
+                ".purge-{tag}-{slug}-{:016x}",
+                rand::random::<u64>()
+            ));
+            match std::fs::rename(&archives, &doomed) {
+                Ok(()) => std::fs::remove_dir_all(&doomed).map_err(|e| disk(&doomed, e))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(disk(&archives, e)),
+            }
+            let _ = std::fs::remove_dir(archive_dir.join(&slug));
+        }
+        let mut places = vec![(&offload_dir, true)];
+        if !own_archives {
+            places.push((&archive_dir, false));
+        }
+        for (parent, segments) in places {
             let from = parent.join(&slug);
             let Ok(read) = std::fs::read_dir(&from) else {
                 continue;
@@ -137,9 +157,14 @@ pub async fn purge_project_files(
             std::fs::create_dir(&doomed).map_err(|e| disk(&doomed, e))?;
             for entry in read.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                // A log archive directory is this namespace's; in the segments', another
-                // namespace's files stay.
-                if segments && !purged_segment(&name, &tag) {
+                // In the segments' directory, another namespace's or incarnation's files stay;
+                // in the slug's archive directory, the directories of later incarnations.
+                let keep = if segments {
+                    !purged_segment(&name, &tag)
+                } else {
+                    entry.file_type().is_ok_and(|t| t.is_dir())
+                };
+                if keep {
                     continue;
                 }
                 match std::fs::rename(entry.path(), doomed.join(&name)) {

@@ -316,11 +316,15 @@ impl Store {
     /// write made before is in Redis when the sweep starts, and a full `SCAN` returns every key
     /// that exists from its start to its end; so no key is left behind by a process that has
     /// not heard of the destroy yet.
-    pub async fn destroy_project(&self, slug: &str) -> StoreResult<u64> {
+    pub async fn destroy_project(&self, slug: &str) -> StoreResult<(u64, DestroyedMark)> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
+        // The mark names the tag this project's files carry: its purge deletes those and no
+        // file of a project made again under the slug later ([`Store::files_tag`]).
+        let tag = self.files_tag(slug).await?;
+        let mark = DestroyedMark::new(super::now_ms(), &tag);
         let _: () = client
-            .hset(self.keys.destroyed(), (slug, super::now_ms().to_string()))
+            .hset(self.keys.destroyed(), (slug, mark.value.as_str()))
             .await?;
         let _: () = client.srem(self.keys.projects(), slug).await?;
         let mut removed: u64 = client.del(k.meta()).await?;
@@ -341,26 +345,38 @@ impl Store {
         }
         self.forget_settings(slug);
         self.settings_changed().await?;
-        Ok(removed)
+        Ok((removed, mark))
     }
 
-    /// The destroyed projects whose files may still be on disk.
-    pub async fn destroyed_projects(&self) -> StoreResult<Vec<String>> {
-        Ok(self.pool.next().hkeys(self.keys.destroyed()).await?)
+    /// The destroyed projects whose files may still be on disk, with their marks.
+    pub async fn destroyed_projects(&self) -> StoreResult<Vec<(String, DestroyedMark)>> {
+        let marks: HashMap<String, String> =
+            self.pool.next().hgetall(self.keys.destroyed()).await?;
+        let legacy = self.keys.segment_tag();
+        Ok(marks
+            .into_iter()
+            .map(|(slug, value)| (slug, DestroyedMark::read(value, &legacy)))
+            .collect())
     }
 
-    /// Whether `slug` is marked destroyed (its files may still be on disk).
-    pub async fn is_destroyed(&self, slug: &str) -> StoreResult<bool> {
-        Ok(self
-            .pool
-            .next()
-            .hexists(self.keys.destroyed(), slug)
-            .await?)
+    /// The mark of `slug` if it is marked destroyed (its files may still be on disk).
+    pub async fn destroyed_mark(&self, slug: &str) -> StoreResult<Option<DestroyedMark>> {
+        let value: Option<String> = self.pool.next().hget(self.keys.destroyed(), slug).await?;
+        Ok(value.map(|v| DestroyedMark::read(v, &self.keys.segment_tag())))
     }
 
-    /// Clears the destroyed mark of `slug`, its files being gone.
-    pub async fn forget_destroyed(&self, slug: &str) -> StoreResult<()> {
-        let _: i64 = self.pool.next().hdel(self.keys.destroyed(), slug).await?;
+    /// Clears the destroyed mark of `slug`, the files it names being gone; not a mark a later
+    /// destroy of the slug (a project made again) wrote meanwhile, whose files are not.
+    pub async fn forget_destroyed(&self, slug: &str, mark: &DestroyedMark) -> StoreResult<()> {
+        let _: i64 = self
+            .scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.delete_if,
+                vec![self.keys.destroyed()],
+                vec![Value::from(mark.value.as_str()), Value::from(slug)],
+            )
+            .await?;
         Ok(())
     }
 
@@ -416,4 +432,32 @@ fn escape_glob(s: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// A destroyed project's mark ([`crate::keys::Keys::destroyed`]): when, and the tag its files
+/// carry (`MS TAG`; a mark written before marks named a tag is `MS`, and its files carry the
+/// namespace's tag).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DestroyedMark {
+    /// The mark as stored.
+    pub value: String,
+    /// The tag that the destroyed project's files carry ([`Store::files_tag`]).
+    pub tag: String,
+}
+
+impl DestroyedMark {
+    fn new(ms: u64, tag: &str) -> Self {
+        Self {
+            value: format!("{ms} {tag}"),
+            tag: tag.to_string(),
+        }
+    }
+
+    fn read(value: String, namespace_tag: &str) -> Self {
+        let tag = value
+            .split_once(' ')
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_else(|| namespace_tag.to_string());
+        Self { value, tag }
+    }
 }

@@ -294,12 +294,17 @@ impl Store {
 
     /// Gives the lease of `slug` up if `token` holds it.
     pub async fn release_offload_lease(&self, slug: &str, token: &str) -> StoreResult<()> {
-        let k = self.keys.project(slug);
-        let client = self.pool.next();
-        let holder: Option<String> = client.get(k.offload_lease()).await?;
-        if holder.as_deref() == Some(token) {
-            let _: i64 = client.del(k.offload_lease()).await?;
-        }
+        // One script: between a read and a delete the lease could lapse and another process
+        // take it, which the delete would then end while it works.
+        let _: i64 = self
+            .scripts
+            .run(
+                self.pool.next(),
+                &self.scripts.delete_if,
+                vec![self.keys.project(slug).offload_lease()],
+                vec![Value::from(token)],
+            )
+            .await?;
         Ok(())
     }
 

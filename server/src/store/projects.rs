@@ -138,6 +138,24 @@ const SETTINGS_TTL: Duration = Duration::from_secs(10);
 pub type SettingsCache = Mutex<HashMap<String, (Instant, Arc<Settings>, Arc<Patterns>)>>;
 
 impl Store {
+    /// The tag that ends the names of the files (segments) of project `slug` and names its
+    /// log archives' directory: the namespace's ([`crate::keys::Keys::segment_tag`]) and the
+    /// project's incarnation, drawn when it was made. A project destroyed and made again under
+    /// the same slug, or one of another install sharing the directories, never meets these
+    /// files. A project made before projects had an incarnation has the namespace's tag alone.
+    pub async fn files_tag(&self, slug: &str) -> StoreResult<String> {
+        let incarnation: Option<String> = self
+            .pool
+            .next()
+            .hget(self.keys.project(slug).meta(), "incarnation")
+            .await?;
+        let ns = self.keys.segment_tag();
+        Ok(match incarnation {
+            Some(i) if valid_part_name(&i) => format!("{ns}-{i}"),
+            _ => ns,
+        })
+    }
+
     /// Creates a project; fails if it exists.
     pub async fn create_project(&self, p: &NewProject) -> StoreResult<()> {
         let k = self.keys.project(&p.slug);
@@ -157,9 +175,18 @@ impl Store {
         // (`tracker check` compares it with the items in a state). Set at once, before anything
         // could add to it: a script only counts where a count exists.
         let _: () = client.hset(k.stats(), ("known", 0)).await?;
-        // Its queues are scored for random order from the start (claim.lua, `shuffled`).
+        // Its queues are scored for random order from the start (claim.lua, `shuffled`); its
+        // files carry a tag of its own ([`Store::files_tag`]).
+        let incarnation = format!("i{:016x}", rand::random::<u64>());
         let _: () = client
-            .hset(k.meta(), [("shuffled", "1".to_string()), settings_stamp()])
+            .hset(
+                k.meta(),
+                [
+                    ("shuffled", "1".to_string()),
+                    ("incarnation", incarnation),
+                    settings_stamp(),
+                ],
+            )
             .await?;
         let mut settings = defaults(&p.title);
         settings.domains = p.domains.clone();

@@ -70,6 +70,7 @@
 //! recount        {"before":n (absent when not kept),"now":n} | refusal: no_project
 //! login_attempt  {} | refusal: rate_limited {wait_ms}
 //! login_name     {} | refusal: rate_limited {wait_ms}
+//! delete_if      1 | 0 (deleted, or gone or holding another value)
 //! rescue_attempt {} | refusal: rate_limited {wait_ms}
 //! fleet_flush    {"stored":n,"dropped":n,"forgotten":n}
 //! offload_commit {"moved":n} | refusal: lease, stale {item}
@@ -217,6 +218,7 @@ macro_rules! every_script {
             $($ref)+ $s.lifetime,
             $($ref)+ $s.project_write,
             $($ref)+ $s.log_shed,
+            $($ref)+ $s.delete_if,
         ]
     };
 }
@@ -259,6 +261,8 @@ pub struct Scripts {
     pub login_undo: LuaScript,
     /// `login_name.lua`
     pub login_name: LuaScript,
+    /// `delete_if.lua`
+    pub delete_if: LuaScript,
     /// `rescue_attempt.lua`
     pub rescue_attempt: LuaScript,
     /// `fleet_flush.lua`
@@ -325,6 +329,7 @@ impl Scripts {
             lifetime: lua!("lifetime", 1),
             project_write: lua!("project_write", 1),
             log_shed: lua!("log_shed", 2),
+            delete_if: lua!("delete_if", 1),
             library: Library::default(),
         };
         scripts.library = Library::new(&mut scripts.all_mut());
@@ -332,12 +337,12 @@ impl Scripts {
     }
 
     /// All scripts, for tests.
-    pub fn all(&self) -> [&LuaScript; 29] {
+    pub fn all(&self) -> [&LuaScript; 30] {
         every_script!(self, &)
     }
 
     /// All scripts, to name their functions.
-    fn all_mut(&mut self) -> [&mut LuaScript; 29] {
+    fn all_mut(&mut self) -> [&mut LuaScript; 30] {
         every_script!(self, &mut)
     }
 

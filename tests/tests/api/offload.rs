@@ -11,6 +11,7 @@ use server::{
 use std::time::Duration;
 use tests::{wait_for, TestApp, ADMIN_TOKEN};
 
+mod destroyed;
 mod faults;
 mod injected;
 mod queues;
@@ -103,11 +104,15 @@ async fn hlen(app: &TestApp, key: String) -> u64 {
 
 /// The sweep's judgement with no wait: unregistered files of this namespace are orphans at
 /// once.
-async fn sweep_now(app: &TestApp, registered: std::collections::HashSet<String>) -> Orphans {
+async fn sweep_now(
+    app: &TestApp,
+    slug: &str,
+    registered: std::collections::HashSet<String>,
+) -> Orphans {
     Orphans {
         registered,
         left: Default::default(),
-        tag: app.store.keys().segment_tag(),
+        tag: app.store.files_tag(slug).await.unwrap(),
         now: app.store.redis_now_ms().await.unwrap(),
         age: 0,
     }
@@ -346,7 +351,7 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
             StopAfter::Written => {
                 assert_eq!((files, registered.len()), (2, 0));
                 let ids = registered.iter().map(|(id, _)| id.clone()).collect();
-                assert_eq!(sweep_now(&app, ids).await.remove(&dir), 2);
+                assert_eq!(sweep_now(&app, "crash", ids).await.remove(&dir), 2);
             }
             _ => assert_eq!((files, registered.len()), (2, 2)),
         }
@@ -553,11 +558,16 @@ async fn installs_sharing_an_offload_directory_keep_each_others_files() {
         names.sort();
         names
     };
-    let of = |app: &TestApp| -> Vec<String> {
-        let tag = format!("-{}.seg", app.store.keys().segment_tag());
+    let (tag_a, tag_b) = (
+        a.store.files_tag("p").await.unwrap(),
+        b.store.files_tag("p").await.unwrap(),
+    );
+    assert!(tag_a.starts_with(&a.store.keys().segment_tag()));
+    let of = |tag: &str| -> Vec<String> {
+        let tag = format!("-{tag}.seg");
         files().into_iter().filter(|f| f.ends_with(&tag)).collect()
     };
-    let (of_a, of_b) = (of(&a), of(&b));
+    let (of_a, of_b) = (of(&tag_a), of(&tag_b));
     assert!(!of_a.is_empty() && !of_b.is_empty());
     assert_eq!(of_a.len() + of_b.len(), files().len());
     // Judged with no wait (every file old enough to be an orphan), neither install's sweep
@@ -570,7 +580,7 @@ async fn installs_sharing_an_offload_directory_keep_each_others_files() {
             .unwrap()
             .into_iter()
             .collect();
-        assert_eq!(sweep_now(app, ids).await.remove(&dir), 0);
+        assert_eq!(sweep_now(app, "p", ids).await.remove(&dir), 0);
     }
     assert_eq!(offloader(&a).sweep("p").await.unwrap(), 0);
     assert_eq!(files().len(), of_a.len() + of_b.len());

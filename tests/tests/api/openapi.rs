@@ -142,6 +142,58 @@ async fn the_document_lists_the_warrior_and_admin_apis_and_each_operation_is_rou
         schema("Settings", "done_policy")["pattern"],
         "^(keep|offload|discard)$"
     );
+    for (name, field) in [
+        ("MoveItems", "from"),
+        ("MoveItems", "to"),
+        ("ClearQueue", "queue"),
+    ] {
+        assert_eq!(
+            schema(name, field)["pattern"],
+            "^todo(:backfeed|:secondary|:redo)?$",
+            "{name}.{field}"
+        );
+    }
+    assert_eq!(schema("Listing", "weight")["maximum"], 1000);
+    assert_eq!(schema("Listing", "marker_html")["maxLength"], 4096);
+    assert_eq!(
+        schema("PatternLimit", "name")["pattern"],
+        "^[a-z0-9_-]{1,32}$"
+    );
+    let described = doc["components"]["schemas"]["Settings"]["description"].to_string();
+    assert!(
+        described.contains("twice"),
+        "rules between settings: {described}"
+    );
+    // The listing's URL patterns say what the handler takes: each matches exactly the URLs
+    // the check accepts (trimmed; empty: none).
+    for field in ["repository", "logo"] {
+        let pattern = schema("Listing", field)["pattern"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let re = regex::Regex::new(&pattern).unwrap();
+        for url in [
+            "https://github.com/ArchiveTeam/urls-grab",
+            " https://github.com/ArchiveTeam/urls-grab ",
+            "https://[::1]:8443/x.git?y#z",
+            "",
+            "http://example.org/logo.png",
+            "https://-oops/x",
+            "https://.x/y",
+            "ext::sh -c touch% /tmp/x",
+            "--upload-pack=touch /tmp/x",
+            "file:///etc/passwd",
+            "https://example.org/a b",
+            "https://example.org/\"x",
+            "https://example.org/\u{7}",
+            "https:///nohost",
+        ] {
+            let trimmed = url.trim();
+            let takes =
+                trimmed.is_empty() || server::ops::listing::url_problem(field, trimmed).is_none();
+            assert_eq!(re.is_match(url), takes, "{field} {url:?}");
+        }
+    }
     let settings = &doc["paths"]["/admin/api/{slug}/settings"]["put"]["requestBody"];
     assert!(
         settings.to_string().contains("ProjectSettings"),

@@ -241,9 +241,21 @@ pub(super) async fn every_script(app: &TestApp) {
         .unwrap();
     flush().await;
     assert_eq!(store.shed_log("p1", 1_000_000, 10).await.unwrap(), 0);
+    flush().await;
+    // delete_if: a lease given up by its holder only, a mark cleared only while unchanged.
+    app.project("p2", &[]).await;
+    assert!(store.offload_lease("p2", "me", 60_000).await.unwrap());
+    store.release_offload_lease("p2", "another").await.unwrap();
+    assert!(!store.offload_lease("p2", "another", 60_000).await.unwrap());
+    store.release_offload_lease("p2", "me").await.unwrap();
+    assert!(store.offload_lease("p2", "another", 60_000).await.unwrap());
+    let (_, mark) = store.destroy_project("p2").await.unwrap();
+    flush().await;
+    store.forget_destroyed("p2", &mark).await.unwrap();
+    assert_eq!(store.destroyed_mark("p2").await.unwrap(), None);
     assert_eq!(
         store.scripts().all().len(),
-        29,
+        30,
         "every script is exercised above"
     );
 }

@@ -5,35 +5,59 @@ use crate::model::lifecycle::Transition;
 use serde::{Deserialize, Serialize};
 
 /// A project's Warrior listing: the fields of its `projects.json` entry that are not settings
-/// already (name, title, description and state are). `GET`/`PUT /admin/api/SLUG/listing`.
+/// already (name, title, description and state are). `GET`/`PUT /admin/api/SLUG/listing`. A
+/// listed project needs its repository; URLs and the host are trimmed of spaces at either end.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Listing {
     /// Offered to Warriors at all (a project also needs a repository to be listed).
     #[serde(default = "yes")]
     pub listed: bool,
-    /// The pipeline's git repository (required by the Warrior), at most 1024 bytes.
+    /// The pipeline's git repository (required by the Warrior when listed): an `https://` URL
+    /// of a host, at most 1024 bytes, without spaces, control characters or quotes.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 1024,
+            pattern = r#"^\s*(https://[A-Za-z0-9:\[\]][A-Za-z0-9.:\[\]-]*([/?#][^\s"'`\\\x00-\x1f\x7f]*)?)?\s*$"#
+        )
+    )]
     pub repository: String,
-    /// A logo URL, at most 1024 bytes.
+    /// A logo URL, as the repository's (but `http://` too), or empty.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            max_length = 1024,
+            pattern = r#"^\s*(https?://[A-Za-z0-9:\[\]][A-Za-z0-9.:\[\]-]*([/?#][^\s"'`\\\x00-\x1f\x7f]*)?)?\s*$"#
+        )
+    )]
     pub logo: String,
     /// `%Y-%m-%dT%H:%M:%SZ`, or empty.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = "^\\s*([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?\\s*$")
+    )]
     pub deadline: String,
-    /// The site's host name shown by the Warrior, or empty.
+    /// The site's host name shown by the Warrior, or empty: at most 253 characters.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(pattern = "^\\s*[A-Za-z0-9.:-]{0,253}\\s*$"))]
     pub host: String,
-    /// HTML of the project's marker on the Warrior's map (sanitised when saved).
+    /// HTML of the project's marker on the Warrior's map (sanitised when saved), at most
+    /// 4096 bytes.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 4096))]
     pub marker_html: String,
-    /// The marker's position, `[lat, lng]`.
+    /// The marker's position, `[lat, lng]`: latitude -90 to 90, longitude -180 to 180.
     #[serde(default)]
     pub lat_lng: Option<[f64; 2]>,
     /// Its share of "auto" Warriors, 0 to 1000: today's Warrior picks among the projects of
     /// Warrior HQ's `auto_projects_config` by weight (0: not among them). A global admin's to
     /// set.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(maximum = 1000))]
     pub weight: u32,
     /// The repository a global admin approved for the fleet (`None`: a listing saved before
     /// approvals, taken as approved). Warriors are given only an approved repository: a

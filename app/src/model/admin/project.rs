@@ -23,16 +23,21 @@ pub struct Queues {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct PatternLimit {
     /// `[a-z0-9_-]{1,32}`, names the queue parts and the limiter.
+    #[cfg_attr(feature = "ssr", schema(pattern = "^[a-z0-9_-]{1,32}$"))]
     pub name: String,
     /// A regular expression matched against item names.
     pub pattern: String,
-    /// Items per second.
+    /// Items per second (above 0).
+    #[cfg_attr(feature = "ssr", schema(exclusive_minimum = 0))]
     pub rate: f64,
     /// Items that may go at once.
     pub burst: f64,
 }
 
-/// A project's settings (the `meta` hash), as the CLI and the panel edit them.
+/// A project's settings (the `meta` hash), as the CLI and the panel edit them. Besides each
+/// field's own range, rules between fields: `queue_high` is 0 or at least twice
+/// `segment_items`; `decay_threshold` matters only while `decay_factor` is above 0; a pattern
+/// limit's or backfeed shard's name is `[a-z0-9_-]{1,32}`, unique in its list.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Settings {
@@ -118,7 +123,8 @@ pub struct Settings {
     /// Done items kept in Redis before the others go to disk (`offload`, `discard`).
     #[serde(default = "default_offload_keep")]
     pub offload_keep: u64,
-    /// Items a queue part keeps in Redis; past it, its last items wait on disk (0: no mark).
+    /// Items a queue part keeps in Redis; past it, its last items wait on disk (0: no mark;
+    /// else from twice `segment_items` to 1,000,000,000).
     #[serde(default = "default_queue_high")]
     #[cfg_attr(feature = "ssr", schema(maximum = 1000000000))]
     pub queue_high: u64,

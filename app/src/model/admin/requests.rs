@@ -114,9 +114,17 @@ pub struct ResolveFailed {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct MoveItems {
-    /// Source queue.
+    /// Source queue: `todo`, `todo:backfeed`, `todo:secondary` or `todo:redo`.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = "^todo(:backfeed|:secondary|:redo)?$")
+    )]
     pub from: String,
-    /// Destination queue.
+    /// Destination queue, another of those.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = "^todo(:backfeed|:secondary|:redo)?$")
+    )]
     pub to: String,
     /// Only items matching this expression (default: all).
     #[serde(default)]
@@ -130,7 +138,11 @@ pub struct MoveItems {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ClearQueue {
-    /// The queue to empty.
+    /// The queue to empty: `todo`, `todo:backfeed`, `todo:secondary` or `todo:redo`.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(pattern = "^todo(:backfeed|:secondary|:redo)?$")
+    )]
     pub queue: String,
     /// Only count.
     #[serde(default)]

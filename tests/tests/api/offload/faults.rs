@@ -344,17 +344,18 @@ async fn segment_and_archive_files_are_private() {
     assert_eq!(mode(&app.dir.join("offload/priv")), 0o700);
     let r = archive_now(&app, "priv").await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let dir = app.dir.join("archive/priv");
+    let dir = app.archive_dir("priv").await;
     assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&app.dir.join("archive/priv")), 0o700);
     for f in std::fs::read_dir(&dir).unwrap().flatten() {
         assert_eq!(mode(&f.path()), 0o600, "{}", f.path().display());
     }
 }
 
 /// The entries of every archive file of `slug`, in file order.
-fn archived_ids(app: &TestApp, slug: &str) -> Vec<String> {
+async fn archived_ids(app: &TestApp, slug: &str) -> Vec<String> {
     use std::io::BufRead;
-    let dir = app.dir.join("archive").join(slug);
+    let dir = app.archive_dir(slug).await;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|r| r.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -387,7 +388,7 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
     assert_eq!(first.count, 3);
     // As if the trim after it had failed: its entries are back in Redis.
     let k = app.store.keys().project("twice");
-    let ids = archived_ids(&app, "twice");
+    let ids = archived_ids(&app, "twice").await;
     let _: i64 = app.store.client().del(k.log()).await.unwrap();
     for id in &ids {
         let _: String = app
@@ -404,7 +405,11 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
         .await
         .unwrap();
     assert!(again.is_none(), "nothing new to archive");
-    assert_eq!(archived_ids(&app, "twice"), ids, "no entry archived twice");
+    assert_eq!(
+        archived_ids(&app, "twice").await,
+        ids,
+        "no entry archived twice"
+    );
     let left: u64 = app.store.client().xlen(k.log()).await.unwrap();
     assert_eq!(left, 0, "the failed trim was done");
     drop(o);
@@ -423,7 +428,10 @@ async fn the_panels_archive_waits_for_another_process_holding_the_lease() {
     let r = archive_now(&app, "held").await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(r.body.contains("lease"), "{}", r.body);
-    assert!(archived_ids(&app, "held").is_empty(), "nothing archived");
+    assert!(
+        archived_ids(&app, "held").await.is_empty(),
+        "nothing archived"
+    );
     let k = app.store.keys().project("held");
     let left: u64 = app.store.client().xlen(k.log()).await.unwrap();
     assert_eq!(left, 1, "the log untouched");

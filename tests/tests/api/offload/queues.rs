@@ -79,7 +79,7 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
     let a_minute_on = server::offloader::Orphans {
         registered: Default::default(),
         left: left.clone(),
-        tag: app.store.keys().segment_tag(),
+        tag: app.store.files_tag("long").await.unwrap(),
         now: app.store.redis_now_ms().await.unwrap() + 60_000,
         age: 60_000,
     };
