@@ -58,8 +58,8 @@ impl From<OpsError> for ApiError {
     }
 }
 
-/// The session cookie's name.
-pub const SESSION_COOKIE: &str = "tracker_admin";
+/// The session cookie's name (shared with the panel's model).
+pub use app::model::admin::SESSION_COOKIE;
 
 /// How long an idle session lasts.
 pub const SESSION_IDLE: tower_sessions::cookie::time::Duration =

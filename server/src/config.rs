@@ -107,7 +107,7 @@ pub struct ServeArgs {
     pub batch_workers: usize,
     /// Seconds without a call after which a downloader of the warrior API counts as gone: the
     /// admin Fleet page drops it and the pages stop counting it among the warriors at work.
-    #[arg(long, env = "TRACKER_FLEET_SILENCE", default_value_t = 900,
+    #[arg(long, env = "TRACKER_FLEET_SILENCE", default_value_t = DEFAULT_FLEET_SILENCE_MS / 1000,
           value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=86_400))]
     pub fleet_silence: u64,
     /// Seconds between two reads of how Redis is set (`INFO`): a server that evicts keys, or
@@ -231,7 +231,7 @@ impl Config {
             offload_dir: PathBuf::from("data/offload"),
             offloader: true,
             batch_workers: DEFAULT_BATCH_WORKERS,
-            fleet_silence: std::time::Duration::from_millis(crate::store::DEFAULT_FLEET_SILENCE_MS),
+            fleet_silence: std::time::Duration::from_millis(DEFAULT_FLEET_SILENCE_MS),
             redis_check: std::time::Duration::from_secs(DEFAULT_REDIS_CHECK),
             limits: Default::default(),
         }
@@ -341,6 +341,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// in flight serves heavy batches and slow calls only (bench/README.md, "A light batch waits for
 /// the running call").
 pub const DEFAULT_BATCH_WORKERS: usize = 2;
+
+/// The fleet silence unless set (`TRACKER_FLEET_SILENCE`): 15 minutes, as Warrior HQ's
+/// instances.
+pub const DEFAULT_FLEET_SILENCE_MS: u64 = 15 * 60 * 1000;
 
 /// Seconds between two reads of how Redis is set unless configured (`TRACKER_REDIS_CHECK`).
 pub const DEFAULT_REDIS_CHECK: u64 = 60;

@@ -132,18 +132,18 @@
 //! (`keys/counter.rs`).
 
 /// The main queue.
-pub const TODO: &str = "todo";
+pub const TODO: &str = QUEUES[0];
 /// Items discovered by workers (`backfeed`), plus its shards `todo:backfeed:<shard>`.
-pub const BACKFEED: &str = "todo:backfeed";
+pub const BACKFEED: &str = QUEUES[1];
 /// Lower-priority items.
-pub const SECONDARY: &str = "todo:secondary";
+pub const SECONDARY: &str = QUEUES[2];
 /// Items to retry.
-pub const REDO: &str = "todo:redo";
+pub const REDO: &str = QUEUES[3];
 /// The prefix of a downloader's personal queue, `todo:d:<downloader>`.
 pub const PERSONAL: &str = "todo:d:";
 
-/// Names of the queues an item can wait in, in claim order.
-pub const QUEUES: [&str; 4] = [TODO, BACKFEED, SECONDARY, REDO];
+/// Names of the queues an item can wait in, in claim order (shared with the panel).
+pub use app::model::admin::QUEUES;
 
 mod counter;
 mod project;

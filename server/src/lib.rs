@@ -40,6 +40,7 @@ pub mod blocked_bloom;
 pub mod cli;
 pub mod config;
 pub mod embedded_redis;
+pub mod fetch_meta;
 pub mod fleet;
 pub mod gate;
 pub mod http_metrics;

@@ -10,6 +10,11 @@ pub const BYTES_MAX: u64 = 1 << 50;
 /// a report that would carry a project's byte total past it is refused.
 pub const COUNTER_MAX: u64 = 1 << 53;
 
+/// The completion log entries a project keeps in Redis at most while they cannot be archived
+/// (`TRACKER_LOG_BUDGET`; about 300 bytes each): past it the oldest are dropped and counted as
+/// lost (`Store::shed_log`).
+pub const LOG_BUDGET: u64 = 1_000_000;
+
 /// The longest item name accepted anywhere, in bytes (the default of [`Limits::item`]).
 pub const MAX_ITEM_LEN: usize = 4096;
 
@@ -78,7 +83,7 @@ pub struct Limits {
     /// Completion log entries a project keeps in Redis at most while they cannot be archived
     /// (an archive directory that cannot be written); past it the oldest go, counted as lost
     /// (`tracker_log_entries_lost_total`). About 300 bytes an entry.
-    #[arg(long, env = "TRACKER_LOG_BUDGET", default_value_t = crate::offloader::LOG_BUDGET)]
+    #[arg(long, env = "TRACKER_LOG_BUDGET", default_value_t = LOG_BUDGET)]
     pub log_budget: u64,
     /// Public page and JSON reads a second from one address (0: no limit); 429 beyond.
     #[arg(long, env = "TRACKER_PUBLIC_READS", default_value_t = 50)]

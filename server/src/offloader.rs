@@ -43,10 +43,6 @@ const REFILL_CHUNK: usize = 5_000;
 const LOG_STEP: u64 = 10_000;
 /// A log entry older than this goes to disk.
 const LOG_AGE_MS: u64 = 24 * 3600 * 1000;
-/// The completion log entries a project keeps in Redis at most while they cannot be archived
-/// (`TRACKER_LOG_BUDGET`; about 300 bytes each): past it the oldest are dropped and counted as
-/// lost ([`Store::shed_log`]).
-pub const LOG_BUDGET: u64 = 1_000_000;
 /// The most items of one segment (`segment_items`): each segment goes to disk and comes back in
 /// one script call, which holds Redis for as long as it takes. A setting saved above it by an
 /// earlier version is read as this.
@@ -138,12 +134,12 @@ impl Offloader {
             dir,
             archive_dir,
             token,
-            log_budget: LOG_BUDGET,
+            log_budget: crate::limits::LOG_BUDGET,
         }
     }
 
     /// The same, keeping at most `entries` of a project's completion log in Redis while it
-    /// cannot be archived (see [`LOG_BUDGET`]).
+    /// cannot be archived (see [`crate::limits::LOG_BUDGET`]).
     pub fn with_log_budget(mut self, entries: u64) -> Self {
         self.log_budget = entries;
         self

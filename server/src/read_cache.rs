@@ -127,7 +127,7 @@ pub async fn serve_cached(
         && (req
             .headers()
             .contains_key(axum::http::header::AUTHORIZATION)
-            || crate::web::script_of_own_page(req.headers()));
+            || crate::fetch_meta::script_of_own_page(req.headers()));
     if req.method() != Method::GET || req.uri().path() == "/healthz" || personal {
         return next.run(req).await;
     }

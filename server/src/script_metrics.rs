@@ -5,7 +5,6 @@
 //!   batched claim and done calls among them): its time and its failures by kind (Redis full,
 //!   Redis unavailable, anything else); recorded by `store::scripts::Scripts::run`.
 
-use crate::store::StoreError;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{
@@ -63,15 +62,6 @@ impl ScriptMetrics {
     }
 }
 
-/// The kind of a failed call: `full` (Redis at `maxmemory`), `unavailable`, or `other`.
-fn error_kind(e: &StoreError) -> &'static str {
-    match e {
-        StoreError::Full => "full",
-        StoreError::Unavailable(_) => "unavailable",
-        _ => "other",
-    }
-}
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ScriptLabels {
     script: &'static str,
@@ -114,13 +104,13 @@ impl ScriptCalls {
         );
     }
 
-    /// Records one call of `script` that took `seconds`, and its failure if it failed.
-    pub fn record(&self, script: &'static str, seconds: f64, error: Option<&StoreError>) {
+    /// Records one call of `script` that took `seconds`, and the kind of its failure if it
+    /// failed (`full`, `unavailable`, `other`: `StoreError::kind`).
+    pub fn record(&self, script: &'static str, seconds: f64, error: Option<&'static str>) {
         self.durations
             .get_or_create(&ScriptLabels { script })
             .observe(seconds);
-        if let Some(e) = error {
-            let kind = error_kind(e);
+        if let Some(kind) = error {
             self.errors
                 .get_or_create(&ScriptErrorLabels { script, kind })
                 .inc();

@@ -71,9 +71,7 @@ pub use accounts::{
     CLI_ACTOR, DEVICE_DAYS, MAX_DEVICES, RESERVED_USER_NAMES,
 };
 pub use admin_items::{ClaimFilter, ClaimGroup, DestroyedMark, FailedItem};
-pub use api_fleet::{
-    seesaw_version, FleetFlush, SeenClient, DEFAULT_FLEET_SILENCE_MS, MAX_FLEET_CLIENTS,
-};
+pub use api_fleet::{seesaw_version, FleetFlush, SeenClient, MAX_FLEET_CLIENTS};
 pub use blocks::{BlockEntry, BlockKind};
 pub use bloom::{
     estimated_fp, geometry as bloom_geometry, hash_key as bloom_hash, spot_in as bloom_spot,
@@ -145,6 +143,18 @@ pub enum StoreError {
     /// except where the refusal says otherwise.
     #[error("refused: {0}")]
     Refused(Refusal),
+}
+
+impl StoreError {
+    /// The kind of a failure, as `/metrics` labels it: `full` (Redis at `maxmemory`),
+    /// `unavailable`, or `other`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::Full => "full",
+            StoreError::Unavailable(_) => "unavailable",
+            _ => "other",
+        }
+    }
 }
 
 /// Every failed Redis call of the tracker becomes a `StoreError` here, and is counted
@@ -287,7 +297,7 @@ impl Store {
             settings_version: Default::default(),
             pending_contributors: Default::default(),
             pending_folds: Default::default(),
-            fleet_silence_ms: DEFAULT_FLEET_SILENCE_MS,
+            fleet_silence_ms: crate::config::DEFAULT_FLEET_SILENCE_MS,
             disk: std::sync::Arc::new(offload::DiskCache::new(offload_dir)),
             hq_key: Default::default(),
         })

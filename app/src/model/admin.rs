@@ -13,6 +13,16 @@
 //! | [`fleet`] (re-exported) | the fleet: API downloaders and Warrior HQ instances, with totals |
 //! | [`pipeline`] (re-exported) | pipeline tokens: as listed, and as created with their secret |
 
+/// The queues items wait in, in the order claims take them: the server's keys and scripts and
+/// the panel's queue pickers.
+pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
+
+/// The header that carries a session's CSRF token on every changing call of the admin API.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The admin session's cookie.
+pub const SESSION_COOKIE: &str = "tracker_admin";
+
 mod fleet;
 mod item;
 mod listing;

@@ -19,6 +19,7 @@ mod pipelines;
 mod project;
 mod queues;
 mod search;
+mod sections;
 mod settings;
 mod targets;
 mod tokens;

@@ -17,7 +17,7 @@ use axum::{
 use tower_sessions::Session;
 
 /// The header carrying the CSRF token.
-pub const CSRF_HEADER: &str = "x-csrf-token";
+pub use app::model::admin::CSRF_HEADER;
 
 /// Refuses unsafe requests that are cross-origin or lack the session's CSRF token.
 pub async fn guard(req: Request, next: Next) -> Response {

@@ -187,7 +187,7 @@ pub struct Jsonp {
 
 /// `GET /projects.json[?callback=cb]`: the Warrior HQ list ([`crate::project_list`]; with a pipeline's
 /// bearer token, `auto_project` chosen for it), CORS `*`, JSON or JSONP (never as a script of
-/// the tracker's own pages: [`crate::web::script_of_own_page`]).
+/// the tracker's own pages: [`crate::fetch_meta::script_of_own_page`]).
 #[utoipa::path(get, path = "/projects.json", tag = "warrior-hq", params(Jsonp))]
 pub async fn get_projects_json(
     State(state): State<AppState>,
@@ -207,7 +207,7 @@ pub async fn get_projects_json(
             if !ok {
                 return Err(ApiError::bad_request("callback is a JavaScript name."));
             }
-            if crate::web::script_of_own_page(&headers) {
+            if crate::fetch_meta::script_of_own_page(&headers) {
                 return Err(ApiError::forbidden(
                     "JSONP is for other sites' pages, not a script of this tracker's own.",
                 ));

@@ -18,9 +18,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// The most API downloaders remembered at once.
 pub const MAX_FLEET_CLIENTS: u64 = 100_000;
 
-/// The fleet silence unless set: 15 minutes, as Warrior HQ's instances.
-pub const DEFAULT_FLEET_SILENCE_MS: u64 = 15 * 60 * 1000;
-
 /// Records written per script call: a flush of more is split.
 const FLUSH_CHUNK: usize = 2000;
 

@@ -379,7 +379,11 @@ impl Scripts {
             }
         });
         let took = started.elapsed().as_secs_f64();
-        self.calls.record(script.name, took, result.as_ref().err());
+        self.calls.record(
+            script.name,
+            took,
+            result.as_ref().err().map(StoreError::kind),
+        );
         result
     }
 

@@ -428,11 +428,7 @@ async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_cou
     tests::panel::account(&app, "root", server::store::Role::Global, &[]).await;
     let mut p = tests::panel::Panel::logged_in(&app, "root").await;
     let panel = tests::panel::json(&p.get("/admin/api/shed/offload").await);
-    assert_eq!(
-        panel["log_budget"],
-        server::offloader::LOG_BUDGET,
-        "{panel}"
-    );
+    assert_eq!(panel["log_budget"], server::limits::LOG_BUDGET, "{panel}");
     assert_eq!(panel["failing"], true, "{panel}");
     assert_eq!(panel["log_lost"], 1000, "{panel}");
     let metrics = app

@@ -52,7 +52,7 @@ pub async fn call<T: DeserializeOwned>(
     };
     let builder = RequestBuilder::new(path)
         .method(method)
-        .header("x-csrf-token", csrf);
+        .header(crate::model::admin::CSRF_HEADER, csrf);
     let request = match body {
         Body::Empty => builder.build(),
         Body::Json(v) => builder.json(&v),

@@ -9,6 +9,7 @@ use super::{
     bulk::{Bulk, ConfirmBox},
     frame::Frame,
     loaded::Loaded,
+    sections::section_url,
 };
 use crate::{
     format::thousands,
@@ -17,9 +18,6 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
-
-/// The queues items can be added to and moved between.
-pub const QUEUES: [&str; 4] = ["todo", "todo:backfeed", "todo:secondary", "todo:redo"];
 
 /// Who sees a section in a project's navigation.
 #[derive(Clone, Copy, PartialEq)]
@@ -52,15 +50,6 @@ fn section_of(segment: &str) -> &str {
     }
 }
 
-/// The URL of section `segment` of project `slug`.
-pub fn section_url(slug: &str, segment: &str) -> String {
-    if segment.is_empty() {
-        format!("/admin/p/{slug}")
-    } else {
-        format!("/admin/p/{slug}/{segment}")
-    }
-}
-
 /// The project page of the panel, at its overview or at one section.
 #[component]
 pub fn ProjectAdminPage() -> impl IntoView {
@@ -70,17 +59,6 @@ pub fn ProjectAdminPage() -> impl IntoView {
         move |s: AdminSession| view! { <Project slug=slug.clone() session=s/> }
     };
     view! { <Frame title=slug current="" content/> }
-}
-
-/// A `<select>` of the queues bound to `value`.
-pub fn queue_select(value: RwSignal<String>, label: &'static str) -> impl IntoView {
-    view! {
-        <label>{label}
-            <select prop:value=move || value.get() on:change=move |ev| value.set(event_target_value(&ev))>
-                {QUEUES.iter().map(|q| view! { <option value=*q>{*q}</option> }).collect_view()}
-            </select>
-        </label>
-    }
 }
 
 #[component]

@@ -5,7 +5,7 @@
 use super::{
     api,
     bulk::{BodyKind, Bulk},
-    project::queue_select,
+    sections::queue_select,
 };
 use crate::{
     format::thousands,

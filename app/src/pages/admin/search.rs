@@ -7,11 +7,11 @@
 use super::{
     api::{self, encode},
     bulk::{BodyKind, Bulk, ConfirmBox},
-    project::{queue_select, section_url, QUEUES},
+    sections::{queue_select, section_url},
 };
 use crate::{
     format::thousands,
-    model::admin::{FoundItem, FoundPage, SearchAct, SearchParams},
+    model::admin::{FoundItem, FoundPage, SearchAct, SearchParams, QUEUES},
 };
 use leptos::{prelude::*, task::spawn_local};
 use leptos_router::hooks::{use_navigate, use_query_map};
