@@ -26,7 +26,7 @@ pub struct RedisArgs {
     /// once a second (a machine crash can lose the last second or two of writes; `always` cut
     /// the pairs benchmark by 37-54 %). Default: `everysec` for a server started here; one
     /// found running keeps its setting unless this is given. Ignored with `REDIS_URL` (set
-    /// `appendfsync` on that server yourself). README, "Durability".
+    /// `appendfsync` on that server yourself). docs/operators.md, "Durability".
     #[arg(long, env = "TRACKER_FSYNC", value_enum)]
     pub fsync: Option<Fsync>,
     /// Directory of segment files, the items offloaded from Redis (default: `offload` under the
@@ -111,11 +111,11 @@ pub struct ServeArgs {
           value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=86_400))]
     pub fleet_silence: u64,
     /// Seconds between two reads of how Redis is set (`INFO`): a server that evicts keys, or
-    /// is older than 7, is logged as an error and shown by `/healthz` (README, "Redis").
+    /// is older than 7, is logged as an error and shown by `/healthz` (docs/limits-and-security.md, "Redis").
     #[arg(long, env = "TRACKER_REDIS_CHECK", default_value_t = DEFAULT_REDIS_CHECK,
           value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=3_600))]
     pub redis_check: u64,
-    /// What clients may send and hold (README, "Limits and security").
+    /// What clients may send and hold (docs/limits-and-security.md).
     #[command(flatten)]
     pub limits: crate::limits::Limits,
 }
@@ -213,7 +213,7 @@ impl Config {
         }
     }
 
-    /// The defaults of `tracker serve` (as documented in the README) for the Redis at
+    /// The defaults of `tracker serve` (as docs/operators.md documents them) for the Redis at
     /// `redis_url` and the key prefix `namespace`; reads no environment.
     pub fn new(redis_url: impl Into<String>, namespace: impl Into<String>) -> Self {
         let listen: SocketAddr = DEFAULT_LISTEN.parse().expect("a socket address");

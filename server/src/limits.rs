@@ -1,6 +1,6 @@
 //! Every limit the tracker puts on what clients send and hold, in one place: defaults, the
 //! environment variables (and flags) that change them, and the checks of warrior input that run
-//! before a request joins a batch. The README's "Limits and security" lists the same table.
+//! before a request joins a batch. docs/limits-and-security.md lists the same table.
 
 use std::time::Duration;
 

@@ -416,7 +416,7 @@ mod tests {
         std::fs::remove_dir_all(d).unwrap();
     }
 
-    /// The memory the README promises per item on disk: the filters' bytes per name.
+    /// The memory docs/big-projects.md promises per item on disk: the filters' bytes per name.
     #[test]
     fn the_filters_cost_the_bytes_per_item_the_readme_says() {
         let per_item = |fp| crate::blocked_bloom::geometry(1_000_000, fp).0 as f64 * 64.0 / 1e6;

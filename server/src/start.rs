@@ -110,17 +110,17 @@ impl Running {
 
 /// Refuses a Redis older than 7, or one that evicts keys when full (`REDIS_URL`'s; the private
 /// one is set to `noeviction`); warns of one that keeps no append-only file, or keeps hashes
-/// compact past [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (README, "Redis").
+/// compact past [`crate::embedded_redis::HASH_LISTPACK_ENTRIES`] fields (docs/limits-and-security.md, "Redis").
 async fn check_redis(store: &crate::store::Store) -> Result<(), StartError> {
     let setup = store.redis_setup().await?;
     if let Some(problem) = setup.problems().into_iter().next() {
         return Err(StartError::Redis(problem));
     }
     for node in &setup.without_aof {
-        tracing::warn!(%node, "redis keeps no append-only file (appendonly no): if it restarts, it loses every change since its last snapshot, items and dones included (README, \"Durability\")");
+        tracing::warn!(%node, "redis keeps no append-only file (appendonly no): if it restarts, it loses every change since its last snapshot, items and dones included (docs/operators.md, \"Durability\")");
     }
     for (node, entries) in &setup.big_listpacks {
-        tracing::warn!(%node, entries, "redis keeps hashes compact up to {entries} fields: set `hash-max-listpack-entries 64` on it, the per-downloader hashes cost it less (README, \"Redis\")");
+        tracing::warn!(%node, entries, "redis keeps hashes compact up to {entries} fields: set `hash-max-listpack-entries 64` on it, the per-downloader hashes cost it less (docs/limits-and-security.md, \"Redis\")");
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The field suite: what the real clients send and what they accept, read from their newest
 //! public sources. Each test names the source file and the commit it follows; when a client
-//! moves, its test here moves with it, and README's "Real clients" table says which version or
+//! moves, its test here moves with it, and docs/http.md's "Real clients" table says which version or
 //! commit was checked.
 //!
 //! The checks a client makes of an answer are written once, in [`field::client`], as the client

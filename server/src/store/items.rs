@@ -128,7 +128,7 @@ fn reply_err(script: &'static str, detail: impl std::fmt::Debug) -> StoreError {
 }
 
 /// Dones a second one address may send whose items must be looked up on disk (offloaded
-/// items), and the burst: past it, 429 (README, "Limits").
+/// items), and the burst: past it, 429 (docs/limits-and-security.md).
 pub const DISK_LOOKUPS_PER_S: u64 = 20;
 /// See [`DISK_LOOKUPS_PER_S`].
 pub const DISK_LOOKUPS_BURST: u64 = 200;

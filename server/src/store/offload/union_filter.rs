@@ -174,7 +174,7 @@ mod tests {
             .count();
         // Sized for a million names and holding 6,000: far under its 1 %.
         assert!(passed < 100, "{passed} of 100,000 new names passed");
-        // About 2 bytes per name at its rate (what the README says).
+        // About 2 bytes per name at its rate (what docs/big-projects.md says).
         let per_name = Filter::bytes_for(10_000_000, FP) as f64 / 1e7;
         assert!((1.9..2.1).contains(&per_name), "{per_name} bytes a name");
     }
