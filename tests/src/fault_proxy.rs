@@ -29,6 +29,33 @@ pub enum Fault {
     Lost,
 }
 
+impl Fault {
+    /// Each way a call can go wrong, with a letter for it: it fails (`f`), runs late (`l`,
+    /// held 50 ms), or runs and its answer is lost (`x`).
+    pub const EACH: [(&'static str, Fault); 3] = [
+        ("f", Fault::Fail),
+        ("l", Fault::Late(Duration::from_millis(50))),
+        ("x", Fault::Lost),
+    ];
+}
+
+/// A proxy in front of `app`'s own Redis (a private one: [`crate::TestApp::start_private`]),
+/// and a store of `app`'s namespace that talks to Redis through it (`pool` connections, 2 s
+/// timeouts).
+pub async fn behind_proxy(app: &crate::TestApp, pool: usize) -> (FaultProxy, server::store::Store) {
+    let proxy = FaultProxy::start(&app.redis_url).await;
+    let store = server::store::Store::connect_with(
+        &proxy.url,
+        &app.namespace,
+        pool,
+        Duration::from_secs(2),
+        app.store.offload_dir(),
+    )
+    .await
+    .expect("a store through the proxy");
+    (proxy, store)
+}
+
 #[derive(Default)]
 struct Plan {
     /// Counted commands so far.

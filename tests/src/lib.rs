@@ -381,6 +381,16 @@ impl TestApp {
         board.counts
     }
 
+    /// The completion log entries of project `slug` in Redis.
+    pub async fn log_len(&self, slug: &str) -> u64 {
+        use fred::prelude::*;
+        self.store
+            .client()
+            .xlen(self.store.keys().project(slug).log())
+            .await
+            .expect("XLEN")
+    }
+
     /// The log archive directory of project `slug` (it carries the project's files tag).
     pub async fn archive_dir(&self, slug: &str) -> PathBuf {
         server::offloader::archive::archive_dir_of(&self.store, &self.dir.join("archive"), slug)

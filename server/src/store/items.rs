@@ -95,7 +95,7 @@ pub(super) fn json_text(s: &str) -> String {
 /// `{"t":NOW,"d":…,"v":…,"ip":…,"ua":…[,"p":…],"n":` (t, d and v first: `done.lua` reads them
 /// with one match). Made here, where it costs a fraction of what Lua's JSON and joins cost
 /// Redis.
-fn claim_record_head(r: &ClaimRequest, now_ms: u64) -> String {
+pub(super) fn claim_record_head(r: &ClaimRequest, now_ms: u64) -> String {
     let mut head = format!(
         r#"{{"t":{now_ms},"d":{},"v":{},"ip":{},"ua":{}"#,
         json_text(&r.downloader),

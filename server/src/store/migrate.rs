@@ -44,10 +44,18 @@ impl Store {
     ) -> StoreResult<u64> {
         let mut args = self.import_args(slug, "claims", personal);
         for (item, t, who, ip) in claims {
+            // The record a claim of the same downloader and address writes (no version or
+            // user agent: the old tracker kept neither), claimed once.
+            let request = super::ClaimRequest {
+                downloader: who.clone(),
+                ip: ip.clone(),
+                ..Default::default()
+            };
+            let record = format!("{}1}}", super::items::claim_record_head(&request, *t));
             args.push(item.as_str().into());
             args.push(t.to_string().into());
             args.push(who.as_str().into());
-            args.push(ip.as_str().into());
+            args.push(record.into());
         }
         self.import(slug, args).await
     }

@@ -421,20 +421,11 @@ async fn every_account_changes_its_own_password() {
 /// or no longer works; a second revoke always finishes it, and nothing of it is left.
 #[tokio::test]
 async fn a_revoke_whose_redis_calls_fail_is_finished_by_the_next() {
-    use server::store::{now_ms, token_hash, ApiToken, Store};
+    use server::store::{now_ms, token_hash, ApiToken};
     use std::time::Duration;
-    use tests::fault_proxy::{Fault, FaultProxy};
+    use tests::fault_proxy::Fault;
     let app = TestApp::start_private().await;
-    let proxy = FaultProxy::start(&app.redis_url).await;
-    let store = Store::connect_with(
-        &proxy.url,
-        &app.namespace,
-        1,
-        Duration::from_secs(2),
-        app.store.offload_dir(),
-    )
-    .await
-    .unwrap();
+    let (proxy, store) = tests::fault_proxy::behind_proxy(&app, 1).await;
     let make = |n: usize| ApiToken {
         id: format!("t{n}"),
         name: "script".into(),
@@ -452,11 +443,7 @@ async fn a_revoke_whose_redis_calls_fail_is_finished_by_the_next() {
     assert!(calls.len() >= 3, "{calls:?}");
     let mut n = 0;
     for at in 1..=calls.len() {
-        for fault in [
-            Fault::Fail,
-            Fault::Late(Duration::from_millis(50)),
-            Fault::Lost,
-        ] {
+        for (_, fault) in Fault::EACH {
             n += 1;
             let (id, secret) = (format!("t{n}"), format!("s{n}"));
             app.store

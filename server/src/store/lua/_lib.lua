@@ -278,6 +278,39 @@ local function bulk_read(cmd, key, list)
   return all
 end
 
+-- Which of `items` (a list of names) the project knows in any state: claimed (`out`), done,
+-- failed, or waiting in one of `parts` (queue part names, under key `prefix .. part`, each read
+-- once): a set of their indexes. A few variadic reads for the whole list, each asking only about
+-- the items not found yet, and none of a key that does not exist (a fresh project's claimed, done
+-- and failed, and most queue parts), not a read per item and state.
+local function known_items(items, out, done, failed, prefix, parts)
+  local known, rest = {}, {}
+  for i = 1, #items do rest[i] = i end
+  local function look(cmd, key)
+    if #rest == 0 or rcall('EXISTS', key) == 0 then return end
+    local names = {}
+    for j, i in ipairs(rest) do names[j] = items[i] end
+    local replies, unknown = bulk_read(cmd, key, names), {}
+    for j, i in ipairs(rest) do
+      -- A member's score or field (a string), or SMISMEMBER's 1; false or 0 for none.
+      local v = replies[j]
+      if v and v ~= 0 then known[i] = true else unknown[#unknown + 1] = i end
+    end
+    rest = unknown
+  end
+  look('ZMSCORE', out)
+  look('SMISMEMBER', done)
+  look('HMGET', failed)
+  local looked = {}
+  for _, part in ipairs(parts) do
+    if not looked[part] then
+      looked[part] = true
+      look('ZMSCORE', prefix .. part)
+    end
+  end
+  return known
+end
+
 -- Adds `deltas[field]` to each integer field of hash `key`, zero deltas skipped: a HINCRBY
 -- each, which costs Redis less than one HMGET and one HSET of them all (callgrind, 8 and 64
 -- fields, in a list or a table of a hash: ~6,500 against ~10,000 instructions a field).
@@ -381,16 +414,23 @@ local function version_lt(a, b)
   return lt_of(b)(a)
 end
 
+-- The rate limit's formula (GCRA), for every limiter: with the theoretical arrival time `tat`
+-- (ms), `interval` ms between two at the rate and `tolerance` ms of burst, how many of `want`
+-- may go at `now`, and if none, in how many ms one may. The caller moves `tat` on by
+-- `interval` for each that goes.
+local function gcra_room(tat, interval, tolerance, want, now)
+  local m = math.floor((now + tolerance - tat) / interval + 1e-9)
+  if m <= 0 then return 0, math.ceil(tat + interval - tolerance - now) end
+  return math.min(m, want), 0
+end
+
 -- GCRA limiter `name` (field of hash `key`) at `rate` per second with `burst`: how many of
 -- `want` may go now, and if none, in how many ms one may. Charge with gcra_charge.
 local function gcra_allow(key, name, rate, burst, want, now)
   if not rate or rate <= 0 then return want, 0 end
   local interval = 1000 / rate
-  local tolerance = interval * math.max(burst or 0, 1)
   local tat = math.max(tonumber(rcall('HGET', key, name)) or now, now)
-  local m = math.floor((now + tolerance - tat) / interval + 1e-9)
-  if m <= 0 then return 0, math.ceil(tat + interval - tolerance - now) end
-  return math.min(m, want), 0
+  return gcra_room(tat, interval, interval * math.max(burst or 0, 1), want, now)
 end
 
 local function gcra_charge(key, name, rate, used, now)

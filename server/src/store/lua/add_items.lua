@@ -26,7 +26,7 @@
   Output: number of items added (or that would be); -1 when the segments changed since the
   caller read them (an item may have moved between Redis and disk): nothing changed, check again.
   Events: none.
-  Uses: must_exist, Q, queue_groups, queue_scorer, count_known, bulk, bulk_read, SET.
+  Uses: must_exist, Q, queue_groups, queue_scorer, count_known, known_items, bulk, SET.
 ]]
 local meta, out, done, failed, stats, qseq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, queue, counting = ARGV[1], ARGV[2], ARGV[3] == 'count'
@@ -42,37 +42,13 @@ for i = 5, #ARGV, 2 do
   items[#items + 1] = ARGV[i + 1]
   targets[#items] = queue .. ARGV[i]
 end
--- Which are known: a few variadic reads for the whole call (claimed, done, failed, every queue
--- part of the claim order and every target part), not a read per item and state.
-local known = {}
-local function mark(replies, present)
-  for i = 1, #items do
-    if present(replies[i]) then known[i] = true end
-  end
+-- Which are known: in any state, every queue part of the claim order and every target part.
+local parts = {}
+for _, group in ipairs(groups) do
+  for _, part in ipairs(group) do parts[#parts + 1] = part end
 end
-local function is_set(v) return v and true or false end
-local function is_one(v) return v == 1 end
--- A key that does not exist holds none of them: one EXISTS instead of a reply of N nils turned
--- into a table (a fresh project's claimed, done and failed, and most queue parts).
-local function read(cmd, key, present)
-  if rcall('EXISTS', key) == 1 then mark(bulk_read(cmd, key, items), present) end
-end
-if #items > 0 then
-  read('ZMSCORE', out, is_set)
-  read('SMISMEMBER', done, is_one)
-  read('HMGET', failed, is_set)
-  local looked = {}
-  local function look(part)
-    if not looked[part] then
-      looked[part] = true
-      read('ZMSCORE', prefix .. part, is_set)
-    end
-  end
-  for _, parts in ipairs(groups) do
-    for _, part in ipairs(parts) do look(part) end
-  end
-  for i = 1, #items do look(targets[i]) end
-end
+for i = 1, #items do parts[#parts + 1] = targets[i] end
+local known = known_items(items, out, done, failed, prefix, parts)
 
 local score   -- the scorer (_lib queue_scorer), made at the first item added
 local added, seen, writes = 0, {}, {}

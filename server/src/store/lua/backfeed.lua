@@ -42,7 +42,7 @@
   sent) to decide again]}; {"err":"filter_changed"} when the filter's layers changed (a layer
   may have been added), or the segments on disk did: read it again; {"err":"no_project"} when the project does not exist.
   Events: none.
-  Uses: Q, DEFAULT_QUEUES, ST, K, queue_groups, queue_scorer, new_stamp, count_known, stat, flush_stats, bulk,
+  Uses: Q, DEFAULT_QUEUES, ST, K, queue_groups, queue_scorer, new_stamp, count_known, known_items, stat, flush_stats, bulk,
   bulk_read, SET.
 ]]
 local meta, out, done, failed, bloom, qseq, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -129,31 +129,14 @@ for _, i in ipairs(candidates) do
     items[#items + 1] = item
   end
 end
+-- Known in any state: every queue part of the claim order and every target part.
+local parts = {}
+for _, group in ipairs(groups) do
+  for _, part in ipairs(group) do parts[#parts + 1] = part end
+end
+for _, i in ipairs(candidates) do parts[#parts + 1] = queue .. ARGV[i + 1] end
 local known = {}
-local rest = items
--- Asks `cmd key` about the items not known yet; an empty table (no key) holds none of them.
-local function check(cmd, key)
-  if #rest == 0 or rcall('EXISTS', key) == 0 then return end
-  local replies, unknown = bulk_read(cmd, key, rest), {}
-  for j, item in ipairs(rest) do
-    if replies[j] and replies[j] ~= 0 then known[item] = true else unknown[#unknown + 1] = item end
-  end
-  rest = unknown
-end
-check('ZMSCORE', out)
-check('SMISMEMBER', done)
-check('HMGET', failed)
-local parts_checked = {}
-local function check_part(part)
-  if not parts_checked[part] then
-    parts_checked[part] = true
-    check('ZMSCORE', prefix .. part)
-  end
-end
-for _, parts in ipairs(groups) do
-  for _, part in ipairs(parts) do check_part(part) end
-end
-for _, i in ipairs(candidates) do check_part(queue .. ARGV[i + 1]) end
+for i in pairs(known_items(items, out, done, failed, prefix, parts)) do known[items[i]] = true end
 
 -- 3. The new items, scored by their queue part's rules (_lib queue_scorer), in order of arrival.
 local adds = {}

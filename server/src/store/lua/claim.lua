@@ -85,7 +85,7 @@
     {"err":"nothing_to_give"}
   Events: none.
   Uses: Q, ST, project_settings, int_of, stat, flush_stats, bulk, bulk_read, hincr_many, timeline,
-  timeline_line, decode_claim, leave_claim, version_lt, gcra_allow, gcra_charge, block_holds,
+  timeline_line, decode_claim, leave_claim, version_lt, gcra_room, gcra_allow, gcra_charge, block_holds,
   queue_clock, int_text, SET.
 ]]
 -- Made once, when the library loads (store::scripts: the part before `-- per call`): the
@@ -153,13 +153,11 @@ local function admit(r, q)
       q.refusal = { err = 'budget' }
     else
       if cfg.rate > 0 then
-        local tolerance = interval * math.max(cfg.burst, 1)
-        local m = math.floor((now + tolerance - tat) / interval + 1e-9)
-        if m <= 0 then
-          q.refusal = { err = 'rate_limited', wait_ms = math.ceil(tat + interval - tolerance - now) }
-          want = 0
+        local wait
+        want, wait = gcra_room(tat, interval, interval * math.max(cfg.burst, 1), want, now)
+        if want == 0 then
+          q.refusal = { err = 'rate_limited', wait_ms = wait }
         else
-          want = math.min(m, want)
           tat = tat + want * interval
         end
       end

@@ -29,14 +29,15 @@
   ARGV[1]  key prefix `ns:{SLUG}:`
   ARGV[2]  mode: 'claims', 'done' or 'figures'
   ARGV[3]  P, then P x a personal queue part to look in too (`todo:d:NAME`)
-  then     'claims': quads (item, claim time ms, downloader, ip)
+  then     'claims': quads (item, claim time ms, downloader, its claim record as claims write
+           it: Store::import_claims)
            'done': items
            'figures': the old done_counter, the old byte total (sum of domain_bytes)
 
   Output: 'claims' and 'done': the number of items added (the others were known already);
           'figures': JSON {"done_items":"n","done_gap":"n","dl_gap":"n"}.
   Events: none.
-  Uses: must_exist, queue_groups, count_known, zset_sum, bulk, bulk_read, hincr_many, SET.
+  Uses: must_exist, queue_groups, count_known, known_items, zset_sum, bulk, hincr_many, SET.
 ]]
 local meta, out, claims, done, failed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local dl_claims, stats, dl_items = KEYS[6], KEYS[7], KEYS[8]
@@ -62,24 +63,13 @@ local items = {}
 for i = first, #ARGV, step do items[#items + 1] = ARGV[i] end
 if #items == 0 then return 0 end
 
--- Which are known: a few variadic reads for the page (as add_items does).
-local known = {}
-local function read(cmd, key, present)
-  if rcall('EXISTS', key) == 1 then
-    local replies = bulk_read(cmd, key, items)
-    for i = 1, #items do
-      if present(replies[i]) then known[i] = true end
-    end
-  end
+-- Which are known: in any state, every queue part of the claim order and the personal ones.
+local parts = {}
+for _, group in ipairs(queue_groups(rcall('HGET', meta, SET.queues))) do
+  for _, part in ipairs(group) do parts[#parts + 1] = part end
 end
-local function is_set(v) return v and true or false end
-read('ZMSCORE', out, is_set)
-read('SMISMEMBER', done, function(v) return v == 1 end)
-read('HMGET', failed, is_set)
-for _, parts in ipairs(queue_groups(rcall('HGET', meta, SET.queues))) do
-  for _, part in ipairs(parts) do read('ZMSCORE', prefix .. part, is_set) end
-end
-for p = 4, 3 + npersonal do read('ZMSCORE', prefix .. ARGV[p], is_set) end
+for p = 4, 3 + npersonal do parts[#parts + 1] = ARGV[p] end
+local known = known_items(items, out, done, failed, prefix, parts)
 
 local added, seen = {}, {}
 for i, item in ipairs(items) do
@@ -94,12 +84,11 @@ if mode == 'claims' then
   local w_out, w_claims, w_dl = {}, {}, {}
   for _, i in ipairs(added) do
     local at = first + (i - 1) * 4
-    local item, t, who, ip = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+    local item, t, who, record = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
     w_out[#w_out + 1] = t
     w_out[#w_out + 1] = item
     w_claims[#w_claims + 1] = item
-    w_claims[#w_claims + 1] = '{"t":' .. t .. ',"d":' .. cjson.encode(who) .. ',"v":"","ip":' .. cjson.encode(ip)
-      .. ',"ua":"","n":1}'
+    w_claims[#w_claims + 1] = record
     w_dl[who] = (w_dl[who] or 0) + 1
   end
   bulk('ZADD', out, w_out)

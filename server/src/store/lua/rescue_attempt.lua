@@ -13,16 +13,16 @@
   Output: JSON. {} when counted (go on); else {"err":"rate_limited","wait_ms":n}, the ms until a
   post may go (at least 1); nothing counted.
   Events: none.
-  Uses: none.
+  Uses: gcra_room.
 ]]
 local limiter = KEYS[1]
 local now, per_minute = tonumber(ARGV[1]), math.max(tonumber(ARGV[2]), 1)
 
 local interval = 60000 / per_minute
 local tat = math.max(tonumber(rcall('GET', limiter)) or now, now)
-local next_tat = tat + interval
 -- `per_minute` posts at once take the whole minute of tolerance.
-local ahead = next_tat - now - 60000
-if ahead > 0 then return cjson.encode({ err = 'rate_limited', wait_ms = math.max(math.ceil(ahead), 1) }) end
+local room, wait = gcra_room(tat, interval, 60000, 1, now)
+if room == 0 then return cjson.encode({ err = 'rate_limited', wait_ms = math.max(wait, 1) }) end
+local next_tat = tat + interval
 rcall('SET', limiter, string.format('%d', math.ceil(next_tat)), 'PX', math.max(math.ceil(next_tat - now), 1))
 return '{}'

@@ -9,10 +9,9 @@
 //! archive, with a lease of its own, is faulted the same way.
 
 use super::{claim, names, report, Offloader, Orphans};
-use server::store::Store;
 use std::{collections::HashSet, io::BufRead, time::Duration};
 use tests::{
-    fault_proxy::{Fault, FaultProxy},
+    fault_proxy::{behind_proxy, Fault},
     wait_for, TestApp,
 };
 
@@ -159,16 +158,7 @@ async fn check(app: &TestApp, slug: &str, what: &str) {
 #[tokio::test]
 async fn any_redis_call_of_the_offloader_may_fail_run_late_or_lose_its_answer() {
     let app = TestApp::start_private().await;
-    let proxy = FaultProxy::start(&app.redis_url).await;
-    let store = Store::connect_with(
-        &proxy.url,
-        &app.namespace,
-        2,
-        Duration::from_secs(2),
-        app.store.offload_dir(),
-    )
-    .await
-    .unwrap();
+    let (proxy, store) = behind_proxy(&app, 2).await;
     let offloader = || Offloader::new(store.clone(), app.dir.join("archive"));
 
     // The project every run starts from, as it is before its offload.
@@ -193,11 +183,7 @@ async fn any_redis_call_of_the_offloader_may_fail_run_late_or_lose_its_answer() 
         .unwrap_or(1);
     for (at, call) in calls.iter().enumerate().step_by(every) {
         let at = at + 1;
-        for (code, fault) in [
-            ("f", Fault::Fail),
-            ("l", Fault::Late(Duration::from_millis(50))),
-            ("x", Fault::Lost),
-        ] {
+        for (code, fault) in Fault::EACH {
             let slug = format!("p{at}{code}");
             copy_project(&app, &template, "tpl", &slug).await;
             let o = offloader();
@@ -231,16 +217,7 @@ async fn any_redis_call_of_the_panels_archive_may_fail_run_late_or_lose_its_answ
     use fred::prelude::*;
     use server::offloader::{archive::archive_now, LEASE_MS};
     let app = TestApp::start_private().await;
-    let proxy = FaultProxy::start(&app.redis_url).await;
-    let store = Store::connect_with(
-        &proxy.url,
-        &app.namespace,
-        2,
-        Duration::from_secs(2),
-        app.store.offload_dir(),
-    )
-    .await
-    .unwrap();
+    let (proxy, store) = behind_proxy(&app, 2).await;
     assert!(
         store.offload_token().is_none(),
         "no offloader: a lease of its own"
@@ -268,11 +245,7 @@ async fn any_redis_call_of_the_panels_archive_may_fail_run_late_or_lose_its_answ
     assert!(calls.iter().any(|c| c.contains("XTRIM")), "{calls:?}");
     for (at, call) in calls.iter().enumerate() {
         let at = at + 1;
-        for (code, fault) in [
-            ("f", Fault::Fail),
-            ("l", Fault::Late(Duration::from_millis(50))),
-            ("x", Fault::Lost),
-        ] {
+        for (code, fault) in Fault::EACH {
             let slug = format!("a{at}{code}");
             copy_project(&app, &template, "tpl", &slug).await;
             proxy.fault_at(at, fault);
@@ -309,18 +282,7 @@ async fn any_redis_call_of_the_panels_archive_may_fail_run_late_or_lose_its_answ
             )
             .await;
             check(&app, &slug, &what).await;
-            let in_redis: u64 = app
-                .store
-                .client()
-                .xlen(app.store.keys().project(&slug).log())
-                .await
-                .unwrap();
-            let clean: u64 = app
-                .store
-                .client()
-                .xlen(app.store.keys().project("clean").log())
-                .await
-                .unwrap();
+            let (in_redis, clean) = (app.log_len(&slug).await, app.log_len("clean").await);
             assert_eq!(
                 in_redis, clean,
                 "{what}: archived as far as a clean archive"
