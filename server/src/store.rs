@@ -27,6 +27,11 @@
 //! | `settings_version` | the settings version every process follows |
 //! | `shuffle` | scoring the queues of projects from before random order |
 //! | `check` | `tracker check`: the invariant, every item in exactly one state |
+//! | `migrate` | `tracker migrate`'s writes: claims, done items and figures of the universal tracker |
+//! | [`fold`] | the per-downloader figures folded from the completion log, off the done path |
+//! | [`fed`] | what each backfeed key fed, per project |
+//! | [`dictionary`] | per project, the zstd dictionaries the grab scripts fetch |
+//! | `helpers` | what every part may use: a string's JSON text, a sorted set's page, a claim order's queue parts |
 //! | [`redis_info`] | Redis's figures of its commands, and this process's failed Redis calls, for `/metrics` |
 //! | [`offload`] | items on disk: the segment registry, lookups, moving items between Redis and disk |
 //!
@@ -40,7 +45,8 @@ mod backend;
 mod blocks;
 mod bloom;
 mod check;
-pub use check::queue_parts;
+mod helpers;
+pub use helpers::queue_parts;
 pub mod contributors;
 pub mod dictionary;
 pub mod fed;

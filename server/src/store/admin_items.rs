@@ -2,7 +2,7 @@
 //! moving and clearing queues, failed items. Every change is a Lua script; filters are matched
 //! here and the scripts re-check each item, so a dry run and the real run agree on a quiet project.
 
-use super::{shuffle::zscan_page, Store, StoreResult};
+use super::{helpers::zscan_page, Store, StoreResult};
 use crate::keys::{QUEUES, TODO};
 use fred::prelude::*;
 use regex::Regex;

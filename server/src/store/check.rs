@@ -10,8 +10,8 @@ mod look;
 mod problems;
 use problems::{count_problem, decay_problems, gap_text, tally_problems};
 
-use super::{scripts::Refusal, Store, StoreError, StoreResult};
-use crate::keys::{ProjectKeys, PERSONAL, QUEUES};
+use super::{helpers::queue_parts, scripts::Refusal, Store, StoreError, StoreResult};
+use crate::keys::PERSONAL;
 use disk::{blocking, DiskIndex};
 use fred::prelude::*;
 use look::{Counts, Look};
@@ -119,23 +119,6 @@ async fn present(
         }));
     }
     Ok(out)
-}
-
-/// The keys of the queue parts in claim order `order` (meta `queues`; `None`: the default), in
-/// that order. Personal queues are not in it (see [`Store::personal_queues`]).
-pub(super) fn queue_part_keys(k: &ProjectKeys, order: Option<&str>) -> Vec<String> {
-    queue_parts(order).iter().map(|p| k.key(p)).collect()
-}
-
-/// The names of the queue parts (not personal queues) in claim order `order`.
-pub fn queue_parts(order: Option<&str>) -> Vec<String> {
-    let default = QUEUES.join(",");
-    order
-        .unwrap_or(&default)
-        .split([',', ' '])
-        .filter(|p| !p.is_empty())
-        .map(String::from)
-        .collect()
 }
 
 impl Store {

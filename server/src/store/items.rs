@@ -1,6 +1,7 @@
 //! Items: claiming, reporting done, releasing (adding: `add`; where one is: `item_status`).
 
 use super::{
+    helpers::json_text,
     scripts::{Batch, Refusal, Reply},
     DiskHit, Store, StoreError, StoreResult,
 };
@@ -84,11 +85,6 @@ pub enum DoneOutcome {
 struct Recorded {
     counted: u64,
     duplicates: u64,
-}
-
-/// The JSON text of `s` (a quoted, escaped string).
-pub(super) fn json_text(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
 }
 
 /// The claim record of request `r`'s items up to its claim count, as `claim.lua` writes it:

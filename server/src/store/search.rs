@@ -15,7 +15,7 @@ mod disk;
 
 pub use disk::DISK_STATE;
 
-use super::{check::queue_part_keys, Store, StoreResult};
+use super::{helpers::queue_part_keys, Store, StoreResult};
 use crate::keys::PERSONAL;
 use fred::prelude::*;
 use std::time::{Duration, Instant};

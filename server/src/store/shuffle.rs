@@ -6,20 +6,11 @@
 //! batch; [`Store::shuffle_queues`] scores their waiting items and marks them, and the tracker
 //! runs it on every project when it starts.
 
-use super::{check::queue_part_keys, Store, StoreResult};
+use super::{
+    helpers::{queue_part_keys, zscan_page},
+    Store, StoreResult,
+};
 use fred::prelude::*;
-
-/// One page of `ZSCAN key cursor COUNT 1000`: the next cursor ("0" at the end) and the members.
-pub(super) async fn zscan_page(
-    client: &Client,
-    key: &str,
-    cursor: &str,
-) -> StoreResult<(String, Vec<String>)> {
-    let (next, flat): (String, Vec<String>) = client
-        .custom(fred::cmd!("ZSCAN"), vec![key, cursor, "COUNT", "1000"])
-        .await?;
-    Ok((next, flat.into_iter().step_by(2).collect()))
-}
 
 impl Store {
     /// Scores the waiting items of project `slug` for random order if it predates that (see the

@@ -1,6 +1,6 @@
 //! A run of the completion log, read and summed in the tracker: the arguments of `fold.lua`.
 
-use crate::store::items::json_text;
+use crate::store::helpers::json_text;
 use crate::store::scripts::{lua_list, Count};
 use serde::Deserialize;
 use std::{
