@@ -419,20 +419,29 @@ impl TestApp {
 
     /// Project `slug` as `snapshot` ([`TestApp::dump_project`]) had it, as a Redis restored from
     /// an older copy (a failover, a restore) has it: its keys now deleted, the snapshot's put
-    /// back.
+    /// back, in one script, so that no process (the folder, an offloader) sees it half-way or
+    /// writes into it meanwhile.
     pub async fn roll_back(&self, slug: &str, snapshot: &Snapshot) {
         use fred::prelude::*;
-        for (k, _) in self.dump_project(slug).await {
-            let _: i64 = self.store.client().del(k.as_str()).await.expect("DEL");
-        }
-        for (k, v) in snapshot {
-            let _: () = self
-                .store
-                .client()
-                .restore(k.as_str(), 0, v.clone(), true, false, None, None)
-                .await
-                .expect("RESTORE");
-        }
+        const ROLL_BACK: &str = "local n = tonumber(ARGV[1]) \
+            for i = 1, n do redis.call('DEL', KEYS[i]) end \
+            for i = n + 1, #KEYS do redis.call('RESTORE', KEYS[i], 0, ARGV[i - n + 1], 'REPLACE') end";
+        let now: Vec<String> = self
+            .dump_project(slug)
+            .await
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let mut keys = now.clone();
+        keys.extend(snapshot.iter().map(|(k, _)| k.clone()));
+        let mut args = vec![fred::types::Value::from(now.len() as i64)];
+        args.extend(snapshot.iter().map(|(_, v)| v.clone()));
+        let _: fred::types::Value = self
+            .store
+            .client()
+            .eval(ROLL_BACK, keys, args)
+            .await
+            .expect("the rollback");
     }
 
     /// Panics unless `tracker check` finds the project's invariant intact.
