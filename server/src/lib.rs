@@ -15,6 +15,7 @@
 //! | [`keys`] | every Redis key name |
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`fleet`] | the warrior API's callers gathered in the process, flushed every 2 s |
+//! | [`folder`] | the background task that folds the completion log into the figures and tallies the counters |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`viewers`] | live viewers admitted under the caps, in all and per IP |
@@ -32,6 +33,7 @@
 //! | [`gate`] | the one layer in front of each route group: counted, timed out, refused while Redis is down |
 //! | [`http_metrics`] | this process's HTTP requests and their times by route group, for `/metrics` |
 //! | [`script_metrics`] | this process's batched claim and done script calls: sizes, times, failures, for `/metrics` |
+//! | [`fetch_meta`] | what a browser's fetch metadata (`Sec-Fetch-*`) says of a request |
 
 pub mod admin;
 pub mod api;
@@ -42,6 +44,7 @@ pub mod config;
 pub mod embedded_redis;
 pub mod fetch_meta;
 pub mod fleet;
+pub mod folder;
 pub mod gate;
 pub mod http_metrics;
 pub mod hub;

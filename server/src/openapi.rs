@@ -72,14 +72,14 @@ pub fn document(parts: impl IntoIterator<Item = Document>) -> Document {
     components.add_security_scheme(
         "session",
         SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
-            crate::admin::SESSION_COOKIE,
+            app::model::admin::SESSION_COOKIE,
             "The panel's session, made by `POST /admin/api/login`",
         ))),
     );
     components.add_security_scheme(
         "csrf",
         SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-            crate::admin::csrf::CSRF_HEADER,
+            app::model::admin::CSRF_HEADER,
             "The session's CSRF token (`GET /admin/api/session`), on every change",
         ))),
     );

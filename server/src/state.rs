@@ -6,7 +6,7 @@
 //! | the hub ([`hub::Hub::start`]) | one pub/sub subscription folded into the live frames |
 //! | the settings follower ([`Store::follow_settings`]) | drops cached settings when any process changes them |
 //! | the contributors' flusher ([`store::contributors::spawn_flusher`]) | this month's contributors across all projects, every few seconds |
-//! | the folder ([`store::fold::spawn_folder`]) | the per-downloader figures and the events, from the completion log, every 200 ms |
+//! | the folder ([`crate::folder`]) | the per-downloader figures and the events, from the completion log, every 200 ms |
 //! | the settings watcher (here) | on a settings change: forgets the cached reads, follows new projects' live channels |
 //! | the Redis probe ([`redis_watch::RedisWatch::start_probing`]) | whether Redis answers, every 250 ms |
 //! | the Redis check ([`redis_watch::RedisWatch::start_checking`]) | how Redis is set (eviction, version), every minute |
@@ -121,7 +121,7 @@ impl App {
         // This month's contributors across all projects, written every few seconds.
         store::contributors::spawn_flusher(store.clone(), closing.clone());
         // The per-downloader figures and the events, folded from the completion log.
-        store::fold::spawn_folder(store.clone(), closing.clone());
+        crate::folder::spawn(store.clone(), closing.clone());
         let read_cache = read_cache::ReadCache::default();
         let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
         let (projects, watched) = (store.clone(), hub.clone());

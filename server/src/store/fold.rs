@@ -9,7 +9,7 @@
 //! whichever process folds it and whenever a process dies.
 //!
 //! Every process folds the projects it recorded dones for, at most every [`FOLD_EVERY`]
-//! ([`spawn_folder`]), and every project with entries waiting every [`SWEEP_EVERY`] (entries a
+//! (`crate::folder`), and every project with entries waiting every [`SWEEP_EVERY`] (entries a
 //! killed process left). The leaderboard and the live events trail the dones by that much; the
 //! project's own totals (`done_items`, `done_bytes`) do not trail. `tracker check` counts the
 //! items of entries not folded yet (stats `journal_items`) with the per-downloader totals.
@@ -88,6 +88,22 @@ impl Store {
     /// Notes that `slug` has completion log entries to fold (this process folds it soon).
     pub(super) fn note_fold(&self, slug: &str) {
         self.pending_folds.note(slug);
+    }
+
+    /// The projects this process recorded dones for and has not folded since, each with the
+    /// count of its notes (for [`Store::folded`]).
+    pub fn noted_folds(&self) -> Vec<(String, u64)> {
+        self.pending_folds.noted()
+    }
+
+    /// Returns once a done is noted ([`Store::noted_folds`]) after the call.
+    pub async fn fold_noted(&self) {
+        self.pending_folds.wake.notified().await
+    }
+
+    /// Forgets the note of `slug`, folded, unless it was noted again since its count was `n`.
+    pub fn folded(&self, slug: &str, n: u64) {
+        self.pending_folds.folded(slug, n)
     }
 
     /// Folds `slug` first if this process recorded dones for it that it has not folded yet,
@@ -249,68 +265,6 @@ impl Store {
             Run::Stale
         })
     }
-}
-
-/// Folds, until `closing` is cancelled, the projects `store` notes at most every
-/// [`FOLD_EVERY`], and every project with entries waiting every [`SWEEP_EVERY`].
-pub fn spawn_folder(store: Store, closing: tokio_util::sync::CancellationToken) {
-    tokio::spawn(async move {
-        let mut sweep = tokio::time::interval(SWEEP_EVERY);
-        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut tallied: Option<tokio::time::Instant> = None;
-        loop {
-            let all = tokio::select! {
-                _ = sweep.tick() => true,
-                () = store.pending_folds.wake.notified() => false,
-                () = closing.cancelled() => return,
-            };
-            let started = tokio::time::Instant::now();
-            let mut slugs: HashMap<String, Option<u64>> = store
-                .pending_folds
-                .noted()
-                .into_iter()
-                .map(|(s, n)| (s, Some(n)))
-                .collect();
-            if all {
-                match store.project_slugs().await {
-                    Ok(every) => {
-                        for slug in every {
-                            slugs.entry(slug).or_insert(None);
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "listing the projects to fold; tried again soon")
-                    }
-                }
-            }
-            let tally = all && tallied.is_none_or(|t| t.elapsed() >= super::tally::TALLY_EVERY);
-            if tally {
-                tallied = Some(started);
-            }
-            for (slug, noted) in slugs {
-                if tally {
-                    if let Err(e) = store.tally(&slug, super::now_ms()).await {
-                        tracing::warn!(project = %slug, error = %e, "tallying the lifetime counters; tried again soon");
-                    }
-                }
-                match store.fold(&slug).await {
-                    Ok(_) => {
-                        if let Some(n) = noted {
-                            store.pending_folds.folded(&slug, n);
-                        }
-                    }
-                    // What was not folded waits in the log; the next fold takes it.
-                    Err(e) => {
-                        tracing::warn!(project = %slug, error = %e, "folding the completion log; tried again soon")
-                    }
-                }
-            }
-            tokio::select! {
-                () = tokio::time::sleep_until(started + FOLD_EVERY) => {}
-                () = closing.cancelled() => return,
-            }
-        }
-    });
 }
 
 mod run;

@@ -21,7 +21,7 @@
 //! personal queue prefix `Q.personal`, `DEFAULT_QUEUES`, and the per-minute counter codes
 //! `ST.<name>` of [`crate::keys::Counter`], the derived key stems `K.<name>`, and from the
 //! settings codec the `meta` hash's field names `SET.<name>` and the settings' defaults
-//! `SET_DEFAULT.<name>`), then [`LIB`] (`lua/_lib.lua`, the shared helpers), then one function
+//! `SET_DEFAULT.<name>`), then [`LIB`] (`lua/_lib.lua` and `lua/_lib_items.lua`, the shared helpers), then one function
 //! per script, `<name>_<hash>`, whose body is the rest of its file and which first calls
 //! `begin()` (the call's own state). Redis builds the prelude's tables and the helpers once, when
 //! the library loads, not at every call. A script may split itself with a line `-- per call`
@@ -111,8 +111,14 @@ pub struct LuaScript {
     composed: String,
 }
 
-/// Helpers prepended to every script (`lua/_lib.lua`), after [`prelude`].
-pub const LIB: &str = include_str!("lua/_lib.lua");
+/// Helpers prepended to every script, after [`prelude`]: `lua/_lib.lua` (the call's state,
+/// numbers, queue parts and their scores, the project's settings), then `lua/_lib_items.lua`
+/// (counts, counters, bulk reads and writes, timelines and claim records, limits and blocks),
+/// in that order: a helper uses only those above it.
+pub const LIB: &str = concat!(
+    include_str!("lua/_lib.lua"),
+    include_str!("lua/_lib_items.lua")
+);
 
 /// [`prelude`] (every entry) and [`LIB`]: what a script's header is with all names; whole lines.
 fn header() -> String {
