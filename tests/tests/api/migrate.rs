@@ -492,7 +492,7 @@ enum Damage {
 
 impl Damage {
     /// The same values as a value of Redis type `ty` (`TYPE`'s answer; `none`: as it is).
-    fn as_type(self, ty: &str) -> Damage {
+    fn into_type(self, ty: &str) -> Damage {
         let texts: Vec<String> = match self.clone() {
             Damage::String(s) => vec![s],
             Damage::Set(v) | Damage::List(v) => v,
@@ -608,7 +608,7 @@ fn a_damaged_foreign_database_is_refused_or_carried_over_never_a_crash() {
                     let key = READ_KEYS[*key];
                     let d = if *own_type {
                         let ty: String = old.custom(fred::cmd!("TYPE"), vec![key]).await.unwrap();
-                        d.clone().as_type(&ty)
+                        d.clone().into_type(&ty)
                     } else {
                         d.clone()
                     };
