@@ -103,6 +103,10 @@ pub struct LuaScript {
     pub name: &'static str,
     /// The Lua source, shebang line first.
     pub source: &'static str,
+    /// The files of its phases (`lua/<name>/<part>.lua`, each a `--[[` header then local
+    /// functions), by name (`claim/take`), in the order they are made: before the script's own
+    /// once-part, which calls them.
+    pub parts: &'static [(&'static str, &'static str)],
     /// How many `KEYS` it takes.
     pub num_keys: usize,
     /// Its function in the library, `<name>_<hash>` (set by [`Scripts::new`]).
@@ -141,31 +145,84 @@ fn compose_header(prelude: &str) -> String {
 }
 
 /// How many lines the prelude, [`LIB`] and `begin()` take (the same for every script): line
-/// `N` of a script file (the shebang being line 1) is line `header_lines() + N` of the script
-/// alone.
+/// `N` of a script file without parts (the shebang being line 1) is line `header_lines() + N`
+/// of the script alone ([`LuaScript::header_lines`] counts its parts too).
 pub fn header_lines() -> usize {
     header().lines().count()
 }
 
 macro_rules! lua {
     ($name:literal, $keys:expr) => {
-        LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys)
+        LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys, &[])
+    };
+    ($name:literal, $keys:expr, [$($part:literal),+]) => {
+        LuaScript::new(
+            $name,
+            include_str!(concat!("lua/", $name, ".lua")),
+            $keys,
+            &[$((
+                concat!($name, "/", $part),
+                include_str!(concat!("lua/", $name, "/", $part, ".lua")),
+            )),+],
+        )
     };
 }
 
 impl LuaScript {
-    fn new(name: &'static str, source: &'static str, num_keys: usize) -> Self {
-        Self {
+    fn new(
+        name: &'static str,
+        source: &'static str,
+        num_keys: usize,
+        parts: &'static [(&'static str, &'static str)],
+    ) -> Self {
+        let mut s = Self {
             name,
             source,
+            parts,
             num_keys,
             function: Str::default(),
-            composed: compose(&compose_header(&prelude_for(source)), source),
-        }
+            composed: String::new(),
+        };
+        s.composed = compose(&s.eval_header(), source);
+        s
     }
 
-    /// The script alone, for `EVAL`: the source with the prelude, [`LIB`] and `begin()`
-    /// inserted after its shebang.
+    /// Its parts' text, in order; whole lines.
+    fn parts_text(&self) -> String {
+        let mut text = String::new();
+        for (_, part) in self.parts {
+            text.push_str(part);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    /// Every file of it: its parts, then the script itself, by name.
+    pub fn files(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        self.parts
+            .iter()
+            .copied()
+            .chain(std::iter::once((self.name, self.source)))
+    }
+
+    /// What is inserted after its shebang to run it alone with `EVAL`: [`prelude_for`] (what
+    /// its files name), [`LIB`], its parts and `begin()`; whole lines.
+    fn eval_header(&self) -> String {
+        let named: String = self.files().map(|(_, text)| text).collect();
+        prelude_and_lib(&prelude_for(&named)) + &self.parts_text() + "begin()\n"
+    }
+
+    /// How many lines [`LuaScript::composed`] has before its file's second line, less one: line
+    /// `N` of the file (the shebang being line 1) is line `header_lines() + N` of the script
+    /// alone.
+    pub fn header_lines(&self) -> usize {
+        self.eval_header().lines().count()
+    }
+
+    /// The script alone, for `EVAL`: the source with the prelude, [`LIB`], its parts and
+    /// `begin()` inserted after its shebang.
     pub fn composed(&self) -> &str {
         &self.composed
     }
@@ -307,8 +364,8 @@ impl Scripts {
         let mut scripts = Self {
             add_items: lua!("add_items", 7),
             backfeed: lua!("backfeed", 8),
-            claim: lua!("claim", 12),
-            done: lua!("done", 14),
+            claim: lua!("claim", 12, ["take", "pop"]),
+            done: lua!("done", 14, ["read", "report"]),
             fold: lua!("fold", 11),
             fold_base: lua!("fold_base", 7),
             item_status: lua!("item_status", 7),

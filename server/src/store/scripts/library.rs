@@ -19,7 +19,7 @@ pub struct Library {
     /// Its name, `tracker_<hash>`.
     pub name: String,
     /// Each script's name and the library line of its function's first line, which is its
-    /// file's first line.
+    /// file's first line; a script's parts (`claim/take`) each the line of theirs, before it.
     pub(super) starts: Vec<(&'static str, usize)>,
 }
 
@@ -45,12 +45,28 @@ impl Library {
                  callback = function(KEYS, ARGV) begin()\n"
             );
             // A script split by a `-- per call` line: what comes before it is made once, in a
-            // block of its own, and the function (on the marker's line) runs the rest.
+            // block of its own (its parts first), and the function (on the marker's line) runs
+            // the rest.
             let split = body
                 .split_once(PER_CALL)
                 .filter(|(once, _)| once.is_empty() || once.ends_with('\n'));
             match split {
-                Some((once, per_call)) => text.push_str(&format!("do\n{once}{opener}{per_call}")),
+                Some((once, per_call)) => {
+                    text.push_str("do\n");
+                    if !s.parts.is_empty() {
+                        for (part, source) in s.parts {
+                            starts.push((part, text.lines().count() + 1));
+                            text.push_str(source);
+                            if !text.ends_with('\n') {
+                                text.push('\n');
+                            }
+                        }
+                        // The line standing for the file's first (its shebang).
+                        starts.push((s.name, text.lines().count() + 1));
+                        text.push_str(&format!("-- {}.lua\n", s.name));
+                    }
+                    text.push_str(&format!("{once}{opener}{per_call}"));
+                }
                 None => text.push_str(&format!("{opener}{body}")),
             }
             if !text.ends_with('\n') {

@@ -35,6 +35,51 @@ pub(super) fn code_of(source: &str) -> String {
         .join("\n")
 }
 
+impl LuaScript {
+    /// [`code_of`] each of its files (its parts, then itself), joined.
+    fn code(&self) -> String {
+        self.files()
+            .map(|(_, text)| code_of(text))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[test]
+fn every_lua_file_reads_in_one_sitting() {
+    // A script past 250 lines is split into parts (`lua/<name>/<part>.lua`) made before it;
+    // the shared helpers are each written once.
+    let scripts = Scripts::new();
+    let files = scripts
+        .all()
+        .into_iter()
+        .flat_map(|s| s.files())
+        .chain([
+            ("_lib", include_str!("../lua/_lib.lua")),
+            ("_lib_items", include_str!("../lua/_lib_items.lua")),
+        ]);
+    for (name, text) in files {
+        let lines = text.lines().count();
+        assert!(lines <= 250, "{name}.lua has {lines} lines");
+    }
+    for s in scripts.all() {
+        for (part, text) in s.parts {
+            assert!(part.starts_with(&format!("{}/", s.name)), "{part}");
+            assert!(
+                text.starts_with(&format!("--[[\n  {part}: ")),
+                "{part}.lua opens with its purpose"
+            );
+        }
+        // Parts are made once, with the part of the script before its `-- per call` line.
+        assert!(
+            s.parts.is_empty() || s.source.contains(PER_CALL),
+            "script {}",
+            s.name
+        );
+    }
+    assert!(!scripts.claim.parts.is_empty() && !scripts.done.parts.is_empty());
+}
+
 /// [`code_of`] without its string literals: the names it calls.
 fn names_of(source: &str) -> String {
     let strings = Regex::new(r"'[^'\n]*'").unwrap();
@@ -72,7 +117,7 @@ fn the_prelude_spells_the_names_of_keys_rs() {
     // No script spells a queue name or counter code itself.
     let spelled = Regex::new(r"'(todo[^']*|rq|ok|cl|rc|rs|f|i|b|rt|rn|bf|bd)'").unwrap();
     for s in Scripts::new().all() {
-        let code = code_of(s.source);
+        let code = s.code();
         assert!(
             !spelled.is_match(&code),
             "script {} spells {:?}; use Q / ST",
@@ -90,7 +135,7 @@ fn the_prelude_spells_the_names_of_keys_rs() {
         let quoted = format!("'{stem}");
         for s in Scripts::new().all() {
             assert!(
-                !code_of(s.source).contains(&quoted),
+                !s.code().contains(&quoted),
                 "script {} spells {quoted}; use K.{name}",
                 s.name
             );
@@ -125,10 +170,11 @@ fn the_scripts_read_only_settings_the_codec_writes() {
     let sources = scripts
         .all()
         .into_iter()
-        .map(|s| (s.name, s.source))
-        .chain([("_lib", lib.as_str())]);
+        .flat_map(|s| s.files())
+        .map(|(name, text)| (name, text.to_string()))
+        .chain([("_lib", lib)]);
     for (script, source) in sources {
-        let code = code_of(source);
+        let code = code_of(&source);
         assert!(
             !spelled.is_match(&code),
             "script {} spells a field of meta; use SET",
@@ -196,7 +242,6 @@ fn the_scripts_read_only_settings_the_codec_writes() {
 #[test]
 fn every_script_declares_how_it_treats_a_full_redis() {
     let scripts = Scripts::new();
-    let header = header();
     for s in scripts.all() {
         let allowed = ["#!lua", "#!lua flags=no-writes", "#!lua flags=allow-oom"];
         assert!(
@@ -204,13 +249,20 @@ fn every_script_declares_how_it_treats_a_full_redis() {
             "script {} opens with one of {allowed:?}",
             s.name
         );
-        let composed = compose(&header, s.source);
+        let composed = s.composed();
         assert!(composed.starts_with(&format!("{}\n", s.shebang().unwrap_or_default())));
         assert_eq!(composed.matches("#!lua").count(), 1, "script {}", s.name);
+        assert!(composed.contains(LIB), "script {}", s.name);
+        for (part, text) in s.parts {
+            assert!(composed.contains(text), "script {}: part {part}", s.name);
+        }
         // Line N of the file is line header_lines() + N of what Redis runs.
         let composed: Vec<&str> = composed.lines().collect();
         for (i, line) in s.source.lines().enumerate().skip(1) {
-            assert_eq!(composed[header_lines() + i], line, "script {}", s.name);
+            assert_eq!(composed[s.header_lines() + i], line, "script {}", s.name);
+        }
+        if s.parts.is_empty() {
+            assert_eq!(s.header_lines(), header_lines(), "script {}", s.name);
         }
     }
     // The leaderboard and item lookups keep answering when Redis is full.
@@ -280,7 +332,7 @@ fn every_header_lists_the_shared_names_it_uses() {
             .filter(|w| !w.is_empty() && *w != "none")
             .map(String::from)
             .collect();
-        let code = names_of(s.source);
+        let code: String = s.files().map(|(_, text)| names_of(text)).collect();
         let used: BTreeSet<String> = shared
             .iter()
             .filter(|name| uses(&code, name))
@@ -323,7 +375,7 @@ fn every_refusal_a_script_returns_is_a_variant() {
     let returned = Regex::new(r"err = '(\w+)'").unwrap();
     let mut seen = BTreeSet::new();
     for s in Scripts::new().all() {
-        for c in returned.captures_iter(s.source) {
+        for c in s.files().flat_map(|(_, text)| returned.captures_iter(text)) {
             assert!(
                 known.contains(&c[1]),
                 "script {} returns unknown {}",

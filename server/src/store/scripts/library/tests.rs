@@ -46,30 +46,33 @@ fn what_a_script_makes_once_holds_no_state_of_a_call() {
     // Before its `-- per call` line a script only declares and defines: a statement there runs
     // once when the library loads, and a value bound there (but a constant's) would be shared
     // by every call.
+    // Nor does it declare a call's state: a call keeps its state in a table of its own, made
+    // per call and passed to each phase.
     let mut split = 0;
     for s in Scripts::new().all() {
         let Some((once, _)) = s.source.split_once(PER_CALL) else {
             continue;
         };
         split += 1;
-        for line in code_of(once).lines() {
-            let top = line.chars().next().is_some_and(|c| !c.is_whitespace());
-            if !top || line.starts_with("local function ") || line.trim_end() == "end" {
-                continue;
-            }
-            let names = line.strip_prefix("local ");
-            assert!(names.is_some(), "{}.lua runs at load: {line}", s.name);
-            if let Some((names, _)) = names.unwrap().split_once('=') {
+        let parts = s.parts.iter().map(|(name, text)| (*name, code_of(text)));
+        for (name, code) in parts.chain([(s.name, code_of(once))]) {
+            for line in code.lines() {
+                let top = line.chars().next().is_some_and(|c| !c.is_whitespace());
+                if !top || line.starts_with("local function ") || line.trim_end() == "end" {
+                    continue;
+                }
+                let names = line.strip_prefix("local ");
+                assert!(names.is_some(), "{name}.lua runs at load: {line}");
+                let (names, value) = names.unwrap().split_once('=').unwrap_or((names.unwrap(), ""));
                 let constant = |n: &str| !n.trim().chars().any(|c| c.is_ascii_lowercase());
                 assert!(
-                    names.split(',').all(constant),
-                    "{}.lua binds a value made once: {line}",
-                    s.name
+                    names.split(',').all(constant) && !value.trim().is_empty(),
+                    "{name}.lua keeps state across calls: {line}"
                 );
             }
         }
     }
-    assert!(split >= 1);
+    assert!(split >= 2);
 }
 
 #[test]
@@ -79,7 +82,7 @@ fn no_script_nests_a_long_bracket() {
     for (name, source) in Scripts::new()
         .all()
         .iter()
-        .map(|s| (s.name, s.source))
+        .flat_map(|s| s.files())
         .chain([("_lib", LIB)])
     {
         let opened = source.matches("--[[").count();
@@ -92,7 +95,7 @@ fn redis_errors_name_the_file_line() {
     let scripts = Scripts::new();
     let library = &scripts.library;
     for s in [&scripts.add_items, &scripts.claim, &scripts.lifetime] {
-        let (_, start) = library.starts.iter().find(|(n, _)| *n == s.name).unwrap();
+        let (_, start) = library.starts.iter().rev().find(|(n, _)| *n == s.name).unwrap();
         // Line 12 of the file is library line start + 11 (the file's first line is the
         // function's opening line).
         let at = start + 11;
@@ -106,6 +109,25 @@ fn redis_errors_name_the_file_line() {
         assert_eq!(
             library.locate(&detail).as_deref(),
             Some(format!("{detail} ({}.lua:12)", s.name).as_str())
+        );
+    }
+    // A part's lines are its own file's, and the script's lines after its parts its own.
+    for (s, part) in [(&scripts.claim, "claim/take"), (&scripts.done, "done/report")] {
+        let text = s.parts.iter().find(|(n, _)| *n == part).unwrap().1;
+        let (_, start) = library.starts.iter().find(|(n, _)| *n == part).unwrap();
+        assert_eq!(library.text.lines().nth(start + 11 - 1), text.lines().nth(11));
+        let detail = format!("ERR user_function:{}: boom", start + 11);
+        assert_eq!(
+            library.locate(&detail).as_deref(),
+            Some(format!("{detail} ({part}.lua:12)").as_str())
+        );
+        let (_, start) = library.starts.iter().rev().find(|(n, _)| *n == s.name).unwrap();
+        let at = start + 40;
+        assert_eq!(library.text.lines().nth(at - 1), s.source.lines().nth(40));
+        let detail = format!("ERR user_function:{at}: boom");
+        assert_eq!(
+            library.locate(&detail).as_deref(),
+            Some(format!("{detail} ({}.lua:41)", s.name).as_str())
         );
     }
     assert_eq!(library.locate("OOM command not allowed"), None);
