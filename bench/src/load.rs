@@ -231,7 +231,7 @@ pub(crate) async fn ceiling(store: &Store, slug: &str, secs: u64, batched: bool)
                     let claimed = if batched {
                         batcher.claim(&slug, who.clone()).await
                     } else {
-                        store.claim(&slug, &who, now_ms()).await
+                        store.queue().claim(&slug, &who, now_ms()).await
                     };
                     let items = match claimed.expect("claim") {
                         ClaimOutcome::Items(items, _) => items,
@@ -246,7 +246,7 @@ pub(crate) async fn ceiling(store: &Store, slug: &str, secs: u64, batched: bool)
                     let outcome = if batched {
                         batcher.done(&slug, report).await
                     } else {
-                        store.done(&slug, &report, now_ms()).await
+                        store.queue().done(&slug, &report, now_ms()).await
                     };
                     match outcome.expect("done") {
                         DoneOutcome::Recorded { counted: 1, .. } => pairs += 1,
@@ -270,13 +270,13 @@ pub(crate) async fn project(store: &Store, slug: &str, items: usize) {
         title: slug.into(),
         domains: vec!["data".into()],
     };
-    store.create_project(&p).await.unwrap();
-    let mut s: Settings = (*store.project(slug).await.unwrap().unwrap()).clone();
+    store.projects().create_project(&p).await.unwrap();
+    let mut s: Settings = (*store.projects().project(slug).await.unwrap().unwrap()).clone();
     s.backfeed_key = "benchkey".into();
     s.bloom_capacity = 10_000_000;
-    store.save_settings(slug, &s).await.unwrap();
+    store.projects().save_settings(slug, &s).await.unwrap();
     let batch: Vec<String> = (0..items).map(|i| format!("{slug}-item-{i}")).collect();
     for chunk in batch.chunks(100_000) {
-        store.add_items(slug, "todo", chunk).await.unwrap();
+        store.queue().add_items(slug, "todo", chunk).await.unwrap();
     }
 }

@@ -38,6 +38,7 @@ async fn used_memory(store: &Store) -> u64 {
 
 async fn create(store: &Store, slug: &str, f: impl FnOnce(&mut Settings)) {
     store
+        .projects()
         .create_project(&server::store::NewProject {
             slug: slug.into(),
             title: slug.into(),
@@ -45,10 +46,10 @@ async fn create(store: &Store, slug: &str, f: impl FnOnce(&mut Settings)) {
         })
         .await
         .unwrap();
-    let mut s: Settings = (*store.project(slug).await.unwrap().unwrap()).clone();
+    let mut s: Settings = (*store.projects().project(slug).await.unwrap().unwrap()).clone();
     f(&mut s);
     server::ops::validate_settings(&s).unwrap();
-    store.save_settings(slug, &s).await.unwrap();
+    store.projects().save_settings(slug, &s).await.unwrap();
 }
 
 async fn load(store: &Store, slug: &str, n: u64) {
@@ -56,7 +57,7 @@ async fn load(store: &Store, slug: &str, n: u64) {
     while i < n {
         let end = (i + 100_000).min(n);
         let chunk: Vec<String> = (i..end).map(|j| format!("{slug}-item-{j:020}")).collect();
-        store.add_items(slug, "todo", &chunk).await.unwrap();
+        store.queue().add_items(slug, "todo", &chunk).await.unwrap();
         i = end;
     }
 }
@@ -72,7 +73,7 @@ async fn drain(store: Store, slug: &'static str, worker: usize) {
     };
     let mut idle = 0;
     loop {
-        let items = match store.claim(slug, &req, now_ms()).await {
+        let items = match store.queue().claim(slug, &req, now_ms()).await {
             Ok(ClaimOutcome::Items(items, _)) => items,
             Ok(ClaimOutcome::Refused(Refusal::NothingToGive)) => {
                 idle += 1;
@@ -97,7 +98,12 @@ async fn drain(store: Store, slug: &'static str, worker: usize) {
                 ..Default::default()
             })
             .collect();
-        for out in store.done_batch(slug, &reports, now_ms()).await.unwrap() {
+        for out in store
+            .queue()
+            .done_batch(slug, &reports, now_ms())
+            .await
+            .unwrap()
+        {
             assert!(
                 matches!(out, DoneOutcome::Recorded { counted: 1, .. }),
                 "memory: a done was not counted once: {out:?}"
@@ -179,7 +185,7 @@ pub async fn run(rig: &Rig, n: u64) {
         w.abort();
     }
     let secs = start.elapsed().as_secs_f64();
-    let state = store.offload_summary(slug).await.unwrap();
+    let state = store.offload().offload_summary(slug).await.unwrap();
     println!(
         "memory: {n} done in {secs:.0} s ({:.0}/s); on disk: {} done items, {} waiting, {} segments, {}",
         n as f64 / secs,
@@ -222,7 +228,7 @@ async fn cost(rig: &Rig) {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let state = store.offload_summary("mem-off").await.unwrap();
+    let state = store.offload().offload_summary("mem-off").await.unwrap();
     let (k, o) = (median(&mut keep), median(&mut off));
     println!(
         "memory: pairs over HTTP, {SECS} s runs alternated, medians: keep {k:.0}/s, offload {o:.0}/s ({:.0} %; {} done items went to disk meanwhile)",

@@ -229,11 +229,15 @@ pub async fn run() {
             title: "Live".into(),
             domains: vec!["data".into()],
         };
-        store.create_project(&p).await.unwrap();
+        store.projects().create_project(&p).await.unwrap();
         let items: Vec<String> = (0..RATE * (SECONDS + 5))
             .map(|i| format!("{slug}-item-{i:07}"))
             .collect();
-        store.add_items(&slug, "todo", &items).await.unwrap();
+        store
+            .queue()
+            .add_items(&slug, "todo", &items)
+            .await
+            .unwrap();
 
         let window = Arc::new(Mutex::new((u64::MAX, 0)));
         let seen = Arc::new(Mutex::new(Seen::default()));

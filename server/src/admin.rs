@@ -82,10 +82,10 @@ pub fn session_layer(
 /// While no account exists: a fresh setup token (stored, replacing an older one) for the
 /// one-time link `/admin/setup?token=...` printed at start. `None` once an account exists.
 pub async fn prepare_setup(store: &Store) -> Result<Option<String>, crate::store::StoreError> {
-    if store.account_count().await? > 0 {
+    if store.people().account_count().await? > 0 {
         return Ok(None);
     }
     let token = crate::store::random_token(32);
-    store.set_setup_token(&token).await?;
+    store.people().set_setup_token(&token).await?;
     Ok(Some(token))
 }

@@ -76,7 +76,7 @@ impl Batcher {
             let (store, metrics) = (store.clone(), metrics.clone());
             async move {
                 metrics.record("claim", reqs.len());
-                match store.claim_batch(&slug, &reqs, now_ms()).await {
+                match store.queue().claim_batch(&slug, &reqs, now_ms()).await {
                     Ok(Some(outcomes)) => outcomes.into_iter().map(Ok).collect(),
                     Ok(None) => reqs.iter().map(|_| Err(StoreError::NoProject)).collect(),
                     Err(e) => failed(&e, reqs.len()),
@@ -98,6 +98,7 @@ impl Batcher {
                     pipeline: "",
                 };
                 if let Err(e) = store
+                    .queue()
                     .release_items_as(&slug, &items, &admin, now_ms())
                     .await
                 {
@@ -125,7 +126,7 @@ impl Batcher {
             let (store, metrics) = (store.clone(), metrics.clone());
             async move {
                 metrics.record("done", reports.len());
-                match store.done_batch(&slug, &reports, now_ms()).await {
+                match store.queue().done_batch(&slug, &reports, now_ms()).await {
                     Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
                     Err(e) => failed(&e, reports.len()),
                 }

@@ -298,10 +298,11 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 limit: Some(limit),
                 cursor,
             })?;
-            if store.project(&slug).await?.is_none() {
+            if store.projects().project(&slug).await?.is_none() {
                 return Err(CliError::Usage(format!("no such project {slug:?}")));
             }
             let page = store
+                .queue()
                 .search_items(&slug, &q, crate::store::now_ms())
                 .await?;
             for f in &page.items {
@@ -317,7 +318,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             Ok(())
         }
         Command::Items(ItemsCommand::Show { slug, item }) => {
-            let status = store.item_status(&slug, &item).await?;
+            let status = store.queue().item_status(&slug, &item).await?;
             let body = serde_json::json!({
                 "status": status.state,
                 "downloader": status.downloader,
@@ -406,7 +407,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
                 }
                 None => {
                     ops::project(store, &slug).await?;
-                    store.upload_targets(&slug).await?
+                    store.projects().upload_targets(&slug).await?
                 }
             };
             for (t, active) in targets {
@@ -426,6 +427,7 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             let started = std::time::Instant::now();
             let shown = progress::Steps::new(&format!("check {slug}"));
             let problems = store
+                .upkeep()
                 .check_with(&slug, &|done, total| shown.at(done, total))
                 .await;
             shown.finish();
@@ -477,7 +479,7 @@ async fn run_project(store: &Store, cli: &Actor, command: ProjectCommand) -> Res
         }
         ProjectCommand::Listing { slug, changes } => {
             ops::project(store, &slug).await?;
-            let current = store.listing(&slug).await?;
+            let current = store.projects().listing(&slug).await?;
             if changes.is_empty() {
                 outln!(
                     "{}",

@@ -1,7 +1,7 @@
 //! The fleet of the warrior API, gathered in the process: every request, done and release of a
 //! known project marks its caller (downloader name, address, user agent, script version) as
 //! seen, in memory, without a Redis call. Every [`FLUSH_EVERY`] what was gathered is written in
-//! one script call ([`crate::store::Store::flush_fleet`]), which also forgets the downloaders
+//! one script call ([`crate::store::fleet::Fleet::flush_fleet`]), which also forgets the downloaders
 //! silent for longer than the fleet silence. So thousands of calls a second cost Redis one
 //! call every two seconds per process.
 //!
@@ -178,7 +178,7 @@ impl ApiFleet {
                 if !redis_up() {
                     continue;
                 }
-                match store.flush_fleet(&clients, now_ms()).await {
+                match store.fleet().flush_fleet(&clients, now_ms()).await {
                     Ok(done) if done.dropped > 0 => warn_once_a_minute(&format!(
                         "{} new downloaders of the warrior API not tracked: the fleet holds {} already",
                         done.dropped,

@@ -1,6 +1,6 @@
 //! The folder: each process's background task that folds the completion log into the
-//! per-downloader figures ([`Store::fold`]) and tallies the lifetime counters
-//! ([`Store::tally`]), off the done path. The store does the work; this decides when.
+//! per-downloader figures ([`crate::store::figures::Figures::fold`]) and tallies the lifetime counters
+//! ([`crate::store::figures::Figures::tally`]), off the done path. The store does the work; this decides when.
 
 use crate::store::{
     fold::{FOLD_EVERY, SWEEP_EVERY},
@@ -20,17 +20,18 @@ pub fn spawn(store: Store, closing: tokio_util::sync::CancellationToken) {
         loop {
             let all = tokio::select! {
                 _ = sweep.tick() => true,
-                () = store.fold_noted() => false,
+                () = store.figures().fold_noted() => false,
                 () = closing.cancelled() => return,
             };
             let started = tokio::time::Instant::now();
             let mut slugs: HashMap<String, Option<u64>> = store
+                .figures()
                 .noted_folds()
                 .into_iter()
                 .map(|(s, n)| (s, Some(n)))
                 .collect();
             if all {
-                match store.project_slugs().await {
+                match store.projects().project_slugs().await {
                     Ok(every) => {
                         for slug in every {
                             slugs.entry(slug).or_insert(None);
@@ -47,14 +48,14 @@ pub fn spawn(store: Store, closing: tokio_util::sync::CancellationToken) {
             }
             for (slug, noted) in slugs {
                 if tally {
-                    if let Err(e) = store.tally(&slug, now_ms()).await {
+                    if let Err(e) = store.figures().tally(&slug, now_ms()).await {
                         tracing::warn!(project = %slug, error = %e, "tallying the lifetime counters; tried again soon");
                     }
                 }
-                match store.fold(&slug).await {
+                match store.figures().fold(&slug).await {
                     Ok(_) => {
                         if let Some(n) = noted {
-                            store.folded(&slug, n);
+                            store.figures().folded(&slug, n);
                         }
                     }
                     // What was not folded waits in the log; the next fold takes it.

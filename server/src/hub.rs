@@ -113,7 +113,7 @@ impl Hub {
                         let (store, tx) = (store.clone(), figures_tx.clone());
                         tokio::spawn(async move {
                             for slug in busy {
-                                match store.live_figures(&slug, now_ms()).await {
+                                match store.figures().live_figures(&slug, now_ms()).await {
                                     Ok(figures) => {
                                         if tx.send((slug, figures)).await.is_err() {
                                             return;
@@ -285,7 +285,11 @@ impl Hub {
             return Some((s.seq, s.text.clone()));
         }
         let started = Instant::now();
-        let board = match store.leaderboard(slug, PAGE_DOWNLOADERS, PAGE_RECENT).await {
+        let board = match store
+            .figures()
+            .leaderboard(slug, PAGE_DOWNLOADERS, PAGE_RECENT)
+            .await
+        {
             Ok(board) => board?,
             Err(e) => {
                 tracing::error!(error = %e, slug, "reading a snapshot");

@@ -17,7 +17,7 @@
 //!   failed.
 //!
 //! Crash safety: a segment is written, fsynced and renamed ([`crate::segment::write`]) before
-//! the script that registers it removes its items from Redis ([`Store::commit_segment`]), so a
+//! the script that registers it removes its items from Redis ([`crate::store::offload::Offload::commit_segment`]), so a
 //! kill at any instant leaves each item in Redis or in a registered segment, never both.
 //! [`step`] runs one step at a time and can stop after any of them ([`StopAfter`]), which is
 //! how the tests kill it at each instant.
@@ -126,9 +126,9 @@ impl Offloader {
     /// An offloader writing segments under the store's offload directory and log archives
     /// under `archive_dir`, with a lease token of its own.
     pub fn new(store: Store, archive_dir: PathBuf) -> Self {
-        let dir = store.offload_dir();
+        let dir = store.offload().offload_dir();
         let token = format!("{:032x}", rand::random::<u128>());
-        store.set_offload_token(&token);
+        store.offload().set_offload_token(&token);
         Self {
             store,
             dir,
@@ -147,12 +147,18 @@ impl Offloader {
 
     /// Takes or renews the lease of `slug`: whether this offloader holds it now.
     pub async fn lease(&self, slug: &str) -> StoreResult<bool> {
-        self.store.offload_lease(slug, &self.token, LEASE_MS).await
+        self.store
+            .offload()
+            .offload_lease(slug, &self.token, LEASE_MS)
+            .await
     }
 
     /// Gives the lease of `slug` up, if held (as a process does when it stops).
     pub async fn release(&self, slug: &str) -> StoreResult<()> {
-        self.store.release_offload_lease(slug, &self.token).await
+        self.store
+            .offload()
+            .release_offload_lease(slug, &self.token)
+            .await
     }
 
     /// Runs every second until `closing`, giving its leases up at the end.
@@ -160,14 +166,14 @@ impl Offloader {
         tokio::spawn(async move {
             let mut last_sweep = std::time::Instant::now() - Duration::from_secs(3600);
             let mut held: Vec<String> = Vec::new();
-            let mut wakes = self.store.offload_wakes().await.unwrap_or(0);
+            let mut wakes = self.store.offload().offload_wakes().await.unwrap_or(0);
             let mut idle: std::collections::HashMap<String, std::time::Instant> =
                 Default::default();
             loop {
                 let mut busy = false;
                 // Unreadable (a stall, a failover): nothing is done this round, and nothing
                 // is deleted for want of a list.
-                let slugs = match self.store.project_slugs().await {
+                let slugs = match self.store.projects().project_slugs().await {
                     Ok(slugs) => slugs,
                     Err(e) => {
                         tracing::warn!(error = %e, "reading the projects; offloading tried again in a second");
@@ -201,6 +207,7 @@ impl Offloader {
                             tracing::warn!(slug, error = %e, "offloading; tried again in a second");
                             let _ = self
                                 .store
+                                .offload()
                                 .note_offload(
                                     slug,
                                     vec![
@@ -237,7 +244,7 @@ impl Offloader {
                     if closed {
                         break;
                     }
-                    match self.store.offload_wakes().await {
+                    match self.store.offload().offload_wakes().await {
                         Ok(n) if n != wakes => {
                             wakes = n;
                             idle.clear();
@@ -251,7 +258,11 @@ impl Offloader {
                 }
             }
             for slug in held {
-                let _ = self.store.release_offload_lease(&slug, &self.token).await;
+                let _ = self
+                    .store
+                    .offload()
+                    .release_offload_lease(&slug, &self.token)
+                    .await;
             }
         });
     }
@@ -263,12 +274,13 @@ impl Offloader {
         // The lease first: the other processes do no more than this per project.
         if !self
             .store
+            .offload()
             .offload_lease(slug, &self.token, LEASE_MS)
             .await?
         {
             return Ok(None);
         }
-        let Some(settings) = self.store.project(slug).await? else {
+        let Some(settings) = self.store.projects().project(slug).await? else {
             return Ok(None);
         };
         // Each step on its own: one failing (a slow disk, a timeout) does not hold the
@@ -320,7 +332,12 @@ impl Offloader {
         }
         // Archiving failing, past its budget the log's oldest entries go, counted as lost.
         let shed = match archive_failed {
-            true => self.store.shed_log(slug, self.log_budget, SHED_STEP).await,
+            true => {
+                self.store
+                    .offload()
+                    .shed_log(slug, self.log_budget, SHED_STEP)
+                    .await
+            }
             false => Ok(0),
         };
         match shed {
@@ -345,7 +362,7 @@ impl Offloader {
                 fields.push(("error_t", now));
             }
         }
-        self.store.note_offload(slug, fields).await?;
+        self.store.offload().note_offload(slug, fields).await?;
         if let Some(e) = failure {
             return Err(e);
         }
@@ -360,7 +377,7 @@ impl Offloader {
             let n: u64 = client.scard(k.done()).await?;
             work.done = n >= s.offload_keep + s.segment_items.min(MAX_SEGMENT_ITEMS);
         }
-        let entries = self.store.segment_entries(slug).await?;
+        let entries = self.store.offload().segment_entries(slug).await?;
         let meta_queues: Option<String> = client.hget(k.meta(), "queues").await?;
         for part in crate::store::queue_parts(meta_queues.as_deref()) {
             let size: u64 = client.zcard(k.queue(&part)).await?;
@@ -409,13 +426,14 @@ impl Offloader {
         if len > keep + (keep / 10).max(1_000) {
             return self
                 .store
+                .fleet()
                 .log_entry_at(slug, (len - keep).min(LOG_STEP) - 1)
                 .await;
         }
         if len == 0 {
             return Ok(None);
         }
-        let oldest = self.store.log_page(slug, "-", "+", 1).await?;
+        let oldest = self.store.fleet().log_page(slug, "-", "+", 1).await?;
         let t = oldest
             .first()
             .and_then(|(id, _)| id.split('-').next()?.parse::<u64>().ok());

@@ -65,6 +65,7 @@ pub async fn project(store: &Store, slug: &str) -> OpsResult<Arc<Settings>> {
         return Err(OpsError::NoProject(slug.into()));
     }
     store
+        .projects()
         .project(slug)
         .await?
         .ok_or_else(|| OpsError::NoProject(slug.into()))

@@ -8,7 +8,7 @@
 //! choice for that pipeline's tags; without one, projects that require a token are skipped.
 //!
 //! [`refresh`] runs every few seconds in every process: it records each project's lifecycle
-//! changes ([`crate::store::Store::record_state`]) and each change of `auto_project`, with an
+//! changes ([`crate::store::projects::Projects::record_state`]) and each change of `auto_project`, with an
 //! audit entry by `tracker`. Several processes record each change once (`SET ... GET`).
 
 use crate::store::{may_serve, now_ms, Actor, Pipeline, Store, StoreResult};
@@ -210,7 +210,7 @@ pub fn entry(
 /// Reads every project and the saved list-level fields; `base` is the tracker's address for the
 /// leaderboard links.
 pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
-    let saved = store.warrior_projects().await?;
+    let saved = store.fleet().warrior_projects().await?;
     let saved: Value = saved
         .as_deref()
         .and_then(|s| serde_json::from_str(s).ok())
@@ -224,14 +224,14 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
         Some(Value::Array(a)) => a,
         _ => Vec::new(),
     };
-    let mut slugs = store.project_slugs().await?;
+    let mut slugs = store.projects().project_slugs().await?;
     slugs.sort();
     let mut projects = Vec::with_capacity(slugs.len());
     for slug in &slugs {
-        let Some((board, _)) = store.snapshot(slug, 0, 0).await? else {
+        let Some((board, _)) = store.figures().snapshot(slug, 0, 0).await? else {
             continue;
         };
-        let extras = store.project_extras(slug).await?;
+        let extras = store.people().project_extras(slug).await?;
         let priority = extras
             .get("priority")
             .and_then(|p| p.parse().ok())
@@ -241,7 +241,7 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
             .and_then(|l| serde_json::from_str(l).ok())
             .unwrap_or_default();
         let description = extras.get("description").map_or("", String::as_str);
-        let settings = store.project(slug).await?.unwrap_or_default();
+        let settings = store.projects().project(slug).await?.unwrap_or_default();
         let entry = entry(
             slug,
             &board.title,
@@ -283,7 +283,7 @@ pub async fn generate(store: &Store, base: &str) -> StoreResult<Generated> {
     Ok(Generated {
         doc,
         projects,
-        pin: store.auto_pin().await?,
+        pin: store.projects().auto_pin().await?,
     })
 }
 
@@ -331,7 +331,7 @@ pub async fn record_auto(
     generated: &Generated,
     chosen: Option<&str>,
 ) -> StoreResult<()> {
-    if let Some(old) = store.record_auto(chosen).await? {
+    if let Some(old) = store.projects().record_auto(chosen).await? {
         let Some(skipped) = auto_audit_due(&store.keys().projects()) else {
             return Ok(());
         };
@@ -419,7 +419,7 @@ pub async fn refresh(store: &Store, base: &str) -> StoreResult<()> {
     let generated = generate(store, base).await?;
     let now = now_ms();
     for p in &generated.projects {
-        match store.record_state(&p.slug, &p.state, now).await {
+        match store.projects().record_state(&p.slug, &p.state, now).await {
             // Destroyed since the list was read: nothing to record.
             Ok(_) | Err(crate::store::StoreError::NoProject) => {}
             Err(e) => return Err(e),

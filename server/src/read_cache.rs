@@ -233,8 +233,8 @@ impl DownloaderCache {
         }
         let now = store::now_ms();
         let (mut rows, sums) = tokio::try_join!(
-            store.all_downloaders(slug),
-            store.downloader_window(slug, now, window)
+            store.figures().all_downloaders(slug),
+            store.figures().downloader_window(slug, now, window)
         )?;
         store::set_window_sums(&mut rows, &sums);
         let rows = Arc::new(rows);

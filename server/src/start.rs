@@ -6,7 +6,7 @@
 //! - the bundles' brotli and gzip copies in the site's `pkg/`, remade when missing or older
 //!   than their bundle ([`crate::precompress`]; in the background);
 //! - the queues of projects made before random order lived in the scores, scored
-//!   ([`Store::shuffle_all_queues`](crate::store::Store::shuffle_all_queues); in the background).
+//!   ([`crate::store::queue::Queue::shuffle_all_queues`](crate::store::Store::shuffle_all_queues); in the background).
 //!
 //! The background tasks' outcome is [`Running::startup`]: the server logs it, tests wait on it.
 
@@ -157,7 +157,11 @@ async fn startup_tasks(store: crate::store::Store, pkg_dir: PathBuf) -> StartupR
             tracing::warn!(error = %e, dir = %pkg_dir.display(), "could not compress the bundles; they go out gzip-compressed per request")
         }
     }
-    let scored = store.shuffle_all_queues().await.map_err(|e| e.to_string());
+    let scored = store
+        .queue()
+        .shuffle_all_queues()
+        .await
+        .map_err(|e| e.to_string());
     match &scored {
         Ok(scored) => {
             for (slug, items) in scored {
@@ -245,7 +249,7 @@ async fn serve(
         tracing::warn!("requests still under way after {DRAIN:?}; stopping anyway");
     }
     // The contributors noted since the last flush, the drained requests' included.
-    if let Err(e) = store.flush_contributors().await {
+    if let Err(e) = store.figures().flush_contributors().await {
         tracing::warn!(error = %e, "writing this month's contributors at exit");
     }
     Ok(())

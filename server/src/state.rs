@@ -4,7 +4,7 @@
 //! | loop | what it does |
 //! |---|---|
 //! | the hub ([`hub::Hub::start`]) | one pub/sub subscription folded into the live frames |
-//! | the settings follower ([`Store::follow_settings`]) | drops cached settings when any process changes them |
+//! | the settings follower ([`crate::store::projects::Projects::follow_settings`]) | drops cached settings when any process changes them |
 //! | the contributors' flusher ([`store::contributors::spawn_flusher`]) | this month's contributors across all projects, every few seconds |
 //! | the folder ([`crate::folder`]) | the per-downloader figures and the events, from the completion log, every 200 ms |
 //! | the settings watcher (here) | on a settings change: forgets the cached reads, follows new projects' live channels |
@@ -100,14 +100,14 @@ impl App {
         {
             return Err(store::StoreError::Disk(why));
         }
-        let mut store = Store::connect(
+        let store = Store::connect(
             &config.redis_url,
             &config.namespace,
             8,
             config.offload_dir.clone(),
         )
         .await?;
-        store.set_fleet_silence(config.fleet_silence);
+        store.fleet().set_fleet_silence(config.fleet_silence);
         let hub = hub::Hub::start(&store).await?;
         let leptos = LeptosOptions::builder()
             .output_name("tracker")
@@ -117,13 +117,13 @@ impl App {
             .build();
         // Settings changed by any process reach this one at once (or within a second).
         let closing = tokio_util::sync::CancellationToken::new();
-        store.follow_settings(closing.clone()).await?;
+        store.projects().follow_settings(closing.clone()).await?;
         // This month's contributors across all projects, written every few seconds.
         store::contributors::spawn_flusher(store.clone(), closing.clone());
         // The per-downloader figures and the events, folded from the completion log.
         crate::folder::spawn(store.clone(), closing.clone());
         let read_cache = read_cache::ReadCache::default();
-        let (mut versions, cache) = (store.settings_versions(), read_cache.clone());
+        let (mut versions, cache) = (store.projects().settings_versions(), read_cache.clone());
         let (projects, watched) = (store.clone(), hub.clone());
         tokio::spawn(async move {
             while versions.changed().await.is_ok() {
@@ -149,7 +149,7 @@ impl App {
             config.base_url(&Default::default()),
         );
         // Warrior HQ's key, made now if it is not yet: later it is only read.
-        if let Err(e) = store.hq_key().await {
+        if let Err(e) = store.fleet().hq_key().await {
             tracing::warn!(error = %e, "reading Warrior HQ's key; tried again at the first update");
         }
         if config.offloader {

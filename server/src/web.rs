@@ -174,6 +174,7 @@ pub async fn known_project(
     }
     state
         .store
+        .projects()
         .project(slug)
         .await?
         .ok_or_else(ApiError::no_project)

@@ -158,8 +158,13 @@ async fn load(store: &Store, cfg: &Config) -> Result<(), String> {
         title: "Chaos".into(),
         domains: vec!["data".into()],
     };
-    store.create_project(&p).await.map_err(|e| e.to_string())?;
+    store
+        .projects()
+        .create_project(&p)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut s = (*store
+        .projects()
         .project(SLUG)
         .await
         .map_err(|e| e.to_string())?
@@ -171,6 +176,7 @@ async fn load(store: &Store, cfg: &Config) -> Result<(), String> {
     s.segment_items = cfg.segment_items;
     s.log_keep = cfg.log_keep;
     store
+        .projects()
         .save_settings(SLUG, &s)
         .await
         .map_err(|e| e.to_string())?;
@@ -178,6 +184,7 @@ async fn load(store: &Store, cfg: &Config) -> Result<(), String> {
     for start in (0..n).step_by(50_000) {
         let chunk: Vec<String> = (start..n.min(start + 50_000)).map(item_name).collect();
         added += store
+            .queue()
             .add_items(SLUG, "todo", &chunk)
             .await
             .map_err(|e| e.to_string())?;
@@ -300,6 +307,7 @@ pub async fn run(cfg: &Config) -> Report {
         report.violations.push(e);
     }
     report.done_after_chaos = store
+        .figures()
         .leaderboard(SLUG, 0, 0)
         .await
         .ok()
@@ -312,7 +320,7 @@ pub async fn run(cfg: &Config) -> Report {
     let drained = poll_until(drain_started + cfg.drain_deadline, || async {
         // Counts first: an item claimed before they were read is out in them, or done with
         // its warrior (or late sender) busy until told OK.
-        let Ok(Some(b)) = store.leaderboard(SLUG, 0, 0).await else {
+        let Ok(Some(b)) = store.figures().leaderboard(SLUG, 0, 0).await else {
             return false;
         };
         b.counts.todo == 0 && b.counts.out == 0 && shared.busy() == 0
@@ -320,7 +328,7 @@ pub async fn run(cfg: &Config) -> Report {
     .await;
     report.drain = drain_started.elapsed();
     if !drained {
-        let counts = store.leaderboard(SLUG, 0, 0).await.ok().flatten();
+        let counts = store.figures().leaderboard(SLUG, 0, 0).await.ok().flatten();
         report.violations.push(format!(
             "the drain did not finish within {} s: counts {:?}, {} warriors or late reports busy",
             cfg.drain_deadline.as_secs(),

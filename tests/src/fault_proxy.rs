@@ -49,7 +49,7 @@ pub async fn behind_proxy(app: &crate::TestApp, pool: usize) -> (FaultProxy, ser
         &app.namespace,
         pool,
         Duration::from_secs(2),
-        app.store.offload_dir(),
+        app.store.offload().offload_dir(),
     )
     .await
     .expect("a store through the proxy");

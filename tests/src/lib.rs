@@ -288,9 +288,14 @@ impl TestApp {
             title: format!("Project {slug}"),
             domains: vec!["data".into()],
         };
-        self.store.create_project(&p).await.expect("create project");
+        self.store
+            .projects()
+            .create_project(&p)
+            .await
+            .expect("create project");
         let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
         self.store
+            .queue()
             .add_items(slug, "todo", &items)
             .await
             .expect("add items");
@@ -310,7 +315,13 @@ impl TestApp {
     /// the items, none when there is nothing to give; panics on any other refusal.
     pub async fn claim_items(&self, slug: &str, name: &str, n: usize, now: u64) -> Vec<String> {
         use server::store::{ClaimOutcome, Refusal};
-        match self.store.claim(slug, &who(name, n), now).await.unwrap() {
+        match self
+            .store
+            .queue()
+            .claim(slug, &who(name, n), now)
+            .await
+            .unwrap()
+        {
             ClaimOutcome::Items(items, _) => items,
             ClaimOutcome::Refused(Refusal::NothingToGive) => vec![],
             other => panic!("unexpected {other:?}"),
@@ -357,6 +368,7 @@ impl TestApp {
     pub async fn settings(&self, slug: &str, f: impl FnOnce(&mut server::store::Settings)) {
         let mut s = (*self
             .store
+            .projects()
             .project(slug)
             .await
             .expect("read settings")
@@ -365,6 +377,7 @@ impl TestApp {
         f(&mut s);
         server::ops::validate_settings(&s).expect("valid settings");
         self.store
+            .projects()
             .save_settings(slug, &s)
             .await
             .expect("save settings");
@@ -374,6 +387,7 @@ impl TestApp {
     pub async fn counts(&self, slug: &str) -> app::model::Counts {
         let (board, _) = self
             .store
+            .figures()
             .snapshot(slug, 0, 0)
             .await
             .expect("snapshot")
@@ -446,7 +460,7 @@ impl TestApp {
 
     /// Panics unless `tracker check` finds the project's invariant intact.
     pub async fn assert_invariant(&self, slug: &str) {
-        let problems = self.store.check(slug).await.expect("check");
+        let problems = self.store.upkeep().check(slug).await.expect("check");
         assert!(
             problems.is_empty(),
             "invariant broken in {slug}: {problems:#?}"

@@ -138,7 +138,7 @@ pub async fn account(app: &TestApp, name: &str, role: Role, projects: &[&str]) {
         t: 0,
         gen: server::store::new_session_gen(),
     };
-    assert!(app.store.create_account(&account).await.unwrap());
+    assert!(app.store.people().create_account(&account).await.unwrap());
 }
 
 /// Makes an API token named `name` for `p`'s account; its secret.

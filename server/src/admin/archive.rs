@@ -62,7 +62,7 @@ pub async fn archive_log(
         let mut count = 0;
         let mut start = "-".to_string();
         loop {
-            let page = store.log_page(&slug, &start, &end, 1000).await?;
+            let page = store.fleet().log_page(&slug, &start, &end, 1000).await?;
             count += page.len() as u64;
             match page.last() {
                 Some((id, _)) if page.len() == 1000 => start = format!("({id}"),

@@ -123,10 +123,16 @@ impl FromRequestParts<AppState> for Caller {
             };
             let (user, id) = state
                 .store
+                .people()
                 .token_owner(&token_hash(secret), crate::store::now_ms())
                 .await?
                 .ok_or_else(revoked)?;
-            let account = state.store.account(&user).await?.ok_or_else(revoked)?;
+            let account = state
+                .store
+                .people()
+                .account(&user)
+                .await?
+                .ok_or_else(revoked)?;
             return Ok(Caller {
                 name: account.name,
                 role: account.role,
@@ -173,7 +179,7 @@ pub async fn session_account(state: &AppState, session: &Session) -> ApiResult<O
         .await
         .map_err(session_error)?
         .unwrap_or(0);
-    match state.store.account(&name).await? {
+    match state.store.people().account(&name).await? {
         Some(account) if account.gen == gen => Ok(Some(account)),
         _ => {
             session.flush().await.map_err(session_error)?;
@@ -199,7 +205,7 @@ pub(super) async fn info(state: &AppState, session: &Session) -> ApiResult<Admin
         role: account.as_ref().map(|a| a.role),
         projects: account.map(|a| a.projects).unwrap_or_default(),
         csrf,
-        setup_pending: state.store.account_count().await? == 0,
+        setup_pending: state.store.people().account_count().await? == 0,
     })
 }
 

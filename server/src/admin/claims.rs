@@ -33,7 +33,7 @@ pub async fn list_claims(
 ) -> ApiResult<Json<Vec<ClaimGroup>>> {
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
-    Ok(Json(state.store.claim_groups(&slug).await?))
+    Ok(Json(state.store.queue().claim_groups(&slug).await?))
 }
 
 /// `POST /admin/api/SLUG/release`: gives matching claims back to `todo`.
@@ -77,6 +77,7 @@ pub async fn release_claims(
     }
     let count = state
         .store
+        .queue()
         .release_matching(&slug, &filter, &caller.name, now, req.dry_run)
         .await?;
     if !req.dry_run {
@@ -109,7 +110,7 @@ pub async fn list_failed(
 ) -> ApiResult<Json<FailedList>> {
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
-    let (items, total) = state.store.failed_items(&slug, 1000).await?;
+    let (items, total) = state.store.queue().failed_items(&slug, 1000).await?;
     Ok(Json(FailedList { items, total }))
 }
 
@@ -136,6 +137,7 @@ pub async fn resolve_failed(
     };
     let count = state
         .store
+        .queue()
         .resolve_failed(
             &slug,
             req.items.as_deref(),

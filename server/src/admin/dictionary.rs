@@ -31,7 +31,7 @@ pub async fn show_dictionary(
 ) -> ApiResult<Json<Option<DictionaryInfo>>> {
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
-    Ok(Json(state.store.dictionary(&slug).await?))
+    Ok(Json(state.store.projects().dictionary(&slug).await?))
 }
 
 /// `PUT /admin/api/SLUG/dictionary` with the dictionary as the body (raw, or in a zstd frame
@@ -67,7 +67,7 @@ pub async fn set_dictionary(
             "Not a zstd dictionary the grab scripts can use: {why}."
         )));
     }
-    let info = state.store.set_dictionary(&slug, &body).await?;
+    let info = state.store.projects().set_dictionary(&slug, &body).await?;
     caller
         .record(
             &state,

@@ -81,8 +81,10 @@ pub async fn show_fleet(
     }
     let limit = query.limit.unwrap_or(200).min(MAX_LIMIT);
     let now = now_ms();
-    let (clients, warriors) =
-        tokio::try_join!(state.store.api_fleet(now), state.store.fleet(now),)?;
+    let (clients, warriors) = tokio::try_join!(
+        state.store.fleet().api_fleet(now),
+        state.store.fleet().registered(now),
+    )?;
     let visible = |project: &str| caller.may_view(project).is_ok();
     let clients: Vec<FleetClient> = clients
         .into_iter()
@@ -110,7 +112,7 @@ pub async fn show_fleet(
     let page = |len: usize| query.offset.min(len)..query.offset.saturating_add(limit).min(len);
     Ok(Json(FleetView {
         now,
-        silence_s: state.store.fleet_silence_ms() / 1000,
+        silence_s: state.store.fleet().fleet_silence_ms() / 1000,
         downloaders_matched: clients.len() as u64,
         downloaders: clients.drain(page(clients.len())).collect(),
         warriors_matched: warriors.len() as u64,

@@ -38,6 +38,7 @@ pub async fn show_queues(
     known_project(&state, &slug).await?;
     let (board, queues) = state
         .store
+        .figures()
         .snapshot(&slug, 0, 0)
         .await?
         .ok_or_else(ApiError::no_project)?;
@@ -80,7 +81,7 @@ pub async fn show_item(
             "An item name is 1 to {max} bytes."
         )));
     }
-    let status = state.store.item_status(&slug, &q.name).await?;
+    let status = state.store.queue().item_status(&slug, &q.name).await?;
     Ok(Json(ItemInfo {
         item: q.name,
         state: status.state,
@@ -181,6 +182,7 @@ pub async fn move_items(
     let regex = parse_regex(&req.regex)?;
     let count = state
         .store
+        .queue()
         .move_items(&slug, &req.from, &req.to, regex.as_ref(), req.dry_run)
         .await?;
     if !req.dry_run {
@@ -221,6 +223,7 @@ pub async fn clear_queue(
     }
     let count = state
         .store
+        .queue()
         .clear_queue(&slug, &req.queue, req.dry_run)
         .await?;
     if !req.dry_run {
@@ -255,6 +258,7 @@ pub async fn search_items(
     let q = ops::items::search_query(&p)?;
     let page = state
         .store
+        .queue()
         .search_items(&slug, &q, crate::store::now_ms())
         .await?;
     Ok(Json(page))
@@ -308,6 +312,7 @@ pub async fn act_on_search(
     let now = crate::store::now_ms();
     let acted = state
         .store
+        .queue()
         .act_on_search(&slug, &q, &action, &caller.name, now, req.dry_run)
         .await?;
     if acted.too_many {

@@ -46,9 +46,9 @@ async fn listing_of(
     let generated = project_list::generate(&state.store, &state.config.base_url(headers)).await?;
     let project = generated.projects.iter().find(|p| p.slug == slug);
     Ok(ProjectListing {
-        listing: state.store.listing(slug).await?,
+        listing: state.store.projects().listing(slug).await?,
         state: project.map(|p| p.state.clone()).unwrap_or_default(),
-        transitions: state.store.transitions(slug).await?,
+        transitions: state.store.projects().transitions(slug).await?,
         entry: project
             .and_then(|p| p.entry.clone())
             .unwrap_or(serde_json::Value::Null),
@@ -73,7 +73,7 @@ pub async fn save_listing(
     caller.may_change(&slug)?;
     known_project(&state, &slug).await?;
     let listing = check_listing(listing).map_err(ApiError::bad_request)?;
-    let before = state.store.listing(&slug).await?;
+    let before = state.store.projects().listing(&slug).await?;
     if listing.weight != before.weight {
         // Which projects "auto" Warriors run is the whole fleet's: a global admin's to set.
         caller.must_be_global().map_err(|_| {
@@ -155,7 +155,7 @@ pub async fn pin_auto(
         }
         known_project(&state, p).await?;
     }
-    state.store.set_auto_pin(pin.as_deref()).await?;
+    state.store.projects().set_auto_pin(pin.as_deref()).await?;
     let detail = pin
         .as_deref()
         .map_or("unpinned".into(), |p| format!("pinned to {p}"));

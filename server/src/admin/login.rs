@@ -78,12 +78,13 @@ impl PasswordCheck<'_> {
         let store = &self.state.store;
         let net = crate::web::network(&self.ip);
         let known = match &self.device {
-            Some(d) => store.known_device(name, &token_hash(d)).await?,
+            Some(d) => store.people().known_device(name, &token_hash(d)).await?,
             None => false,
         };
         let window = ATTEMPT_WINDOW_S;
         if !known {
             if let Some(wait) = store
+                .people()
                 .login_name(name, false, MAX_ATTEMPTS_PER_NAME, window)
                 .await?
             {
@@ -95,13 +96,18 @@ impl PasswordCheck<'_> {
         let undo_name = || async {
             if !known {
                 store
+                    .people()
                     .login_name(name, true, MAX_ATTEMPTS_PER_NAME, window)
                     .await?;
             }
             ApiResult::Ok(())
         };
         let limits = (MAX_ATTEMPTS_PER_NAME_AND_NET, MAX_ATTEMPTS_PER_NET);
-        if let Some(wait) = store.login_attempt(name, &net, limits, window).await? {
+        if let Some(wait) = store
+            .people()
+            .login_attempt(name, &net, limits, window)
+            .await?
+        {
             undo_name().await?;
             tracing::warn!(user = %name, ip = %self.ip, "admin login throttled");
             return Err(ApiError::RateLimited(wait));
@@ -112,12 +118,12 @@ impl PasswordCheck<'_> {
         )
         .await;
         let Ok(Ok(permit)) = checked else {
-            store.login_undo(name, &net, false).await?;
+            store.people().login_undo(name, &net, false).await?;
             undo_name().await?;
             tracing::warn!(user = %name, ip = %self.ip, "admin login: no password check free");
             return Err(ApiError::RateLimited(PASSWORD_CHECK_WAIT.as_secs().max(1)));
         };
-        let account = store.account(name).await?;
+        let account = store.people().account(name).await?;
         let hash = account.as_ref().map(|a| a.hash.clone());
         let ok = verify_password(password, hash).await;
         drop(permit);
@@ -125,7 +131,7 @@ impl PasswordCheck<'_> {
             tracing::warn!(user = %name, ip = %self.ip, "wrong admin password");
             return Ok(None);
         };
-        store.login_undo(name, &net, true).await?;
+        store.people().login_undo(name, &net, true).await?;
         undo_name().await?;
         Ok(Some(account))
     }
@@ -168,7 +174,7 @@ pub async fn log_in(
                 .await;
         if let Ok(Some(hash)) = rehashed {
             account.hash = hash;
-            store.save_account(&account).await?;
+            store.people().save_account(&account).await?;
         }
     }
     start_session(&session, &account.name, account.gen).await?;
@@ -184,6 +190,7 @@ pub async fn log_in(
         .filter(|d| d.len() >= 32)
         .unwrap_or_else(|| crate::store::random_token(40));
     store
+        .people()
         .remember_device(&account.name, &token_hash(&device), now_ms())
         .await?;
     let cookie = Cookie::build((DEVICE_COOKIE, device))
@@ -284,17 +291,17 @@ pub async fn set_up(
     Json(req): Json<Setup>,
 ) -> ApiResult<Json<AdminSession>> {
     let store = &state.store;
-    if store.account_count().await? > 0 {
+    if store.people().account_count().await? > 0 {
         return Err(ApiError::forbidden("Setup is done: log in."));
     }
-    let expected = store.setup_token().await?.unwrap_or_default();
+    let expected = store.people().setup_token().await?.unwrap_or_default();
     if expected.is_empty() || !constant_time_eq(req.token.as_bytes(), expected.as_bytes()) {
         return Err(ApiError::forbidden("Wrong or expired setup token."));
     }
     let account =
         crate::ops::accounts::new_account(&req.username, req.password, Role::Global, vec![])
             .await?;
-    if !store.create_account(&account).await? {
+    if !store.people().create_account(&account).await? {
         return Err(ApiError::Client(
             StatusCode::CONFLICT,
             "That name is taken.".into(),

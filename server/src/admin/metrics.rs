@@ -174,13 +174,13 @@ async fn render(state: &AppState, only: Option<&[String]>) -> ApiResult<String> 
     let unfolded = Family::<ProjectLabels, Gauge>::default();
     let lifetime = Lifetime::default();
     let offload = Offload::default();
-    let mut slugs = store.project_slugs().await?;
+    let mut slugs = store.projects().project_slugs().await?;
     if let Some(only) = only {
         slugs.retain(|s| only.contains(s));
     }
     slugs.sort();
     for slug in slugs {
-        let Some((board, parts)) = store.snapshot(&slug, 0, 0).await? else {
+        let Some((board, parts)) = store.figures().snapshot(&slug, 0, 0).await? else {
             continue;
         };
         let project = || ProjectLabels {
@@ -199,7 +199,7 @@ async fn render(state: &AppState, only: Option<&[String]>) -> ApiResult<String> 
         set("claimed", board.counts.out);
         set("done", board.counts.done);
         set("failed", board.counts.failed);
-        let disk = store.offload_summary(&slug).await?;
+        let disk = store.offload().offload_summary(&slug).await?;
         set("on_disk_done", disk.done_on_disk);
         set("on_disk_todo", disk.todo_on_disk);
         offload.set(&slug, &disk);
@@ -210,9 +210,9 @@ async fn render(state: &AppState, only: Option<&[String]>) -> ApiResult<String> 
             .get_or_create(&project())
             .inc_by(board.total_bytes);
         lifecycle.get_or_create(&by_state(&board.state)).set(1);
-        let at_work = store.warriors_at_work(&slug, now).await?;
+        let at_work = store.fleet().warriors_at_work(&slug, now).await?;
         warriors.get_or_create(&project()).set(at_work as i64);
-        let minutes = store.minutes(&slug, now, RECENT_MINUTES).await?;
+        let minutes = store.figures().minutes(&slug, now, RECENT_MINUTES).await?;
         for c in RECENT_EVENTS {
             recent
                 .get_or_create(&ProjectEventLabels {
@@ -225,19 +225,19 @@ async fn render(state: &AppState, only: Option<&[String]>) -> ApiResult<String> 
         let ms = crate::store::stats::sum(&minutes, crate::keys::Counter::RoundTripMs);
         let mean = crate::store::stats::ratio(ms, trips).unwrap_or(0.0) / 1000.0;
         round_trip.get_or_create(&project()).set(mean);
-        let (entries, _) = store.unfolded(&slug).await?;
+        let (entries, _) = store.figures().unfolded(&slug).await?;
         unfolded.get_or_create(&project()).set(entries as i64);
-        let mut totals = store.lifetime(&slug, now).await?;
+        let mut totals = store.figures().lifetime(&slug, now).await?;
         if totals.is_none() {
             // A project no process tallied yet (new, or the tally far behind): tallied now.
-            store.tally(&slug, now).await?;
-            totals = store.lifetime(&slug, now).await?;
+            store.figures().tally(&slug, now).await?;
+            totals = store.figures().lifetime(&slug, now).await?;
         }
         if let Some(totals) = totals {
             lifetime.set(&slug, &totals);
         }
     }
-    let (used, max) = store.redis_memory_bytes().await?;
+    let (used, max) = store.queue().redis_memory_bytes().await?;
     let used_gauge = Gauge::<i64>::default();
     used_gauge.set(used as i64);
     let max_gauge = Gauge::<i64>::default();

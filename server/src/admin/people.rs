@@ -29,7 +29,7 @@ pub async fn list_users(
 ) -> ApiResult<Json<Vec<AccountInfo>>> {
     caller.must_be_global()?;
     caller.must_use_session()?;
-    let accounts = state.store.accounts().await?;
+    let accounts = state.store.people().accounts().await?;
     Ok(Json(accounts.iter().map(Account::info).collect()))
 }
 
@@ -107,6 +107,7 @@ pub async fn delete_user(
     let name = name.to_lowercase();
     let account = state
         .store
+        .people()
         .account(&name)
         .await?
         .ok_or_else(|| ApiError::not_found("No such account."))?;
@@ -115,8 +116,8 @@ pub async fn delete_user(
             "The last global admin cannot be deleted.",
         ));
     }
-    state.store.delete_account(&name).await?;
-    let tokens = state.store.revoke_all_tokens(&name).await?;
+    state.store.people().delete_account(&name).await?;
+    let tokens = state.store.people().revoke_all_tokens(&name).await?;
     caller
         .record(
             &state,
@@ -177,7 +178,12 @@ pub async fn list_blocks(
     let now = now_ms();
     let mut rows = Vec::new();
     for (kind, name) in [(BlockKind::Ip, "ip"), (BlockKind::Downloader, "dl")] {
-        for (value, entry) in state.store.blocks(q.project.as_deref(), kind).await? {
+        for (value, entry) in state
+            .store
+            .projects()
+            .blocks(q.project.as_deref(), kind)
+            .await?
+        {
             rows.push(BlockRow {
                 kind: name.into(),
                 value,
@@ -277,6 +283,7 @@ pub async fn list_audit(
     let project = q.project.filter(|p| !p.is_empty());
     let entries = state
         .store
+        .people()
         .audit_log(limit, |e| {
             who.as_ref().is_none_or(|w| &e.who == w)
                 && (actions.is_empty()

@@ -27,7 +27,7 @@ pub async fn list_pipelines(
     caller: Caller,
 ) -> ApiResult<Json<Vec<Pipeline>>> {
     caller.must_be_global()?;
-    Ok(Json(state.store.pipelines().await?))
+    Ok(Json(state.store.people().pipelines().await?))
 }
 
 /// `POST /admin/api/pipelines`: issues a pipeline token; the answer is the only place its

@@ -96,9 +96,10 @@ pub async fn show_list(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> ApiResult<Json<WarriorList>> {
-    let current = state.store.warrior_projects().await?;
+    let current = state.store.fleet().warrior_projects().await?;
     let versions = state
         .store
+        .fleet()
         .warrior_projects_versions()
         .await?
         .into_iter()
@@ -128,6 +129,7 @@ pub async fn save_list(
         let text = doc.to_string();
         state
             .store
+            .fleet()
             .save_warrior_projects(&text, &caller.name, now_ms())
             .await?;
         let n = doc["projects"].as_array().map_or(0, Vec::len) as u64;
@@ -154,12 +156,13 @@ pub async fn restore_list(
     Json(req): Json<Restore>,
 ) -> ApiResult<Json<RestoredList>> {
     caller.must_be_global()?;
-    let versions = state.store.warrior_projects_versions().await?;
+    let versions = state.store.fleet().warrior_projects_versions().await?;
     let v = versions
         .get(req.index)
         .ok_or_else(|| ApiError::not_found("No such version."))?;
     state
         .store
+        .fleet()
         .save_warrior_projects(&v.json, &caller.name, now_ms())
         .await?;
     caller

@@ -36,15 +36,15 @@ pub async fn show_overview(
     let store = &state.store;
     let mut projects = Vec::new();
     let now = now_ms();
-    for summary in store.list_projects(now).await? {
+    for summary in store.figures().list_projects(now).await? {
         if caller.may_view(&summary.slug).is_err() {
             continue;
         }
-        let Some((board, queues)) = store.snapshot(&summary.slug, 0, 0).await? else {
+        let Some((board, queues)) = store.figures().snapshot(&summary.slug, 0, 0).await? else {
             continue;
         };
-        let extras = store.project_extras(&summary.slug).await?;
-        let minutes = store.minutes(&summary.slug, now, 10).await?;
+        let extras = store.people().project_extras(&summary.slug).await?;
+        let minutes = store.figures().minutes(&summary.slug, now, 10).await?;
         let items = crate::store::stats::sum(&minutes, crate::keys::Counter::DoneItems);
         projects.push(ProjectRow {
             slug: summary.slug.clone(),
@@ -65,7 +65,7 @@ pub async fn show_overview(
     projects.sort_by(|a, b| a.priority.cmp(&b.priority).then(a.slug.cmp(&b.slug)));
     Ok(Json(Overview {
         projects,
-        redis_memory: store.redis_memory().await?,
+        redis_memory: store.queue().redis_memory().await?,
         version: env!("CARGO_PKG_VERSION").to_string(),
     }))
 }
@@ -118,7 +118,7 @@ pub async fn destroy_project(
     if q.confirm != slug {
         return Err(ApiError::bad_request("Type the project's slug to confirm."));
     }
-    let (keys, mark) = state.store.destroy_project(&slug).await?;
+    let (keys, mark) = state.store.queue().destroy_project(&slug).await?;
     // Its segments and log archives go with it (else a new project of the slug would inherit
     // them); if this fails, the offloader's sweep finishes it, and the slug stays reserved
     // until then.
@@ -130,7 +130,7 @@ pub async fn destroy_project(
     )
     .await
     {
-        Ok(()) => state.store.forget_destroyed(&slug, &mark).await?,
+        Ok(()) => state.store.queue().forget_destroyed(&slug, &mark).await?,
         Err(e) => {
             tracing::warn!(slug, error = %e, "deleting a destroyed project's files; the offloader tries again")
         }
@@ -222,8 +222,12 @@ pub async fn rotate_backfeed_key(
         }
     };
     settings.backfeed_key = keys.join(",");
-    state.store.save_settings(&slug, &settings).await?;
-    state.store.forget_fed(&slug, &gone).await?;
+    state
+        .store
+        .projects()
+        .save_settings(&slug, &settings)
+        .await?;
+    state.store.queue().forget_fed(&slug, &gone).await?;
     caller.record(&state, action, &slug, 0, id).await?;
     Ok(Json(BackfeedKey {
         backfeed_key: settings.backfeed_key,

@@ -36,12 +36,13 @@ pub async fn show_settings(
     let secrets_hidden = caller.role == Role::ReadOnly;
     let backfeed_keys = state
         .store
+        .queue()
         .fed_by_keys(&slug, &settings.backfeed_key, secrets_hidden)
         .await?;
     if secrets_hidden {
         settings.backfeed_key.clear();
     }
-    let extras = state.store.project_extras(&slug).await?;
+    let extras = state.store.people().project_extras(&slug).await?;
     let admins = project_admins(&state, &slug).await?;
     Ok(Json(ProjectSettings {
         settings,
@@ -52,7 +53,7 @@ pub async fn show_settings(
                 .and_then(|p| p.parse().ok())
                 .unwrap_or(0),
         ),
-        targets: state.store.upload_targets(&slug).await?,
+        targets: state.store.projects().upload_targets(&slug).await?,
         admins: Some(admins),
         secrets_hidden,
         backfeed_keys,
@@ -63,6 +64,7 @@ pub async fn show_settings(
 async fn project_admins(state: &AppState, slug: &str) -> ApiResult<Vec<String>> {
     Ok(state
         .store
+        .people()
         .accounts()
         .await?
         .into_iter()
@@ -87,7 +89,7 @@ fn normalised_names(wanted: &[String]) -> Vec<String> {
 async fn check_admins(state: &AppState, wanted: &[String]) -> ApiResult<Vec<String>> {
     let names = normalised_names(wanted);
     for name in &names {
-        match state.store.account(name).await? {
+        match state.store.people().account(name).await? {
             None => return Err(ApiError::bad_request(format!("No account {name:?}."))),
             Some(a) if a.role != Role::Project => {
                 return Err(ApiError::bad_request(format!(
@@ -108,7 +110,7 @@ pub(super) async fn set_project_admins(
     wanted: &[String],
 ) -> ApiResult<Vec<String>> {
     let mut changed = Vec::new();
-    for mut a in state.store.accounts().await? {
+    for mut a in state.store.people().accounts().await? {
         if a.role != Role::Project {
             continue;
         }
@@ -122,7 +124,7 @@ pub(super) async fn set_project_admins(
         } else {
             a.projects.retain(|p| p != slug);
         }
-        state.store.save_account(&a).await?;
+        state.store.people().save_account(&a).await?;
         changed.push(a.name);
     }
     Ok(changed)
@@ -171,7 +173,7 @@ pub async fn save_settings(
     };
     let description = sanitise_html(&req.description);
     let store = &state.store;
-    let extras = store.project_extras(&slug).await?;
+    let extras = store.people().project_extras(&slug).await?;
     let old_priority: i64 = extras
         .get("priority")
         .and_then(|p| p.parse().ok())
@@ -194,6 +196,7 @@ pub async fn save_settings(
     ops::settings::save(store, &caller.actor(), &slug, &before, &settings).await?;
     if extras.get("description").map_or("", String::as_str) != description {
         store
+            .people()
             .set_project_extra(&slug, "description", &description)
             .await?;
         caller
@@ -208,6 +211,7 @@ pub async fn save_settings(
     }
     if let Some(priority) = priority {
         store
+            .people()
             .set_project_extra(&slug, "priority", &priority.to_string())
             .await?;
         caller

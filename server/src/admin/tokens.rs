@@ -40,7 +40,9 @@ pub async fn list_tokens(
     caller: Caller,
 ) -> ApiResult<Json<Vec<ApiToken>>> {
     needs_session(&caller)?;
-    Ok(Json(state.store.tokens(&caller.name, now_ms()).await?))
+    Ok(Json(
+        state.store.people().tokens(&caller.name, now_ms()).await?,
+    ))
 }
 
 /// `POST /admin/api/tokens`: a new token for the caller, acting with the caller's role.
@@ -75,7 +77,7 @@ pub async fn create_token(
     }
     let store = &state.store;
     let now = now_ms();
-    if store.tokens(&caller.name, now).await?.len() >= MAX_TOKENS {
+    if store.people().tokens(&caller.name, now).await?.len() >= MAX_TOKENS {
         return Err(ApiError::bad_request(format!(
             "At most {MAX_TOKENS} tokens per account: revoke one first."
         )));
@@ -94,6 +96,7 @@ pub async fn create_token(
     };
     let secret = format!("trk_{}", crate::store::random_token(40));
     store
+        .people()
         .create_token(&caller.name, &token, &token_hash(&secret))
         .await?;
     caller
@@ -121,7 +124,7 @@ pub async fn revoke_token(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     needs_session(&caller)?;
-    if !state.store.revoke_token(&caller.name, &id).await? {
+    if !state.store.people().revoke_token(&caller.name, &id).await? {
         return Err(ApiError::not_found("No such token."));
     }
     caller.record(&state, "token.revoke", "", 1, id).await?;
@@ -145,10 +148,10 @@ pub async fn list_account_tokens(
     caller.must_be_global()?;
     needs_session(&caller)?;
     let name = name.to_lowercase();
-    if state.store.account(&name).await?.is_none() {
+    if state.store.people().account(&name).await?.is_none() {
         return Err(ApiError::not_found("No such account."));
     }
-    Ok(Json(state.store.tokens(&name, now_ms()).await?))
+    Ok(Json(state.store.people().tokens(&name, now_ms()).await?))
 }
 
 /// `DELETE /admin/api/users/NAME/tokens/ID` (global admins, from a session): revokes a token of
@@ -170,7 +173,7 @@ pub async fn revoke_account_token(
     caller.must_be_global()?;
     needs_session(&caller)?;
     let name = name.to_lowercase();
-    if !state.store.revoke_token(&name, &id).await? {
+    if !state.store.people().revoke_token(&name, &id).await? {
         return Err(ApiError::not_found("No such token."));
     }
     caller

@@ -116,7 +116,12 @@ pub async fn add_backfeed(
         .into_response());
     }
     let settings = match crate::store::valid_slug(slug) {
-        true => state.store.project(slug).await?.ok_or_else(forbidden)?,
+        true => state
+            .store
+            .projects()
+            .project(slug)
+            .await?
+            .ok_or_else(forbidden)?,
         false => return Err(forbidden()),
     };
     // Any of the project's keys (one per grab script that feeds it: `backfeed_key=k1,k2`).
@@ -138,7 +143,7 @@ pub async fn add_backfeed(
         .as_deref()
         .map(|s| one_char(Some(s), '\x1f', "itemseparator"))
         .transpose()?;
-    let patterns = state.store.patterns(slug).await?;
+    let patterns = state.store.projects().patterns(slug).await?;
     // Shards are made when first named (urls-grab names a new one every day:
     // `periodic<YEAR><DAY>`), if the project's shard pattern admits the name, up to a cap of
     // shard queues per project.
@@ -161,7 +166,7 @@ pub async fn add_backfeed(
         }
         Some(shard) => {
             let queue = format!("todo:backfeed:{shard}");
-            let mut shards = state.store.backfeed_shards(slug).await?;
+            let mut shards = state.store.projects().backfeed_shards(slug).await?;
             let full = |shards: &[String]| {
                 !shards.iter().any(|s| s == shard) && shards.len() >= MAX_SHARDS
             };
@@ -169,6 +174,7 @@ pub async fn add_backfeed(
                 // Yesterday's shards that were drained make room for today's.
                 let retired = state
                     .store
+                    .projects()
                     .retire_empty_shards(slug, &settings.backfeed_shards)
                     .await?;
                 if !retired.is_empty() {
@@ -219,6 +225,7 @@ pub async fn add_backfeed(
     })??;
     let outcome = state
         .store
+        .queue()
         .backfeed(
             slug,
             &queue,
@@ -233,6 +240,7 @@ pub async fn add_backfeed(
     let id = crate::store::fed::key_id(fed_by);
     if let Err(e) = state
         .store
+        .queue()
         .count_fed(slug, &id, added + duplicates, added, now_ms())
         .await
     {

@@ -47,6 +47,7 @@ pub async fn get_upload_target(
     known_project(&state, &slug).await?;
     let active: Vec<String> = state
         .store
+        .projects()
         .upload_targets(&slug)
         .await?
         .into_iter()
@@ -102,7 +103,7 @@ pub async fn report_uploaded(
     }
     known_project(&state, &slug).await?;
     let record = serde_json::json!({ "uploader": req.uploader, "item": item, "server": req.server, "t": now_ms() });
-    state.store.record_upload(&slug, &record).await?;
+    state.store.projects().record_upload(&slug, &record).await?;
     Ok("OK\n".into_response())
 }
 
@@ -215,6 +216,7 @@ pub async fn rescue_items(
         let net = crate::web::network(&client_ip(peer, &headers, state.config.trust_proxy));
         if let Some(wait) = state
             .store
+            .projects()
             .rescue_attempt(&net, limits.rescue_per_minute, now_ms())
             .await?
         {
@@ -250,6 +252,7 @@ pub async fn rescue_items(
         .collect();
     let added = state
         .store
+        .queue()
         .add_items(&slug, crate::keys::TODO, &valid)
         .await?;
     let message = format!(
@@ -286,14 +289,18 @@ pub async fn get_dictionary(
 ) -> ApiResult<Response> {
     known_project(&state, &q.project).await?;
     let found = match q.id.as_deref() {
-        None => state.store.dictionary(&q.project).await?,
+        None => state.store.projects().dictionary(&q.project).await?,
         Some(id) => {
             let id = id
                 .parse::<u64>()
                 .ok()
                 .filter(|_| id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()))
                 .ok_or_else(|| ApiError::bad_request("id is a dictionary's decimal id."))?;
-            let found = state.store.dictionary_by_id(&q.project, id).await?;
+            let found = state
+                .store
+                .projects()
+                .dictionary_by_id(&q.project, id)
+                .await?;
             if found.is_none() {
                 return Err(ApiError::not_found(format!(
                     "No dictionary {id} in this project (or no longer kept: the last {} are).",
@@ -329,7 +336,7 @@ pub async fn download_dictionary(
     Path((slug, id)): Path<(String, u64)>,
 ) -> ApiResult<Response> {
     known_project(&state, &slug).await?;
-    let Some(bytes) = state.store.dictionary_bytes(&slug, id).await? else {
+    let Some(bytes) = state.store.projects().dictionary_bytes(&slug, id).await? else {
         return Err(ApiError::not_found(
             "No such dictionary (or no longer kept).",
         ));

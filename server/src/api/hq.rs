@@ -61,7 +61,7 @@ pub async fn register_warrior(
     let ip = client_ip(peer, &headers, state.config.trust_proxy);
     let net = format!("register {}", crate::web::network(&ip));
     throttle(&state, &net, HQ_REGISTERS_PER_S, HQ_REGISTERS_BURST)?;
-    let id = state.store.register_warrior().await?;
+    let id = state.store.fleet().register_warrior().await?;
     Ok(Json(serde_json::json!({ "warrior_id": id.to_string() })))
 }
 
@@ -95,6 +95,7 @@ pub async fn update_warrior(
     // Ours, or derived for this network and user agent (an empty, unknown or foreign id).
     let id = state
         .store
+        .fleet()
         .hq_id_for(warrior_id(&warrior.warrior_id), &net, &user_agent)
         .await?;
     let record = WarriorRecord {
@@ -117,7 +118,7 @@ pub async fn update_warrior(
     // An instance that cannot be recorded (Redis full, the fleet or its network holding as
     // many as it may) is not counted, but the warrior still gets its list: without it, it
     // would run nothing.
-    match state.store.update_warrior(&record, &net, now).await {
+    match state.store.fleet().update_warrior(&record, &net, now).await {
         Ok(Ok(())) | Err(crate::store::StoreError::Full) => {}
         Ok(Err(refusal)) => note_unrecorded(refusal),
         Err(e) => return Err(e.into()),
@@ -231,7 +232,7 @@ fn lat_lng(v: &serde_json::Value) -> ApiResult<Option<(f64, f64)>> {
     responses((status = 200, body = FleetStats)),
 )]
 pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<FleetStats>> {
-    Ok(Json(state.store.fleet_stats(now_ms()).await?))
+    Ok(Json(state.store.fleet().fleet_stats(now_ms()).await?))
 }
 
 /// `GET /stats.json`, as ArchiveTeam's warrior-hq served it: `{"projects": [[selected, n]...]
@@ -240,7 +241,7 @@ pub async fn get_fleet_stats(State(state): State<AppState>) -> ApiResult<Json<Fl
 /// whole degree says no more).
 #[utoipa::path(get, path = "/stats.json", tag = "warrior-hq")]
 pub async fn get_hq_stats(State(state): State<AppState>) -> ApiResult<Response> {
-    let stats = state.store.fleet_stats(now_ms()).await?;
+    let stats = state.store.fleet().fleet_stats(now_ms()).await?;
     let mut projects: Vec<(Option<String>, u64)> = stats
         .projects
         .into_iter()
@@ -266,7 +267,7 @@ pub async fn get_hq_stats(State(state): State<AppState>) -> ApiResult<Response> 
 /// distinct position.
 #[utoipa::path(get, path = "/positions.json", tag = "warrior-hq")]
 pub async fn get_hq_positions(State(state): State<AppState>) -> ApiResult<Response> {
-    let stats = state.store.fleet_stats(now_ms()).await?;
+    let stats = state.store.fleet().fleet_stats(now_ms()).await?;
     let positions: Vec<(i32, i32)> = stats
         .positions
         .iter()

@@ -89,7 +89,7 @@ impl FromRequestParts<AppState> for CallerPipeline {
         let Some(secret) = secret else {
             return Ok(CallerPipeline(None));
         };
-        let lookup = async { Ok(state.store.pipeline_by_secret(&secret).await?) };
+        let lookup = async { Ok(state.store.people().pipeline_by_secret(&secret).await?) };
         match within_deadline(state, lookup).await? {
             Some(p) => Ok(CallerPipeline(Some(p))),
             None => Err(ApiError::forbidden("Unknown or revoked pipeline token.")),

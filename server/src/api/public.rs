@@ -71,10 +71,10 @@ pub async fn get_stats(
     if !crate::store::valid_slug(&slug) {
         return Err(ApiError::no_project());
     }
-    let Some(b) = state.store.leaderboard(&slug, 0, 0).await? else {
+    let Some(b) = state.store.figures().leaderboard(&slug, 0, 0).await? else {
         return Err(ApiError::no_project());
     };
-    let downloaders = state.store.all_downloaders(&slug).await?;
+    let downloaders = state.store.figures().all_downloaders(&slug).await?;
     let bytes: serde_json::Map<_, _> = downloaders
         .iter()
         .map(|d| (d.name.clone(), json!(d.bytes)))
@@ -86,9 +86,10 @@ pub async fn get_stats(
     let names: Vec<&str> = downloaders.iter().map(|d| d.name.as_str()).collect();
     let minutes = state
         .store
+        .figures()
         .minutes(&slug, crate::store::now_ms(), 60)
         .await?;
-    let rates = LegacyRates::from(&tracker_stats(&minutes, &[], 0));
+    let rates = LegacyRates::from(&tracker_stats(&minutes, Default::default(), 0));
     Ok(Json(json!({
         "domain_bytes": b.domain_bytes,
         "downloader_bytes": bytes,
@@ -120,7 +121,7 @@ pub async fn get_charts(
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
     crate::web::known_project(&state, &slug).await?;
-    let charts = state.store.charts(&slug, 20).await?;
+    let charts = state.store.figures().charts(&slug, 20).await?;
     Ok(Json(json!({
         "items_done_chart": charts.items,
         "bytes_done_chart": charts.bytes,
@@ -143,7 +144,7 @@ pub async fn get_update_status(
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
     let settings = crate::web::known_project(&state, &slug).await?;
-    let versions = state.store.downloader_versions(&slug).await?;
+    let versions = state.store.figures().downloader_versions(&slug).await?;
     let message = (!settings.min_version.is_empty())
         .then(|| format!("Please update to version {}", settings.min_version));
     Ok(Json(json!({
@@ -196,11 +197,15 @@ pub async fn get_tracker_stats(
     crate::web::known_project(&state, &slug).await?;
     let window = q.minutes.unwrap_or(60).clamp(1, 7 * 1440);
     let now = crate::store::now_ms();
-    let minutes = state.store.minutes(&slug, now, window).await?;
-    let layers = state.store.bloom_layers(&slug).await?;
+    let minutes = state.store.figures().minutes(&slug, now, window).await?;
+    let layers = state.store.queue().bloom_layers(&slug).await?;
     let records: u64 = layers.iter().map(|l| l.count).sum();
-    let (dl, ip) = state.store.unique_contributors(&slug, now).await?;
-    let stats = tracker_stats(&minutes, &layers, dl);
+    let (dl, ip) = state
+        .store
+        .figures()
+        .unique_contributors(&slug, now)
+        .await?;
+    let stats = tracker_stats(&minutes, crate::store::queue::bloom::fill(&layers), dl);
     let sum = |c: Counter| stats::sum(&minutes, c);
     let series = |c: Counter| {
         minutes

@@ -81,6 +81,7 @@ async fn serve_claim(
     let request = ClaimRequest {
         globally_blocked: state
             .store
+            .projects()
             .globally_blocked(&caller.ip, &req.downloader)
             .await?,
         downloader: req.downloader,
@@ -293,6 +294,7 @@ async fn record_done(state: &AppState, slug: &str, report: DoneReport) -> ApiRes
     if !settings.ignore_global_blocks
         && state
             .store
+            .projects()
             .globally_blocked(&report.ip, &report.downloader)
             .await?
     {
@@ -545,6 +547,7 @@ pub async fn release_item(
     };
     let release = state
         .store
+        .queue()
         .release_items_as(&slug, &items, &releaser, now_ms());
     let answer = within_deadline(&state, async { Ok(release.await?) }).await?;
     if list {
@@ -596,7 +599,7 @@ pub async fn get_item(
     let item = item
         .strip_suffix(".json")
         .ok_or_else(|| ApiError::not_found("Expected ITEM.json."))?;
-    let status = state.store.item_status(&slug, item).await?;
+    let status = state.store.queue().item_status(&slug, item).await?;
     let mut body = serde_json::json!({ "status": status.state });
     if let Some(d) = status.downloader {
         body["downloader"] = d.into();

@@ -75,10 +75,10 @@ pub async fn run(store: &Store, cmd: AdminCommand) -> Result<(), CliError> {
         }
         AdminCommand::Unlock { name } => {
             let name = name.trim().to_lowercase();
-            if store.account(&name).await?.is_none() {
+            if store.people().account(&name).await?.is_none() {
                 return Err(CliError::Usage(format!("no account {name:?}")));
             }
-            let had = store.forget_login_name(&name).await?;
+            let had = store.people().forget_login_name(&name).await?;
             cli.record(store, "user.unlock", "", u64::from(had), name.clone())
                 .await?;
             outln!(

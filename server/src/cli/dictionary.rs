@@ -106,7 +106,7 @@ pub async fn run(store: &Store, cmd: DictionaryCommand) -> Result<(), CliError> 
         if let Some(why) = dictionary_problem(&bytes) {
             return Err(CliError::Usage(why));
         }
-        let info = store.set_dictionary(&slug, &bytes).await?;
+        let info = store.projects().set_dictionary(&slug, &bytes).await?;
         cli.record(
             store,
             "dictionary.set",
@@ -124,7 +124,7 @@ pub async fn run(store: &Store, cmd: DictionaryCommand) -> Result<(), CliError> 
         }
         DictionaryCommand::Show { slug } => {
             crate::ops::project(store, &slug).await?;
-            match store.dictionary(&slug).await? {
+            match store.projects().dictionary(&slug).await? {
                 Some(info) => print(&info),
                 None => outln!("{slug} has no dictionary"),
             }

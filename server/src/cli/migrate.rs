@@ -140,7 +140,7 @@ async fn migrate(store: &Store, old: &Source, args: &MigrateArgs) -> Result<(), 
     let mut run = Run {
         store,
         old,
-        checkpoint: store.migration_checkpoint(&source_id).await?,
+        checkpoint: store.upkeep().migration_checkpoint(&source_id).await?,
         source_id,
         resume: args.resume,
         steps: Steps::new("migrate"),
@@ -166,7 +166,7 @@ async fn migrate(store: &Store, old: &Source, args: &MigrateArgs) -> Result<(), 
     let mut problems = 0;
     for slug in &imported {
         run.finish(slug).await?;
-        let found = store.check_with(slug, &|_, _| {}).await?;
+        let found = store.upkeep().check_with(slug, &|_, _| {}).await?;
         for p in &found {
             outln!("{p}");
         }
@@ -221,6 +221,7 @@ impl Run<'_> {
 
     async fn mark(&mut self, step: &str, value: &str) -> Result<(), CliError> {
         self.store
+            .upkeep()
             .set_migration_step(&self.source_id, step, value)
             .await?;
         self.checkpoint.insert(step.to_string(), value.to_string());

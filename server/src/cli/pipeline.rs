@@ -57,7 +57,7 @@ pub async fn run(store: &Store, cmd: PipelineCommand) -> Result<(), CliError> {
             );
         }
         PipelineCommand::List => {
-            for p in store.pipelines().await? {
+            for p in store.people().pipelines().await? {
                 let only = if p.match_only { " match-only" } else { "" };
                 outln!("{} tags={}{only}", p.name, p.tags.join(","));
             }

@@ -42,6 +42,7 @@ impl Hub {
         let _one_at_a_time = self.syncing.lock().await;
         let keys = store.keys();
         let wanted: BTreeSet<String> = store
+            .projects()
             .project_slugs()
             .await?
             .iter()

@@ -13,7 +13,7 @@ pub async fn events_after(
     slug: &str,
     since: u64,
 ) -> StoreResult<Option<Vec<DoneEvent>>> {
-    store.fold_for_read(slug).await;
+    store.figures().fold_for_read(slug).await;
     let keys = store.keys().project(slug);
     // The counter first: every event it counts is already in the history read after it.
     let current: u64 = store
@@ -49,7 +49,7 @@ pub async fn recent(store: &Store, slug: &str, n: usize) -> StoreResult<Vec<Done
     if n == 0 {
         return Ok(Vec::new());
     }
-    store.fold_for_read(slug).await;
+    store.figures().fold_for_read(slug).await;
     let raw: Vec<String> = store
         .client()
         .lrange(store.keys().project(slug).history(), 0, n as i64 - 1)

@@ -38,7 +38,7 @@ pub async fn page_text(
     start: &str,
     end: &str,
 ) -> Result<Page, StoreError> {
-    let entries = store.log_page(slug, start, end, PAGE).await?;
+    let entries = store.fleet().log_page(slug, start, end, PAGE).await?;
     let next = (entries.len() as u64 == PAGE)
         .then(|| entries.last().map(|(id, _)| format!("({id}")))
         .flatten();
@@ -70,7 +70,7 @@ pub async fn page_text(
 }
 
 /// The archive directory under `archive_dir` of project `slug` whose files carry `tag`
-/// ([`Store::files_tag`]): `SLUG/TAG`, so that the archives of a project made again under the
+/// ([`crate::store::projects::Projects::files_tag`]): `SLUG/TAG`, so that the archives of a project made again under the
 /// slug, or of another install's project of the slug, never meet; `SLUG` for a project made
 /// before projects had an incarnation.
 pub fn project_dir(archive_dir: &Path, slug: &str, tag: &str) -> PathBuf {
@@ -87,7 +87,7 @@ pub async fn archive_dir_of(store: &Store, archive_dir: &Path, slug: &str) -> St
     Ok(project_dir(
         archive_dir,
         slug,
-        &store.files_tag(slug).await?,
+        &store.projects().files_tag(slug).await?,
     ))
 }
 
@@ -139,6 +139,7 @@ pub async fn write_archive(
 ) -> Result<Option<Written>, ArchiveError> {
     let _one = ARCHIVING.lock().await;
     if !store
+        .offload()
         .offload_lease(slug, token, crate::offloader::LEASE_MS)
         .await
         .map_err(ArchiveError::Store)?
@@ -156,6 +157,7 @@ pub async fn write_archive(
     };
     if let Some(id) = &through {
         store
+            .fleet()
             .trim_log_through(slug, id)
             .await
             .map_err(ArchiveError::Store)?;
@@ -164,6 +166,7 @@ pub async fn write_archive(
     // next archive), and never past the last entry folded (the fold reads the entries after
     // it from Redis); its id goes into the file's header.
     let folded = store
+        .figures()
         .fold_through(slug)
         .await
         .map_err(ArchiveError::Store)?;
@@ -172,6 +175,7 @@ pub async fn write_archive(
         _ => end,
     };
     let Some(upto) = store
+        .fleet()
         .log_last_id(slug, end)
         .await
         .map_err(ArchiveError::Store)?
@@ -239,6 +243,7 @@ pub async fn write_archive(
     // Still the lease's holder (a long write can outlast it): else another process may be
     // archiving the same entries, and this file would repeat them.
     let held = store
+        .offload()
         .offload_lease(slug, token, crate::offloader::LEASE_MS)
         .await;
     if !matches!(held, Ok(true)) {
@@ -266,6 +271,7 @@ pub async fn write_archive(
         .map(|m| m.len())
         .unwrap_or(0);
     let trimmed = store
+        .fleet()
         .trim_log_through(slug, &last)
         .await
         .map_err(ArchiveError::Store)?;
@@ -289,13 +295,13 @@ pub async fn archive_now(
     let dir = archive_dir_of(store, archive_dir, slug)
         .await
         .map_err(ArchiveError::Store)?;
-    let (token, borrowed) = match store.offload_token() {
+    let (token, borrowed) = match store.offload().offload_token() {
         Some(t) => (t, true),
         None => (crate::store::random_token(16), false),
     };
     let written = write_archive(store, dir, slug, end, &token).await;
     if !borrowed {
-        if let Err(e) = store.release_offload_lease(slug, &token).await {
+        if let Err(e) = store.offload().release_offload_lease(slug, &token).await {
             tracing::warn!(slug, error = %e, "giving up an archive's lease; it lapses by itself");
         }
     }
@@ -404,7 +410,7 @@ pub async fn offload_state(
     archive_dir: &Path,
     slug: &str,
 ) -> Result<OffloadState, StoreError> {
-    let mut out = store.offload_summary(slug).await?;
+    let mut out = store.offload().offload_summary(slug).await?;
     // A directory listing: off the async workers.
     let dir = archive_dir_of(store, archive_dir, slug).await?;
     (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archive_totals(&dir))

@@ -95,8 +95,8 @@ impl Offloader {
         // plus the window, and the sweep deletes only files started a minute before its own
         // reading of that clock, so it never deletes one that gets registered (whatever the
         // clocks of this machine or of a shared filesystem say).
-        let started = self.store.redis_now_ms().await?;
-        let id = new_id(kind, started, &self.store.files_tag(slug).await?);
+        let started = self.store.offload().redis_now_ms().await?;
+        let id = new_id(kind, started, &self.store.projects().files_tag(slug).await?);
         let path = segment_path(&self.dir, slug, &id);
         let deadline = started + COMMIT_WINDOW.as_millis() as u64;
         let keep_names = kind != "discard";
@@ -132,6 +132,7 @@ impl Offloader {
         };
         let n = match self
             .store
+            .offload()
             .commit_segment(slug, &self.token, &id, &entry, &records, deadline)
             .await
         {
@@ -145,7 +146,7 @@ impl Offloader {
                 // The outcome is unknown (a timeout, a dropped connection: the script may
                 // have run). The registry says; unreadable, the file stays, and the sweep
                 // deletes it only once it is unregistered past the commit window.
-                return match self.store.segment_entries(slug).await {
+                return match self.store.offload().segment_entries(slug).await {
                     Ok(entries) if entries.iter().any(|(i, _)| *i == id) => {
                         tracing::info!(
                             slug,
@@ -162,7 +163,7 @@ impl Offloader {
             return Ok(n);
         }
         // Open it now, so this process's lookups see it at once.
-        self.store.on_disk(slug).await?;
+        self.store.offload().on_disk(slug).await?;
         tracing::debug!(slug, id, kind, n, "segment written");
         Ok(n)
     }
@@ -176,6 +177,7 @@ impl Offloader {
             .map_err(io)?;
         let mut from = self
             .store
+            .offload()
             .restored_counts(slug)
             .await?
             .get(id)
@@ -187,6 +189,7 @@ impl Offloader {
             let chunk = &records[from as usize..(from as usize + REFILL_CHUNK).min(records.len())];
             match self
                 .store
+                .offload()
                 .refill_chunk(slug, &self.token, id, &entry.part, from, total, chunk)
                 .await
             {

@@ -15,12 +15,18 @@ impl Offloader {
     pub async fn sweep(&self, slug: &str) -> StoreResult<u64> {
         // Every id the registry names, whether its entry parses or not: a file whose entry this
         // version cannot read (damaged, or of a newer version) is not an orphan, and stays.
-        let registered: HashSet<String> = self.store.segment_ids(slug).await?.into_iter().collect();
-        let left = self.store.segments_gone(slug).await?;
-        let now = self.store.redis_now_ms().await?;
+        let registered: HashSet<String> = self
+            .store
+            .offload()
+            .segment_ids(slug)
+            .await?
+            .into_iter()
+            .collect();
+        let left = self.store.offload().segments_gone(slug).await?;
+        let now = self.store.offload().redis_now_ms().await?;
         let age = ORPHAN_AGE.as_millis() as u64;
         let dir = self.dir.join(slug);
-        let tag = self.store.files_tag(slug).await?;
+        let tag = self.store.projects().files_tag(slug).await?;
         let orphans = Orphans {
             registered,
             left: left.clone(),
@@ -37,7 +43,7 @@ impl Offloader {
             .filter(|(_, t)| t.saturating_add(age) < now)
             .map(|(id, _)| id)
             .collect();
-        self.store.forget_gone(slug, done).await?;
+        self.store.offload().forget_gone(slug, done).await?;
         Ok(gone)
     }
 
@@ -57,22 +63,22 @@ impl Offloader {
         })
         .await
         .map_err(|e| StoreError::Disk(e.to_string()))?;
-        let marked = self.store.destroyed_projects().await?;
+        let marked = self.store.queue().destroyed_projects().await?;
         if marked.is_empty() {
             return Ok(leftovers);
         }
-        let live = self.store.project_slugs().await?;
+        let live = self.store.projects().project_slugs().await?;
         let mut gone = 0;
         for (slug, mark) in marked.iter().filter(|(s, _)| !live.contains(s)) {
             // Another process may have deleted them and cleared the mark since the marks were
             // read: skipped then. The slug may be made again while the purge runs (or after
             // another process's purge, while this one still runs): the files the mark names
             // carry the destroyed project's own tag, which the new project's never do.
-            if self.store.destroyed_mark(slug).await?.as_ref() != Some(mark) {
+            if self.store.queue().destroyed_mark(slug).await?.as_ref() != Some(mark) {
                 continue;
             }
             purge_project_files(&self.dir, &self.archive_dir, slug, &mark.tag).await?;
-            self.store.forget_destroyed(slug, mark).await?;
+            self.store.queue().forget_destroyed(slug, mark).await?;
             tracing::info!(slug, "deleted the files of a destroyed project");
             gone += 1;
         }
@@ -101,14 +107,14 @@ pub fn remove_purge_leftovers(dir: &Path, tag: &str, age: Duration) -> u64 {
     gone
 }
 
-/// Deletes the files of destroyed project `slug` that carry `tag` (its [`Store::files_tag`]):
+/// Deletes the files of destroyed project `slug` that carry `tag` (its [`crate::store::projects::Projects::files_tag`]):
 /// its segments (and segments written before files carried a tag) and its log archives. Each
 /// is moved into a `.purge-TAG-…` directory first, then that is deleted; another namespace's
 /// segments in the same directory stay, so do those of a project made again under the slug
 /// (another tag), and so does the directory then. Waits for an archive being written in this
 /// process.
 ///
-/// [`Store::files_tag`]: crate::store::Store::files_tag
+/// [`crate::store::projects::Projects::files_tag`]: crate::store::Store::files_tag
 pub async fn purge_project_files(
     offload_dir: &Path,
     archive_dir: &Path,

@@ -116,7 +116,7 @@ pub async fn create(
 ) -> OpsResult<Account> {
     check_projects(store, &projects).await?;
     let account = new_account(name, password, role, projects).await?;
-    if !store.create_account(&account).await? {
+    if !store.people().create_account(&account).await? {
         return Err(OpsError::Conflict("That name is taken.".into()));
     }
     let detail = format!("{} {}", account.name, role.as_str());
@@ -138,6 +138,7 @@ pub struct AccountChange {
 /// Whether `name` is the only global admin left.
 pub async fn last_global(store: &Store, name: &str) -> OpsResult<bool> {
     let globals: Vec<String> = store
+        .people()
         .accounts()
         .await?
         .into_iter()
@@ -157,6 +158,7 @@ pub async fn update(
 ) -> OpsResult<Account> {
     let name = name.trim().to_lowercase();
     let mut account = store
+        .people()
         .account(&name)
         .await?
         .ok_or_else(|| OpsError::NotFound("No such account.".into()))?;
@@ -179,10 +181,10 @@ pub async fn update(
         account.set_password_hash(hash_password(password, &name).await?);
         changed.push("password".into());
     }
-    store.save_account(&account).await?;
+    store.people().save_account(&account).await?;
     if new_password {
         // And its API tokens: a token made by whoever had the account dies with its password.
-        let revoked = store.revoke_all_tokens(&name).await?;
+        let revoked = store.people().revoke_all_tokens(&name).await?;
         if revoked > 0 {
             changed.push(format!("tokens_revoked={revoked}"));
         }

@@ -72,6 +72,7 @@ pub async fn block(
             .unwrap_or(0),
     };
     store
+        .projects()
         .block(how.project.as_deref(), kind, value, &entry)
         .await?;
     let detail = format!("{} {value}", kind_name(kind));
@@ -96,7 +97,7 @@ pub async fn unblock(
     value: &str,
 ) -> OpsResult<()> {
     check_project(store, project).await?;
-    if !store.unblock(project, kind, value).await? {
+    if !store.projects().unblock(project, kind, value).await? {
         return Err(OpsError::NotFound(format!("{value} is not blocked.")));
     }
     let detail = format!("{} {value}", kind_name(kind));

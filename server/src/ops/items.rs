@@ -62,9 +62,9 @@ pub async fn add(
     let mut count = 0;
     while let Some(items) = rx.recv().await {
         count += if dry_run {
-            store.count_new_items(slug, queue, &items).await?
+            store.queue().count_new_items(slug, queue, &items).await?
         } else {
-            store.add_items(slug, queue, &items).await?
+            store.queue().add_items(slug, queue, &items).await?
         };
         progress(count);
     }

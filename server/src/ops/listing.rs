@@ -146,7 +146,7 @@ pub async fn save(
     old: &Listing,
     new: &Listing,
 ) -> OpsResult<()> {
-    store.save_listing(slug, new).await?;
+    store.projects().save_listing(slug, new).await?;
     let mut detail = if new.listed {
         format!("listed, {}", new.repository)
     } else {

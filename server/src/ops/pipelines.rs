@@ -44,7 +44,7 @@ pub async fn create(store: &Store, actor: &Actor, new: NewPipeline) -> OpsResult
             "A match-only pipeline needs a tag: no project would serve it.",
         ));
     }
-    if store.pipeline_count().await? >= MAX_PIPELINES {
+    if store.people().pipeline_count().await? >= MAX_PIPELINES {
         return Err(invalid(format!(
             "At most {MAX_PIPELINES} pipelines: revoke one first."
         )));
@@ -57,6 +57,7 @@ pub async fn create(store: &Store, actor: &Actor, new: NewPipeline) -> OpsResult
     };
     let secret = format!("{SECRET_PREFIX}{}", crate::store::random_token(40));
     if !store
+        .people()
         .create_pipeline(&pipeline, &token_hash(&secret))
         .await?
     {
@@ -84,7 +85,7 @@ pub async fn create(store: &Store, actor: &Actor, new: NewPipeline) -> OpsResult
 /// Revokes pipeline `name`, audited as `pipeline.revoke`; [`OpsError::NotFound`] if there is
 /// none. Its claims stay its own: they are done or released by an admin, or reclaimed.
 pub async fn revoke(store: &Store, actor: &Actor, name: &str) -> OpsResult<()> {
-    if !store.revoke_pipeline(name).await? {
+    if !store.people().revoke_pipeline(name).await? {
         return Err(OpsError::NotFound(format!("No pipeline named {name:?}.")));
     }
     actor

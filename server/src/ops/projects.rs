@@ -39,7 +39,7 @@ pub async fn create(
         title,
         domains,
     };
-    match store.create_project(&p).await {
+    match store.projects().create_project(&p).await {
         Err(StoreError::ProjectExists) => {
             return Err(OpsError::Conflict("That project exists.".into()))
         }
@@ -61,6 +61,7 @@ pub async fn create(
 pub async fn recount(store: &Store, actor: &Actor, slug: &str) -> OpsResult<(Option<i64>, i64)> {
     super::project(store, slug).await?;
     let (before, now) = store
+        .upkeep()
         .recount(slug)
         .await?
         .ok_or_else(|| OpsError::NoProject(slug.into()))?;
@@ -123,11 +124,21 @@ pub async fn change_target(
         return Err(invalid("A target is one URL without spaces."));
     }
     match action {
-        TargetAction::Activate => store.set_upload_target(slug, target, true).await?,
-        TargetAction::Deactivate => store.set_upload_target(slug, target, false).await?,
-        TargetAction::Remove => store.remove_upload_target(slug, target).await?,
+        TargetAction::Activate => {
+            store
+                .projects()
+                .set_upload_target(slug, target, true)
+                .await?
+        }
+        TargetAction::Deactivate => {
+            store
+                .projects()
+                .set_upload_target(slug, target, false)
+                .await?
+        }
+        TargetAction::Remove => store.projects().remove_upload_target(slug, target).await?,
     }
     let audited = format!("target.{}", action.as_str());
     actor.record(store, &audited, slug, 0, target).await?;
-    Ok(store.upload_targets(slug).await?)
+    Ok(store.projects().upload_targets(slug).await?)
 }

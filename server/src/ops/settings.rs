@@ -64,7 +64,7 @@ pub async fn save(
     before: &Settings,
     settings: &Checked,
 ) -> OpsResult<()> {
-    store.save_settings(slug, &settings.0).await?;
+    store.projects().save_settings(slug, &settings.0).await?;
     let changed = changed_fields(before, &settings.0);
     actor
         .record(store, "settings.save", slug, 0, changed)

@@ -22,13 +22,15 @@ fn read_failed(e: StoreError, what: &str, slug: &str) -> String {
 #[async_trait::async_trait]
 impl Backend for Store {
     async fn projects(&self) -> Result<Vec<ProjectSummary>, String> {
-        self.list_projects(now_ms())
+        self.figures()
+            .list_projects(now_ms())
             .await
             .map_err(|e| read_failed(e, "projects", ""))
     }
 
     async fn contributors(&self) -> Result<Contributors, String> {
-        Store::contributors(self, now_ms())
+        self.figures()
+            .contributors(now_ms())
             .await
             .map_err(|e| read_failed(e, "contributors", ""))
     }
@@ -37,7 +39,8 @@ impl Backend for Store {
         if !valid_slug(slug) {
             return Ok(None);
         }
-        self.board_page(slug, now_ms(), window.clamp(1, 1440))
+        self.figures()
+            .board_page(slug, now_ms(), window.clamp(1, 1440))
             .await
             .map_err(|e| read_failed(e, "leaderboard", slug))
     }
@@ -51,8 +54,9 @@ impl Backend for Store {
             return Ok(vec![]);
         }
         let (sums, top) = tokio::try_join!(
-            Store::downloader_window(self, slug, now_ms(), window.clamp(1, 1440)),
-            self.top_downloader_names(slug, PAGE_DOWNLOADERS),
+            self.figures()
+                .downloader_window(slug, now_ms(), window.clamp(1, 1440)),
+            self.figures().top_downloader_names(slug, PAGE_DOWNLOADERS),
         )
         .map_err(|e| read_failed(e, "downloader window", slug))?;
         // Only the rows the page holds: with thousands of downloaders the rest would be waste.
@@ -66,22 +70,26 @@ impl Backend for Store {
         if !valid_slug(slug) {
             return Ok(Default::default());
         }
-        Store::tracker_figures(self, slug, now_ms())
+        self.figures()
+            .tracker_figures(slug, now_ms())
             .await
             .map_err(|e| read_failed(e, "tracker statistics", slug))
     }
 
     async fn fleet_stats(&self) -> Result<FleetStats, String> {
-        Store::fleet_stats(self, now_ms())
+        self.fleet()
+            .fleet_stats(now_ms())
             .await
             .map_err(|e| read_failed(e, "fleet", ""))
     }
 
     async fn charts(&self, slug: &str) -> Result<Option<ChartData>, String> {
-        if !valid_slug(slug) || self.project(slug).await.ok().flatten().is_none() {
+        if !valid_slug(slug) || self.projects().project(slug).await.ok().flatten().is_none() {
             return Ok(None);
         }
-        let charts = Store::charts(self, slug, CHART_DOWNLOADERS)
+        let charts = self
+            .figures()
+            .charts(slug, CHART_DOWNLOADERS)
             .await
             .map_err(|e| read_failed(e, "charts", slug))?;
         // Minute points for the last day; older ones hourly (exact: the series are cumulative).

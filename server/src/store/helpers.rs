@@ -2,7 +2,7 @@
 //! a page of a sorted set, the queue parts of a claim order. It imports nothing from the
 //! store's features.
 
-use super::StoreResult;
+use super::error::StoreResult;
 use crate::keys::{ProjectKeys, QUEUES};
 use fred::prelude::*;
 

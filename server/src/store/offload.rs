@@ -9,7 +9,7 @@
 //! against the segments of one gen and the script refuses the call when the gen moved on, so
 //! an item that moved between Redis and disk meanwhile is never added twice.
 
-use super::{Store, StoreError, StoreResult};
+use super::redis_core::{Store, StoreError, StoreResult};
 use crate::segment::Segment;
 use fred::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,12 @@ use std::{
 
 mod on_disk;
 mod union_filter;
+
+super::redis_core::handle!(
+    Offload,
+    offload,
+    "The store's offload slice: a view of the store whose methods are its operations."
+);
 
 pub use on_disk::{Asking, DiskHit, OnDisk, OpenSegment};
 
@@ -50,22 +56,10 @@ pub struct SegmentEntry {
 /// The offload directory and the segments this process has open, per project.
 #[derive(Default)]
 pub struct DiskCache {
-    /// Where segment files live (`TRACKER_OFFLOAD_DIR`), given when the store connects.
-    pub(super) dir: PathBuf,
     token: RwLock<Option<String>>,
     /// Each address's allowance of dones that look items up on disk.
     pub(super) lookups: crate::throttle::Throttle,
     projects: Mutex<HashMap<String, Arc<OnDisk>>>,
-}
-
-impl DiskCache {
-    /// Nothing open yet; segment files under `dir`.
-    pub fn new(dir: PathBuf) -> Self {
-        DiskCache {
-            dir,
-            ..Default::default()
-        }
-    }
 }
 
 /// The path of segment `id` of `slug` under `dir`.
@@ -89,16 +83,20 @@ struct Restored {
     restored: u64,
 }
 
-impl Store {
+impl Offload<'_> {
     /// Sets the offload lease token of this process's offloader, which the panel's log archive
     /// uses too (one archive per project at a time, across processes).
-    pub fn set_offload_token(&self, token: &str) {
-        *self.disk.token.write().unwrap_or_else(|e| e.into_inner()) = Some(token.to_string());
+    pub fn set_offload_token(self, token: &str) {
+        *self
+            .slice::<DiskCache>()
+            .token
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(token.to_string());
     }
 
     /// The offload lease token of this process's offloader, if it runs one.
-    pub fn offload_token(&self) -> Option<String> {
-        self.disk
+    pub fn offload_token(self) -> Option<String> {
+        self.slice::<DiskCache>()
             .token
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -106,18 +104,18 @@ impl Store {
     }
 
     /// The offload directory, where segment files live.
-    pub fn offload_dir(&self) -> PathBuf {
-        self.disk.dir.clone()
+    pub fn offload_dir(self) -> PathBuf {
+        self.offload_dir.as_ref().clone()
     }
 
     /// The wake-up counter of the offloaders ([`crate::keys::Keys::offload_wake`]).
-    pub async fn offload_wakes(&self) -> StoreResult<u64> {
+    pub async fn offload_wakes(self) -> StoreResult<u64> {
         let n: Option<u64> = self.pool.next().get(self.keys.offload_wake()).await?;
         Ok(n.unwrap_or(0))
     }
 
     /// The segment registry of `slug`: id -> entry.
-    pub async fn segment_entries(&self, slug: &str) -> StoreResult<Vec<(String, SegmentEntry)>> {
+    pub async fn segment_entries(self, slug: &str) -> StoreResult<Vec<(String, SegmentEntry)>> {
         let k = self.keys.project(slug);
         let raw: HashMap<String, String> = self.pool.next().hgetall(k.segs()).await?;
         let mut out: Vec<(String, SegmentEntry)> = raw
@@ -137,7 +135,7 @@ impl Store {
     }
 
     /// The ids of every segment the registry of `slug` names.
-    pub async fn segment_ids(&self, slug: &str) -> StoreResult<Vec<String>> {
+    pub async fn segment_ids(self, slug: &str) -> StoreResult<Vec<String>> {
         Ok(self
             .pool
             .next()
@@ -147,13 +145,13 @@ impl Store {
 
     /// The segments of `slug` that left the registry when brought back, with when (ms,
     /// Redis's clock).
-    pub async fn segments_gone(&self, slug: &str) -> StoreResult<HashMap<String, u64>> {
+    pub async fn segments_gone(self, slug: &str) -> StoreResult<HashMap<String, u64>> {
         let k = self.keys.project(slug);
         Ok(self.pool.next().hgetall(k.segs_gone()).await?)
     }
 
     /// Forgets the notes of segments `ids` having left the registry (their files are gone).
-    pub async fn forget_gone(&self, slug: &str, ids: Vec<String>) -> StoreResult<()> {
+    pub async fn forget_gone(self, slug: &str, ids: Vec<String>) -> StoreResult<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -163,18 +161,18 @@ impl Store {
     }
 
     /// The records of each queue segment already back in Redis.
-    pub async fn restored_counts(&self, slug: &str) -> StoreResult<HashMap<String, u64>> {
+    pub async fn restored_counts(self, slug: &str) -> StoreResult<HashMap<String, u64>> {
         let k = self.keys.project(slug);
         Ok(self.pool.next().hgetall(k.segs_restored()).await?)
     }
 
     /// The segments of `slug` as registered now, opened (reusing those already open).
-    pub async fn on_disk(&self, slug: &str) -> StoreResult<Arc<OnDisk>> {
+    pub async fn on_disk(self, slug: &str) -> StoreResult<Arc<OnDisk>> {
         let k = self.keys.project(slug);
         let gen: Option<u64> = self.pool.next().hget(k.offload(), "gen").await?;
         let gen = gen.unwrap_or(0);
         let cached = self
-            .disk
+            .slice::<DiskCache>()
             .projects
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -237,8 +235,9 @@ impl Store {
         Ok(now)
     }
 
-    fn remember_disk(&self, slug: &str, disk: Arc<OnDisk>) {
-        let mut all = self.disk.projects.lock().unwrap_or_else(|e| e.into_inner());
+    fn remember_disk(self, slug: &str, disk: Arc<OnDisk>) {
+        let cache = self.slice::<DiskCache>();
+        let mut all = cache.projects.lock().unwrap_or_else(|e| e.into_inner());
         if all.len() > 10_000 {
             all.clear();
         }
@@ -247,7 +246,7 @@ impl Store {
 
     /// Where each of `items` is on disk, as of the segments' `gen` returned with it.
     pub async fn find_on_disk(
-        &self,
+        self,
         slug: &str,
         items: &[String],
     ) -> StoreResult<(u64, HashMap<String, DiskHit>)> {
@@ -265,7 +264,7 @@ impl Store {
 
     /// Takes or renews the offload lease of `slug` for `token`, for `ttl_ms`: whether this
     /// token holds it now.
-    pub async fn offload_lease(&self, slug: &str, token: &str, ttl_ms: u64) -> StoreResult<bool> {
+    pub async fn offload_lease(self, slug: &str, token: &str, ttl_ms: u64) -> StoreResult<bool> {
         let k = self.keys.project(slug);
         let client = self.pool.next();
         let got: Option<String> = client
@@ -293,7 +292,7 @@ impl Store {
     }
 
     /// Gives the lease of `slug` up if `token` holds it.
-    pub async fn release_offload_lease(&self, slug: &str, token: &str) -> StoreResult<()> {
+    pub async fn release_offload_lease(self, slug: &str, token: &str) -> StoreResult<()> {
         // One script: between a read and a delete the lease could lapse and another process
         // take it, which the delete would then end while it works.
         let _: i64 = self
@@ -309,7 +308,7 @@ impl Store {
     }
 
     /// Redis's clock, in ms (`TIME`).
-    pub async fn redis_now_ms(&self) -> StoreResult<u64> {
+    pub async fn redis_now_ms(self) -> StoreResult<u64> {
         let t: Vec<String> = self
             .pool
             .next()
@@ -331,7 +330,7 @@ impl Store {
     /// (stale) once Redis's clock passes `deadline_ms`.
     #[allow(clippy::too_many_arguments)]
     pub async fn commit_segment(
-        &self,
+        self,
         slug: &str,
         token: &str,
         id: &str,
@@ -371,7 +370,7 @@ impl Store {
     /// records, back into `part` (`refill.lua`): the segment's new restored count.
     #[allow(clippy::too_many_arguments)]
     pub async fn refill_chunk(
-        &self,
+        self,
         slug: &str,
         token: &str,
         id: &str,
@@ -401,23 +400,21 @@ impl Store {
     }
 
     /// The offloader's recorded state of `slug` (`ns:{SLUG}:offload`).
-    pub async fn offload_state(&self, slug: &str) -> StoreResult<HashMap<String, String>> {
+    pub async fn offload_state(self, slug: &str) -> StoreResult<HashMap<String, String>> {
         let k = self.keys.project(slug);
         Ok(self.pool.next().hgetall(k.offload()).await?)
     }
 
     /// What of `slug` is on disk, and the offloader's recorded state (log archives not
     /// counted: they are files of [`crate::admin::archive`]).
-    pub async fn offload_summary(
-        &self,
-        slug: &str,
-    ) -> StoreResult<app::model::admin::OffloadState> {
+    pub async fn offload_summary(self, slug: &str) -> StoreResult<app::model::admin::OffloadState> {
         let k = self.keys.project(slug);
         let entries = self.segment_entries(slug).await?;
         let restored = self.restored_counts(slug).await?;
         let state = self.offload_state(slug).await?;
         let leased: bool = self.pool.next().exists(k.offload_lease()).await?;
         let policy = self
+            .projects()
             .project(slug)
             .await?
             .map(|s| s.done_policy.clone())
@@ -457,7 +454,7 @@ impl Store {
 
     /// Drops the oldest folded entries of the completion log of `slug` past `budget` entries,
     /// at most `step` (`log_shed.lua`); how many went, counted as lost.
-    pub async fn shed_log(&self, slug: &str, budget: u64, step: u64) -> StoreResult<u64> {
+    pub async fn shed_log(self, slug: &str, budget: u64, step: u64) -> StoreResult<u64> {
         let k = self.keys.project(slug);
         self.scripts
             .run(
@@ -474,7 +471,7 @@ impl Store {
     }
 
     /// Records fields of the offloader's state of `slug`.
-    pub async fn note_offload(&self, slug: &str, fields: Vec<(&str, String)>) -> StoreResult<()> {
+    pub async fn note_offload(self, slug: &str, fields: Vec<(&str, String)>) -> StoreResult<()> {
         if fields.is_empty() {
             return Ok(());
         }
@@ -484,7 +481,7 @@ impl Store {
             hset.push(field.to_string());
             hset.push(value);
         }
-        self.write_in_project(slug, vec![hset]).await?;
+        self.projects().write_in_project(slug, vec![hset]).await?;
         Ok(())
     }
 }

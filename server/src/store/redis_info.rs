@@ -6,13 +6,12 @@
 //! Also this process's failed Redis calls by kind, counted where a Redis error becomes a
 //! [`StoreError`]: every call the tracker makes goes through that conversion when it fails.
 
-use super::{Store, StoreError, StoreResult};
+use super::error::StoreResult;
+pub use super::error::{ErrorCounts, REDIS_ERRORS};
+use super::redis_core::Store;
 use crate::embedded_redis::HASH_LISTPACK_ENTRIES;
 use fred::{cmd, prelude::*, types::InfoKind};
-use std::{
-    collections::BTreeMap,
-    sync::atomic::{AtomicU64, Ordering::Relaxed},
-};
+use std::collections::BTreeMap;
 
 /// One command's figures in `INFO commandstats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -139,46 +138,6 @@ pub fn parse_latencystats(text: &str) -> Vec<(String, Vec<(String, f64)>)> {
             Some((name.to_ascii_lowercase(), ps))
         })
         .collect()
-}
-
-/// This process's failed Redis calls, by kind (see [`ErrorCounts::count`]).
-pub static REDIS_ERRORS: ErrorCounts = ErrorCounts::new();
-
-/// Failed Redis calls of this process, by kind: `full` (Redis at `maxmemory`), `unavailable`
-/// (no connection, a timeout, a cluster moving), `other`.
-pub struct ErrorCounts {
-    full: AtomicU64,
-    unavailable: AtomicU64,
-    other: AtomicU64,
-}
-
-impl ErrorCounts {
-    const fn new() -> Self {
-        Self {
-            full: AtomicU64::new(0),
-            unavailable: AtomicU64::new(0),
-            other: AtomicU64::new(0),
-        }
-    }
-
-    /// Counts one failed call, by the kind of its error.
-    pub fn count(&self, e: &StoreError) {
-        let slot = match e {
-            StoreError::Full => &self.full,
-            StoreError::Unavailable(_) => &self.unavailable,
-            _ => &self.other,
-        };
-        slot.fetch_add(1, Relaxed);
-    }
-
-    /// Each kind's count so far.
-    pub fn read(&self) -> [(&'static str, u64); 3] {
-        [
-            ("full", self.full.load(Relaxed)),
-            ("unavailable", self.unavailable.load(Relaxed)),
-            ("other", self.other.load(Relaxed)),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -89,11 +89,12 @@ mod reply;
 #[cfg(test)]
 mod tests;
 
+pub use super::refusal::Refusal;
 pub use library::{Library, PER_CALL};
 pub use prelude::{prelude, prelude_for};
-pub use reply::{lua_count, lua_list, Accepted, Batch, Count, Refusal, Reply};
+pub use reply::{lua_count, lua_list, Accepted, Batch, Count, Reply};
 
-use super::{StoreError, StoreResult};
+use super::error::{StoreError, StoreResult};
 use fred::{bytes_utils::Str, prelude::*};
 use serde::de::DeserializeOwned;
 

@@ -91,8 +91,8 @@ pub async fn verify(
     let mut problems = Vec::new();
     // The completion log entries the processes left unfolded (killed, or not yet), folded:
     // each exactly once, as the per-downloader totals below must show.
-    match store.fold(slug).await {
-        Ok(_) => match store.unfolded(slug).await {
+    match store.figures().fold(slug).await {
+        Ok(_) => match store.figures().unfolded(slug).await {
             Ok((0, 0)) => {}
             Ok(left) => problems.push(format!("log entries left unfolded: {left:?}")),
             Err(e) => problems.push(format!("the fold's count could not be read: {e}")),
@@ -250,6 +250,7 @@ async fn prove(
     let client = store.client();
 
     let board = store
+        .figures()
         .leaderboard(slug, 0, 0)
         .await
         .map_err(e)?
@@ -331,7 +332,7 @@ async fn prove(
         let on_disk = if off.is_empty() {
             HashMap::new()
         } else {
-            store.find_on_disk(slug, &off).await.map_err(e)?.1
+            store.offload().find_on_disk(slug, &off).await.map_err(e)?.1
         };
         let mut member = member;
         let mut lines = lines;
@@ -433,7 +434,7 @@ async fn prove(
     problems.dedup();
     v.downloaders = credited.len();
 
-    let check = store.check(slug).await.map_err(e)?;
+    let check = store.upkeep().check(slug).await.map_err(e)?;
     problems.extend(check.into_iter().map(|p| format!("check: {p}")));
     Ok(())
 }

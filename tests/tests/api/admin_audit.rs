@@ -91,7 +91,7 @@ async fn blocks_users_and_projects_are_managed_and_audited() {
         .status,
         200
     );
-    assert!(app.store.project("p2").await.unwrap().is_none());
+    assert!(app.store.projects().project("p2").await.unwrap().is_none());
 
     let audit = json(&p.get("/admin/api/audit").await);
     let actions: Vec<&str> = audit

@@ -71,7 +71,7 @@ async fn failed_items_are_requeued_or_dropped() {
             .unwrap();
     }
     // Put there behind the tracker's back: the count of known items is set from the states.
-    app.store.recount("p1").await.unwrap();
+    app.store.upkeep().recount("p1").await.unwrap();
     let mut p = Panel::logged_in(&app, "root").await;
     let list = json(&p.get("/admin/api/p1/failed").await);
     assert_eq!(list["total"], 3);

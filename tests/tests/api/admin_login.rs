@@ -77,6 +77,7 @@ async fn a_flood_of_wrong_passwords_stops_at_the_limit_and_spares_other_addresse
     );
     assert_eq!(
         app.store
+            .people()
             .login_attempts("root", "203.0.113.9")
             .await
             .unwrap(),
@@ -94,6 +95,7 @@ async fn a_flood_of_wrong_passwords_stops_at_the_limit_and_spares_other_addresse
     assert_eq!(json(&r)["user"], "root");
     assert_eq!(
         app.store
+            .people()
             .login_attempts("root", "198.51.100.7")
             .await
             .unwrap(),
@@ -152,7 +154,11 @@ async fn a_login_that_finds_no_free_password_check_gets_429_and_is_not_counted()
     assert_eq!(r.status, 429, "{}", r.body);
     assert_eq!(r.headers["retry-after"], "2");
     assert_eq!(
-        app.store.login_attempts("root", "127.0.0.1").await.unwrap(),
+        app.store
+            .people()
+            .login_attempts("root", "127.0.0.1")
+            .await
+            .unwrap(),
         (0, 0),
         "a password never checked is no failed guess"
     );
@@ -296,7 +302,12 @@ async fn wrong_passwords_are_throttled_per_name_and_ip() {
         r.body
     );
     assert!(r.headers.get("retry-after").is_some());
-    let counted = app.store.login_attempts("root", "127.0.0.1").await.unwrap();
+    let counted = app
+        .store
+        .people()
+        .login_attempts("root", "127.0.0.1")
+        .await
+        .unwrap();
     assert_eq!(counted, (MAX, MAX), "counted per name and IP, and per IP");
 }
 

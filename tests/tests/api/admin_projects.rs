@@ -20,7 +20,7 @@ async fn destroying_a_project_takes_it_off_its_admins() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let pat = app.store.account("pat").await.unwrap().unwrap();
+    let pat = app.store.people().account("pat").await.unwrap().unwrap();
     assert_eq!(pat.projects, ["p2"], "a new p1 would not be pat's");
     assert_eq!(
         last_audit(&mut root, "project.destroy").await["detail"],

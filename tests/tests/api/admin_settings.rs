@@ -27,7 +27,13 @@ async fn settings_are_validated_and_the_description_sanitised() {
         "{d}"
     );
     assert_eq!(
-        app.store.project("p1").await.unwrap().unwrap().title,
+        app.store
+            .projects()
+            .project("p1")
+            .await
+            .unwrap()
+            .unwrap()
+            .title,
         "New title"
     );
 
@@ -44,7 +50,13 @@ async fn settings_are_validated_and_the_description_sanitised() {
     );
     let key = key["backfeed_key"].as_str().unwrap().to_string();
     assert_eq!(
-        app.store.project("p1").await.unwrap().unwrap().backfeed_key,
+        app.store
+            .projects()
+            .project("p1")
+            .await
+            .unwrap()
+            .unwrap()
+            .backfeed_key,
         key
     );
     let t = p
@@ -87,7 +99,7 @@ async fn the_settings_form_sets_admins_priority_and_refuses_bad_fields() {
     let mut s = json(&root.get(path).await);
     assert_eq!(s["admins"], serde_json::json!(["pat"]));
 
-    let before = app.store.project("p1").await.unwrap().unwrap();
+    let before = app.store.projects().project("p1").await.unwrap().unwrap();
     for (field, value, says) in [
         (
             "pattern_limits",
@@ -118,7 +130,7 @@ async fn the_settings_form_sets_admins_priority_and_refuses_bad_fields() {
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body.contains("not a project-admin"), "{}", r.body);
     assert_eq!(
-        *app.store.project("p1").await.unwrap().unwrap(),
+        *app.store.projects().project("p1").await.unwrap().unwrap(),
         *before,
         "nothing changed"
     );
@@ -134,10 +146,11 @@ async fn the_settings_form_sets_admins_priority_and_refuses_bad_fields() {
     assert_eq!(saved["admins"], serde_json::json!(["sam"]));
     assert_eq!(saved["priority"], 7);
     assert_eq!(saved["settings"]["extra"]["warc_prefix"], "p1-");
-    let sam = app.store.account("sam").await.unwrap().unwrap();
+    let sam = app.store.people().account("sam").await.unwrap().unwrap();
     assert_eq!(sam.projects, ["p2", "p1"]);
     assert!(app
         .store
+        .people()
         .account("pat")
         .await
         .unwrap()
@@ -204,7 +217,11 @@ async fn read_only_accounts_see_no_secrets() {
         .as_str()
         .unwrap()
         .to_string();
-    app.store.set_setup_token("setupsecret42").await.unwrap();
+    app.store
+        .people()
+        .set_setup_token("setupsecret42")
+        .await
+        .unwrap();
 
     let mut pa = Panel::logged_in(&app, "pa").await;
     let shown = json(&pa.get("/admin/api/p1/settings").await);
@@ -355,6 +372,7 @@ async fn backfeed_keys_are_counted_and_changed_one_by_one() {
     // Bad changes are refused with the reason and change nothing.
     let keys_now = || async {
         app.store
+            .projects()
             .project("p1")
             .await
             .unwrap()

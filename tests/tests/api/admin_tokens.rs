@@ -48,7 +48,7 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
         !listed.to_string().contains(&secret),
         "the secret is shown once"
     );
-    let stored = format!("{:?}", app.store.tokens("pat", 0).await.unwrap());
+    let stored = format!("{:?}", app.store.people().tokens("pat", 0).await.unwrap());
     assert!(!stored.contains(&secret), "only its hash is stored");
 
     let r = with_token(&app, &secret, "/admin/api/p1/items?queue=todo", "a\nb\n").await;
@@ -111,9 +111,9 @@ async fn api_tokens_add_items_with_the_owners_role_until_revoked() {
 
 /// Gives account `name` role `role`.
 async fn account_role(app: &TestApp, name: &str, role: Role) {
-    let mut a = app.store.account(name).await.unwrap().unwrap();
+    let mut a = app.store.people().account(name).await.unwrap().unwrap();
     a.role = role;
-    app.store.save_account(&a).await.unwrap();
+    app.store.people().save_account(&a).await.unwrap();
 }
 
 #[tokio::test]
@@ -183,7 +183,13 @@ async fn a_token_reaches_no_account_nor_token_and_dies_with_its_accounts_passwor
             assert_eq!(r.status, 403, "{method} {path}: {}", r.body);
         }
     }
-    assert!(app.store.account("mallory").await.unwrap().is_none());
+    assert!(app
+        .store
+        .people()
+        .account("mallory")
+        .await
+        .unwrap()
+        .is_none());
     // The token still does what its owner's role allows...
     let r = call(
         secret.clone(),
@@ -205,7 +211,13 @@ async fn a_token_reaches_no_account_nor_token_and_dies_with_its_accounts_passwor
     assert_eq!(r.status, 200, "{}", r.body);
     let r = call(secret, reqwest::Method::GET, "/admin/api/p1/settings", "").await;
     assert_eq!(r.status, 401, "{}", r.body);
-    assert!(app.store.tokens("bob", 0).await.unwrap().is_empty());
+    assert!(app
+        .store
+        .people()
+        .tokens("bob", 0)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 /// A global admin lists and revokes any account's token (a leaked one), from a session; others
@@ -275,9 +287,19 @@ async fn a_token_needs_the_password_again_and_expires() {
         let r = p.post("/admin/api/tokens", make(body.clone())).await;
         assert_eq!(r.status, status, "{body}: {}", r.body);
     }
-    assert!(app.store.tokens("pat", 0).await.unwrap().is_empty());
+    assert!(app
+        .store
+        .people()
+        .tokens("pat", 0)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(
-        app.store.login_attempts("pat", "127.0.0.1").await.unwrap(),
+        app.store
+            .people()
+            .login_attempts("pat", "127.0.0.1")
+            .await
+            .unwrap(),
         (2, 2),
         "the wrong (and the missing) password counted as login attempts"
     );
@@ -315,6 +337,7 @@ async fn a_token_needs_the_password_again_and_expires() {
         expires: now_ms() - day,
     };
     app.store
+        .people()
         .create_token("pat", &old, &token_hash(secret))
         .await
         .unwrap();
@@ -434,11 +457,12 @@ async fn a_revoke_whose_redis_calls_fail_is_finished_by_the_next() {
     };
     // A clean revoke: its calls are the ones to fault.
     app.store
+        .people()
         .create_token("pat", &make(0), &token_hash("s0"))
         .await
         .unwrap();
     proxy.clear();
-    assert!(store.revoke_token("pat", "t0").await.unwrap());
+    assert!(store.people().revoke_token("pat", "t0").await.unwrap());
     let calls = proxy.seen();
     assert!(calls.len() >= 3, "{calls:?}");
     let mut n = 0;
@@ -447,21 +471,24 @@ async fn a_revoke_whose_redis_calls_fail_is_finished_by_the_next() {
             n += 1;
             let (id, secret) = (format!("t{n}"), format!("s{n}"));
             app.store
+                .people()
                 .create_token("pat", &make(n), &token_hash(&secret))
                 .await
                 .unwrap();
             proxy.fault_at(at, fault);
-            let first = store.revoke_token("pat", &id).await;
+            let first = store.people().revoke_token("pat", &id).await;
             proxy.clear();
             wait_for_idle(&proxy).await;
             let works = app
                 .store
+                .people()
                 .token_owner(&token_hash(&secret), now_ms())
                 .await
                 .unwrap()
                 .is_some();
             let listed = app
                 .store
+                .people()
                 .tokens("pat", now_ms())
                 .await
                 .unwrap()
@@ -474,18 +501,20 @@ async fn a_revoke_whose_redis_calls_fail_is_finished_by_the_next() {
             }
             // The owner (or a global admin) revokes it again: it is gone, all of it.
             let again = tests::wait_for(&what, Duration::from_secs(10), || async {
-                store.revoke_token("pat", &id).await.ok()
+                store.people().revoke_token("pat", &id).await.ok()
             })
             .await;
             assert_eq!(again, listed, "{what}");
             assert!(app
                 .store
+                .people()
                 .token_owner(&token_hash(&secret), now_ms())
                 .await
                 .unwrap()
                 .is_none());
             assert!(!app
                 .store
+                .people()
                 .tokens("pat", now_ms())
                 .await
                 .unwrap()

@@ -37,7 +37,7 @@ async fn names_the_logs_give_other_actors_cannot_be_taken() {
     assert!(!run.ok);
     let err = run.err;
     assert!(err.contains("reserved"), "{err}");
-    assert!(app.store.account("cli").await.unwrap().is_none());
+    assert!(app.store.people().account("cli").await.unwrap().is_none());
 }
 
 #[tokio::test]

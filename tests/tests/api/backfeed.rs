@@ -23,6 +23,7 @@ async fn with_backfeed(app: &TestApp) {
 async fn refused_setting(app: &TestApp, f: impl FnOnce(&mut server::store::Settings)) -> bool {
     let mut s = app
         .store
+        .projects()
         .project("p")
         .await
         .unwrap()
@@ -46,7 +47,7 @@ fn reply(r: &tests::Reply) -> (u64, u64) {
 /// Nothing of a refused call is left: no item queued, no record in the filter.
 async fn assert_nothing_queued(app: &TestApp) {
     assert_eq!(app.counts("p").await.todo, 0);
-    let layers = app.store.bloom_layers("p").await.unwrap();
+    let layers = app.store.queue().bloom_layers("p").await.unwrap();
     assert_eq!(layers.iter().map(|l| l.count).sum::<u64>(), 0, "{layers:?}");
 }
 
@@ -76,7 +77,13 @@ async fn records_are_queued_once() {
         .post("/backfeed/legacy/p-s3cret?delimiter=%0A", "e\nf\n")
         .await;
     assert_eq!(reply(&r), (2, 0));
-    let board = app.store.snapshot("p", -1, 0).await.unwrap().unwrap();
+    let board = app
+        .store
+        .figures()
+        .snapshot("p", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(board.0.counts.todo, 6);
     app.assert_invariant("p").await;
 }
@@ -88,6 +95,7 @@ async fn records_new_to_the_filter_but_known_in_any_state_are_duplicates() {
     let app = TestApp::start().await;
     with_backfeed(&app).await;
     app.store
+        .queue()
         .add_items("p", "todo", &["a".into(), "b".into(), "c".into()])
         .await
         .unwrap();
@@ -105,10 +113,23 @@ async fn records_new_to_the_filter_but_known_in_any_state_are_duplicates() {
     assert_eq!(reply(&r), (1, 3), "only `fresh` is new");
     let state = |item: &'static str| {
         let app = &app;
-        async move { app.store.item_status("p", item).await.unwrap().state }
+        async move {
+            app.store
+                .queue()
+                .item_status("p", item)
+                .await
+                .unwrap()
+                .state
+        }
     };
     assert_eq!(state("fresh").await.as_deref(), Some("todo"));
-    let board = app.store.snapshot("p", -1, 0).await.unwrap().unwrap();
+    let board = app
+        .store
+        .figures()
+        .snapshot("p", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (board.0.counts.todo, board.0.counts.out, board.0.counts.done),
         (2, 1, 1)
@@ -135,6 +156,7 @@ async fn compressed_bodies_separators_shards_and_skipbloom() {
     assert_eq!(reply(&r), (2, 0));
     assert_eq!(
         app.store
+            .queue()
             .item_status("p", "item-one")
             .await
             .unwrap()
@@ -155,7 +177,12 @@ async fn compressed_bodies_separators_shards_and_skipbloom() {
         .await;
     assert_eq!(reply(&r), (1, 0));
     assert_eq!(
-        app.store.item_status("p", "s1").await.unwrap().detail,
+        app.store
+            .queue()
+            .item_status("p", "s1")
+            .await
+            .unwrap()
+            .detail,
         "todo:backfeed:east"
     );
     let r = app
@@ -200,7 +227,7 @@ async fn the_filter_grows_by_layers_instead_of_degrading() {
         reply(&app.post("/backfeed/legacy/p-s3cret", body.clone()).await),
         (450, 0)
     );
-    let layers = app.store.bloom_layers("p").await.unwrap();
+    let layers = app.store.queue().bloom_layers("p").await.unwrap();
     assert!(
         layers.len() >= 3,
         "capacity 100 then 200 then 400: {layers:?}"
@@ -241,10 +268,16 @@ async fn concurrent_overlapping_backfeeds_queue_each_record_once() {
         dups += d;
     }
     assert_eq!((added, dups), (3000, 7 * 3000));
-    let layers = app.store.bloom_layers("p").await.unwrap();
+    let layers = app.store.queue().bloom_layers("p").await.unwrap();
     assert!(layers.iter().all(|l| l.count <= l.capacity), "{layers:?}");
     assert_eq!(layers.iter().map(|l| l.count).sum::<u64>(), 3000);
-    let board = app.store.snapshot("p", -1, 0).await.unwrap().unwrap();
+    let board = app
+        .store
+        .figures()
+        .snapshot("p", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(board.0.counts.todo, 3000);
     app.assert_invariant("p").await;
 }

@@ -199,7 +199,7 @@ async fn a_destroyed_project_leaves_no_key() {
     };
     let of = |slug: &str| format!("{}:{{{slug}}}*", app.namespace);
     assert!(keys(of("gone")).await.len() > 10, "the project had keys");
-    app.store.destroy_project("gone").await.unwrap();
+    app.store.queue().destroy_project("gone").await.unwrap();
     assert_eq!(keys(of("gone")).await, Vec::<String>::new(), "no key left");
     let projects: Vec<String> = app
         .store
@@ -229,10 +229,14 @@ async fn a_destroyed_project_leaves_no_key() {
         Err(server::store::StoreError::NoProject) => {}
         other => panic!("{what} after the destroy: {other:?}"),
     };
-    gone("done", store.done("gone", &report, now).await.map(|_| ()));
+    gone(
+        "done",
+        store.queue().done("gone", &report, now).await.map(|_| ()),
+    );
     gone(
         "release",
         store
+            .queue()
             .release("gone", &held, "bob", "127.0.0.1", true, now)
             .await
             .map(|_| ()),
@@ -240,21 +244,42 @@ async fn a_destroyed_project_leaves_no_key() {
     let items = ["new".to_string()];
     gone(
         "add",
-        store.add_items("gone", "todo", &items).await.map(|_| ()),
+        store
+            .queue()
+            .add_items("gone", "todo", &items)
+            .await
+            .map(|_| ()),
     );
     gone(
         "tally",
-        store.tally("gone", now + 3_600_000).await.map(|_| ()),
+        store
+            .figures()
+            .tally("gone", now + 3_600_000)
+            .await
+            .map(|_| ()),
     );
     let upload = serde_json::json!({"uploader": "bob"});
-    gone("upload", store.record_upload("gone", &upload).await);
+    gone(
+        "upload",
+        store.projects().record_upload("gone", &upload).await,
+    );
     let run = vec![("run", now.to_string())];
-    gone("offload note", store.note_offload("gone", run).await);
+    gone(
+        "offload note",
+        store.offload().note_offload("gone", run).await,
+    );
     gone(
         "state",
-        store.record_state("gone", "active", now).await.map(|_| ()),
+        store
+            .projects()
+            .record_state("gone", "active", now)
+            .await
+            .map(|_| ()),
     );
-    gone("fed", store.count_fed("gone", "k1", 5, 2, now).await);
+    gone(
+        "fed",
+        store.queue().count_fed("gone", "k1", 5, 2, now).await,
+    );
     assert_eq!(
         keys(of("gone")).await,
         Vec::<String>::new(),

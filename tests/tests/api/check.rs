@@ -40,7 +40,7 @@ fn alice() -> ClaimRequest {
 }
 
 async fn claim_one(app: &TestApp, now: u64) -> String {
-    match app.store.claim("p", &alice(), now).await.unwrap() {
+    match app.store.queue().claim("p", &alice(), now).await.unwrap() {
         ClaimOutcome::Items(got, _) => got[0].clone(),
         other => panic!("claim: {other:?}"),
     }
@@ -53,7 +53,7 @@ async fn check_reports_an_item_in_two_states_and_the_cli_exits_non_zero() {
     assert!(cli(&app, &["p"]).0, "a fresh project holds its invariant");
     let done_key = format!("{}:{{p}}:done", app.namespace);
     let _: () = app.store.client().sadd(&done_key, "a").await.unwrap();
-    let problems = app.store.check("p").await.unwrap();
+    let problems = app.store.upkeep().check("p").await.unwrap();
     assert!(
         problems.iter().any(|p| p.contains("\"a\" is in 2 places")),
         "{problems:?}"
@@ -84,7 +84,7 @@ async fn check_sees_an_item_deleted_behind_the_trackers_back() {
         ..Default::default()
     };
     assert!(matches!(
-        app.store.done("p", &report, now).await.unwrap(),
+        app.store.queue().done("p", &report, now).await.unwrap(),
         DoneOutcome::Recorded { counted: 1, .. }
     ));
     claim_one(&app, now).await;
@@ -98,7 +98,7 @@ async fn check_sees_an_item_deleted_behind_the_trackers_back() {
         .await
         .unwrap();
     let _: () = client.zrem(k.queue("todo"), &waiting[0]).await.unwrap();
-    let problems = app.store.check("p").await.unwrap();
+    let problems = app.store.upkeep().check("p").await.unwrap();
     assert_eq!(
         problems,
         ["project knows 4 items but 3 are in a state: 1 lost"]
@@ -122,7 +122,7 @@ async fn check_sees_an_item_deleted_behind_the_trackers_back() {
         .zadd(k.queue("todo"), None, None, false, false, (1.0, "stray"))
         .await
         .unwrap();
-    let problems = app.store.check("p").await.unwrap();
+    let problems = app.store.upkeep().check("p").await.unwrap();
     assert_eq!(
         problems,
         ["project knows 3 items but 4 are in a state: 1 it never counted"]
@@ -140,6 +140,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     // Only items really added count: not one known already, nor a dry run.
     assert_eq!(
         store
+            .queue()
             .add_items("p", "todo", &items(&["a", "d"]))
             .await
             .unwrap(),
@@ -147,6 +148,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     );
     assert_eq!(
         store
+            .queue()
             .count_new_items("p", "todo", &items(&["e"]))
             .await
             .unwrap(),
@@ -154,6 +156,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     );
     assert_eq!(
         store
+            .queue()
             .add_items("p", "todo:d:bob", &items(&["pb"]))
             .await
             .unwrap(),
@@ -169,6 +172,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     let now = now_ms();
     assert_eq!(
         store
+            .queue()
             .backfeed("p", "todo:backfeed", false, 1000, &records, now)
             .await
             .unwrap(),
@@ -180,6 +184,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     // max_attempts 1), done.
     let first = claim_one(&app, now).await;
     assert!(store
+        .queue()
         .release("p", &first, "root", "", true, now)
         .await
         .unwrap());
@@ -192,11 +197,12 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
         ..Default::default()
     };
     assert!(matches!(
-        store.done("p", &report, now).await.unwrap(),
+        store.queue().done("p", &report, now).await.unwrap(),
         DoneOutcome::Recorded { counted: 1, .. }
     ));
     assert_eq!(
         store
+            .queue()
             .move_items("p", "todo", "todo:secondary", None, false)
             .await
             .unwrap(),
@@ -208,18 +214,24 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     // Dropped items leave it; dry runs do not.
     assert_eq!(
         store
+            .queue()
             .resolve_failed("p", None, false, "root", now, true)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        store.clear_queue("p", "todo:backfeed", true).await.unwrap(),
+        store
+            .queue()
+            .clear_queue("p", "todo:backfeed", true)
+            .await
+            .unwrap(),
         1
     );
     knows(&app, "p", 6).await;
     assert_eq!(
         store
+            .queue()
             .resolve_failed("p", None, false, "root", now, false)
             .await
             .unwrap(),
@@ -227,6 +239,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     );
     assert_eq!(
         store
+            .queue()
             .clear_queue("p", "todo:backfeed", false)
             .await
             .unwrap(),
@@ -235,7 +248,7 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     knows(&app, "p", 4).await;
 
     // A destroyed project takes its count along; made again, it starts from nothing.
-    store.destroy_project("p").await.unwrap();
+    store.queue().destroy_project("p").await.unwrap();
     assert_eq!(known(&app, "p").await, None);
     // Its files deleted (it has none), as the panel's destroy does: the slug is free again.
     let o = server::offloader::Offloader::new(app.store.clone(), app.dir.join("archive"));
@@ -253,11 +266,16 @@ async fn projects_from_before_the_count_are_recounted_on_request() {
     let stats = store.keys().project("p").stats();
     let _: () = store.client().hdel(&stats, "known").await.unwrap();
     assert_eq!(
-        store.add_items("p", "todo", &items(&["c"])).await.unwrap(),
+        store
+            .queue()
+            .add_items("p", "todo", &items(&["c"]))
+            .await
+            .unwrap(),
         1
     );
     assert_eq!(
         store
+            .queue()
             .add_items("p", "todo:d:bob", &items(&["pb"]))
             .await
             .unwrap(),
@@ -269,7 +287,7 @@ async fn projects_from_before_the_count_are_recounted_on_request() {
         "a delta does not start the count from zero"
     );
 
-    let problems = store.check("p").await.unwrap();
+    let problems = store.upkeep().check("p").await.unwrap();
     assert_eq!(
         problems,
         ["item count not kept yet (a project from before it was): \
@@ -283,12 +301,16 @@ async fn projects_from_before_the_count_are_recounted_on_request() {
     assert!(out.contains("item count set to 4"), "{out}");
     assert!(out.contains("(was not kept)"), "{out}");
     assert_eq!(
-        store.add_items("p", "todo", &items(&["d"])).await.unwrap(),
+        store
+            .queue()
+            .add_items("p", "todo", &items(&["d"]))
+            .await
+            .unwrap(),
         1
     );
     knows(&app, "p", 5).await;
 
-    assert_eq!(store.recount("nope").await.unwrap(), None);
+    assert_eq!(store.upkeep().recount("nope").await.unwrap(), None);
     assert!(!cli(&app, &["--recount", "nope"]).0);
 }
 
@@ -317,7 +339,7 @@ async fn the_check_is_clean_while_the_project_serves() {
                 };
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let ClaimOutcome::Items(got, _) =
-                        store.claim("p", &request, now_ms()).await.unwrap()
+                        store.queue().claim("p", &request, now_ms()).await.unwrap()
                     else {
                         break;
                     };
@@ -329,9 +351,10 @@ async fn the_check_is_clean_while_the_project_serves() {
                         items: done.to_vec(),
                         ..Default::default()
                     };
-                    store.done("p", &report, now_ms()).await.unwrap();
+                    store.queue().done("p", &report, now_ms()).await.unwrap();
                     for item in back {
                         store
+                            .queue()
                             .release("p", item, &who, "", false, now_ms())
                             .await
                             .unwrap();
@@ -343,7 +366,7 @@ async fn the_check_is_clean_while_the_project_serves() {
         .collect();
     for _ in 0..3 {
         let before = moved.load(std::sync::atomic::Ordering::Relaxed);
-        let problems = app.store.check("p").await.unwrap();
+        let problems = app.store.upkeep().check("p").await.unwrap();
         assert!(problems.is_empty(), "while serving: {problems:?}");
         assert!(
             moved.load(std::sync::atomic::Ordering::Relaxed) > before,

@@ -25,7 +25,7 @@ async fn panel(app: &TestApp, path: &str, body: impl Into<reqwest::Body>) -> Rep
 
 /// The audit log, newest first.
 async fn audit(app: &TestApp) -> Vec<AuditEntry> {
-    app.store.audit_log(1000, |_| true).await.unwrap()
+    app.store.people().audit_log(1000, |_| true).await.unwrap()
 }
 
 /// A temporary file holding `bytes`, removed on drop.
@@ -163,8 +163,20 @@ async fn the_cli_validates_blocks_like_the_panel() {
         );
     }
     for kind in [BlockKind::Ip, BlockKind::Downloader] {
-        assert!(app.store.blocks(None, kind).await.unwrap().is_empty());
-        assert!(app.store.blocks(Some("p"), kind).await.unwrap().is_empty());
+        assert!(app
+            .store
+            .projects()
+            .blocks(None, kind)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(app
+            .store
+            .projects()
+            .blocks(Some("p"), kind)
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     // Accepted alike: the value trimmed, the reason cut to 500 characters.
@@ -177,8 +189,18 @@ async fn the_cli_validates_blocks_like_the_panel() {
             .status,
         204
     );
-    let ips = app.store.blocks(None, BlockKind::Ip).await.unwrap();
-    let names = app.store.blocks(None, BlockKind::Downloader).await.unwrap();
+    let ips = app
+        .store
+        .projects()
+        .blocks(None, BlockKind::Ip)
+        .await
+        .unwrap();
+    let names = app
+        .store
+        .projects()
+        .blocks(None, BlockKind::Downloader)
+        .await
+        .unwrap();
     assert_eq!(ips["2001:db8::1"].reason.len(), 500);
     assert_eq!(names["mallory"].reason.len(), 500);
     let run = app.cli(&["unblock", "dl", "nobody"], b"");
@@ -214,7 +236,13 @@ async fn the_cli_reads_gzip_and_zstd_item_files_like_the_panel() {
         assert_eq!(out.trim(), format!("30000 new items added to cli {queue}"));
     }
     for slug in ["cli", "panel"] {
-        let (_, counts) = app.store.snapshot(slug, 0, 0).await.unwrap().unwrap();
+        let (_, counts) = app
+            .store
+            .figures()
+            .snapshot(slug, 0, 0)
+            .await
+            .unwrap()
+            .unwrap();
         for queue in ["todo", "todo:secondary", "todo:redo"] {
             assert_eq!(
                 counts.iter().find(|(q, _)| q == queue).map(|(_, n)| *n),
@@ -223,7 +251,12 @@ async fn the_cli_reads_gzip_and_zstd_item_files_like_the_panel() {
             );
         }
     }
-    let status = app.store.item_status("panel", "zstd-29999").await.unwrap();
+    let status = app
+        .store
+        .queue()
+        .item_status("panel", "zstd-29999")
+        .await
+        .unwrap();
     assert_eq!(
         status.state.as_deref(),
         Some("todo"),
@@ -357,7 +390,13 @@ async fn both_doors_refuse_the_same_bad_input() {
             r.body
         );
     }
-    assert!(app.store.project("fine").await.unwrap().is_none());
+    assert!(app
+        .store
+        .projects()
+        .project("fine")
+        .await
+        .unwrap()
+        .is_none());
     // A slug the command line would read as an option (found by the schema fuzzer).
     let body = serde_json::json!({"slug": "-1", "title": "t"});
     let r = panel(&app, "/admin/api/projects", body.to_string()).await;
@@ -373,7 +412,7 @@ async fn both_doors_refuse_the_same_bad_input() {
         "{}",
         run.err
     );
-    assert!(app.store.project("-1").await.unwrap().is_none());
+    assert!(app.store.projects().project("-1").await.unwrap().is_none());
     let run = app.cli(&["project", "create", "cli"], b"");
     assert!(
         !run.ok && run.err.contains("That project exists."),
@@ -395,7 +434,7 @@ async fn both_doors_refuse_the_same_bad_input() {
         let run = app.cli(&["project", "set", "cli", change], b"");
         assert!(!run.ok, "the CLI refuses {change}: {}", run.out);
     }
-    let before = app.store.project("cli").await.unwrap().unwrap();
+    let before = app.store.projects().project("cli").await.unwrap().unwrap();
     assert_eq!(before.bloom_capacity, 1_000_000, "nothing saved");
     assert!(audit(&app)
         .await

@@ -92,7 +92,12 @@ async fn warrior_calls_and_backfeed_on_every_master() {
         "the month's contributors",
         std::time::Duration::from_secs(15),
         || async {
-            let c = app.store.contributors(server::store::now_ms()).await.ok()?;
+            let c = app
+                .store
+                .figures()
+                .contributors(server::store::now_ms())
+                .await
+                .ok()?;
             (c.months[0].contributors == 2).then_some(())
         },
     )
@@ -149,7 +154,7 @@ async fn the_hub_follows_exactly_the_projects_that_exist() {
     for slug in &slugs {
         assert_eq!(shard_subscribers(master(slug), &channel(slug)), Some(1));
     }
-    app.store.destroy_project(&slugs[0]).await.unwrap();
+    app.store.queue().destroy_project(&slugs[0]).await.unwrap();
     let after = app.hub.sync_projects(&app.store).await.unwrap();
     assert_eq!(after.added, 0);
     assert!(!app.hub.follows(&app.store, &slugs[0]));

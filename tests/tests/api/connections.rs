@@ -156,6 +156,7 @@ async fn sigterm_closes_thousands_of_viewers_and_exits_within_ten_seconds() {
         .await
         .unwrap();
     store
+        .projects()
         .create_project(&server::store::NewProject {
             slug: "p".into(),
             title: "P".into(),

@@ -59,7 +59,7 @@ async fn contributors_are_counted_per_month_per_project_and_across_projects() {
     assert!(html.contains("3 contributors, last 30 days"), "p1's card");
     assert!(html.contains("2 contributors, last 30 days"), "p2's card");
     let months = months_back(now_ms(), MONTHS_SHOWN);
-    let store_view = app.store.contributors(now_ms()).await.unwrap();
+    let store_view = app.store.figures().contributors(now_ms()).await.unwrap();
     let counted: Vec<(String, u64)> = store_view
         .months
         .iter()
@@ -73,7 +73,7 @@ async fn contributors_are_counted_per_month_per_project_and_across_projects() {
     // More dones: one new name, one known; the figure follows within the flush interval.
     done_by(&app, "p2", &["bob", "gina"]).await;
     wait_for("the new contributor", Duration::from_secs(15), || async {
-        let c = app.store.contributors(now_ms()).await.unwrap();
+        let c = app.store.figures().contributors(now_ms()).await.unwrap();
         (c.months[0].contributors == 5).then_some(())
     })
     .await;

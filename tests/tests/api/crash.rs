@@ -77,12 +77,20 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
         title: "Crash".into(),
         domains: vec!["data".into()],
     };
-    store.create_project(&project).await.unwrap();
-    let mut settings = (*store.project("crash").await.unwrap().unwrap()).clone();
+    store.projects().create_project(&project).await.unwrap();
+    let mut settings = (*store.projects().project("crash").await.unwrap().unwrap()).clone();
     settings.reclaim_ttl = 1;
-    store.save_settings("crash", &settings).await.unwrap();
+    store
+        .projects()
+        .save_settings("crash", &settings)
+        .await
+        .unwrap();
     let items: Vec<String> = (0..ITEMS).map(|i| format!("item-{i}")).collect();
-    store.add_items("crash", "todo", &items).await.unwrap();
+    store
+        .queue()
+        .add_items("crash", "todo", &items)
+        .await
+        .unwrap();
 
     let port = tests::free_port();
     let base = format!("http://127.0.0.1:{port}");
@@ -94,6 +102,7 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
 
     let done_count = |store: Store| async move {
         store
+            .figures()
             .leaderboard("crash", 0, 0)
             .await
             .ok()
@@ -131,8 +140,13 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
     );
 
     // The log entries the killed processes left unfolded, folded (exactly once each).
-    store.fold("crash").await.unwrap();
-    let board = store.leaderboard("crash", -1, 0).await.unwrap().unwrap();
+    store.figures().fold("crash").await.unwrap();
+    let board = store
+        .figures()
+        .leaderboard("crash", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(board.counts.done, ITEMS as u64, "every item done once");
     assert_eq!(
         (board.counts.todo, board.counts.out, board.counts.failed),
@@ -140,7 +154,7 @@ async fn sigkill_at_any_instant_loses_nothing_and_counts_nothing_twice() {
     );
     let per_downloader: u64 = board.downloaders.iter().map(|d| d.items).sum();
     assert_eq!(per_downloader, ITEMS as u64, "no item counted twice");
-    let problems = store.check("crash").await.unwrap();
+    let problems = store.upkeep().check("crash").await.unwrap();
     assert!(problems.is_empty(), "{problems:#?}");
     drop(tracker);
     let _ = std::fs::remove_dir_all(&dir);

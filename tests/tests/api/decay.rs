@@ -76,7 +76,7 @@ async fn reclaims_decay_an_item_until_it_fails_with_its_score_and_reclaims() {
         }
     };
     assert_eq!(again, "x");
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!(status.downloader.as_deref(), Some("bob"));
     assert_eq!((status.score, status.reclaims), (Some(0.1), 1));
     let events = history(&app, "x").await;
@@ -94,11 +94,11 @@ async fn reclaims_decay_an_item_until_it_fails_with_its_score_and_reclaims() {
     // Its second claim expires after 2 x 1 s: 0.1 x 0.1 is below 0.05, so it fails.
     wait_for("the item to fail", Duration::from_secs(15), || async {
         assert_eq!(http_claim(&app, "carol").await, None, "never handed out");
-        let status = app.store.item_status("p", "x").await.unwrap();
+        let status = app.store.queue().item_status("p", "x").await.unwrap();
         (status.state.as_deref() == Some("failed")).then_some(())
     })
     .await;
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     let reason: serde_json::Value = serde_json::from_str(&status.detail).unwrap();
     assert_eq!(
         reason["reason"], "score 0.01 after 2 reclaims, below the decay threshold 0.05",
@@ -128,24 +128,33 @@ async fn a_decayed_item_waits_behind_fresher_items_fifo_or_shuffled() {
         })
         .await;
         app.store
+            .queue()
             .add_items("p", "todo", &["old".into()])
             .await
             .unwrap();
         let t0 = now_ms();
         assert_eq!(app.claim_items("p", "alice", 1, t0).await, ["old"]);
         let fresh: Vec<String> = (0..5).map(|i| format!("fresh{i}")).collect();
-        app.store.add_items("p", "todo", &fresh[..3]).await.unwrap();
+        app.store
+            .queue()
+            .add_items("p", "todo", &fresh[..3])
+            .await
+            .unwrap();
         // The claim has expired: taken back, decayed to 0.8, queued 6 h (plus a day when
         // shuffled) behind; bob gets fresher work instead.
         let t1 = t0 + 60_000;
         let got = app.claim_items("p", "bob", 1, t1).await;
         assert!(got[0].starts_with("fresh"), "fifo {fifo}: {got:?}");
-        let status = app.store.item_status("p", "old").await.unwrap();
+        let status = app.store.queue().item_status("p", "old").await.unwrap();
         assert_eq!(status.state.as_deref(), Some("todo"), "fifo {fifo}");
         assert_eq!(status.detail, "todo", "back in the part it came from");
         assert_eq!((status.score, status.reclaims), (Some(0.8), 1));
         // Work queued after the reclaim goes ahead of it too.
-        app.store.add_items("p", "todo", &fresh[3..]).await.unwrap();
+        app.store
+            .queue()
+            .add_items("p", "todo", &fresh[3..])
+            .await
+            .unwrap();
         let rest = app.claim_items("p", "carol", 10, t1).await;
         assert_eq!(rest.len(), 5, "fifo {fifo}: {rest:?}");
         assert_eq!(
@@ -155,13 +164,18 @@ async fn a_decayed_item_waits_behind_fresher_items_fifo_or_shuffled() {
         );
         // Served again, it keeps its score until it is done.
         assert_eq!(
-            app.store.item_status("p", "old").await.unwrap().score,
+            app.store
+                .queue()
+                .item_status("p", "old")
+                .await
+                .unwrap()
+                .score,
             Some(0.8)
         );
         app.assert_invariant("p").await;
         let done = app.done("p", "carol", "old", 1).await;
         assert_eq!(done.status, 200, "{}", done.body);
-        let status = app.store.item_status("p", "old").await.unwrap();
+        let status = app.store.queue().item_status("p", "old").await.unwrap();
         assert_eq!(
             (status.state.as_deref(), status.score),
             (Some("done"), None)
@@ -180,7 +194,13 @@ async fn with_decay_off_reclaims_are_handed_out_and_max_attempts_fails_items() {
     })
     .await;
     assert_eq!(
-        app.store.project("p").await.unwrap().unwrap().decay_factor,
+        app.store
+            .projects()
+            .project("p")
+            .await
+            .unwrap()
+            .unwrap()
+            .decay_factor,
         0.0
     );
     let t0 = now_ms();
@@ -191,7 +211,7 @@ async fn with_decay_off_reclaims_are_handed_out_and_max_attempts_fails_items() {
     let mut again = app.claim_items("p", "bob", 2, t0 + 60_000).await;
     again.sort();
     assert_eq!(again, ["x", "y"]);
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!((status.score, status.reclaims), (None, 0));
     let events: Vec<String> = history(&app, "x").await.into_iter().map(|e| e.0).collect();
     assert_eq!(events, ["claimed", "reclaimed"]);
@@ -201,7 +221,7 @@ async fn with_decay_off_reclaims_are_handed_out_and_max_attempts_fails_items() {
         .await
         .is_empty());
     for item in ["x", "y"] {
-        let status = app.store.item_status("p", item).await.unwrap();
+        let status = app.store.queue().item_status("p", item).await.unwrap();
         assert_eq!(status.state.as_deref(), Some("failed"));
         assert!(
             status.detail.contains("claimed 2 times"),
@@ -231,7 +251,7 @@ async fn decay_and_max_attempts_together_and_a_cleared_queue_drops_the_scores() 
         .claim_items("p", "carol", 1, t0 + 60_000 + 120_000)
         .await
         .is_empty());
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!(status.state.as_deref(), Some("failed"));
     assert!(
         status.detail.contains("claimed 2 times"),
@@ -243,6 +263,7 @@ async fn decay_and_max_attempts_together_and_a_cleared_queue_drops_the_scores() 
 
     // A waiting item's score goes with its queue when the queue is cleared.
     app.store
+        .queue()
         .add_items("p", "todo", &["z".into()])
         .await
         .unwrap();
@@ -253,16 +274,24 @@ async fn decay_and_max_attempts_together_and_a_cleared_queue_drops_the_scores() 
     assert_eq!(app.claim_items("p", "dave", 1, t2 + 60_000).await, ["z"]);
     let release = app
         .store
+        .queue()
         .release("p", "z", "dave", "10.0.0.1", false, t2 + 60_001)
         .await
         .unwrap();
     assert!(release);
     assert_eq!(
-        app.store.item_status("p", "z").await.unwrap().score,
+        app.store.queue().item_status("p", "z").await.unwrap().score,
         Some(0.5),
         "a release keeps the score"
     );
-    assert_eq!(app.store.clear_queue("p", "todo", false).await.unwrap(), 1);
+    assert_eq!(
+        app.store
+            .queue()
+            .clear_queue("p", "todo", false)
+            .await
+            .unwrap(),
+        1
+    );
     let decay: std::collections::HashMap<String, String> = fred::prelude::HashesInterface::hgetall(
         app.store.client(),
         app.store.keys().project("p").decay(),
@@ -283,7 +312,7 @@ async fn bad_decay_settings_are_refused_and_nothing_is_saved() {
     let shown = json(&panel.get(path).await);
     assert_eq!(shown["settings"]["decay_factor"], 0.0);
     assert_eq!(shown["settings"]["decay_threshold"], 0.005);
-    let before = app.store.project("p").await.unwrap().unwrap();
+    let before = app.store.projects().project("p").await.unwrap().unwrap();
     for (field, value) in [
         ("decay_factor", serde_json::json!(1.0)),
         ("decay_factor", serde_json::json!(1.5)),
@@ -299,7 +328,7 @@ async fn bad_decay_settings_are_refused_and_nothing_is_saved() {
         assert_eq!(r.status, 400, "{field}={value}: {}", r.body);
         assert!(r.body.contains(field), "{field}={value}: {}", r.body);
         assert_eq!(
-            *app.store.project("p").await.unwrap().unwrap(),
+            *app.store.projects().project("p").await.unwrap().unwrap(),
             *before,
             "{field}={value} saved nothing"
         );

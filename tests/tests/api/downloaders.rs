@@ -47,6 +47,7 @@ async fn fifty_thousand_downloaders_stay_out_of_the_snapshot_and_are_paged_by_th
     // The page data and the websocket snapshot carry the top rows and the count only.
     let board = app
         .store
+        .figures()
         .board_page("big", server::store::now_ms(), 5)
         .await
         .unwrap()
@@ -124,6 +125,7 @@ async fn a_completion_carries_the_downloaders_totals_so_a_climber_enters_the_top
     crowd(&app, "big").await;
     let mut board = app
         .store
+        .figures()
         .board_page("big", server::store::now_ms(), 5)
         .await
         .unwrap()
@@ -161,6 +163,7 @@ async fn a_completion_carries_the_downloaders_totals_so_a_climber_enters_the_top
         .await
         .unwrap();
     app.store
+        .queue()
         .add_items("big", "todo", &["x3".to_string()])
         .await
         .unwrap();
@@ -176,6 +179,7 @@ async fn a_completion_carries_the_downloaders_totals_so_a_climber_enters_the_top
 
     // The page's minute re-read of window sums covers its top rows only, not everyone active.
     app.store
+        .queue()
         .add_items("big", "todo", &["x4".to_string()])
         .await
         .unwrap();

@@ -17,6 +17,7 @@ async fn fifo_projects_serve_items_in_the_order_added() {
     app.project("p", &[]).await;
     app.settings("p", |s| s.fifo = true).await;
     app.store
+        .queue()
         .add_items("p", "todo", &strings(&["a", "b", "c", "d"]))
         .await
         .unwrap();
@@ -42,7 +43,11 @@ async fn random_projects_serve_a_bulk_load_in_random_order() {
     app.project("p", &[]).await;
     let items = numbered(1000);
     let before = server::store::now_ms();
-    app.store.add_items("p", "todo", &items).await.unwrap();
+    app.store
+        .queue()
+        .add_items("p", "todo", &items)
+        .await
+        .unwrap();
     // Every score is a draw within the day after the item was queued (the bound on waiting).
     let key = app.store.keys().project("p").key("todo");
     let scores: Vec<(String, f64)> = app
@@ -97,7 +102,7 @@ async fn older_projects_draw_at_random_until_their_queues_are_scored() {
     );
 
     assert_eq!(
-        app.store.shuffle_all_queues().await.unwrap(),
+        app.store.queue().shuffle_all_queues().await.unwrap(),
         [("p".to_string(), 900)]
     );
     let mark: Option<String> = client.hget(k.meta(), "shuffled").await.unwrap();
@@ -113,10 +118,15 @@ async fn older_projects_draw_at_random_until_their_queues_are_scored() {
         "popped by the new scores, in random order: {got:?}"
     );
     assert!(
-        app.store.shuffle_all_queues().await.unwrap().is_empty(),
+        app.store
+            .queue()
+            .shuffle_all_queues()
+            .await
+            .unwrap()
+            .is_empty(),
         "done once"
     );
-    app.store.recount("p").await.unwrap();
+    app.store.upkeep().recount("p").await.unwrap();
     app.assert_invariant("p").await;
 }
 
@@ -132,11 +142,13 @@ async fn queues_are_served_in_claim_order_personal_queue_first() {
         ("todo", "main"),
     ] {
         app.store
+            .queue()
             .add_items("p", queue, &strings(&[item]))
             .await
             .unwrap();
     }
     app.store
+        .queue()
         .add_items("p", "todo:d:alice", &strings(&["mine"]))
         .await
         .unwrap();
@@ -159,6 +171,7 @@ async fn known_items_are_never_added_twice() {
     let a = app.claim_items("p", "alice", 1, T0).await;
     assert_eq!(
         app.store
+            .queue()
             .add_items("p", "todo:secondary", &strings(&["a", "b", "b"]))
             .await
             .unwrap(),
@@ -193,7 +206,7 @@ async fn stale_claims_are_reclaimed_after_ttl_times_claim_count() {
             .await,
         ["x"]
     );
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!(status.downloader.as_deref(), Some("carol"));
     assert!(status.timeline.contains("reclaimed"));
     app.assert_invariant("p").await;
@@ -216,10 +229,16 @@ async fn items_claimed_more_than_max_attempts_fail() {
             .is_empty(),
         "a third claim fails it instead"
     );
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!(status.state.as_deref(), Some("failed"));
     assert!(status.detail.contains("claimed 2 times"));
-    let board = app.store.leaderboard("p", -1, 0).await.unwrap().unwrap();
+    let board = app
+        .store
+        .figures()
+        .leaderboard("p", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((board.counts.out, board.counts.failed), (0, 1));
     app.assert_invariant("p").await;
 }
@@ -235,6 +254,7 @@ async fn at_the_claims_limit_claims_are_served_reclaims() {
     })
     .await;
     app.store
+        .queue()
         .add_items("p", "todo", &strings(&["a", "b", "c"]))
         .await
         .unwrap();
@@ -244,7 +264,13 @@ async fn at_the_claims_limit_claims_are_served_reclaims() {
         ["a"],
         "the oldest claim, not a new item"
     );
-    let board = app.store.leaderboard("p", -1, 0).await.unwrap().unwrap();
+    let board = app
+        .store
+        .figures()
+        .leaderboard("p", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((board.counts.out, board.counts.todo), (2, 1));
     app.assert_invariant("p").await;
 }
@@ -254,7 +280,11 @@ async fn rate_limit_is_smooth_with_burst() {
     let app = TestApp::start().await;
     let items: Vec<String> = (0..100).map(|i| format!("i{i}")).collect();
     app.project("p", &[]).await;
-    app.store.add_items("p", "todo", &items).await.unwrap();
+    app.store
+        .queue()
+        .add_items("p", "todo", &items)
+        .await
+        .unwrap();
     app.settings("p", |s| {
         s.rate = 10.0;
         s.burst = 5.0;
@@ -266,7 +296,7 @@ async fn rate_limit_is_smooth_with_burst() {
         "the burst"
     );
     assert!(
-        matches!(app.store.claim("p", &who("alice", 1), T0).await.unwrap(), ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) if wait_ms > 0 && wait_ms <= 100)
+        matches!(app.store.queue().claim("p", &who("alice", 1), T0).await.unwrap(), ClaimOutcome::Refused(Refusal::RateLimited { wait_ms }) if wait_ms > 0 && wait_ms <= 100)
     );
     assert_eq!(
         app.claim_items("p", "alice", 100, T0 + 100).await.len(),
@@ -295,7 +325,11 @@ async fn pattern_limits_do_not_starve_the_other_items() {
     .await;
     let mut items: Vec<String> = (0..500).map(|i| format!("https://x/{i}.jpg")).collect();
     items.extend((0..5).map(|i| format!("https://x/page{i}")));
-    app.store.add_items("p", "todo", &items).await.unwrap();
+    app.store
+        .queue()
+        .add_items("p", "todo", &items)
+        .await
+        .unwrap();
     // Most of the queue is limited, yet a claim gets every unlimited item plus the burst.
     let got = app.claim_items("p", "alice", 20, T0).await;
     let jpg = got.iter().filter(|i| i.ends_with(".jpg")).count();
@@ -322,7 +356,7 @@ async fn versions_compare_piecewise_numerically() {
         let app = &app;
         let req = with_version(v);
         async move {
-            let got = app.store.claim("p", &req, T0).await.unwrap();
+            let got = app.store.queue().claim("p", &req, T0).await.unwrap();
             matches!(got, ClaimOutcome::Items(_, _))
         }
     };
@@ -345,6 +379,7 @@ async fn versions_compare_piecewise_numerically() {
             .collect();
         let got = app
             .store
+            .queue()
             .claim_batch("p", &reqs, T0)
             .await
             .unwrap()

@@ -71,7 +71,12 @@ async fn a_claim_stuck_behind_paused_writes_is_refused_within_a_second_then_give
         },
     )
     .await;
-    let status = app.store.item_status("p1", &held).await.expect("status");
+    let status = app
+        .store
+        .queue()
+        .item_status("p1", &held)
+        .await
+        .expect("status");
     assert_eq!(status.state.as_deref(), Some("out"), "{status:?}");
     app.assert_invariant("p1").await;
 }
@@ -111,9 +116,13 @@ async fn a_redis_that_dies_gets_503s_within_a_second_and_is_followed_when_it_com
         title: "P1".into(),
         domains: vec!["data".into()],
     };
-    store.create_project(&p).await.expect("project");
+    store.projects().create_project(&p).await.expect("project");
     let items: Vec<String> = (0..20).map(|i| format!("i{i}")).collect();
-    store.add_items("p1", "todo", &items).await.expect("items");
+    store
+        .queue()
+        .add_items("p1", "todo", &items)
+        .await
+        .expect("items");
 
     let port = free_port();
     // A 3 s deadline: long enough to tell "at once" (under 1.5 s) from "at the deadline",
@@ -217,7 +226,7 @@ async fn a_redis_that_dies_gets_503s_within_a_second_and_is_followed_when_it_com
         },
     )
     .await;
-    let problems = store.check("p1").await.expect("check");
+    let problems = store.upkeep().check("p1").await.expect("check");
     assert!(problems.is_empty(), "{problems:?}");
     drop(redis);
     let _ = std::fs::remove_dir_all(&dir);

@@ -52,7 +52,7 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
             tokio::spawn(async move {
                 let mut folded = 0;
                 while !*stop.borrow_and_update() {
-                    folded += s.fold("fold").await.unwrap();
+                    folded += s.figures().fold("fold").await.unwrap();
                     tokio::task::yield_now().await;
                 }
                 folded
@@ -61,6 +61,7 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
         .collect();
     for (i, batch) in reports.chunks(10).enumerate() {
         let out = other
+            .queue()
             .done_batch("fold", batch, now + i as u64)
             .await
             .unwrap();
@@ -69,7 +70,7 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
             .all(|o| matches!(o, DoneOutcome::Recorded { counted: 1, .. })));
         if i == 5 {
             // While entries may wait unfolded: the check counts them with the totals.
-            assert!(app.store.check("fold").await.unwrap().is_empty());
+            assert!(app.store.upkeep().check("fold").await.unwrap().is_empty());
         }
     }
     done.0.send(true).unwrap();
@@ -77,12 +78,18 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
     for f in folders {
         by_folders += f.await.unwrap();
     }
-    let last = app.store.fold("fold").await.unwrap();
+    let last = app.store.figures().fold("fold").await.unwrap();
     // The app's own folder may have taken some; none was folded twice (below).
     assert!(by_folders + last <= ITEMS as u64, "{by_folders} + {last}");
-    assert_eq!(app.store.unfolded("fold").await.unwrap(), (0, 0));
+    assert_eq!(app.store.figures().unfolded("fold").await.unwrap(), (0, 0));
 
-    let board = app.store.leaderboard("fold", -1, 0).await.unwrap().unwrap();
+    let board = app
+        .store
+        .figures()
+        .leaderboard("fold", -1, 0)
+        .await
+        .unwrap()
+        .unwrap();
     let totals: BTreeMap<&str, (u64, u64)> = board
         .downloaders
         .iter()
@@ -110,7 +117,7 @@ async fn entries_fold_once_whoever_folds_and_check_counts_the_unfolded() {
         assert_eq!(e.dl_bytes, 7 * *n, "{e:?}");
         assert!(e.counts.done >= *n, "{e:?}");
     }
-    assert!(app.store.check("fold").await.unwrap().is_empty());
+    assert!(app.store.upkeep().check("fold").await.unwrap().is_empty());
 }
 
 /// `fold.lua` writes a run only if the event sequence number and each downloader's totals are
@@ -215,12 +222,17 @@ async fn a_long_run_publishes_every_event_and_keeps_its_last_ones_in_the_history
         .map(|item| report("ann", &item, 1))
         .collect();
     // One call: every entry is logged before any fold, so they fold as one run, whoever folds.
-    let out = app.store.done_batch("long", &reports, now).await.unwrap();
+    let out = app
+        .store
+        .queue()
+        .done_batch("long", &reports, now)
+        .await
+        .unwrap();
     assert!(out
         .iter()
         .all(|o| matches!(o, DoneOutcome::Recorded { counted: 1, .. })));
-    app.store.fold("long").await.unwrap();
-    assert_eq!(app.store.unfolded("long").await.unwrap(), (0, 0));
+    app.store.figures().fold("long").await.unwrap();
+    assert_eq!(app.store.figures().unfolded("long").await.unwrap(), (0, 0));
     // Numbered through; the history holds the run's last events, newest first.
     let events = server::hub::history::recent(&app.store, "long", n)
         .await
@@ -257,7 +269,11 @@ async fn the_chart_takes_a_point_when_a_minute_starts_and_shows_the_totals_of_th
         let report = report("ann", item, 10);
         let store = app.store.clone();
         async move {
-            let out = store.done_batch("chart", &[report], at).await.unwrap();
+            let out = store
+                .queue()
+                .done_batch("chart", &[report], at)
+                .await
+                .unwrap();
             assert!(matches!(
                 out[..],
                 [DoneOutcome::Recorded { counted: 1, .. }]
@@ -267,7 +283,7 @@ async fn the_chart_takes_a_point_when_a_minute_starts_and_shows_the_totals_of_th
     let k = app.store.keys().project("chart");
     let points = || async {
         let raw: Vec<String> = app.store.client().lrange(k.chart(), 0, -1).await.unwrap();
-        let charts = app.store.charts("chart", 0).await.unwrap();
+        let charts = app.store.figures().charts("chart", 0).await.unwrap();
         (raw, charts.items, charts.bytes)
     };
     let (s0, s1) = (m0 * 60, (m0 + 1) * 60);
@@ -305,7 +321,11 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
     app.settings("arch", |s| s.log_keep = 1_000).await;
     let names: Vec<String> = (0..N).map(|i| format!("a{i:06}")).collect();
     for chunk in names.chunks(20_000) {
-        app.store.add_items("arch", "todo", chunk).await.unwrap();
+        app.store
+            .queue()
+            .add_items("arch", "todo", chunk)
+            .await
+            .unwrap();
     }
     let now = now_ms();
     let mut claimed = Vec::with_capacity(N);
@@ -322,19 +342,20 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
         let reports: Vec<DoneReport> = batch.iter().map(|item| report("ann", item, 1)).collect();
         let out = app
             .store
+            .queue()
             .done_batch("arch", &reports, now + i as u64)
             .await
             .unwrap();
         assert!(out
             .iter()
             .all(|o| matches!(o, DoneOutcome::Recorded { .. })));
-        app.store.fold("arch").await.unwrap();
+        app.store.figures().fold("arch").await.unwrap();
         // Now and then the offloader tries to archive, and fails: nothing may leave the log.
         if i % 25 == 0 {
             let _ = offloader.tick("arch", false).await;
         }
     }
-    while app.store.fold("arch").await.unwrap() > 0 {}
+    while app.store.figures().fold("arch").await.unwrap() > 0 {}
     let _ = offloader.tick("arch", false).await;
     let len: u64 = app
         .store
@@ -383,7 +404,11 @@ async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_cou
     app.project("shed", &[]).await;
     app.settings("shed", |s| s.log_keep = 1_000).await;
     let names: Vec<String> = (0..N).map(|i| format!("s{i:05}")).collect();
-    app.store.add_items("shed", "todo", &names).await.unwrap();
+    app.store
+        .queue()
+        .add_items("shed", "todo", &names)
+        .await
+        .unwrap();
     let now = now_ms();
     let mut claimed = Vec::with_capacity(N);
     while claimed.len() < N {
@@ -405,18 +430,19 @@ async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_cou
     let reports: Vec<DoneReport> = claimed.iter().map(|i| report("ann", i, 1)).collect();
     for (i, chunk) in reports.chunks(500).enumerate() {
         app.store
+            .queue()
             .done_batch("shed", chunk, now + i as u64)
             .await
             .unwrap();
     }
     // Folded (by the tracker's folder, or here), the oldest past the budget go, counted.
-    while app.store.fold("shed").await.unwrap() > 0 {}
+    while app.store.figures().fold("shed").await.unwrap() > 0 {}
     assert!(
         offloader.tick("shed", false).await.is_err(),
         "archiving fails"
     );
     assert_eq!(log_len().await, BUDGET);
-    let state = app.store.offload_summary("shed").await.unwrap();
+    let state = app.store.offload().offload_summary("shed").await.unwrap();
     assert!(state.failing, "{state:?}");
     assert_eq!(state.log_entries, BUDGET);
     assert_eq!(state.log_lost, N as u64 - BUDGET);
@@ -472,19 +498,34 @@ async fn the_log_budget_never_drops_an_entry_not_yet_folded() {
         n.unwrap_or(0)
     };
     // No fold cursor: nothing is known folded.
-    assert_eq!(app.store.shed_log("raw", 10, 1000).await.unwrap(), 0);
+    assert_eq!(
+        app.store.offload().shed_log("raw", 10, 1000).await.unwrap(),
+        0
+    );
     let _: () = client.hset(k.stats(), ("folded", "40-1")).await.unwrap();
-    assert_eq!(app.store.shed_log("raw", 10, 1000).await.unwrap(), 40);
+    assert_eq!(
+        app.store.offload().shed_log("raw", 10, 1000).await.unwrap(),
+        40
+    );
     assert_eq!((len().await, lost().await), (60, 40));
     assert_eq!(
-        app.store.shed_log("raw", 10, 1000).await.unwrap(),
+        app.store.offload().shed_log("raw", 10, 1000).await.unwrap(),
         0,
         "the rest is not folded"
     );
     let _: () = client.hset(k.stats(), ("folded", "100-1")).await.unwrap();
     // At most `step` a call.
-    assert_eq!(app.store.shed_log("raw", 10, 30).await.unwrap(), 30);
-    assert_eq!(app.store.shed_log("raw", 10, 30).await.unwrap(), 20);
+    assert_eq!(
+        app.store.offload().shed_log("raw", 10, 30).await.unwrap(),
+        30
+    );
+    assert_eq!(
+        app.store.offload().shed_log("raw", 10, 30).await.unwrap(),
+        20
+    );
     assert_eq!((len().await, lost().await), (10, 90));
-    assert_eq!(app.store.shed_log("raw", 10, 30).await.unwrap(), 0);
+    assert_eq!(
+        app.store.offload().shed_log("raw", 10, 30).await.unwrap(),
+        0
+    );
 }

@@ -197,7 +197,8 @@ async fn release_is_for_the_claimant_at_its_ip_or_an_admin() {
         ..Default::default()
     };
     let now = server::store::now_ms();
-    let ClaimOutcome::Items(items, _) = app.store.claim("p", &who, now).await.unwrap() else {
+    let ClaimOutcome::Items(items, _) = app.store.queue().claim("p", &who, now).await.unwrap()
+    else {
         panic!("claim")
     };
     let item = &items[0];
@@ -221,6 +222,7 @@ async fn release_is_for_the_claimant_at_its_ip_or_an_admin() {
     // The claimant at its IP may.
     assert!(app
         .store
+        .queue()
         .release("p", item, "alice", "10.0.0.1", false, now + 1)
         .await
         .unwrap());
@@ -251,7 +253,12 @@ async fn one_poisoned_report_in_a_batch_is_refused_alone() {
         report(&items[2], 20),
     ];
     let now = server::store::now_ms();
-    let outcomes = app.store.done_batch("p", &batch, now).await.unwrap();
+    let outcomes = app
+        .store
+        .queue()
+        .done_batch("p", &batch, now)
+        .await
+        .unwrap();
     assert!(matches!(
         outcomes[0],
         DoneOutcome::Recorded { counted: 1, .. }
@@ -346,7 +353,7 @@ async fn claims_whose_caller_left_are_given_back_or_never_run() {
         || async {
             let mut back = 0;
             for item in ["a", "b", "c", "d", "e", "f"] {
-                let s = app.store.item_status("p", item).await.ok()?;
+                let s = app.store.queue().item_status("p", item).await.ok()?;
                 if s.timeline.contains("caller-gone") {
                     back += 1;
                 }

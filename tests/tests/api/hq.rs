@@ -101,7 +101,12 @@ async fn a_warrior_registers_updates_and_gets_the_project_list() {
         serde_json::json!([[41, -74, 1], [51, 0, 1]]),
         "whole degrees"
     );
-    let fleet = app.store.fleet(server::store::now_ms()).await.unwrap();
+    let fleet = app
+        .store
+        .fleet()
+        .registered(server::store::now_ms())
+        .await
+        .unwrap();
     assert_eq!(fleet.len(), 2);
     let alice = fleet
         .iter()
@@ -138,7 +143,12 @@ async fn warriors_silent_for_15_minutes_are_forgotten() {
         )
         .await
         .unwrap();
-    let fleet = app.store.fleet(server::store::now_ms()).await.unwrap();
+    let fleet = app
+        .store
+        .fleet()
+        .registered(server::store::now_ms())
+        .await
+        .unwrap();
     let ids: Vec<String> = fleet.iter().map(|w| w.id.to_string()).collect();
     assert_eq!(ids, std::slice::from_ref(&new));
     let left: u64 = app
@@ -369,6 +379,7 @@ async fn one_network_holds_a_bounded_share_of_the_fleet_and_every_warrior_gets_i
     for id in 1..=MAX_WARRIORS_PER_NETWORK {
         let r = app
             .store
+            .fleet()
             .update_warrior(&record(id), net, now)
             .await
             .unwrap();
@@ -377,6 +388,7 @@ async fn one_network_holds_a_bounded_share_of_the_fleet_and_every_warrior_gets_i
     let over = MAX_WARRIORS_PER_NETWORK + 1;
     assert_eq!(
         app.store
+            .fleet()
             .update_warrior(&record(over), net, now)
             .await
             .unwrap(),
@@ -384,6 +396,7 @@ async fn one_network_holds_a_bounded_share_of_the_fleet_and_every_warrior_gets_i
     );
     assert_eq!(
         app.store
+            .fleet()
             .update_warrior(&record(7), net, now)
             .await
             .unwrap(),
@@ -392,6 +405,7 @@ async fn one_network_holds_a_bounded_share_of_the_fleet_and_every_warrior_gets_i
     );
     assert_eq!(
         app.store
+            .fleet()
             .update_warrior(&record(over), "192.0.2.9", now)
             .await
             .unwrap(),
@@ -413,6 +427,7 @@ async fn one_network_holds_a_bounded_share_of_the_fleet_and_every_warrior_gets_i
     let later = now + server::store::FLEET_TTL_MS + 1;
     assert_eq!(
         app.store
+            .fleet()
             .update_warrior(&record(over + 1), net, later)
             .await
             .unwrap(),

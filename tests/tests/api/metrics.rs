@@ -54,6 +54,7 @@ async fn metrics_need_a_token_unless_public_and_agree_with_the_traffic() {
     app.settings("p", |s| s.min_version = String::new()).await;
     let released = app
         .store
+        .queue()
         .release_as("p", &items[2], "alice", "127.0.0.1", true, "", now_ms())
         .await
         .unwrap();
@@ -252,7 +253,12 @@ async fn series_grow_with_projects_not_with_downloaders() {
         let requests: Vec<_> = (0..1000)
             .map(|i| who(&format!("dl-{chunk}-{i}"), 1))
             .collect();
-        let outcomes = app.store.claim_batch("big", &requests, now).await.unwrap();
+        let outcomes = app
+            .store
+            .queue()
+            .claim_batch("big", &requests, now)
+            .await
+            .unwrap();
         let reports: Vec<DoneReport> = requests
             .iter()
             .zip(outcomes.unwrap())
@@ -269,7 +275,11 @@ async fn series_grow_with_projects_not_with_downloaders() {
                 other => panic!("unexpected {other:?}"),
             })
             .collect();
-        app.store.done_batch("big", &reports, now).await.unwrap();
+        app.store
+            .queue()
+            .done_batch("big", &reports, now)
+            .await
+            .unwrap();
     }
     let after = scrape(&app, Some(TOKEN)).await;
     let t = &after.body;
@@ -309,30 +319,48 @@ async fn the_tally_moves_each_minute_into_the_totals_exactly_once() {
     assert_eq!(app.done("p", "alice", &items[0], 1).await.status, 200);
     let now = now_ms();
     let store = &app.store;
-    store.tally("p", now).await.unwrap();
-    let first = store.lifetime("p", now).await.unwrap().expect("tallied");
+    store.figures().tally("p", now).await.unwrap();
+    let first = store
+        .figures()
+        .lifetime("p", now)
+        .await
+        .unwrap()
+        .expect("tallied");
     assert_eq!(first[&Counter::Claimed], 2);
     assert_eq!(first[&Counter::DoneItems], 1);
     // Minutes not tallied yet are read with the totals.
     assert_eq!(app.claim_n("p", "bob", 1).await.len(), 1);
     let now = now_ms();
-    let before = store.lifetime("p", now).await.unwrap().unwrap();
+    let before = store.figures().lifetime("p", now).await.unwrap().unwrap();
     assert_eq!(before[&Counter::Claimed], 3);
 
     // An hour on, every minute so far is tallied, once however often the tally runs.
     let later = now + 3_600_000;
-    store.tally("p", later).await.unwrap();
-    store.tally("p", later).await.unwrap();
-    assert_eq!(store.lifetime("p", later).await.unwrap().unwrap(), before);
+    store.figures().tally("p", later).await.unwrap();
+    store.figures().tally("p", later).await.unwrap();
+    assert_eq!(
+        store.figures().lifetime("p", later).await.unwrap().unwrap(),
+        before
+    );
     // The totals are the tally's own: the per-minute counters gone, they stay.
     let k = Keys::new(&app.namespace).project("p");
     let client = store.client();
     for day in (now / 86_400_000 - 1)..=(later / 86_400_000) {
         let _: i64 = client.del(k.minute_stats(day)).await.unwrap();
     }
-    assert_eq!(store.lifetime("p", later).await.unwrap().unwrap(), before);
+    assert_eq!(
+        store.figures().lifetime("p", later).await.unwrap().unwrap(),
+        before
+    );
     // A reader does not add up more than two hours after the tally: nothing, not a wrong sum.
-    assert_eq!(store.lifetime("p", later + 86_400_000).await.unwrap(), None);
+    assert_eq!(
+        store
+            .figures()
+            .lifetime("p", later + 86_400_000)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 /// The done counters come from the fold, in the minute of their log entries: a run folded after
@@ -346,23 +374,33 @@ async fn a_run_folded_after_its_minute_was_tallied_counts_in_the_totals_once() {
     let store = &app.store;
     let later = now_ms() + 3_600_000;
     // The tally is ahead of the done's minute before the done is folded.
-    store.tally("p", later).await.unwrap();
+    store.figures().tally("p", later).await.unwrap();
     let item = app.claim("p", "alice").await;
     assert_eq!(app.done("p", "alice", &item, 7).await.status, 200);
     tests::wait_for("the fold", std::time::Duration::from_secs(10), || async {
-        (store.unfolded("p").await.unwrap() == (0, 0)).then_some(())
+        (store.figures().unfolded("p").await.unwrap() == (0, 0)).then_some(())
     })
     .await;
     let done = |m: &std::collections::BTreeMap<Counter, u64>| {
         [Counter::DoneItems, Counter::DoneBytes, Counter::RoundTrips]
             .map(|c| m.get(&c).copied().unwrap_or(0))
     };
-    let totals = store.lifetime("p", later).await.unwrap().expect("tallied");
+    let totals = store
+        .figures()
+        .lifetime("p", later)
+        .await
+        .unwrap()
+        .expect("tallied");
     assert_eq!(done(&totals), [1, 7, 1]);
-    store.tally("p", later + 60_000).await.unwrap();
-    let again = store.lifetime("p", later + 60_000).await.unwrap().unwrap();
+    store.figures().tally("p", later + 60_000).await.unwrap();
+    let again = store
+        .figures()
+        .lifetime("p", later + 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(done(&again), [1, 7, 1]);
-    let minutes = store.minutes("p", now_ms(), 5).await.unwrap();
+    let minutes = store.figures().minutes("p", now_ms(), 5).await.unwrap();
     let per_minute = [Counter::DoneItems, Counter::DoneBytes, Counter::RoundTrips]
         .map(|c| server::store::stats::sum(&minutes, c));
     assert_eq!(per_minute, [1, 7, 1]);

@@ -224,7 +224,13 @@ fn migrate(app: &TestApp, url: &str, more: &[&str]) -> tests::CliRun {
 
 /// What the project holds: queue todo, secondary, personal, claimed, done items, bytes.
 async fn figures(app: &TestApp) -> (u64, u64, u64, u64, u64, u64) {
-    let (board, _) = app.store.snapshot(SLUG, 0, 0).await.unwrap().unwrap();
+    let (board, _) = app
+        .store
+        .figures()
+        .snapshot(SLUG, 0, 0)
+        .await
+        .unwrap()
+        .unwrap();
     let k = app.store.keys().project(SLUG);
     let mut q = vec![];
     for part in ["todo", "todo:secondary", "todo:d:alice"] {
@@ -267,7 +273,7 @@ async fn a_universal_tracker_is_carried_over_whole() {
         assert!(dry.out.contains(said), "{said:?} missing from {}", dry.out);
     }
     assert!(
-        app.store.project(SLUG).await.unwrap().is_none(),
+        app.store.projects().project(SLUG).await.unwrap().is_none(),
         "a dry run changed nothing"
     );
 
@@ -280,6 +286,7 @@ async fn a_universal_tracker_is_carried_over_whole() {
     );
     let list = app
         .store
+        .fleet()
         .warrior_projects()
         .await
         .unwrap()
@@ -291,18 +298,24 @@ async fn a_universal_tracker_is_carried_over_whole() {
     // Queued (dup1 as the old tracker said), claimed (c3 by `unknown`, c4 from its record), done
     // 6 listed + 4 only counted = done_counter, bytes = domain_bytes.
     assert_eq!(figures(&app).await, (6, 1, 1, 4, 10, 9000));
-    let c1 = app.store.item_status(SLUG, "c1").await.unwrap();
+    let c1 = app.store.queue().item_status(SLUG, "c1").await.unwrap();
     assert_eq!(c1.downloader.as_deref(), Some("alice"));
-    let c3 = app.store.item_status(SLUG, "c3").await.unwrap();
+    let c3 = app.store.queue().item_status(SLUG, "c3").await.unwrap();
     assert_eq!(c3.downloader.as_deref(), Some("unknown"));
-    let (board, _) = app.store.snapshot(SLUG, 10, 0).await.unwrap().unwrap();
+    let (board, _) = app
+        .store
+        .figures()
+        .snapshot(SLUG, 10, 0)
+        .await
+        .unwrap()
+        .unwrap();
     let alice = board
         .downloaders
         .iter()
         .find(|d| d.name == "alice")
         .expect("alice on the board");
     assert_eq!((alice.items, alice.bytes), (6, 6000));
-    let s = app.store.project(SLUG).await.unwrap().unwrap();
+    let s = app.store.projects().project(SLUG).await.unwrap().unwrap();
     assert_eq!(s.title, "Old project");
     assert_eq!(s.domains, vec!["data", "extra"]);
     assert_eq!(s.min_version, "20130101.01");
@@ -312,7 +325,7 @@ async fn a_universal_tracker_is_carried_over_whole() {
         (2.0, 50, "active")
     );
     let store = &app.store;
-    let blocked = async |scope, kind| store.blocks(scope, kind).await.unwrap();
+    let blocked = async |scope, kind| store.projects().blocks(scope, kind).await.unwrap();
     assert!(blocked(Some(SLUG), BlockKind::Ip)
         .await
         .contains_key("192.0.2.9"));
@@ -322,7 +335,7 @@ async fn a_universal_tracker_is_carried_over_whole() {
     assert!(blocked(None, BlockKind::Ip)
         .await
         .contains_key("198.51.100.99"));
-    let targets = app.store.upload_targets(SLUG).await.unwrap();
+    let targets = app.store.projects().upload_targets(SLUG).await.unwrap();
     assert!(
         targets.contains(&(
             "rsync://fos.example.org:1234/oldproj/:downloader/".into(),
@@ -351,7 +364,13 @@ async fn a_universal_tracker_is_carried_over_whole() {
             .status,
         200
     );
-    let global = app.store.account("globaladm").await.unwrap().unwrap();
+    let global = app
+        .store
+        .people()
+        .account("globaladm")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(global.role, Role::Global);
     assert!(global.hash.starts_with("$argon2"), "{}", global.hash);
     assert_eq!(
@@ -366,7 +385,13 @@ async fn a_universal_tracker_is_carried_over_whole() {
             .status,
         401
     );
-    let project = app.store.account("projadmin").await.unwrap().unwrap();
+    let project = app
+        .store
+        .people()
+        .account("projadmin")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (project.role, project.projects.clone()),
         (Role::Project, vec![SLUG.to_string()])
@@ -376,7 +401,12 @@ async fn a_universal_tracker_is_carried_over_whole() {
         "a failed login keeps the old hash"
     );
     assert!(
-        app.store.account("admin-ut").await.unwrap().is_some(),
+        app.store
+            .people()
+            .account("admin-ut")
+            .await
+            .unwrap()
+            .is_some(),
         "a reserved name is renamed"
     );
 
@@ -474,7 +504,7 @@ async fn a_project_made_here_is_not_touched() {
     let run = migrate(&app, &url, &[]);
     assert!(run.ok, "{}", run.err);
     assert!(run.out.contains("not touched"), "{}", run.out);
-    let s = app.store.project(SLUG).await.unwrap().unwrap();
+    let s = app.store.projects().project(SLUG).await.unwrap().unwrap();
     assert_ne!(s.title, "Theirs");
     assert_eq!(app.counts(SLUG).await.todo, 1, "its own item only");
 }
@@ -662,10 +692,10 @@ fn a_damaged_foreign_database_is_refused_or_carried_over_never_a_crash() {
                     server::store::Store::connect(&app.redis_url, &ns, 1, app.dir.join("offload"))
                         .await
                         .unwrap();
-                let slugs = store.project_slugs().await.unwrap();
+                let slugs = store.projects().project_slugs().await.unwrap();
                 carried.set(carried.get() + u32::from(!slugs.is_empty()));
                 for slug in slugs {
-                    let problems = store.check(&slug).await.unwrap();
+                    let problems = store.upkeep().check(&slug).await.unwrap();
                     prop_assert!(
                         problems.is_empty(),
                         "{:?}: {} {:?}",
@@ -712,6 +742,6 @@ async fn a_key_of_the_wrong_type_is_named_and_nothing_is_migrated() {
         "{}",
         run.err
     );
-    assert!(app.store.project(SLUG).await.unwrap().is_none());
-    assert!(app.store.accounts().await.unwrap().is_empty());
+    assert!(app.store.projects().project(SLUG).await.unwrap().is_none());
+    assert!(app.store.people().accounts().await.unwrap().is_empty());
 }

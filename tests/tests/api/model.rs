@@ -95,7 +95,7 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
         Op::Add(n) => {
             let items: Vec<String> = (m.added..m.added + n).map(|i| format!("m{i:05}")).collect();
             m.added += n;
-            let added = store.add_items(slug, "todo", &items).await.unwrap();
+            let added = store.queue().add_items(slug, "todo", &items).await.unwrap();
             prop_assert_eq!(added, n as u64);
             m.todo.extend(items);
         }
@@ -141,7 +141,7 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
                 items: held.clone(),
                 ..Default::default()
             };
-            let out = store.done(slug, &report, m.now).await.unwrap();
+            let out = store.queue().done(slug, &report, m.now).await.unwrap();
             prop_assert_eq!(
                 out,
                 DoneOutcome::Recorded {
@@ -168,7 +168,7 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
                 items: vec![item],
                 ..Default::default()
             };
-            let out = store.done(slug, &report, m.now).await.unwrap();
+            let out = store.queue().done(slug, &report, m.now).await.unwrap();
             prop_assert_eq!(
                 out,
                 DoneOutcome::Recorded {
@@ -185,6 +185,7 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
             };
             m.now += 1;
             let released = store
+                .queue()
                 .release(slug, &item, DOWNLOADERS[who], "127.0.0.1", true, m.now)
                 .await
                 .unwrap();
@@ -205,7 +206,7 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
             let offloader =
                 server::offloader::Offloader::new(store.clone(), app.dir.join("archive"));
             if offloader.lease(slug).await.unwrap() {
-                let settings = store.project(slug).await.unwrap().unwrap();
+                let settings = store.projects().project(slug).await.unwrap().unwrap();
                 offloader.offload_done(slug, &settings, stop).await.unwrap();
                 // Killed: its lease is given up (as its expiry would, later).
                 offloader.release(slug).await.unwrap();
@@ -232,7 +233,7 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
 }
 
 async fn check(app: &TestApp, m: &Model) -> Result<(), TestCaseError> {
-    let problems = app.store.check(&m.slug).await.unwrap();
+    let problems = app.store.upkeep().check(&m.slug).await.unwrap();
     prop_assert!(problems.is_empty(), "invariant: {:?}", problems);
     let c = app.counts(&m.slug).await;
     prop_assert_eq!(c.todo, m.todo.len() as u64, "todo");
@@ -264,7 +265,7 @@ fn the_queue_engine_agrees_with_a_reference_model() {
                 let slug = format!("m{}", case.get());
                 let slug = slug.as_str();
                 app.project(slug, &[]).await;
-                let mut s = (*app.store.project(slug).await.unwrap().unwrap()).clone();
+                let mut s = (*app.store.projects().project(slug).await.unwrap().unwrap()).clone();
                 s.reclaim_ttl = TTL_S;
                 s.max_attempts = 0;
                 // Small segments, so that offload rounds move done items to disk (below the
@@ -272,7 +273,7 @@ fn the_queue_engine_agrees_with_a_reference_model() {
                 s.done_policy = "offload".into();
                 s.offload_keep = 3;
                 s.segment_items = 5;
-                app.store.save_settings(slug, &s).await.unwrap();
+                app.store.projects().save_settings(slug, &s).await.unwrap();
                 let mut m = Model {
                     now: T0,
                     slug: slug.to_string(),

@@ -35,6 +35,7 @@ async fn project(
     app.settings(slug, f).await;
     let added = app
         .store
+        .queue()
         .add_items(slug, "todo", &names(slug, n))
         .await
         .unwrap();
@@ -52,6 +53,7 @@ async fn claim(app: &TestApp, slug: &str, n: usize) -> Vec<String> {
     };
     match app
         .store
+        .queue()
         .claim(slug, &req, server::store::now_ms())
         .await
         .unwrap()
@@ -85,6 +87,7 @@ async fn complete_all(app: &TestApp, slug: &str) -> usize {
         n += items.len();
         let out = app
             .store
+            .queue()
             .done(slug, &report(items), server::store::now_ms())
             .await
             .unwrap();
@@ -112,8 +115,8 @@ async fn sweep_now(
     Orphans {
         registered,
         left: Default::default(),
-        tag: app.store.files_tag(slug).await.unwrap(),
-        now: app.store.redis_now_ms().await.unwrap(),
+        tag: app.store.projects().files_tag(slug).await.unwrap(),
+        now: app.store.offload().redis_now_ms().await.unwrap(),
         age: 0,
     }
 }
@@ -146,7 +149,7 @@ async fn offload_moves_done_items_and_their_timelines_to_disk_and_still_answers_
     // Redis keeps `offload_keep` done items (and their timelines); the rest are on disk.
     assert_eq!(scard(&app, k.done()).await, 1000);
     assert_eq!(hlen(&app, k.timeline()).await, 1000);
-    let state = app.store.offload_summary("big").await.unwrap();
+    let state = app.store.offload().offload_summary("big").await.unwrap();
     assert_eq!((state.done_on_disk, state.segments), (2000, 2));
     assert!(state.bytes > 0);
     // The same progress in `/metrics`.
@@ -205,6 +208,7 @@ async fn offload_moves_done_items_and_their_timelines_to_disk_and_still_answers_
     // Items already offloaded are known: adding them again adds nothing.
     let again = app
         .store
+        .queue()
         .add_items("big", "todo", &names("big", 3000))
         .await
         .unwrap();
@@ -252,12 +256,13 @@ async fn discard_keeps_only_a_filter_of_the_done_items_names() {
     let k = app.store.keys().project("gone");
     assert_eq!(scard(&app, k.done()).await, 500);
     assert_eq!(hlen(&app, k.timeline()).await, 500);
-    let state = app.store.offload_summary("gone").await.unwrap();
+    let state = app.store.offload().offload_summary("gone").await.unwrap();
     assert_eq!((state.discarded, state.done_on_disk), (2000, 0));
     app.assert_invariant("gone").await;
     // The names are gone, the filter still knows them: none is queued again.
     assert_eq!(
         app.store
+            .queue()
             .add_items("gone", "todo", &names("gone", 2500))
             .await
             .unwrap(),
@@ -271,13 +276,19 @@ async fn discard_keeps_only_a_filter_of_the_done_items_names() {
         .into_iter()
         .find(|i| !redis_done.contains(i))
         .unwrap();
-    let status = app.store.item_status("gone", &discarded).await.unwrap();
+    let status = app
+        .store
+        .queue()
+        .item_status("gone", &discarded)
+        .await
+        .unwrap();
     assert_eq!(status.state.as_deref(), Some("done"));
     assert!(status.detail.contains("discarded"), "{}", status.detail);
     assert_eq!(status.timeline, "[]");
     // New names still go in.
     assert_eq!(
         app.store
+            .queue()
             .add_items("gone", "todo", &names("fresh", 100))
             .await
             .unwrap(),
@@ -303,7 +314,12 @@ async fn keep_leaves_every_done_item_in_redis() {
     let k = app.store.keys().project("small");
     assert_eq!(scard(&app, k.done()).await, 2500);
     assert_eq!(
-        app.store.offload_summary("small").await.unwrap().segments,
+        app.store
+            .offload()
+            .offload_summary("small")
+            .await
+            .unwrap()
+            .segments,
         0
     );
 }
@@ -325,14 +341,22 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
     // 2000 done; 1000 left waiting, in a queue whose mark spills.
     let items = claim(&app, "crash", 2000).await;
     app.store
+        .queue()
         .done("crash", &report(items), server::store::now_ms())
         .await
         .unwrap();
     app.store
+        .queue()
         .add_items("crash", "todo", &names("more", 2000))
         .await
         .unwrap();
-    let settings = app.store.project("crash").await.unwrap().unwrap();
+    let settings = app
+        .store
+        .projects()
+        .project("crash")
+        .await
+        .unwrap()
+        .unwrap();
     let dir = app.dir.join("offload").join("crash");
     for stop in [StopAfter::Read, StopAfter::Written, StopAfter::Registered] {
         let killed = offloader(&app);
@@ -344,7 +368,7 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
             .unwrap();
         app.assert_invariant("crash").await;
         let files = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
-        let registered = app.store.segment_entries("crash").await.unwrap();
+        let registered = app.store.offload().segment_entries("crash").await.unwrap();
         match stop {
             StopAfter::Read => assert_eq!((files, registered.len()), (0, 0)),
             // Written, not registered: orphans, which the sweep removes.
@@ -399,6 +423,7 @@ async fn only_the_lease_holder_may_change_what_is_on_disk() {
     };
     let refused = app
         .store
+        .offload()
         .commit_segment(
             "lease",
             "not-the-token",
@@ -413,8 +438,19 @@ async fn only_the_lease_holder_may_change_what_is_on_disk() {
         "{refused:?}"
     );
     // Nothing changed: no segment registered, the item where it was.
-    assert!(app.store.segment_entries("lease").await.unwrap().is_empty());
-    let status = app.store.item_status("lease", "lease-00001").await.unwrap();
+    assert!(app
+        .store
+        .offload()
+        .segment_entries("lease")
+        .await
+        .unwrap()
+        .is_empty());
+    let status = app
+        .store
+        .queue()
+        .item_status("lease", "lease-00001")
+        .await
+        .unwrap();
     assert_eq!(status.state.as_deref(), Some("todo"), "{status:?}");
     app.assert_invariant("lease").await;
 }
@@ -511,7 +547,7 @@ async fn a_segment_whose_registry_entry_does_not_parse_is_kept_by_the_sweep() {
         .await
         .unwrap();
     // Old enough to be swept if it were an orphan.
-    let dir = app.store.offload_dir().join("reg");
+    let dir = app.store.offload().offload_dir().join("reg");
     let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
     for entry in std::fs::read_dir(&dir).unwrap() {
         std::fs::File::options()
@@ -559,8 +595,8 @@ async fn installs_sharing_an_offload_directory_keep_each_others_files() {
         names
     };
     let (tag_a, tag_b) = (
-        a.store.files_tag("p").await.unwrap(),
-        b.store.files_tag("p").await.unwrap(),
+        a.store.projects().files_tag("p").await.unwrap(),
+        b.store.projects().files_tag("p").await.unwrap(),
     );
     assert!(tag_a.starts_with(&a.store.keys().segment_tag()));
     let of = |tag: &str| -> Vec<String> {
@@ -575,6 +611,7 @@ async fn installs_sharing_an_offload_directory_keep_each_others_files() {
     for app in [&a, &b] {
         let ids = app
             .store
+            .offload()
             .segment_ids("p")
             .await
             .unwrap()
@@ -634,6 +671,7 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
             let items = claim(app, "rb", n).await;
             assert_eq!(items.len(), n);
             app.store
+                .queue()
                 .done("rb", &report(items), server::store::now_ms())
                 .await
                 .unwrap();
@@ -645,7 +683,7 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
     finish(1000).await;
     settle(&o, "rb").await;
     // This process now holds the segments of the commit the rollback loses.
-    let lost = app.store.on_disk("rb").await.unwrap();
+    let lost = app.store.offload().on_disk("rb").await.unwrap();
     assert_eq!(lost.segments.len(), 2);
     app.roll_back("rb", &snapshot).await;
     // The same work done again: a new commit.
@@ -659,6 +697,7 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
         .unwrap();
     let mut seen: Vec<String> = app
         .store
+        .offload()
         .on_disk("rb")
         .await
         .unwrap()

@@ -14,7 +14,13 @@ async fn board_page_carries_rates_queues_and_downloader_details() {
         assert_eq!(app.done("p1", who, &item, 1000).await.status, 200);
     }
     let now = now_ms();
-    let b = app.store.board_page("p1", now, 5).await.unwrap().unwrap();
+    let b = app
+        .store
+        .figures()
+        .board_page("p1", now, 5)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(b.now, now);
     assert_eq!(b.window, 5);
     assert_eq!(b.state, "active");
@@ -40,6 +46,7 @@ async fn board_page_carries_rates_queues_and_downloader_details() {
     // An hour later the 5-minute window is empty: no rate, no ETA.
     let later = app
         .store
+        .figures()
         .board_page("p1", now + 3_600_000, 5)
         .await
         .unwrap()
@@ -59,6 +66,7 @@ async fn board_page_tracker_figures_match_tracker_stats_json() {
         serde_json::from_str(&app.get("/p1/tracker-stats.json").await.body).unwrap();
     let b = app
         .store
+        .figures()
         .board_page("p1", now_ms(), 5)
         .await
         .unwrap()
@@ -73,7 +81,12 @@ async fn board_page_tracker_figures_match_tracker_stats_json() {
         Some(b.tracker.unique_downloaders_30d)
     );
     // What the live page re-reads every minute is the page data's figures.
-    let live = app.store.tracker_figures("p1", now_ms()).await.unwrap();
+    let live = app
+        .store
+        .figures()
+        .tracker_figures("p1", now_ms())
+        .await
+        .unwrap();
     assert_eq!(live, b.tracker);
     assert_eq!(live.unique_downloaders_30d, 1);
 }
@@ -92,7 +105,7 @@ async fn front_page_lists_active_projects_first_with_banner_and_rate() {
     let item = app.claim("b-active", "alice").await;
     app.done("b-active", "alice", &item, 10).await;
 
-    let list = app.store.list_projects(now_ms()).await.unwrap();
+    let list = app.store.figures().list_projects(now_ms()).await.unwrap();
     let active = list.iter().find(|p| p.slug == "b-active").unwrap();
     assert!(active.items_per_s > 0.0);
     assert_eq!(active.hourly.len(), 24);

@@ -64,7 +64,7 @@ async fn a_project_requiring_a_token_serves_pipelines_with_it_in_the_url_or_as_b
     let secret = issue(&mut p, "grab-1", &[], false).await;
     // seesaw joins `<tracker url>/request`: with and without a slash ending the URL.
     let item = item_of(&call(&app, &format!("/p/token={secret}/request"), None, CLAIM).await);
-    let status = app.store.item_status("p", &item).await.unwrap();
+    let status = app.store.queue().item_status("p", &item).await.unwrap();
     assert!(
         status.detail.contains(r#""p":"grab-1""#),
         "{}",
@@ -167,7 +167,7 @@ async fn tags_choose_the_pipelines_a_project_serves() {
             );
         }
         // The pure function the tracker's project choice uses agrees with the claim script.
-        let settings = app.store.project(slug).await.unwrap().unwrap();
+        let settings = app.store.projects().project(slug).await.unwrap().unwrap();
         let pipeline = which.map(|i| Pipeline {
             name: pipelines[i].0.into(),
             tags: pipelines[i].1.iter().map(|t| t.to_string()).collect(),
@@ -192,7 +192,7 @@ async fn only_the_claiming_pipeline_reports_or_releases_its_claim() {
         issue(&mut p, "pipe-b", &[], false).await,
     );
     let item = item_of(&call(&app, &format!("/p/token={a}/request"), None, CLAIM).await);
-    let before = app.store.item_status("p", &item).await.unwrap();
+    let before = app.store.queue().item_status("p", &item).await.unwrap();
     let release = serde_json::json!({"item": item, "downloader": "alice"}).to_string();
 
     let refused = [
@@ -213,7 +213,7 @@ async fn only_the_claiming_pipeline_reports_or_releases_its_claim() {
         assert_eq!(r.status, 403, "{}", r.body);
         assert!(r.body.contains("another pipeline"), "{}", r.body);
     }
-    let after = app.store.item_status("p", &item).await.unwrap();
+    let after = app.store.queue().item_status("p", &item).await.unwrap();
     assert_eq!(after, before, "nothing changed");
     let counts = app.counts("p").await;
     assert_eq!((counts.out, counts.done, counts.todo), (1, 0, 2));
@@ -355,7 +355,7 @@ async fn global_admins_issue_pipelines_with_checked_names_and_tags() {
         assert_eq!(r.status, 400, "{body}: {}", r.body);
         assert!(r.body.contains(why), "{body}: {}", r.body);
     }
-    assert!(app.store.pipelines().await.unwrap().is_empty());
+    assert!(app.store.people().pipelines().await.unwrap().is_empty());
 
     issue(&mut p, "b.2_x-y", &["east", "west"], true).await;
     let audit = last_audit(&mut p, "pipeline.create").await;
@@ -367,6 +367,7 @@ async fn global_admins_issue_pipelines_with_checked_names_and_tags() {
     assert_eq!(r.status, 409, "{}", r.body);
     let names: Vec<String> = app
         .store
+        .people()
         .pipelines()
         .await
         .unwrap()
@@ -388,7 +389,7 @@ async fn global_admins_issue_pipelines_with_checked_names_and_tags() {
         .send(reqwest::Method::PUT, "/admin/api/p/settings", s)
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let saved = app.store.project("p").await.unwrap().unwrap();
+    let saved = app.store.projects().project("p").await.unwrap().unwrap();
     assert_eq!(
         (saved.require_token, saved.tags.clone()),
         (true, vec!["east".to_string()])
@@ -416,7 +417,7 @@ async fn the_command_line_issues_lists_and_revokes_pipelines() {
     assert!(run.ok, "{}", run.err);
     // The server hears of the change through the settings version (within half a second).
     wait_for("the new settings", Duration::from_secs(3), || async {
-        let saved = app.store.project("p").await.unwrap().unwrap();
+        let saved = app.store.projects().project("p").await.unwrap().unwrap();
         (saved.require_token && saved.tags == ["east"]).then_some(())
     })
     .await;

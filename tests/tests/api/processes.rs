@@ -117,10 +117,16 @@ async fn three_processes_serve_as_one_and_obey_a_change_made_through_any_within_
         title: "P1".into(),
         domains: vec!["data".into()],
     };
-    fleet.store.create_project(&p).await.expect("project");
+    fleet
+        .store
+        .projects()
+        .create_project(&p)
+        .await
+        .expect("project");
     let items: Vec<String> = (0..30).map(|i| format!("i{i:02}")).collect();
     fleet
         .store
+        .queue()
         .add_items("p1", "todo", &items)
         .await
         .expect("items");
@@ -217,6 +223,6 @@ async fn three_processes_serve_as_one_and_obey_a_change_made_through_any_within_
         )
         .await;
     }
-    let problems = fleet.store.check("p1").await.expect("check");
+    let problems = fleet.store.upkeep().check("p1").await.expect("check");
     assert!(problems.is_empty(), "{problems:?}");
 }

@@ -26,6 +26,7 @@ async fn request_statuses_follow_protocol_precedence() {
         ..Default::default()
     };
     app.store
+        .projects()
         .block(Some("p"), BlockKind::Downloader, "blocked-user", &block)
         .await
         .unwrap();
@@ -237,7 +238,12 @@ async fn mismatched_byte_domains_block_the_ip_and_release_the_item() {
         403,
         "the IP is blocked"
     );
-    let blocks = app.store.blocks(Some("p"), BlockKind::Ip).await.unwrap();
+    let blocks = app
+        .store
+        .projects()
+        .blocks(Some("p"), BlockKind::Ip)
+        .await
+        .unwrap();
     let entry = &blocks["127.0.0.1"];
     assert_eq!(entry.by, "auto");
     assert!(entry.expires > entry.t, "automatic blocks expire");
@@ -249,6 +255,7 @@ async fn global_blocks_apply_unless_the_project_ignores_them() {
     let app = TestApp::start().await;
     app.project("p", &["a"]).await;
     app.store
+        .projects()
         .block(None, BlockKind::Ip, "127.0.0.1", &BlockEntry::default())
         .await
         .unwrap();

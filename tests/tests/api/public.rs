@@ -90,7 +90,13 @@ async fn project_list_reads_counts_without_downloader_rows() {
     app.project("p1", &["a", "b"]).await;
     app.done("p1", "alice", &app.claim("p1", "alice").await, 1)
         .await;
-    let counts_only = app.store.leaderboard("p1", 0, 0).await.unwrap().unwrap();
+    let counts_only = app
+        .store
+        .figures()
+        .leaderboard("p1", 0, 0)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         counts_only.downloaders.is_empty(),
         "0 means no rows, not all of them"
@@ -98,6 +104,7 @@ async fn project_list_reads_counts_without_downloader_rows() {
     assert_eq!(counts_only.counts.done, 1);
     assert_eq!(
         app.store
+            .figures()
             .leaderboard("p1", -1, 0)
             .await
             .unwrap()
@@ -120,6 +127,7 @@ async fn stats_json_has_the_old_shape_and_totals() {
     app.project("p1", &["a", "b", "c"]).await;
     app.claim_all("p1").await;
     app.store
+        .queue()
         .add_items("p1", "todo", &["d".into()])
         .await
         .unwrap();
@@ -263,6 +271,7 @@ async fn downloader_charts_keep_a_point_per_active_minute() {
     ] {
         let out = app
             .store
+            .queue()
             .done_batch("p1", &[report(item, bytes)], at)
             .await
             .unwrap();

@@ -74,6 +74,7 @@ async fn a_full_redis_refuses_writes_whole_and_recovers_without_a_restart() {
     assert_full(&add_by_api(&app, "new-1\nnew-2\n").await, "admin items add");
     let added = app
         .store
+        .queue()
         .add_items("p1", "todo", &["new-3".to_string()])
         .await;
     assert!(matches!(added, Err(StoreError::Full)), "{added:?}");

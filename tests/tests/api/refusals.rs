@@ -37,7 +37,7 @@ fn report(name: &str, item: &str, domain: &str, bytes: u64) -> DoneReport {
 
 /// The refusal of one claim request by `request`.
 async fn claim_refusal(app: &TestApp, request: &ClaimRequest, now: u64) -> Refusal {
-    match app.store.claim("p", request, now).await.unwrap() {
+    match app.store.queue().claim("p", request, now).await.unwrap() {
         ClaimOutcome::Refused(r) => r,
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -45,7 +45,7 @@ async fn claim_refusal(app: &TestApp, request: &ClaimRequest, now: u64) -> Refus
 
 /// The refusal of one done report.
 async fn done_refusal(app: &TestApp, report: &DoneReport) -> Refusal {
-    match app.store.done("p", report, T0).await.unwrap() {
+    match app.store.queue().done("p", report, T0).await.unwrap() {
         DoneOutcome::Refused(r) => r,
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -53,7 +53,7 @@ async fn done_refusal(app: &TestApp, report: &DoneReport) -> Refusal {
 
 /// Claims one item for `name`.
 async fn claim_one(app: &TestApp, name: &str) -> String {
-    match app.store.claim("p", &who(name), T0).await.unwrap() {
+    match app.store.queue().claim("p", &who(name), T0).await.unwrap() {
         ClaimOutcome::Items(items, _) => items[0].clone(),
         other => panic!("claim: {other:?}"),
     }
@@ -119,6 +119,7 @@ async fn claim_refusals() {
     let batch = [bad, who("dave")];
     let outcomes = app
         .store
+        .queue()
         .claim_batch("p", &batch, T0)
         .await
         .unwrap()
@@ -192,12 +193,14 @@ async fn release_refusals() {
     app.project("p", &["a"]).await;
     assert!(!app
         .store
+        .queue()
         .release("p", "a", "alice", "", false, now_ms())
         .await
         .unwrap());
     let item = claim_one(&app, "alice").await;
     let err = app
         .store
+        .queue()
         .release("p", &item, "bob", "", false, now_ms())
         .await
         .unwrap_err();
@@ -258,7 +261,8 @@ async fn pipeline_refusals() {
         Refusal::NotForPipeline
     );
     let east = with_pipeline("alice", "e", &["east"]);
-    let ClaimOutcome::Items(items, _) = app.store.claim("p", &east, T0).await.unwrap() else {
+    let ClaimOutcome::Items(items, _) = app.store.queue().claim("p", &east, T0).await.unwrap()
+    else {
         panic!("the east pipeline is served")
     };
     let item = items[0].clone();
@@ -274,6 +278,7 @@ async fn pipeline_refusals() {
         );
         let err = app
             .store
+            .queue()
             .release_as("p", &item, "alice", "", false, pipeline, now_ms())
             .await
             .unwrap_err();
@@ -297,13 +302,23 @@ async fn no_project_and_filter_changed() {
     };
     // The wrappers answer `None` for a project that does not exist...
     assert_eq!(
-        store.claim_batch("nope", &[who("a")], T0).await.unwrap(),
+        store
+            .queue()
+            .claim_batch("nope", &[who("a")], T0)
+            .await
+            .unwrap(),
         None
     );
-    assert!(store.snapshot("nope", 0, 0).await.unwrap().is_none());
-    assert_eq!(store.recount("nope").await.unwrap(), None);
+    assert!(store
+        .figures()
+        .snapshot("nope", 0, 0)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(store.upkeep().recount("nope").await.unwrap(), None);
     assert_eq!(
         store
+            .queue()
             .backfeed("nope", "todo:backfeed", true, 100, &[record], T0)
             .await
             .unwrap(),
@@ -367,12 +382,14 @@ async fn rate_limited_logins_and_rescues() {
     let store = &app.store;
     assert_eq!(
         store
+            .people()
             .login_attempt("root", "192.0.2.1", (1, 10), 60)
             .await
             .unwrap(),
         None
     );
     let wait = store
+        .people()
         .login_attempt("root", "192.0.2.1", (1, 10), 60)
         .await
         .unwrap();
@@ -402,10 +419,18 @@ async fn rate_limited_logins_and_rescues() {
 
     let now = now_ms();
     assert_eq!(
-        store.rescue_attempt("192.0.2.2", 1, now).await.unwrap(),
+        store
+            .projects()
+            .rescue_attempt("192.0.2.2", 1, now)
+            .await
+            .unwrap(),
         None
     );
-    let wait = store.rescue_attempt("192.0.2.2", 1, now).await.unwrap();
+    let wait = store
+        .projects()
+        .rescue_attempt("192.0.2.2", 1, now)
+        .await
+        .unwrap();
     assert!(wait.is_some_and(|s| (1..=60).contains(&s)), "{wait:?}");
     let reply = scripts
         .call::<serde_json::Value>(

@@ -64,7 +64,7 @@ async fn items_are_found_by_state_name_claimant_and_age_page_by_page() {
         items: bob[..2].to_vec(),
         ..Default::default()
     };
-    app.store.done("s1", &report, now).await.unwrap();
+    app.store.queue().done("s1", &report, now).await.unwrap();
     let held: BTreeSet<String> = ann.iter().chain(&bob).cloned().collect();
 
     // A glob over the queues, in pages of 30: every waiting b, once.

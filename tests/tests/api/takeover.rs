@@ -93,6 +93,7 @@ fn claim_req(who: &str, ip: &str) -> ClaimRequest {
 async fn claim(app: &TestApp, who: &str, ip: &str) -> String {
     match app
         .store
+        .queue()
         .claim("p1", &claim_req(who, ip), server::store::now_ms())
         .await
         .unwrap()
@@ -116,6 +117,7 @@ fn report(who: &str, ip: &str, domain: &str, items: &[&str]) -> DoneReport {
 
 async fn done(app: &TestApp, r: DoneReport) -> DoneOutcome {
     app.store
+        .queue()
         .done("p1", &r, server::store::now_ms())
         .await
         .unwrap()
@@ -134,9 +136,14 @@ async fn a_done_with_wrong_domains_releases_only_the_reporters_claims_and_a_bloc
     )
     .await;
     assert_eq!(out, DoneOutcome::Refused(Refusal::DomainMismatch));
-    let alice_item = app.store.item_status("p1", &alices).await.unwrap();
+    let alice_item = app.store.queue().item_status("p1", &alices).await.unwrap();
     assert_eq!(alice_item.state.as_deref(), Some("out"), "{alice_item:?}");
-    let mallory_item = app.store.item_status("p1", &mallorys).await.unwrap();
+    let mallory_item = app
+        .store
+        .queue()
+        .item_status("p1", &mallorys)
+        .await
+        .unwrap();
     assert_eq!(
         mallory_item.state.as_deref(),
         Some("todo"),
@@ -151,7 +158,7 @@ async fn a_done_with_wrong_domains_releases_only_the_reporters_claims_and_a_bloc
         assert_eq!(out, DoneOutcome::Refused(Refusal::Blocked), "{domain}");
     }
     assert_eq!(app.counts("p1").await, before);
-    let alice_item = app.store.item_status("p1", &alices).await.unwrap();
+    let alice_item = app.store.queue().item_status("p1", &alices).await.unwrap();
     assert_eq!(alice_item.state.as_deref(), Some("out"));
     // Alice's own done still counts.
     let out = done(&app, report("alice", "192.0.2.1", "data", &[&alices])).await;
@@ -308,7 +315,12 @@ async fn the_fleet_counts_no_caller_the_claim_refused() {
         "the served caller in the fleet",
         Duration::from_secs(20),
         || async {
-            let fleet = app.store.api_fleet(server::store::now_ms()).await.ok()?;
+            let fleet = app
+                .store
+                .fleet()
+                .api_fleet(server::store::now_ms())
+                .await
+                .ok()?;
             fleet
                 .iter()
                 .any(|c| c.downloader == "served-one")
@@ -353,13 +365,13 @@ async fn a_done_with_wrong_domains_under_anothers_name_from_another_address_rele
     let alices = claim(&app, "alice", "192.0.2.1").await;
     let out = done(&app, report("alice", "198.51.100.9", "wrong", &[&alices])).await;
     assert_eq!(out, DoneOutcome::Refused(Refusal::DomainMismatch));
-    let item = app.store.item_status("p1", &alices).await.unwrap();
+    let item = app.store.queue().item_status("p1", &alices).await.unwrap();
     assert_eq!(item.state.as_deref(), Some("out"), "{item:?}");
     assert_eq!(item.downloader.as_deref(), Some("alice"));
     // From alice's own address, the same mistake gives her claim back (and blocks her).
     let out = done(&app, report("alice", "192.0.2.1", "wrong", &[&alices])).await;
     assert_eq!(out, DoneOutcome::Refused(Refusal::DomainMismatch));
-    let item = app.store.item_status("p1", &alices).await.unwrap();
+    let item = app.store.queue().item_status("p1", &alices).await.unwrap();
     assert_eq!(item.state.as_deref(), Some("todo"), "{item:?}");
     app.assert_invariant("p1").await;
 }

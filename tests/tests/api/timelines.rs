@@ -31,11 +31,11 @@ async fn a_batch_done_writes_each_item_its_own_claim_line() {
         items: ["a", "b", "c"].map(String::from).to_vec(),
         ..Default::default()
     };
-    app.store.done("p", &report, T0 + 2).await.unwrap();
+    app.store.queue().done("p", &report, T0 + 2).await.unwrap();
     let lines = |item: &'static str| {
         let app = &app;
         async move {
-            let status = app.store.item_status("p", item).await.unwrap();
+            let status = app.store.queue().item_status("p", item).await.unwrap();
             assert_eq!(status.state.as_deref(), Some("done"), "{item}");
             serde_json::from_str::<Vec<serde_json::Value>>(&status.timeline)
                 .unwrap()
@@ -99,6 +99,7 @@ async fn claim_records_with_escapes_or_an_older_layout_are_read_whole() {
     ] {
         match app
             .store
+            .queue()
             .claim("p", &claim(who, ua, version), at)
             .await
             .unwrap()
@@ -124,6 +125,7 @@ async fn claim_records_with_escapes_or_an_older_layout_are_read_whole() {
             ..Default::default()
         };
         app.store
+            .queue()
             .done("p", &report, T0 + 10 + i as u64)
             .await
             .unwrap();
@@ -132,7 +134,7 @@ async fn claim_records_with_escapes_or_an_older_layout_are_read_whole() {
         .iter()
         .zip(["20240101.01", "1.0", "2024/01_beta", "3_old"])
     {
-        let status = app.store.item_status("p", item).await.unwrap();
+        let status = app.store.queue().item_status("p", item).await.unwrap();
         let events: Vec<serde_json::Value> = serde_json::from_str(&status.timeline).unwrap();
         assert_eq!(events[0]["e"], "claimed", "{who}: {events:?}");
         assert_eq!(events[0]["d"], *who, "{who}: {events:?}");
@@ -178,16 +180,18 @@ async fn released_items_keep_their_claim_count_and_their_history() {
     let pair = |e: &str, d: &str| (e.to_string(), d.to_string());
 
     assert_eq!(app.claim_items("p", "alice", 1, T0).await, ["x"]);
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!(events(&status.timeline), [pair("claimed", "alice")]);
     assert!(app
         .store
+        .queue()
         .release("p", "x", "alice", "10.0.0.1", false, T0 + 1)
         .await
         .unwrap());
     assert_eq!(app.claim_items("p", "bob", 1, T0 + 2).await, ["x"]);
     assert!(app
         .store
+        .queue()
         .release("p", "x", "bob", "10.0.0.1", false, T0 + 3)
         .await
         .unwrap());
@@ -195,7 +199,7 @@ async fn released_items_keep_their_claim_count_and_their_history() {
         app.claim_items("p", "carol", 1, T0 + 4).await.is_empty(),
         "the third claim fails it: the two released claims counted"
     );
-    let status = app.store.item_status("p", "x").await.unwrap();
+    let status = app.store.queue().item_status("p", "x").await.unwrap();
     assert_eq!(status.state.as_deref(), Some("failed"));
     assert!(
         status.detail.contains("claimed 2 times"),

@@ -42,8 +42,17 @@ async fn megawarc_gets_the_dictionary_a_warc_names_by_its_id() {
     app.project("urls", &[]).await;
     let first = dictionary(1);
     let second = dictionary(2);
-    let a = app.store.set_dictionary("urls", &first).await.unwrap();
-    app.store.set_dictionary("urls", &second).await.unwrap();
+    let a = app
+        .store
+        .projects()
+        .set_dictionary("urls", &first)
+        .await
+        .unwrap();
+    app.store
+        .projects()
+        .set_dictionary("urls", &second)
+        .await
+        .unwrap();
 
     // The grab script was given the first one's id, and named its WARC after it.
     let grab: serde_json::Value =
@@ -92,11 +101,13 @@ async fn an_id_not_kept_is_404_and_a_malformed_one_400() {
     let app = TestApp::start().await;
     app.project("urls", &[]).await;
     app.store
+        .projects()
         .set_dictionary("urls", &dictionary(1))
         .await
         .unwrap();
     for _ in 0..server::store::dictionary::KEPT {
         app.store
+            .projects()
             .set_dictionary("urls", &dictionary(2))
             .await
             .unwrap();

@@ -29,7 +29,12 @@ async fn forty(app: &TestApp) -> Vec<String> {
 }
 
 async fn state_of(app: &TestApp, item: &str) -> Option<String> {
-    app.store.item_status("p", item).await.unwrap().state
+    app.store
+        .queue()
+        .item_status("p", item)
+        .await
+        .unwrap()
+        .state
 }
 
 #[tokio::test]
@@ -67,11 +72,13 @@ async fn the_item_filter_sees_each_item_with_the_queue_it_came_from() {
     app.project("p", &["main-1"]).await;
     let second: Vec<String> = vec!["second-1".into(), "second-2".into()];
     app.store
+        .queue()
         .add_items("p", "todo:secondary", &second)
         .await
         .unwrap();
     let backfed: Vec<String> = vec!["fed-1".into()];
     app.store
+        .queue()
         .add_items("p", "todo:backfeed", &backfed)
         .await
         .unwrap();

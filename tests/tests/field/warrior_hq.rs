@@ -148,7 +148,10 @@ async fn only_a_global_admin_changes_a_weight_and_each_change_is_audited() {
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
     assert!(r.body.contains("global admin"), "{}", r.body);
-    assert_eq!(app.store.listing("alpha").await.unwrap().weight, 0);
+    assert_eq!(
+        app.store.projects().listing("alpha").await.unwrap().weight,
+        0
+    );
     // The rest of the listing stays theirs to save, the weight as it was.
     listing["weight"] = 0.into();
     listing["host"] = "example.org".into();
@@ -172,7 +175,10 @@ async fn only_a_global_admin_changes_a_weight_and_each_change_is_audited() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(app.store.listing("alpha").await.unwrap().weight, 7);
+    assert_eq!(
+        app.store.projects().listing("alpha").await.unwrap().weight,
+        7
+    );
     let audit = tests::panel::last_audit(&mut admin, "listing.save").await;
     assert!(
         audit["detail"].as_str().unwrap().contains("weight 0 -> 7"),
@@ -189,5 +195,8 @@ async fn only_a_global_admin_changes_a_weight_and_each_change_is_audited() {
     assert_eq!(r.status, 400, "{}", r.body);
     let run = app.cli(&["project", "listing", "alpha", "weight=-1"], b"");
     assert!(!run.ok);
-    assert_eq!(app.store.listing("alpha").await.unwrap().weight, 7);
+    assert_eq!(
+        app.store.projects().listing("alpha").await.unwrap().weight,
+        7
+    );
 }

@@ -89,7 +89,7 @@ impl Run<'_> {
                 t: store::now_ms(),
                 gen: store::new_session_gen(),
             };
-            if self.store.create_account(&account).await? {
+            if self.store.people().create_account(&account).await? {
                 self.actor
                     .record(
                         self.store,
@@ -138,13 +138,14 @@ pub(super) async fn project_list(store: &Store, url: &str) -> Result<(), CliErro
         );
         return Ok(());
     };
-    if store.warrior_projects().await?.is_some() {
+    if store.fleet().warrior_projects().await?.is_some() {
         outln!("warrior hq: a project list is saved here already: not touched");
         return Ok(());
     }
     match crate::admin::project_list::validate_list(&list) {
         Ok(doc) => {
             store
+                .fleet()
                 .save_warrior_projects(&doc.to_string(), crate::store::CLI_ACTOR, store::now_ms())
                 .await?;
             let n = doc["projects"].as_array().map_or(0, Vec::len);

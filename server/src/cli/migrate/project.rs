@@ -22,7 +22,9 @@ impl Run<'_> {
             outln!("{slug}: not carried: the slug is reserved here (admin, api, ...)");
             return Ok(false);
         }
-        if self.store.project(slug).await?.is_some() && !self.checkpoint.contains_key(&made) {
+        if self.store.projects().project(slug).await?.is_some()
+            && !self.checkpoint.contains_key(&made)
+        {
             outln!(
                 "{slug}: exists here and was not made by a migration from this source: not touched"
             );
@@ -62,7 +64,7 @@ impl Run<'_> {
                 &key,
                 async |run, items| {
                     let items: Vec<String> = items.into_iter().filter(|i| !i.is_empty()).collect();
-                    run.store.add_items(slug, part, &items).await?;
+                    run.store.queue().add_items(slug, part, &items).await?;
                     run.progress(items.len());
                     Ok(())
                 },
@@ -75,7 +77,10 @@ impl Run<'_> {
             "SSCAN",
             &format!("{slug}:done"),
             async |run, items| {
-                run.store.import_done(slug, &personal, &items).await?;
+                run.store
+                    .upkeep()
+                    .import_done(slug, &personal, &items)
+                    .await?;
                 run.progress(items.len());
                 Ok(())
             },
@@ -153,7 +158,10 @@ impl Run<'_> {
                         (pair[0].clone(), t, who.trim().to_string(), ip.to_string())
                     })
                     .collect();
-                run.store.import_claims(slug, personal, &page).await?;
+                run.store
+                    .upkeep()
+                    .import_claims(slug, personal, &page)
+                    .await?;
                 run.progress(page.len());
                 Ok(())
             },
@@ -180,7 +188,10 @@ impl Run<'_> {
                     )
                 })
                 .collect();
-            run.store.import_claims(slug, personal, &page).await?;
+            run.store
+                .upkeep()
+                .import_claims(slug, personal, &page)
+                .await?;
             Ok(())
         })
         .await
@@ -217,7 +228,7 @@ impl Run<'_> {
                     (pair[0].clone(), n, b, v.unwrap_or_default())
                 })
                 .collect();
-            self.store.import_downloaders(slug, &rows).await?;
+            self.store.upkeep().import_downloaders(slug, &rows).await?;
             if next == "0" {
                 break;
             }
@@ -233,12 +244,16 @@ impl Run<'_> {
             })
             .await
             .map_err(old_err)?;
-        self.store.import_domain_bytes(slug, &domains).await?;
+        self.store
+            .upkeep()
+            .import_domain_bytes(slug, &domains)
+            .await?;
         let total_bytes = domains.iter().map(|(_, b)| b).sum();
         let counter = self.old.get(&key("done_counter")).await.map_err(old_err)?;
         let counter = counter.and_then(|c| c.trim().parse().ok()).unwrap_or(0);
         let figures = self
             .store
+            .upkeep()
             .import_figures(slug, counter, total_bytes)
             .await?;
         if figures.done_gap > 0 {
@@ -259,11 +274,14 @@ impl Run<'_> {
         let chart = async |name: &str| old.chart(&key(name)).await.map_err(old_err);
         let items = chart("chart:total_items").await?;
         let merged = source::merge_charts(&items, &chart("chart:total_bytes").await?);
-        self.store.import_chart(slug, &merged).await?;
+        self.store.upkeep().import_chart(slug, &merged).await?;
         for rest in found.dl_charts.get(slug).into_iter().flatten() {
             let who = rest.trim_start_matches("chart:downloader_bytes:");
             let points = chart(rest).await?;
-            self.store.import_dl_chart(slug, who, &points).await?;
+            self.store
+                .upkeep()
+                .import_dl_chart(slug, who, &points)
+                .await?;
         }
         self.mark(&step, "done").await
     }

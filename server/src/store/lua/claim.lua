@@ -4,10 +4,9 @@
   claim order: the downloader's own queue; reclaims when the claims limit is reached; the
   queue groups of meta `queues` (todo, todo:backfeed (+ shards), todo:secondary, todo:redo,
   each with its pattern-limited parts `Q#name`); reclaims of claims older than TTL x claims.
-  Within a queue part, items go lowest score first (ZRANGE + ZREMRANGEBYRANK): in FIFO projects
-  the scores are the order of arrival, in the others a shuffle drawn when the item was queued
-  (see _lib queue_scorer), which makes random order one call per batch. Projects created before
-  queues were scored so (meta `shuffled` unset) draw at random from the part instead.
+  Within a queue part, items go lowest score first: in FIFO projects the order of arrival, in
+  the others a shuffle drawn when the item was queued (_lib queue_scorer; projects from before,
+  meta `shuffled` unset, draw at random from the part instead).
   Items claimed more than `max_attempts` times move to `failed` instead of being handed out.
   Score decay (meta `decay_factor` above 0; docs/queue-engine.md): each reclaim multiplies an
   item's score by the factor; below `decay_threshold` it fails, else it waits again in the
@@ -77,8 +76,7 @@
   timeline_line, decode_claim, leave_claim, version_lt, gcra_room, gcra_allow, gcra_charge, block_holds,
   queue_clock, int_text, SET.
 ]]
--- Made once, when the library loads (store::scripts: the part before `-- per call`, after the
--- parts claim/take and claim/pop): the phases. A call's state is its table `c`.
+-- Made once, when the library loads (after the parts claim/take and claim/pop): the phases.
 
 -- The call's keys and arguments, and the project's settings (kept across calls while meta's
 -- stamp holds: _lib project_settings); nil when there is no project.
@@ -89,7 +87,17 @@ local function read_call(KEYS, ARGV)
     stats = KEYS[11], decay = KEYS[12], now = now, prefix = ARGV[2], nreq = int_of(ARGV[3]),
     now_text = ARGV[1],   -- `now` as Redis takes it (see _lib: numbers as text)
     args = ARGV,   -- a request's fields are read from it where they are used
-    cfg = project_settings(KEYS[1], now) }
+    cfg = project_settings(KEYS[1], now),
+    -- Every field a call sets is named here, so that the table is made at its size once.
+    -- Phase 1 (check_requests): the requests, their blocks and budgets, the project's limiter
+    -- (interval, tat0, tat), the requests admitted (`active`, in order), claimed items now.
+    reqs = nil, ip_blocks = nil, dl_blocks = nil, held = nil, interval = 0, tat0 = 0, tat = 0,
+    active = nil, out_n = 0, has_attempts = false,
+    -- Phase 2 (claim/pop, claim/take): each item's claim count, the queue part it was popped
+    -- from (decay on only: origin) and handed out from (source), the request being served.
+    new_attempts = {}, origin = {}, source = {}, cursor = 1,
+    -- Phase 3's writes.
+    w_out = {}, w_claims = {}, w_unattempt = {}, w_dl = {} }
   return c.cfg.exists and c or nil
 end
 
@@ -184,8 +192,6 @@ local function check_requests(c)
   -- Claimed items now: only the claims limit needs them.
   c.out_n = (#c.active > 0 and cfg.claims_limit > 0) and rcall('ZCARD', c.out) or 0
   c.has_attempts = any and #c.active > 0 and rcall('EXISTS', c.attempts) == 1
-  c.new_attempts, c.origin, c.source, c.cursor = {}, {}, {}, 1
-  c.w_out, c.w_claims, c.w_unattempt, c.w_dl = {}, {}, {}, {}
 end
 
 -- Phase 3: every claim written at once, and the limiter charged with what was taken.

@@ -96,7 +96,21 @@ local function read_call(KEYS, ARGV)
     now = now, prefix = ARGV[2], nrep = int_of(ARGV[3]),
     now_text = ARGV[1],   -- `now` as Redis takes it (see _lib: numbers as text)
     minute = string.format('%d', now / 60000),
-    cfg = project_settings(KEYS[1], now) }   -- kept across calls while meta's stamp holds
+    cfg = project_settings(KEYS[1], now),   -- kept across calls while meta's stamp holds
+    -- Every field a call sets is named here, so that the table is made at its size once.
+    -- The reports, where their items are (done/read), and the project's totals (start_batch).
+    reps = nil, state = nil, claim_of = nil, done_items = 0, done_bytes = 0, done_items0 = 0,
+    done_bytes0 = 0, folded = nil, journal = 0, journal_items = 0, counts_from = nil, chart_minute = nil,
+    -- claims_seen: raw record -> what a done needs of it (done/report claim_info); queued: items
+    -- found waiting in a queue (rather than claimed, failed or done); was_out: whether each was
+    -- handed out before (done/report handed_out); pipelines_seen: the pipeline of each claim
+    -- record that names one; blocked_now: the reporters' IPs blocked in the project now (a block
+    -- made by a report of this batch counts for the reports after it).
+    claims_seen = {}, queued = {}, was_out = {}, pipelines_seen = {}, blocked_now = {},
+    -- What the reports decide, for the batch's writes (w_done: the items newly done, in order;
+    -- tl_lines: the lines each one's timeline gets).
+    w_out = {}, w_failed = {}, w_queue = {}, w_done = {}, tl_lines = {}, w_dl = {}, dom_add = {},
+    pq_delta = 0, logged = 0 }
   if not c.cfg.exists then no_project() end
   local all
   c.reps, all = read_reports(c, ARGV)
@@ -104,8 +118,8 @@ local function read_call(KEYS, ARGV)
   return c
 end
 
--- The batch's starting figures and empty collections; the reporters' blocks (most projects
--- block no one: one EXISTS instead of a read per reporting address). The project's totals are
+-- The batch's starting figures; the reporters' blocks (most projects block no one: one EXISTS
+-- instead of a read per reporting address). The project's totals are
 -- kept current as reports change them, read once and written back once (HSET of the new values:
 -- one command, not an HINCRBY each); `folded` is the last log entry folded.
 local function start_batch(c)
@@ -116,15 +130,6 @@ local function start_batch(c)
   c.chart_minute = totals[7]
   c.journal, c.journal_items = tonumber(totals[4]) or 0, tonumber(totals[5]) or 0
   c.counts_from = totals[6]
-  -- queued: items found waiting in a queue (rather than claimed, failed or done); was_out:
-  -- whether each was handed out before (done/report handed_out); pipelines_seen: the pipeline
-  -- of each claim record that names one; blocked_now: the reporters' IPs blocked in the project
-  -- now (a block made by a report of this batch counts for the reports after it).
-  c.claims_seen, c.queued, c.was_out, c.pipelines_seen, c.blocked_now = {}, {}, {}, {}, {}
-  -- What the reports decide, for the batch's writes (w_done: the items newly done, in order;
-  -- tl_lines: the lines each one's timeline gets).
-  c.w_out, c.w_failed, c.w_queue, c.w_done, c.tl_lines = {}, {}, {}, {}, {}
-  c.w_dl, c.dom_add, c.pq_delta, c.logged = {}, {}, 0, 0
   local any_blocks = rcall('EXISTS', c.blocked_ip) == 1
   local blocked_now = c.blocked_now
   for _, rep in ipairs(c.reps) do

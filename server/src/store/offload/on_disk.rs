@@ -68,7 +68,7 @@ impl OnDisk {
     }
 
     /// Where each of `items` is on disk (absent: not on disk). Reads files: call off the
-    /// async threads ([`Store::find_on_disk`]).
+    /// async threads ([`crate::store::offload::Offload::find_on_disk`]).
     pub fn find(&self, items: &[String]) -> std::io::Result<HashMap<String, DiskHit>> {
         let mut found = HashMap::new();
         let asking = self.asking();

@@ -50,14 +50,10 @@ fn every_lua_file_reads_in_one_sitting() {
     // A script past 250 lines is split into parts (`lua/<name>/<part>.lua`) made before it;
     // the shared helpers are each written once.
     let scripts = Scripts::new();
-    let files = scripts
-        .all()
-        .into_iter()
-        .flat_map(|s| s.files())
-        .chain([
-            ("_lib", include_str!("../lua/_lib.lua")),
-            ("_lib_items", include_str!("../lua/_lib_items.lua")),
-        ]);
+    let files = scripts.all().into_iter().flat_map(|s| s.files()).chain([
+        ("_lib", include_str!("../lua/_lib.lua")),
+        ("_lib_items", include_str!("../lua/_lib_items.lua")),
+    ]);
     for (name, text) in files {
         let lines = text.lines().count();
         assert!(lines <= 250, "{name}.lua has {lines} lines");

@@ -81,6 +81,7 @@ pub(super) async fn log_entries(
     let mut start = "-".to_string();
     loop {
         let page = store
+            .fleet()
             .log_page(slug, &start, "+", 1000)
             .await
             .map_err(|e| e.to_string())?;

@@ -26,7 +26,12 @@ async fn shards_are_made_when_first_named_up_to_a_cap() {
     assert_nothing_queued(&app).await;
     assert_eq!(reply(&post("periodic2026123".into()).await), (1, 0));
     assert_eq!(
-        app.store.item_status("p", "s1").await.unwrap().detail,
+        app.store
+            .queue()
+            .item_status("p", "s1")
+            .await
+            .unwrap()
+            .detail,
         "todo:backfeed:periodic2026123"
     );
     for shard in ["onetime", "telegram", "error_age_restricted"] {
@@ -64,7 +69,7 @@ async fn shards_are_made_when_first_named_up_to_a_cap() {
             other => panic!("{other}: {}", r.body),
         }
     }
-    let shards = app.store.backfeed_shards("p").await.unwrap();
+    let shards = app.store.projects().backfeed_shards("p").await.unwrap();
     assert_eq!(shards.len(), cap, "{shards:?}");
     assert_eq!(
         refused, 14,
@@ -80,7 +85,11 @@ async fn shards_are_made_when_first_named_up_to_a_cap() {
     assert!(refused_setting(&app, |s| s.backfeed_shards = vec!["a/b".into()]).await);
     // Drained shards make room: a new name past the cap retires the empty ones (urls-grab
     // names one a day), but never a declared one or one that holds items.
-    let cleared = app.store.clear_queue("p", "todo:backfeed", false).await;
+    let cleared = app
+        .store
+        .queue()
+        .clear_queue("p", "todo:backfeed", false)
+        .await;
     assert_eq!(cleared.unwrap(), (1 + 3 + cap - 4) as u64);
     let r = app
         .post("/backfeed/legacy/p-s3cret?shard=busy", "busy-1\0")
@@ -94,10 +103,14 @@ async fn shards_are_made_when_first_named_up_to_a_cap() {
         (1, 0),
         "a new day's shard once the old ones are drained"
     );
-    let mut shards = app.store.backfeed_shards("p").await.unwrap();
+    let mut shards = app.store.projects().backfeed_shards("p").await.unwrap();
     shards.sort();
     assert_eq!(shards, ["busy", "north", "periodic2026124"]);
-    let retired = app.store.retire_empty_shards("p", &["north".into()]).await;
+    let retired = app
+        .store
+        .projects()
+        .retire_empty_shards("p", &["north".into()])
+        .await;
     assert_eq!(retired.unwrap(), Vec::<String>::new(), "both hold an item");
     assert_eq!(app.counts("p").await.todo, 2);
     app.assert_invariant("p").await;
@@ -157,6 +170,7 @@ async fn shards_in_use_before_declarations_stay_accepted() {
         item: "old-1".into(),
     };
     app.store
+        .queue()
         .backfeed("p", "todo:backfeed:old", false, 100, &[record], 0)
         .await
         .unwrap();
@@ -173,6 +187,7 @@ async fn shards_in_use_before_declarations_stay_accepted() {
     assert_eq!(reply(&r), (1, 0));
     assert_eq!(
         app.store
+            .projects()
             .project("p")
             .await
             .unwrap()

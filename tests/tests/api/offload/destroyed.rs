@@ -39,7 +39,7 @@ async fn made_and_offloaded(app: &TestApp, legacy: bool) {
     if legacy {
         let meta = app.store.keys().project("p").meta();
         let _: i64 = app.store.client().hdel(meta, "incarnation").await.unwrap();
-        let tag = app.store.files_tag("p").await.unwrap();
+        let tag = app.store.projects().files_tag("p").await.unwrap();
         assert_eq!(tag, app.store.keys().segment_tag());
     }
     assert_eq!(complete_all(app, "p").await, 2000);
@@ -70,20 +70,20 @@ async fn a_late_purge_never_deletes_the_files_of_a_project_made_again() {
 
 async fn made_again_after_a_late_purge(app: &TestApp) {
     let (segs, logs) = (app.dir.join("offload"), app.dir.join("archive"));
-    let old_tag = app.store.files_tag("p").await.unwrap();
+    let old_tag = app.store.projects().files_tag("p").await.unwrap();
     assert_eq!(tree(&segs.join("p")).len(), 2);
     assert!(!tree(&logs.join("p")).is_empty());
     // Destroyed; the marks read by a process whose purge is slow.
-    let (_, mark) = app.store.destroy_project("p").await.unwrap();
+    let (_, mark) = app.store.queue().destroy_project("p").await.unwrap();
     assert_eq!(mark.tag, old_tag);
-    let read_late = app.store.destroyed_projects().await.unwrap();
+    let read_late = app.store.queue().destroyed_projects().await.unwrap();
     assert_eq!(read_late, vec![("p".to_string(), mark.clone())]);
     // Another process purges and clears the mark; the slug is made again and offloads.
     assert_eq!(offloader(app).sweep_destroyed().await.unwrap(), 1);
-    assert_eq!(app.store.destroyed_mark("p").await.unwrap(), None);
+    assert_eq!(app.store.queue().destroyed_mark("p").await.unwrap(), None);
     assert!(tree(&segs.join("p")).is_empty() && tree(&logs.join("p")).is_empty());
     made_and_offloaded(app, false).await;
-    let new_tag = app.store.files_tag("p").await.unwrap();
+    let new_tag = app.store.projects().files_tag("p").await.unwrap();
     assert_ne!(new_tag, old_tag);
     let (seg_files, log_files) = (tree(&segs.join("p")), tree(&logs.join("p")));
     assert_eq!(seg_files.len(), 2, "{seg_files:?}");
@@ -110,9 +110,16 @@ async fn made_again_after_a_late_purge(app: &TestApp) {
 
     // Clearing the mark it read late leaves the mark of a later destroy, whose purge then
     // deletes the new project's files.
-    let (_, again) = app.store.destroy_project("p").await.unwrap();
-    app.store.forget_destroyed("p", &mark).await.unwrap();
-    assert_eq!(app.store.destroyed_mark("p").await.unwrap(), Some(again));
+    let (_, again) = app.store.queue().destroy_project("p").await.unwrap();
+    app.store
+        .queue()
+        .forget_destroyed("p", &mark)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.store.queue().destroyed_mark("p").await.unwrap(),
+        Some(again)
+    );
     assert_eq!(offloader(app).sweep_destroyed().await.unwrap(), 1);
     assert!(tree(&segs.join("p")).is_empty() && tree(&logs.join("p")).is_empty());
 }

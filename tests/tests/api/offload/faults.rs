@@ -108,7 +108,7 @@ async fn a_redis_stall_deletes_no_project_files_and_unknown_directories_stay() {
         "a round of the offloader after the stall",
         Duration::from_secs(30),
         || async {
-            let state = app.store.offload_state("kept").await.ok()?;
+            let state = app.store.offload().offload_state("kept").await.ok()?;
             let run: u64 = state.get("run")?.parse().ok()?;
             (run > since).then_some(())
         },
@@ -127,10 +127,10 @@ async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
     all_done(&app, "late").await;
     let o = offloader(&app);
     assert!(o.lease("late").await.unwrap());
-    let settings = app.store.project("late").await.unwrap().unwrap();
+    let settings = app.store.projects().project("late").await.unwrap().unwrap();
     // The script loaded first (a commit past its deadline, refused): a paused Redis would
     // hold its loading too, and the commit would then never be sent.
-    let token = app.store.offload_token().unwrap();
+    let token = app.store.offload().offload_token().unwrap();
     let entry = server::store::SegmentEntry {
         kind: "done".into(),
         count: 1,
@@ -138,6 +138,7 @@ async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
     };
     let refused = app
         .store
+        .offload()
         .commit_segment(
             "late",
             &token,
@@ -164,7 +165,7 @@ async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
         "the late commit to run",
         Duration::from_secs(20),
         || async {
-            let e = app.store.segment_entries("late").await.ok()?;
+            let e = app.store.offload().segment_entries("late").await.ok()?;
             (!e.is_empty()).then_some(())
         },
     )
@@ -193,15 +194,20 @@ async fn a_commit_past_its_window_is_refused_and_changes_nothing() {
     assert_eq!(complete_all(&app, "window").await, 10);
     let o = offloader(&app);
     assert!(o.lease("window").await.unwrap());
-    let token = app.store.offload_token().expect("the offloader's token");
+    let token = app
+        .store
+        .offload()
+        .offload_token()
+        .expect("the offloader's token");
     let entry = server::store::SegmentEntry {
         kind: "done".into(),
         count: 1,
         ..Default::default()
     };
-    let now = app.store.redis_now_ms().await.unwrap();
+    let now = app.store.offload().redis_now_ms().await.unwrap();
     let r = app
         .store
+        .offload()
         .commit_segment(
             "window",
             &token,
@@ -222,6 +228,7 @@ async fn a_commit_past_its_window_is_refused_and_changes_nothing() {
     );
     assert!(app
         .store
+        .offload()
         .segment_entries("window")
         .await
         .unwrap()
@@ -248,7 +255,7 @@ async fn a_segment_brought_back_stays_on_disk_a_minute_then_the_sweep_deletes_it
     .await;
     let o = offloader(&app);
     settle(&o, "back").await;
-    let on_disk = app.store.segment_entries("back").await.unwrap();
+    let on_disk = app.store.offload().segment_entries("back").await.unwrap();
     assert!(!on_disk.is_empty(), "a queue segment");
     let (id, entry) = on_disk[0].clone();
     let path = server::store::offload::segment_path(&app.dir.join("offload"), "back", &id);
@@ -263,9 +270,9 @@ async fn a_segment_brought_back_stays_on_disk_a_minute_then_the_sweep_deletes_it
     );
     // It left the registry two minutes ago, on Redis's clock.
     let k = app.store.keys().project("back");
-    let left = app.store.segments_gone("back").await.unwrap();
+    let left = app.store.offload().segments_gone("back").await.unwrap();
     assert!(left.contains_key(&id), "{left:?}");
-    let then = app.store.redis_now_ms().await.unwrap() - 120_000;
+    let then = app.store.offload().redis_now_ms().await.unwrap() - 120_000;
     let _: () = app
         .store
         .client()
@@ -276,6 +283,7 @@ async fn a_segment_brought_back_stays_on_disk_a_minute_then_the_sweep_deletes_it
     assert!(!path.exists(), "deleted a minute after it left");
     assert!(
         !app.store
+            .offload()
             .segments_gone("back")
             .await
             .unwrap()
@@ -304,7 +312,13 @@ async fn a_destroyed_projects_files_go_with_it_and_a_new_project_of_its_slug_inh
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(!archives.exists(), "the archives went with the project");
     assert!(!app.dir.join("offload/gone").exists(), "and its segments");
-    assert!(app.store.destroyed_projects().await.unwrap().is_empty());
+    assert!(app
+        .store
+        .queue()
+        .destroyed_projects()
+        .await
+        .unwrap()
+        .is_empty());
     let r = create(&app, "gone").await;
     assert_eq!(r.status, 201, "{}", r.body);
     let r = app
@@ -322,7 +336,7 @@ async fn a_slug_marked_destroyed_is_not_created_again_until_the_sweep_deleted_it
     let app = TestApp::start().await;
     offloaded(&app, "half").await;
     // A destroy whose process stopped before deleting the files: the mark stays.
-    app.store.destroy_project("half").await.unwrap();
+    app.store.queue().destroy_project("half").await.unwrap();
     assert!(app.dir.join("offload/half").exists());
     let r = create(&app, "half").await;
     assert_eq!(r.status, 409, "{}", r.body);
@@ -377,7 +391,7 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
     project(&app, "twice", 300, |_| {}).await;
     assert_eq!(complete_all(&app, "twice").await, 300);
     let o = offloader(&app);
-    let token = app.store.offload_token().unwrap();
+    let token = app.store.offload().offload_token().unwrap();
     let dir = app.dir.join("archive/twice");
     let end = format!("{}-{}", server::store::now_ms(), u64::MAX);
     let first =
@@ -424,7 +438,7 @@ async fn the_panels_archive_waits_for_another_process_holding_the_lease() {
     let other = offloader(&app);
     assert!(other.lease("held").await.unwrap());
     // This process's panel: no offloader of its own here, so a token of its own.
-    app.store.set_offload_token("this-process");
+    app.store.offload().set_offload_token("this-process");
     let r = archive_now(&app, "held").await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(r.body.contains("lease"), "{}", r.body);

@@ -33,6 +33,7 @@ async fn prepare(app: &TestApp, slug: &str) {
     })
     .await;
     app.store
+        .queue()
         .add_items(slug, "todo", &names(slug, ITEMS))
         .await
         .unwrap();
@@ -41,6 +42,7 @@ async fn prepare(app: &TestApp, slug: &str) {
     let reports: Vec<_> = items.into_iter().map(|i| report(vec![i])).collect();
     for chunk in reports.chunks(500) {
         app.store
+            .queue()
             .done_batch(slug, chunk, server::store::now_ms())
             .await
             .unwrap();
@@ -110,17 +112,18 @@ async fn check(app: &TestApp, slug: &str, what: &str) {
     // is registered and every registered segment has its file.
     let registered: HashSet<String> = app
         .store
+        .offload()
         .segment_ids(slug)
         .await
         .unwrap()
         .into_iter()
         .collect();
-    let dir = app.store.offload_dir().join(slug);
+    let dir = app.store.offload().offload_dir().join(slug);
     Orphans {
         registered: registered.clone(),
         left: Default::default(),
-        tag: app.store.files_tag(slug).await.unwrap(),
-        now: app.store.redis_now_ms().await.unwrap(),
+        tag: app.store.projects().files_tag(slug).await.unwrap(),
+        now: app.store.offload().redis_now_ms().await.unwrap(),
         age: 0,
     }
     .remove(&dir);
@@ -219,7 +222,7 @@ async fn any_redis_call_of_the_panels_archive_may_fail_run_late_or_lose_its_answ
     let app = TestApp::start_private().await;
     let (proxy, store) = behind_proxy(&app, 2).await;
     assert!(
-        store.offload_token().is_none(),
+        store.offload().offload_token().is_none(),
         "no offloader: a lease of its own"
     );
     let archives = app.dir.join("archive");

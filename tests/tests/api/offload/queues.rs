@@ -25,15 +25,21 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
         app.store.client().zcard(k.queue("todo")).await.unwrap()
     };
     assert!(in_redis <= 2500, "{in_redis} in Redis");
-    let state = app.store.offload_summary("long").await.unwrap();
+    let state = app.store.offload().offload_summary("long").await.unwrap();
     assert_eq!(state.todo_on_disk + in_redis, 6000);
     assert_eq!(app.counts("long").await.todo, 6000);
     app.assert_invariant("long").await;
     // The last item waits on disk, and is known there.
-    let last = app.store.item_status("long", "long-05999").await.unwrap();
+    let last = app
+        .store
+        .queue()
+        .item_status("long", "long-05999")
+        .await
+        .unwrap();
     assert_eq!(last.state.as_deref(), Some("todo"));
     assert_eq!(
         app.store
+            .queue()
             .add_items("long", "todo", &names("long", 6000))
             .await
             .unwrap(),
@@ -58,14 +64,22 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
     }
     assert_eq!(claimed, names("long", 6000), "served in FIFO order");
     app.assert_invariant("long").await;
-    assert_eq!(app.store.offload_summary("long").await.unwrap().segments, 0);
+    assert_eq!(
+        app.store
+            .offload()
+            .offload_summary("long")
+            .await
+            .unwrap()
+            .segments,
+        0
+    );
 
     // The segments brought back left the registry noted with Redis's time: their files stay a
     // minute more (a Redis that loses its last second registers them again and finds them),
     // whatever the files' own times say, then go.
-    let left = app.store.segments_gone("long").await.unwrap();
+    let left = app.store.offload().segments_gone("long").await.unwrap();
     assert!(!left.is_empty());
-    let dir = app.store.offload_dir().join("long");
+    let dir = app.store.offload().offload_dir().join("long");
     let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let f = std::fs::File::options()
@@ -79,8 +93,8 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
     let a_minute_on = server::offloader::Orphans {
         registered: Default::default(),
         left: left.clone(),
-        tag: app.store.files_tag("long").await.unwrap(),
-        now: app.store.redis_now_ms().await.unwrap() + 60_000,
+        tag: app.store.projects().files_tag("long").await.unwrap(),
+        now: app.store.offload().redis_now_ms().await.unwrap() + 60_000,
         age: 60_000,
     };
     assert_eq!(a_minute_on.remove(&dir), left.len() as u64);
@@ -95,6 +109,7 @@ async fn the_completion_log_goes_to_disk_and_downloads_whole() {
     for chunk in items.chunks(200) {
         let reports: Vec<DoneReport> = chunk.iter().map(|i| report(vec![i.clone()])).collect();
         app.store
+            .queue()
             .done_batch("logs", &reports, server::store::now_ms())
             .await
             .unwrap();
@@ -130,7 +145,7 @@ async fn the_completion_log_goes_to_disk_and_downloads_whole() {
         .map(|l| l["items"][0].as_str().unwrap().to_string())
         .collect();
     assert_eq!(got, items, "in completion order");
-    let state = app.store.offload_summary("logs").await.unwrap();
+    let state = app.store.offload().offload_summary("logs").await.unwrap();
     assert!(state.last_run.is_some());
 }
 
@@ -150,7 +165,7 @@ async fn the_servers_offloader_works_by_itself_and_shows_its_state() {
         "the server to offload 2000 done items",
         Duration::from_secs(30),
         || async {
-            let s = app.store.offload_summary("auto").await.unwrap();
+            let s = app.store.offload().offload_summary("auto").await.unwrap();
             (s.done_on_disk == 2000).then_some(())
         },
     )
@@ -178,7 +193,7 @@ async fn the_servers_offloader_works_by_itself_and_shows_its_state() {
 async fn big_project_settings_are_checked() {
     let app = TestApp::start().await;
     app.project("cfg", &[]).await;
-    let before = app.store.project("cfg").await.unwrap().unwrap();
+    let before = app.store.projects().project("cfg").await.unwrap().unwrap();
     for (change, says) in [
         (
             "done_policy=forget",
@@ -193,7 +208,7 @@ async fn big_project_settings_are_checked() {
         assert!(r.err.contains(says), "{change}: {}", r.err);
     }
     assert_eq!(
-        *app.store.project("cfg").await.unwrap().unwrap(),
+        *app.store.projects().project("cfg").await.unwrap().unwrap(),
         *before,
         "refused settings change nothing"
     );
@@ -210,7 +225,7 @@ async fn big_project_settings_are_checked() {
     assert!(r.ok, "{}", r.err);
     // Another process changed them: this one follows within a second or so.
     wait_for("the new settings", Duration::from_secs(10), || async {
-        let s = app.store.project("cfg").await.unwrap().unwrap();
+        let s = app.store.projects().project("cfg").await.unwrap().unwrap();
         (s.done_policy == "offload" && s.queue_high == 0).then_some(())
     })
     .await;
@@ -230,7 +245,13 @@ async fn a_search_finds_items_on_disk() {
     .await;
     let o = offloader(&app);
     settle(&o, "sd").await;
-    let queued_on_disk = app.store.offload_summary("sd").await.unwrap().todo_on_disk;
+    let queued_on_disk = app
+        .store
+        .offload()
+        .offload_summary("sd")
+        .await
+        .unwrap()
+        .todo_on_disk;
     assert!(queued_on_disk >= 2000, "{queued_on_disk} queued on disk");
     let mut done = 0;
     while done < 3000 {
@@ -242,12 +263,13 @@ async fn a_search_finds_items_on_disk() {
         }
         done += items.len();
         app.store
+            .queue()
             .done("sd", &report(items), server::store::now_ms())
             .await
             .unwrap();
     }
     settle(&o, "sd").await;
-    let s = app.store.offload_summary("sd").await.unwrap();
+    let s = app.store.offload().offload_summary("sd").await.unwrap();
     assert!(s.done_on_disk >= 1000, "{} done on disk", s.done_on_disk);
 
     let search = |query: &'static str| {

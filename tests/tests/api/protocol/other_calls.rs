@@ -10,10 +10,12 @@ async fn upload_targets_substitute_the_downloader() {
     let body = r#"{"downloader":"alice","item_name":"x","version":"1"}"#;
     assert_eq!(app.post("/p/upload", body).await.body, "{}");
     app.store
+        .projects()
         .set_upload_target("p", "rsync://h/m/:downloader", true)
         .await
         .unwrap();
     app.store
+        .projects()
         .set_upload_target("p", "rsync://off/m/", false)
         .await
         .unwrap();
@@ -121,7 +123,12 @@ async fn rescue_posts_are_limited_per_ip() {
     let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=6).contains(&retry), "Retry-After: {retry}");
     assert_eq!(
-        app.store.item_status("p", "user:late").await.unwrap().state,
+        app.store
+            .queue()
+            .item_status("p", "user:late")
+            .await
+            .unwrap()
+            .state,
         None
     );
     // Another address is not held back.
@@ -187,6 +194,7 @@ async fn cli_blocks_and_sets_upload_targets() {
     assert_eq!(app.post("/p/request", req("alice", "")).await.status, 403);
     let entry = &app
         .store
+        .projects()
         .blocks(Some("p"), BlockKind::Downloader)
         .await
         .unwrap()["alice"];
@@ -216,6 +224,7 @@ async fn an_upload_of_a_batch_of_a_hundred_urls_with_contexts_gets_its_target() 
     let app = TestApp::start().await;
     app.project("p", &[]).await;
     app.store
+        .projects()
         .set_upload_target("p", "rsync://h/m/:downloader", true)
         .await
         .unwrap();

@@ -63,7 +63,10 @@ fn what_a_script_makes_once_holds_no_state_of_a_call() {
                 }
                 let names = line.strip_prefix("local ");
                 assert!(names.is_some(), "{name}.lua runs at load: {line}");
-                let (names, value) = names.unwrap().split_once('=').unwrap_or((names.unwrap(), ""));
+                let (names, value) = names
+                    .unwrap()
+                    .split_once('=')
+                    .unwrap_or((names.unwrap(), ""));
                 let constant = |n: &str| !n.trim().chars().any(|c| c.is_ascii_lowercase());
                 assert!(
                     names.split(',').all(constant) && !value.trim().is_empty(),
@@ -95,7 +98,12 @@ fn redis_errors_name_the_file_line() {
     let scripts = Scripts::new();
     let library = &scripts.library;
     for s in [&scripts.add_items, &scripts.claim, &scripts.lifetime] {
-        let (_, start) = library.starts.iter().rev().find(|(n, _)| *n == s.name).unwrap();
+        let (_, start) = library
+            .starts
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == s.name)
+            .unwrap();
         // Line 12 of the file is library line start + 11 (the file's first line is the
         // function's opening line).
         let at = start + 11;
@@ -112,16 +120,27 @@ fn redis_errors_name_the_file_line() {
         );
     }
     // A part's lines are its own file's, and the script's lines after its parts its own.
-    for (s, part) in [(&scripts.claim, "claim/take"), (&scripts.done, "done/report")] {
+    for (s, part) in [
+        (&scripts.claim, "claim/take"),
+        (&scripts.done, "done/report"),
+    ] {
         let text = s.parts.iter().find(|(n, _)| *n == part).unwrap().1;
         let (_, start) = library.starts.iter().find(|(n, _)| *n == part).unwrap();
-        assert_eq!(library.text.lines().nth(start + 11 - 1), text.lines().nth(11));
+        assert_eq!(
+            library.text.lines().nth(start + 11 - 1),
+            text.lines().nth(11)
+        );
         let detail = format!("ERR user_function:{}: boom", start + 11);
         assert_eq!(
             library.locate(&detail).as_deref(),
             Some(format!("{detail} ({part}.lua:12)").as_str())
         );
-        let (_, start) = library.starts.iter().rev().find(|(n, _)| *n == s.name).unwrap();
+        let (_, start) = library
+            .starts
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == s.name)
+            .unwrap();
         let at = start + 40;
         assert_eq!(library.text.lines().nth(at - 1), s.source.lines().nth(40));
         let detail = format!("ERR user_function:{at}: boom");
