@@ -93,31 +93,35 @@ fn no_script_nests_a_long_bracket() {
     }
 }
 
+/// Checks that line `n` (from 1) of file `name` (`text`) is where the library says, and that an
+/// error there is told as that file's line.
+fn assert_file_line(library: &Library, name: &str, text: &str, n: usize) {
+    // The file's first line is the library's line `start` (a script's is its function's
+    // opening line; a part's is its own first line).
+    let (_, start) = library
+        .starts
+        .iter()
+        .rev()
+        .find(|(f, _)| *f == name)
+        .unwrap();
+    let at = start + n - 1;
+    assert_eq!(
+        library.text.lines().nth(at - 1),
+        text.lines().nth(n - 1),
+        "{name}"
+    );
+    let detail = format!("ERR user_function:{at}: attempt to compare nil with number");
+    assert_eq!(
+        library.locate(&detail).as_deref(),
+        Some(format!("{detail} ({name}.lua:{n})").as_str())
+    );
+}
+
 #[test]
 fn redis_errors_name_the_file_line() {
     let scripts = Scripts::new();
-    let library = &scripts.library;
     for s in [&scripts.add_items, &scripts.claim, &scripts.lifetime] {
-        let (_, start) = library
-            .starts
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == s.name)
-            .unwrap();
-        // Line 12 of the file is library line start + 11 (the file's first line is the
-        // function's opening line).
-        let at = start + 11;
-        assert_eq!(
-            library.text.lines().nth(at - 1),
-            s.source.lines().nth(11),
-            "script {}",
-            s.name
-        );
-        let detail = format!("ERR user_function:{at}: attempt to compare nil with number");
-        assert_eq!(
-            library.locate(&detail).as_deref(),
-            Some(format!("{detail} ({}.lua:12)", s.name).as_str())
-        );
+        assert_file_line(&scripts.library, s.name, s.source, 12);
     }
     // A part's lines are its own file's, and the script's lines after its parts its own.
     for (s, part) in [
@@ -125,29 +129,7 @@ fn redis_errors_name_the_file_line() {
         (&scripts.done, "done/report"),
     ] {
         let text = s.parts.iter().find(|(n, _)| *n == part).unwrap().1;
-        let (_, start) = library.starts.iter().find(|(n, _)| *n == part).unwrap();
-        assert_eq!(
-            library.text.lines().nth(start + 11 - 1),
-            text.lines().nth(11)
-        );
-        let detail = format!("ERR user_function:{}: boom", start + 11);
-        assert_eq!(
-            library.locate(&detail).as_deref(),
-            Some(format!("{detail} ({part}.lua:12)").as_str())
-        );
-        let (_, start) = library
-            .starts
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == s.name)
-            .unwrap();
-        let at = start + 40;
-        assert_eq!(library.text.lines().nth(at - 1), s.source.lines().nth(40));
-        let detail = format!("ERR user_function:{at}: boom");
-        assert_eq!(
-            library.locate(&detail).as_deref(),
-            Some(format!("{detail} ({}.lua:41)", s.name).as_str())
-        );
+        assert_file_line(&scripts.library, part, text, 12);
+        assert_file_line(&scripts.library, s.name, s.source, 41);
     }
-    assert_eq!(library.locate("OOM command not allowed"), None);
 }
