@@ -37,10 +37,12 @@ test-build:
 	cargo build --all-targets -p app -p server -p tests
 	TRACKER=$(TEST_BIN) WASM_PROFILE=wasm-test scripts/build-site.sh
 
-# The integration and browser tests run that binary (TRACKER_BIN).
+# The integration and browser tests run that binary (TRACKER_BIN); the offload and storage
+# tests run again with their segments in a real S3-speaking server (s3s-fs, tests/src/s3.rs).
 unit:
 	cargo build --all-targets -p app -p server -p tests
 	TRACKER_BIN=$(TEST_BIN) cargo test -p app -p server -p tests
+	TRACKER_TEST_STORAGE=s3 TRACKER_BIN=$(TEST_BIN) cargo test -p tests --test api -- offload storage
 
 e2e:
 	cd end2end && TRACKER_BIN=$(TEST_BIN) npx playwright test

@@ -65,7 +65,22 @@ if [ ! -x "$TOOLS/binaryen/node_modules/.bin/wasm-opt" ]; then
     die "npm install binaryen failed"
 fi
 
+# The tests' S3-speaking server (object storage of segments, TRACKER_STORAGE=s3://...):
+# s3s-fs, an S3 protocol server on a local directory built on the s3s library, from crates.io.
+# 0.14.1 is the newest that builds on this toolchain (later ones need Rust 1.96).
+S3S_FS_VERSION=0.14.1
+install_s3s_fs() {
+  if command -v s3s-fs >/dev/null 2>&1 && [ -f "$CARGO_BIN/.s3s-fs-$S3S_FS_VERSION" ]; then
+    return 0
+  fi
+  say "building s3s-fs $S3S_FS_VERSION from crates.io (a few minutes, once per machine)"
+  cargo install -q --locked --force "s3s-fs@$S3S_FS_VERSION" --features binary ||
+    die "cargo install s3s-fs $S3S_FS_VERSION failed"
+  touch "$CARGO_BIN/.s3s-fs-$S3S_FS_VERSION"
+}
+
 if [ "$WHAT" = test ]; then
+  install_s3s_fs
   apt_install chromium chromium-driver
   if [ ! -d "$ROOT/end2end/node_modules/@playwright/test" ]; then
     say "npm ci (end2end: Playwright, using Debian's Chromium)"

@@ -64,6 +64,12 @@ pub enum Command {
         /// `library`, or a script's name (`claim`, `done`, ...).
         name: String,
     },
+    /// Where segment files live: `tracker storage copy --from URL --to URL` copies every
+    /// object of one storage to another (`file://DIR`, `s3://BUCKET/PREFIX`), to move an
+    /// install into a bucket or back. Resumable: an object the destination holds with the same
+    /// SHA-256 is skipped; each copy is read back and its SHA-256 checked. Needs no Redis.
+    #[command(subcommand)]
+    Storage(StorageCommand),
     /// Manage projects.
     #[command(subcommand)]
     Project(ProjectCommand),
@@ -271,9 +277,12 @@ pub async fn redis(args: &RedisArgs) -> Result<(String, Option<EmbeddedRedis>), 
 pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> {
     let cli = Actor::cli();
     match command {
-        Command::Serve(_) | Command::Precompress { .. } | Command::Script { .. } => Err(
-            CliError::Usage("serve, precompress and script are not admin commands".into()),
-        ),
+        Command::Serve(_)
+        | Command::Precompress { .. }
+        | Command::Script { .. }
+        | Command::Storage(_) => Err(CliError::Usage(
+            "serve, precompress and script are not admin commands".into(),
+        )),
         Command::Admin(cmd) => admin::run(store, cmd).await,
         Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
         Command::Dictionary(cmd) => dictionary::run(store, cmd).await,
@@ -510,4 +519,18 @@ mod tests {
         assert!(super::Cli::try_parse_from(["tracker", "--worker-threads", "0"]).is_err());
         assert!(super::Cli::try_parse_from(["tracker", "2"]).is_err());
     }
+}
+
+/// `tracker storage ...`.
+#[derive(clap::Subcommand, Debug)]
+pub enum StorageCommand {
+    /// Copies every object of `--from` to `--to`, verified by SHA-256; prints what it did.
+    Copy {
+        /// The storage copied (`file://DIR` or `s3://BUCKET/PREFIX`).
+        #[arg(long)]
+        from: String,
+        /// The storage written.
+        #[arg(long)]
+        to: String,
+    },
 }

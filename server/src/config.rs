@@ -34,6 +34,12 @@ pub struct RedisArgs {
     /// storage they all share.
     #[arg(long, env = "TRACKER_OFFLOAD_DIR")]
     pub offload_dir: Option<PathBuf>,
+    /// Where segment files live instead: `file://DIR` (the same as `TRACKER_OFFLOAD_DIR`) or
+    /// an object store, `s3://BUCKET/PREFIX`, configured by the `AWS_*` variables (endpoint,
+    /// region, keys, `AWS_ALLOW_HTTP`): then no process needs a shared directory.
+    /// docs/operators.md, "Several machines".
+    #[arg(long, env = "TRACKER_STORAGE")]
+    pub storage: Option<String>,
 }
 
 impl RedisArgs {
@@ -179,6 +185,8 @@ pub struct Config {
     pub archive_dir: PathBuf,
     /// Where segment files (items offloaded from Redis) are written, a directory per project.
     pub offload_dir: PathBuf,
+    /// Where they are written instead (`TRACKER_STORAGE`: `file://` or `s3://` URL).
+    pub storage: Option<String>,
     /// Whether this process runs the offloader (the tests start theirs by hand).
     pub offloader: bool,
     /// Script calls in flight per project for claims, and for dones.
@@ -229,6 +237,7 @@ impl Config {
             public_url: None,
             archive_dir: PathBuf::from("data/archive"),
             offload_dir: PathBuf::from("data/offload"),
+            storage: None,
             offloader: true,
             batch_workers: DEFAULT_BATCH_WORKERS,
             fleet_silence: std::time::Duration::from_millis(DEFAULT_FLEET_SILENCE_MS),
@@ -252,6 +261,7 @@ impl Config {
             public_url: serve.public_url.clone(),
             archive_dir: serve.archive_dir(&redis.data_dir),
             offload_dir: redis.offload_dir(),
+            storage: redis.storage.clone(),
             offloader: true,
             batch_workers: serve.batch_workers,
             fleet_silence: std::time::Duration::from_secs(serve.fleet_silence),

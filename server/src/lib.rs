@@ -62,6 +62,8 @@ pub mod script_metrics;
 pub mod segment;
 pub mod start;
 pub mod state;
+pub mod storage;
+pub mod storage_metrics;
 pub mod store;
 pub mod throttle;
 pub mod viewers;

@@ -70,6 +70,19 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
         server::cli::stdout::write(format_args!("{}", script.composed()), false);
         return Ok(());
     }
+    if let Some(Command::Storage(server::cli::StorageCommand::Copy { from, to })) = &args.command {
+        let runtime = tokio::runtime::Handle::current();
+        let open = |url: &str| {
+            server::storage::Storage::open(Some(url), std::path::Path::new(""), runtime.clone())
+        };
+        let (from, to) = (open(from)?, open(to)?);
+        let copied = tokio::task::spawn_blocking(move || from.copy_to(&to)).await??;
+        println!(
+            "{} objects ({} bytes) copied, {} already there; every one verified by SHA-256",
+            copied.copied, copied.bytes, copied.skipped
+        );
+        return Ok(());
+    }
     // The server's stop signals are caught from now on, before its private Redis starts: a
     // SIGTERM at any instant of the start-up still stops that Redis.
     let stop = matches!(args.command, None | Some(Command::Serve(_)))
@@ -95,8 +108,14 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
             run_server(server::Config::from_args(url, &args.redis, &serve), stop).await
         }
         admin => {
+            let storage = server::storage::Storage::open(
+                args.redis.storage.as_deref(),
+                &args.redis.offload_dir(),
+                tokio::runtime::Handle::current(),
+            )?;
             match Store::connect(&url, &args.redis.namespace, 2, args.redis.offload_dir()).await {
                 Ok(store) => {
+                    let store = store.with_storage(storage);
                     let result = cli::run_admin(&store, admin).await;
                     store.quit().await;
                     result.map_err(Into::into)

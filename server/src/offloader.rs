@@ -33,7 +33,7 @@ pub mod archive;
 mod moves;
 mod sweep;
 
-pub use sweep::{purge_project_files, remove_purge_leftovers, Orphans};
+pub use sweep::{purge_files, purge_objects, purge_project_files, remove_purge_leftovers, Orphans};
 
 /// How long a lease lasts unless renewed.
 pub const LEASE_MS: u64 = 30_000;
@@ -106,7 +106,8 @@ impl Did {
 /// The offloader of one process.
 pub struct Offloader {
     store: Store,
-    dir: PathBuf,
+    /// Where its segments go: the store's ([`crate::storage`]).
+    storage: std::sync::Arc<crate::storage::Storage>,
     archive_dir: PathBuf,
     token: String,
     log_budget: u64,
@@ -123,15 +124,15 @@ fn io(e: std::io::Error) -> StoreError {
 }
 
 impl Offloader {
-    /// An offloader writing segments under the store's offload directory and log archives
-    /// under `archive_dir`, with a lease token of its own.
+    /// An offloader writing segments where the store keeps them and log archives under
+    /// `archive_dir`, with a lease token of its own.
     pub fn new(store: Store, archive_dir: PathBuf) -> Self {
-        let dir = store.offload().offload_dir();
+        let storage = store.offload().storage_shared();
         let token = format!("{:032x}", rand::random::<u128>());
         store.offload().set_offload_token(&token);
         Self {
             store,
-            dir,
+            storage,
             archive_dir,
             token,
             log_budget: crate::limits::LOG_BUDGET,

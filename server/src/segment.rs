@@ -187,10 +187,29 @@ pub const BLOCK_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 /// Numbers the segments opened by this process, for [`BLOCKS`].
 static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Where an open segment's bytes are read from, a range at a time: a local file, or an object
+/// in a store ([`crate::storage`]).
+pub trait Source: Send + Sync {
+    /// Its size in bytes.
+    fn size(&self) -> std::io::Result<u64>;
+    /// Fills `buf` with the bytes at `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+}
+
+impl Source for File {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        FileExt::read_exact_at(self, buf, offset)
+    }
+}
+
 /// An open segment: its index and filter in memory, its blocks read on demand.
 pub struct Segment {
     uid: u64,
-    file: File,
+    file: Box<dyn Source>,
     blocks: Vec<BlockRef>,
     filter: Filter,
     records: u64,
@@ -212,8 +231,12 @@ fn u64_at(b: &[u8], at: usize) -> std::io::Result<u64> {
 impl Segment {
     /// Opens the segment at `path`, reading its index and filter.
     pub fn open(path: &Path) -> std::io::Result<Segment> {
-        let file = File::open(path)?;
-        let bytes = file.metadata()?.len();
+        Self::open_source(Box::new(File::open(path)?), path)
+    }
+
+    /// Opens the segment `file` (named `path` in errors), reading its index and filter.
+    pub fn open_source(file: Box<dyn Source>, path: &Path) -> std::io::Result<Segment> {
+        let bytes = file.size()?;
         if bytes < MAGIC.len() as u64 + FOOTER {
             return Err(corrupt(format!("{}: too short", path.display())));
         }

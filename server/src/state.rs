@@ -107,6 +107,13 @@ impl App {
             config.offload_dir.clone(),
         )
         .await?;
+        let storage = crate::storage::Storage::open(
+            config.storage.as_deref(),
+            &config.offload_dir,
+            tokio::runtime::Handle::current(),
+        )
+        .map_err(store::StoreError::Disk)?;
+        let store = store.with_storage(storage);
         store.fleet().set_fleet_silence(config.fleet_silence);
         let hub = hub::Hub::start(&store).await?;
         let leptos = LeptosOptions::builder()

@@ -49,10 +49,11 @@ pub async fn behind_proxy(app: &crate::TestApp, pool: usize) -> (FaultProxy, ser
         &app.namespace,
         pool,
         Duration::from_secs(2),
-        app.store.offload().offload_dir(),
+        app.dir.join("offload"),
     )
     .await
-    .expect("a store through the proxy");
+    .expect("a store through the proxy")
+    .with_storage(app.store.storage().clone());
     (proxy, store)
 }
 

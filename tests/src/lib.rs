@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod fault_proxy;
 
 pub mod panel;
+pub mod s3;
 
 pub mod chaos;
 
@@ -83,6 +84,10 @@ pub struct TestApp {
     on_cluster: bool,
     /// Its temporary directory (its Redis's data, `archive/`, `offload/`).
     pub dir: PathBuf,
+    /// Its S3 server, when its segments live in one (`TRACKER_TEST_STORAGE=s3`, [`s3`]).
+    pub s3: Option<s3::S3>,
+    /// `TRACKER_STORAGE` of its segments, when they are not in `offload/`.
+    pub storage: Option<String>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -166,6 +171,19 @@ pub fn who(name: &str, n: usize) -> server::store::ClaimRequest {
 }
 
 impl TestApp {
+    /// [`TestApp::start`] with its segments in its local offload directory whatever
+    /// `TRACKER_TEST_STORAGE` says: for the tests of the files themselves (their permissions and
+    /// times, a directory two installs share, what a purge leaves in it).
+    pub async fn start_local() -> TestApp {
+        Self::start_with(|c| c.storage = None).await
+    }
+
+    /// [`TestApp::start_private`] with its segments in its local offload directory (see
+    /// [`TestApp::start_local`]).
+    pub async fn start_private_local() -> TestApp {
+        Self::start_private_with(|c| c.storage = None).await
+    }
+
     /// Starts Redis (unless `REDIS_URL` is set) and the server on port 0.
     pub async fn start() -> TestApp {
         Self::start_with_site("target/site").await
@@ -244,7 +262,12 @@ impl TestApp {
         config.offload_dir = dir.join("offload");
         // Tests drive the offloader by hand (server::offloader), or switch it on.
         config.offloader = false;
+        let s3 = s3::wanted().then(|| s3::S3::start(&dir));
+        config.storage = s3.as_ref().map(|s| s.storage_url(&namespace));
         configure(&mut config);
+        let storage = config.storage.clone();
+        // Its S3 server only while it keeps its segments there.
+        let s3 = s3.filter(|_| storage.is_some());
         // The very path `tracker serve` takes.
         let mut running = server::start(config).await.expect("start the tracker");
         let (addr, state, setup_link) = (
@@ -272,8 +295,23 @@ impl TestApp {
             redis,
             on_cluster,
             dir,
+            s3,
+            storage,
             shutdown: Some(tx),
         }
+    }
+
+    /// The keys of the objects (segments) of `slug` where its segments live (`offload/`, or
+    /// its S3 bucket), in order.
+    pub async fn segment_objects(&self, slug: &str) -> Vec<String> {
+        let (storage, dir) = (self.store.storage().clone(), format!("{slug}/"));
+        tokio::task::spawn_blocking(move || storage.list(&dir))
+            .await
+            .expect("a listing thread")
+            .expect("list the segments")
+            .into_iter()
+            .map(|o| o.key)
+            .collect()
     }
 
     /// `http://addr` + `path`.
@@ -342,6 +380,7 @@ impl TestApp {
             .env("REDIS_URL", &self.redis_url)
             .env("TRACKER_NAMESPACE", &self.namespace)
             .env("TRACKER_OFFLOAD_DIR", self.dir.join("offload"))
+            .env("TRACKER_STORAGE", self.storage.as_deref().unwrap_or(""))
             .env("RUST_LOG", "error")
             // The caller's own come last: they may change any of these.
             .envs(env.iter().copied())

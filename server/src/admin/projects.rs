@@ -122,8 +122,8 @@ pub async fn destroy_project(
     // Its segments and log archives go with it (else a new project of the slug would inherit
     // them); if this fails, the offloader's sweep finishes it, and the slug stays reserved
     // until then.
-    match crate::offloader::purge_project_files(
-        &state.config.offload_dir,
+    match crate::offloader::purge_files(
+        &state.store.offload().storage_shared(),
         &state.config.archive_dir,
         &slug,
         &mark.tag,

@@ -46,6 +46,7 @@ fn the_config_of_serve_is_what_its_flags_say() {
         redis_maxmemory: None,
         fsync: None,
         offload_dir: None,
+        storage: None,
     };
     let serve = ServeArgs::parse_from([
         "serve",

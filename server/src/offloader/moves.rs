@@ -3,8 +3,8 @@
 
 use super::{io, new_id, now_ms, Offloader, StopAfter, COMMIT_WINDOW, REFILL_CHUNK};
 use crate::{
-    segment,
-    store::{offload::segment_path, SegmentEntry, Settings, StoreError, StoreResult},
+    storage::Storage,
+    store::{SegmentEntry, Settings, StoreError, StoreResult},
 };
 use fred::prelude::*;
 
@@ -97,7 +97,6 @@ impl Offloader {
         // clocks of this machine or of a shared filesystem say).
         let started = self.store.offload().redis_now_ms().await?;
         let id = new_id(kind, started, &self.store.projects().files_tag(slug).await?);
-        let path = segment_path(&self.dir, slug, &id);
         let deadline = started + COMMIT_WINDOW.as_millis() as u64;
         let keep_names = kind != "discard";
         let (min, max) = if kind == "queue" {
@@ -110,10 +109,13 @@ impl Offloader {
         } else {
             (0.0, 0.0)
         };
-        let (path2, moved) = (path.clone(), records);
+        let (storage, moved) = (self.storage.clone(), records);
+        let (slug2, id2) = (slug.to_string(), id.clone());
         let (bytes, records) = tokio::task::spawn_blocking(move || {
             let mut records = moved;
-            segment::write(&path2, &mut records, keep_names).map(|b| (b, records))
+            storage
+                .write_segment(&slug2, &id2, &mut records, keep_names)
+                .map(|b| (b, records))
         })
         .await
         .map_err(|e| StoreError::Disk(e.to_string()))?
@@ -138,8 +140,10 @@ impl Offloader {
         {
             Ok(n) => n,
             Err(StoreError::Refused(_)) => {
-                // Refused before any write: the items stay in Redis, the file goes.
-                let _ = std::fs::remove_file(&path);
+                // Refused before any write: the items stay in Redis, the file goes (or, if
+                // this delete fails, the sweep takes it once it is past the commit window).
+                let (storage, key) = (self.storage.clone(), Storage::segment_key(slug, &id));
+                let _ = tokio::task::spawn_blocking(move || storage.delete(&key)).await;
                 return Ok(0);
             }
             Err(e) => {
@@ -170,11 +174,12 @@ impl Offloader {
 
     /// Brings queue segment `id` back into its part, in chunks; items brought back.
     pub async fn refill(&self, slug: &str, id: &str, entry: &SegmentEntry) -> StoreResult<u64> {
-        let path = segment_path(&self.dir, slug, id);
-        let records = tokio::task::spawn_blocking(move || segment::Segment::open(&path)?.all())
-            .await
-            .map_err(|e| StoreError::Disk(e.to_string()))?
-            .map_err(io)?;
+        let (storage, slug2, id2) = (self.storage.clone(), slug.to_string(), id.to_string());
+        let records =
+            tokio::task::spawn_blocking(move || storage.open_segment(&slug2, &id2)?.all())
+                .await
+                .map_err(|e| StoreError::Disk(e.to_string()))?
+                .map_err(io)?;
         let mut from = self
             .store
             .offload()

@@ -2,10 +2,12 @@
 //! brought back), and the files of projects a destroy marked.
 
 use super::{Offloader, ORPHAN_AGE};
+use crate::storage::Storage;
 use crate::store::{StoreError, StoreResult};
+use std::sync::Arc;
 use std::{
     collections::{HashMap, HashSet},
-    path::Path,
+    path::{Path, PathBuf},
     time::Duration,
 };
 
@@ -25,7 +27,6 @@ impl Offloader {
         let left = self.store.offload().segments_gone(slug).await?;
         let now = self.store.offload().redis_now_ms().await?;
         let age = ORPHAN_AGE.as_millis() as u64;
-        let dir = self.dir.join(slug);
         let tag = self.store.projects().files_tag(slug).await?;
         let orphans = Orphans {
             registered,
@@ -34,7 +35,8 @@ impl Offloader {
             now,
             age,
         };
-        let gone = tokio::task::spawn_blocking(move || orphans.remove(&dir))
+        let (storage, slug2) = (self.storage.clone(), slug.to_string());
+        let gone = tokio::task::spawn_blocking(move || orphans.remove_in(&storage, &slug2))
             .await
             .map_err(|e| StoreError::Disk(e.to_string()))?;
         // Notes of segments that left the registry more than a minute ago are done with.
@@ -55,7 +57,13 @@ impl Offloader {
         // A purge that stopped half-way (the process died) left its directory: this
         // namespace's, a minute old.
         let tag = self.store.keys().segment_tag();
-        let dirs = [self.dir.clone(), self.archive_dir.clone()];
+        let dirs: Vec<PathBuf> = self
+            .storage
+            .local_dir()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain([self.archive_dir.clone()])
+            .collect();
         let leftovers = tokio::task::spawn_blocking(move || {
             dirs.iter()
                 .map(|d| remove_purge_leftovers(d, &tag, ORPHAN_AGE))
@@ -77,7 +85,7 @@ impl Offloader {
             if self.store.queue().destroyed_mark(slug).await?.as_ref() != Some(mark) {
                 continue;
             }
-            purge_project_files(&self.dir, &self.archive_dir, slug, &mark.tag).await?;
+            purge_files(&self.storage, &self.archive_dir, slug, &mark.tag).await?;
             self.store.queue().forget_destroyed(slug, mark).await?;
             tracing::info!(slug, "deleted the files of a destroyed project");
             gone += 1;
@@ -116,7 +124,7 @@ pub fn remove_purge_leftovers(dir: &Path, tag: &str, age: Duration) -> u64 {
 ///
 /// [`crate::store::projects::Projects::files_tag`]: crate::store::Store::files_tag
 pub async fn purge_project_files(
-    offload_dir: &Path,
+    offload_dir: Option<&Path>,
     archive_dir: &Path,
     slug: &str,
     tag: &str,
@@ -126,7 +134,10 @@ pub async fn purge_project_files(
         return Err(StoreError::Disk(format!("not a slug: {slug:?}")));
     }
     let _one = super::archive::ARCHIVING.lock().await;
-    let (offload_dir, archive_dir) = (offload_dir.to_path_buf(), archive_dir.to_path_buf());
+    let (offload_dir, archive_dir) = (
+        offload_dir.map(Path::to_path_buf),
+        archive_dir.to_path_buf(),
+    );
     let (slug, tag) = (slug.to_string(), tag.to_string());
     tokio::task::spawn_blocking(move || {
         let disk =
@@ -147,7 +158,7 @@ pub async fn purge_project_files(
             }
             let _ = std::fs::remove_dir(archive_dir.join(&slug));
         }
-        let mut places = vec![(&offload_dir, true)];
+        let mut places: Vec<(&PathBuf, bool)> = offload_dir.iter().map(|d| (d, true)).collect();
         if !own_archives {
             places.push((&archive_dir, false));
         }
@@ -187,6 +198,41 @@ pub async fn purge_project_files(
     })
     .await
     .map_err(|e| StoreError::Disk(e.to_string()))?
+}
+
+/// Deletes the files of destroyed project `slug` that carry `tag`: its segments where
+/// `storage` keeps them and its log archives under `archive_dir` ([`purge_project_files`],
+/// [`purge_objects`]).
+pub async fn purge_files(
+    storage: &Arc<Storage>,
+    archive_dir: &Path,
+    slug: &str,
+    tag: &str,
+) -> StoreResult<()> {
+    purge_project_files(storage.local_dir(), archive_dir, slug, tag).await?;
+    if storage.local_dir().is_none() {
+        purge_objects(storage, slug, tag).await?;
+    }
+    Ok(())
+}
+
+/// Deletes the segments of destroyed project `slug` that carry `tag` from an object store (its
+/// keys `SLUG/ID.seg`; another namespace's or incarnation's stay). A listing that fails
+/// deletes nothing and is an error, for the next sweep to try again.
+pub async fn purge_objects(storage: &Arc<Storage>, slug: &str, tag: &str) -> StoreResult<()> {
+    let (storage, dir, tag) = (storage.clone(), format!("{slug}/"), tag.to_string());
+    tokio::task::spawn_blocking(move || {
+        for object in storage.list(&dir)? {
+            let name = object.key.rsplit('/').next().unwrap_or_default();
+            if purged_segment(name, &tag) {
+                storage.delete(&object.key)?;
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })
+    .await
+    .map_err(|e| StoreError::Disk(e.to_string()))?
+    .map_err(|e| StoreError::Disk(format!("deleting the segments of {slug}: {e}")))
 }
 
 /// The segment id a file name in a project's segment directory names (`ID.seg`, or the partial
@@ -240,6 +286,27 @@ impl Orphans {
         // done); any other, by when it was started (its commit may still be on its way).
         let last_needed = self.left.get(id).copied().unwrap_or(started);
         !self.registered.contains(id) && last_needed.saturating_add(self.age) <= self.now
+    }
+
+    /// Deletes the orphans among the segments of `slug` in `storage`: how many. A listing that
+    /// fails deletes nothing.
+    pub fn remove_in(&self, storage: &Storage, slug: &str) -> u64 {
+        let listed = match storage {
+            Storage::Local(dir) => return self.remove(&dir.join(slug)),
+            Storage::Objects(_) => storage.list(&format!("{slug}/")),
+        };
+        let Ok(listed) = listed else {
+            return 0;
+        };
+        let mut gone = 0;
+        for object in listed {
+            let name = object.key.rsplit('/').next().unwrap_or_default();
+            if self.is_orphan(name) && storage.delete(&object.key).is_ok() {
+                tracing::info!(key = %object.key, "deleted an unregistered segment");
+                gone += 1;
+            }
+        }
+        gone
     }
 
     /// Deletes the orphans in `dir`: how many.

@@ -103,9 +103,9 @@ impl Offload<'_> {
             .clone()
     }
 
-    /// The offload directory, where segment files live.
-    pub fn offload_dir(self) -> PathBuf {
-        self.offload_dir.as_ref().clone()
+    /// Where segment files live, shared with the blocking threads that read them.
+    pub fn storage_shared(self) -> Arc<crate::storage::Storage> {
+        self.storage.clone()
     }
 
     /// The wake-up counter of the offloaders ([`crate::keys::Keys::offload_wake`]).
@@ -193,7 +193,7 @@ impl Offload<'_> {
             self.remember_disk(slug, none.clone());
             return Ok(none);
         }
-        let dir = self.offload_dir();
+        let storage = self.storage_shared();
         let union = cached.as_ref().map(|c| c.union.clone()).unwrap_or_default();
         let open: HashMap<String, Arc<Segment>> = cached
             .map(|c| {
@@ -212,7 +212,8 @@ impl Offload<'_> {
                     let file = match open.get(&id) {
                         Some(f) => f.clone(),
                         None => Arc::new(
-                            Segment::open(&segment_path(&dir, &slug_owned, &id))
+                            storage
+                                .open_segment(&slug_owned, &id)
                                 .map_err(|e| format!("segment {id}: {e}"))?,
                         ),
                     };

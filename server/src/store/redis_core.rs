@@ -28,8 +28,9 @@ pub struct Store {
     config: Arc<Config>,
     pub(super) keys: Keys,
     pub(super) scripts: Arc<Scripts>,
-    /// Where segment files live (`TRACKER_OFFLOAD_DIR`), given when the store connects.
-    pub(super) offload_dir: Arc<std::path::PathBuf>,
+    /// Where segment files live: `TRACKER_OFFLOAD_DIR`, given when the store connects, or
+    /// the object store of `TRACKER_STORAGE` ([`Store::with_storage`]).
+    pub(super) storage: Arc<crate::storage::Storage>,
     slices: Arc<Slices>,
 }
 
@@ -86,9 +87,20 @@ impl Store {
             config: config.into(),
             keys: Keys::new(namespace),
             scripts: Arc::new(Scripts::new()),
-            offload_dir: Arc::new(offload_dir),
+            storage: Arc::new(crate::storage::Storage::Local(offload_dir)),
             slices: Default::default(),
         })
+    }
+
+    /// This store with its segments in `storage` instead of the directory it connected with.
+    pub fn with_storage(mut self, storage: crate::storage::Storage) -> Self {
+        self.storage = Arc::new(storage);
+        self
+    }
+
+    /// Where segment files live.
+    pub fn storage(&self) -> &crate::storage::Storage {
+        &self.storage
     }
 
     /// The state of type `T` a slice keeps (one per store and type), made with `T::default()`

@@ -357,7 +357,6 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
         .await
         .unwrap()
         .unwrap();
-    let dir = app.dir.join("offload").join("crash");
     for stop in [StopAfter::Read, StopAfter::Written, StopAfter::Registered] {
         let killed = offloader(&app);
         assert!(killed.lease("crash").await.unwrap());
@@ -367,7 +366,7 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
             .await
             .unwrap();
         app.assert_invariant("crash").await;
-        let files = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        let files = app.segment_objects("crash").await.len();
         let registered = app.store.offload().segment_entries("crash").await.unwrap();
         match stop {
             StopAfter::Read => assert_eq!((files, registered.len()), (0, 0)),
@@ -375,7 +374,13 @@ async fn an_offload_killed_at_each_step_loses_and_duplicates_nothing() {
             StopAfter::Written => {
                 assert_eq!((files, registered.len()), (2, 0));
                 let ids = registered.iter().map(|(id, _)| id.clone()).collect();
-                assert_eq!(sweep_now(&app, "crash", ids).await.remove(&dir), 2);
+                let (orphans, storage) = (
+                    sweep_now(&app, "crash", ids).await,
+                    app.store.storage().clone(),
+                );
+                let gone =
+                    tokio::task::spawn_blocking(move || orphans.remove_in(&storage, "crash"));
+                assert_eq!(gone.await.unwrap(), 2);
             }
             _ => assert_eq!((files, registered.len()), (2, 2)),
         }
@@ -496,12 +501,12 @@ async fn check_finds_items_in_redis_and_on_disk_and_on_two_segments() {
         .iter()
         .find(|(_, e)| e.contains("\"done\""))
         .expect("a done segment");
-    let dir = app.dir.join("offload").join("dup");
-    std::fs::copy(
-        dir.join(format!("{id}.seg")),
-        dir.join(format!("{id}x.seg")),
-    )
-    .unwrap();
+    let (storage, from) = (app.store.storage().clone(), format!("dup/{id}.seg"));
+    let to = format!("dup/{id}x.seg");
+    tokio::task::spawn_blocking(move || storage.put_bytes(&to, storage.get_bytes(&from)?))
+        .await
+        .unwrap()
+        .unwrap();
     let _: u64 = app
         .store
         .client()
@@ -527,7 +532,7 @@ async fn check_finds_items_in_redis_and_on_disk_and_on_two_segments() {
 #[tokio::test]
 async fn a_segment_whose_registry_entry_does_not_parse_is_kept_by_the_sweep() {
     use fred::prelude::*;
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     project(&app, "reg", 2000, |s| {
         s.done_policy = "offload".into();
         s.offload_keep = 0;
@@ -547,7 +552,7 @@ async fn a_segment_whose_registry_entry_does_not_parse_is_kept_by_the_sweep() {
         .await
         .unwrap();
     // Old enough to be swept if it were an orphan.
-    let dir = app.store.offload().offload_dir().join("reg");
+    let dir = app.dir.join("offload").join("reg");
     let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
     for entry in std::fs::read_dir(&dir).unwrap() {
         std::fs::File::options()
@@ -568,9 +573,13 @@ async fn a_segment_whose_registry_entry_does_not_parse_is_kept_by_the_sweep() {
 /// half-way is finished by the next sweep of destroyed projects.
 #[tokio::test]
 async fn installs_sharing_an_offload_directory_keep_each_others_files() {
-    let a = TestApp::start().await;
+    let a = TestApp::start_local().await;
     let shared = a.dir.join("offload");
-    let b = TestApp::start_with(|c| c.offload_dir = shared.clone()).await;
+    let b = TestApp::start_with(|c| {
+        c.offload_dir = shared.clone();
+        c.storage = None;
+    })
+    .await;
     assert_ne!(a.store.keys().segment_tag(), b.store.keys().segment_tag());
     let offload = |s: &mut server::store::Settings| {
         s.done_policy = "offload".into();

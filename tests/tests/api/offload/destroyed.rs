@@ -61,7 +61,7 @@ async fn made_and_offloaded(app: &TestApp, legacy: bool) {
 /// incarnation, the second one made after.
 #[tokio::test]
 async fn a_late_purge_never_deletes_the_files_of_a_project_made_again() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     made_and_offloaded(&app, true).await;
     made_again_after_a_late_purge(&app).await;
     made_and_offloaded(&app, false).await;
@@ -91,7 +91,7 @@ async fn made_again_after_a_late_purge(app: &TestApp) {
     assert!(app.archive_dir("p").await.ends_with(format!("p/{new_tag}")));
 
     // The slow purge of the old project runs only now, with the mark it read.
-    purge_project_files(&segs, &logs, "p", &mark.tag)
+    purge_project_files(Some(&segs), &logs, "p", &mark.tag)
         .await
         .unwrap();
     assert_eq!(

@@ -85,7 +85,7 @@ async fn offloaded(app: &TestApp, slug: &str) {
 
 #[tokio::test]
 async fn a_redis_stall_deletes_no_project_files_and_unknown_directories_stay() {
-    let app = TestApp::start_private().await;
+    let app = TestApp::start_private_local().await;
     offloaded(&app, "kept").await;
     // Everything old enough for any sweep, and a directory no project or destroy names.
     let stray = app.dir.join("offload").join("stray");
@@ -123,7 +123,7 @@ async fn a_redis_stall_deletes_no_project_files_and_unknown_directories_stay() {
 
 #[tokio::test]
 async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
-    let app = TestApp::start_private().await;
+    let app = TestApp::start_private_local().await;
     all_done(&app, "late").await;
     let o = offloader(&app);
     assert!(o.lease("late").await.unwrap());
@@ -246,7 +246,7 @@ async fn a_commit_past_its_window_is_refused_and_changes_nothing() {
 
 #[tokio::test]
 async fn a_segment_brought_back_stays_on_disk_a_minute_then_the_sweep_deletes_it() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     project(&app, "back", 5000, |s| {
         s.fifo = true;
         s.queue_high = 2000;
@@ -295,7 +295,7 @@ async fn a_segment_brought_back_stays_on_disk_a_minute_then_the_sweep_deletes_it
 
 #[tokio::test]
 async fn a_destroyed_projects_files_go_with_it_and_a_new_project_of_its_slug_inherits_none() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     offloaded(&app, "gone").await;
     // A log archive, through the panel.
     let r = archive_now(&app, "gone").await;
@@ -333,7 +333,7 @@ async fn a_destroyed_projects_files_go_with_it_and_a_new_project_of_its_slug_inh
 
 #[tokio::test]
 async fn a_slug_marked_destroyed_is_not_created_again_until_the_sweep_deleted_its_files() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     offloaded(&app, "half").await;
     // A destroy whose process stopped before deleting the files: the mark stays.
     app.store.queue().destroy_project("half").await.unwrap();
@@ -349,7 +349,7 @@ async fn a_slug_marked_destroyed_is_not_created_again_until_the_sweep_deleted_it
 
 #[tokio::test]
 async fn segment_and_archive_files_are_private() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     offloaded(&app, "priv").await;
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     for f in seg_files(&app, "priv") {

@@ -118,7 +118,7 @@ async fn check(app: &TestApp, slug: &str, what: &str) {
         .unwrap()
         .into_iter()
         .collect();
-    let dir = app.store.offload().offload_dir().join(slug);
+    let dir = app.dir.join("offload").join(slug);
     Orphans {
         registered: registered.clone(),
         left: Default::default(),
@@ -160,7 +160,7 @@ async fn check(app: &TestApp, slug: &str, what: &str) {
 
 #[tokio::test]
 async fn any_redis_call_of_the_offloader_may_fail_run_late_or_lose_its_answer() {
-    let app = TestApp::start_private().await;
+    let app = TestApp::start_private_local().await;
     let (proxy, store) = behind_proxy(&app, 2).await;
     let offloader = || Offloader::new(store.clone(), app.dir.join("archive"));
 

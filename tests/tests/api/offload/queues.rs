@@ -10,7 +10,7 @@ use tests::{wait_for, TestApp, ADMIN_TOKEN};
 /// Redis, and in FIFO order across the two, as the segments come back.
 #[tokio::test]
 async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_local().await;
     project(&app, "long", 6000, |s| {
         s.fifo = true;
         s.queue_high = 2000;
@@ -79,7 +79,7 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
     // whatever the files' own times say, then go.
     let left = app.store.offload().segments_gone("long").await.unwrap();
     assert!(!left.is_empty());
-    let dir = app.store.offload().offload_dir().join("long");
+    let dir = app.dir.join("offload").join("long");
     let old = std::time::SystemTime::now() - Duration::from_secs(24 * 3600);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let f = std::fs::File::options()
