@@ -128,6 +128,16 @@ impl IntoResponse for ApiError {
                     Some(UNAVAILABLE_RETRY_AFTER),
                 )
             }
+            ApiError::Internal(crate::store::StoreError::Disk(detail)) => {
+                // Segments that cannot be read now (an object store down, a disk failing):
+                // the item is not said to be unknown, and the caller may retry.
+                tracing::warn!(error = %detail, "offloaded items unreadable: answered 503");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The tracker cannot read its offloaded items now; retry shortly.".to_string(),
+                    Some(UNAVAILABLE_RETRY_AFTER),
+                )
+            }
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
                 return (StatusCode::INTERNAL_SERVER_ERROR, "Internal error.\n").into_response();

@@ -87,6 +87,24 @@ impl S3 {
         )
     }
 
+    /// Starts it again after [`S3::kill`], on the same port and directory.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = Command::new(s3s_fs_bin())
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(&self.root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("s3s-fs starts again");
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < end, "s3s-fs did not start again");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Stops the server (as a kill would: at once).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

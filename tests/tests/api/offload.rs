@@ -15,6 +15,7 @@ mod destroyed;
 mod faults;
 mod injected;
 mod queues;
+mod storage;
 
 fn offloader(app: &TestApp) -> Offloader {
     Offloader::new(app.store.clone(), app.dir.join("archive"))
