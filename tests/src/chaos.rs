@@ -28,7 +28,7 @@ use fred::interfaces::HashesInterface as _;
 pub use report::{RedisRecovery, Report};
 use server::store::{NewProject, Store};
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -83,6 +83,21 @@ pub struct Config {
     pub segment_items: u64,
     /// Completion log entries kept in Redis (`log_keep`); older ones are archived.
     pub log_keep: u64,
+    /// Segments in an object store (a real S3-speaking server, [`crate::s3`]) instead of a
+    /// shared directory: each process then has an empty directory of its own, and the object
+    /// server is killed and paused as Redis is.
+    pub object_store: Option<ObjectFaults>,
+}
+
+/// The object server's faults of a run with [`Config::object_store`].
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectFaults {
+    /// Killed (SIGKILL) and restarted a second later every this long.
+    pub kill_every: Duration,
+    /// Paused (SIGSTOP, then SIGCONT) every this long...
+    pub pause_every: Duration,
+    /// ...for this long.
+    pub pause: Duration,
 }
 
 impl Config {
@@ -106,6 +121,20 @@ impl Config {
             offload_keep: 1_000,
             segment_items: 1_000,
             log_keep: 1_000,
+            object_store: None,
+        }
+    }
+
+    /// [`Config::short`] with its segments in an object store, killed every 9 s and paused
+    /// for 3 s every 13 s.
+    pub fn short_object_store(tracker_bin: PathBuf) -> Config {
+        Config {
+            object_store: Some(ObjectFaults {
+                kill_every: Duration::from_secs(9),
+                pause_every: Duration::from_secs(13),
+                pause: Duration::from_secs(3),
+            }),
+            ..Config::short(tracker_bin)
         }
     }
 
@@ -129,6 +158,7 @@ impl Config {
             offload_keep: 20_000,
             segment_items: 10_000,
             log_keep: 10_000,
+            object_store: None,
         }
     }
 }
@@ -216,13 +246,36 @@ pub async fn run(cfg: &Config) -> Report {
         ),
         ..Report::default()
     };
-    let fleet = Arc::new(Fleet::start(&cfg.tracker_bin, cfg.processes).await);
+    if let Some(o) = cfg.object_store {
+        report.setup.push_str(&format!(
+            ", segments in an object store (s3s-fs) killed every {} s and paused {} s every {} s, each process with an empty directory of its own",
+            o.kill_every.as_secs(),
+            o.pause.as_secs(),
+            o.pause_every.as_secs()
+        ));
+    }
+    let fleet =
+        Arc::new(Fleet::start(&cfg.tracker_bin, cfg.processes, cfg.object_store.is_some()).await);
     // Reads of whole structures at the end (a check of a million items) take seconds.
     let timeout = Duration::from_secs(120);
     let offload = crate::files_dir(&fleet.namespace).join("offload");
     let store =
         match Store::connect_with(&fleet.redis_url, &fleet.namespace, 2, timeout, offload).await {
-            Ok(s) => s,
+            Ok(s) => match fleet.storage() {
+                Some(url) => {
+                    let handle = tokio::runtime::Handle::current();
+                    match server::storage::Storage::open(Some(&url), Path::new(""), handle) {
+                        Ok(storage) => s.with_storage(storage),
+                        Err(e) => {
+                            report
+                                .violations
+                                .push(format!("open the object store: {e}"));
+                            return report;
+                        }
+                    }
+                }
+                None => s,
+            },
             Err(e) => {
                 report.violations.push(format!("connect to redis: {e}"));
                 return report;
@@ -267,6 +320,9 @@ pub async fn run(cfg: &Config) -> Report {
         cfg.redis_pause,
         until,
     ));
+    let object_faults = cfg
+        .object_store
+        .map(|o| tokio::spawn(fleet::object_faults(fleet.clone(), o, until)));
     let progress = cfg.progress.map(|every| {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -301,6 +357,16 @@ pub async fn run(cfg: &Config) -> Report {
             report.violations.extend(problems);
         }
         Err(e) => report.violations.push(format!("redis pauses: {e}")),
+    }
+    if let Some(faults) = object_faults {
+        match faults.await {
+            Ok((kills, pauses, problems)) => {
+                report.object_kills = kills;
+                report.object_pauses = pauses;
+                report.violations.extend(problems);
+            }
+            Err(e) => report.violations.push(format!("object store faults: {e}")),
+        }
     }
     report.chaos = started.elapsed();
     if let Err(e) = fleet.wait_all_healthy(Duration::from_secs(60)).await {

@@ -105,6 +105,11 @@ impl S3 {
         }
     }
 
+    /// Its process id (to pause it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the server (as a kill would: at once).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

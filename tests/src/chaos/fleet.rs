@@ -33,6 +33,8 @@ pub(super) struct Fleet {
     keep: std::sync::atomic::AtomicBool,
     /// Held by a Redis kill or pause: one at a time.
     redis_fault: tokio::sync::Mutex<()>,
+    /// The object server of a run with its segments in one, and their `TRACKER_STORAGE`.
+    s3: Option<(Mutex<crate::s3::S3>, String)>,
 }
 
 impl Drop for Fleet {
@@ -85,7 +87,7 @@ where
 
 impl Fleet {
     /// Starts Redis and `n` processes of `bin` (not waiting for them).
-    pub(super) async fn start(bin: &Path, n: usize) -> Fleet {
+    pub(super) async fn start(bin: &Path, n: usize, object_store: bool) -> Fleet {
         let dir = std::env::temp_dir().join(random_name("tracker-chaos-"));
         std::fs::create_dir_all(&dir).expect("a temp dir");
         let redis_port = free_port();
@@ -94,9 +96,16 @@ impl Fleet {
             .await
             .expect("redis-server did not start");
         let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let namespace = random_name("chaos");
+        let s3 = object_store.then(|| {
+            let s3 = crate::s3::S3::start(&dir);
+            let url = s3.storage_url(&namespace);
+            (Mutex::new(s3), url)
+        });
         let fleet = Fleet {
             redis_url: format!("redis://127.0.0.1:{redis_port}"),
-            namespace: random_name("chaos"),
+            namespace,
+            s3,
             bases: ports
                 .iter()
                 .map(|p| format!("http://127.0.0.1:{p}"))
@@ -170,6 +179,16 @@ impl Fleet {
         let child = tracker_command(&self.bin, &self.redis_url, &self.namespace, self.ports[i])
             // Every warrior here comes from 127.0.0.1; item status reads are public reads.
             .env("TRACKER_PUBLIC_READS", "0")
+            // With an object store, each process has an empty directory of its own: nothing
+            // of one machine's disk is another's.
+            .env("TRACKER_STORAGE", self.storage().unwrap_or_default())
+            .env(
+                "TRACKER_OFFLOAD_DIR",
+                match self.s3 {
+                    Some(_) => self.dir.join(format!("offload-{i}")),
+                    None => crate::files_dir(&self.namespace).join("offload"),
+                },
+            )
             .stdout(log.try_clone().expect("a log file"))
             .stderr(log)
             .spawn()
@@ -250,6 +269,7 @@ impl Fleet {
                 "TRACKER_OFFLOAD_DIR",
                 crate::files_dir(&self.namespace).join("offload"),
             )
+            .env("TRACKER_STORAGE", self.storage().unwrap_or_default())
             .env("RUST_LOG", "error")
             .output()
             .await;
@@ -307,6 +327,31 @@ pub(super) async fn redis_faults(
 }
 
 impl Fleet {
+    /// `TRACKER_STORAGE` of the run's object store, if its segments are in one.
+    pub(super) fn storage(&self) -> Option<String> {
+        self.s3.as_ref().map(|(_, url)| url.clone())
+    }
+
+    /// Kills the object server and starts it again a second later (same port, same data).
+    fn kill_object_server(&self) -> Result<(), String> {
+        let (s3, _) = self.s3.as_ref().ok_or("no object server")?;
+        s3.lock().unwrap_or_else(|e| e.into_inner()).kill();
+        std::thread::sleep(Duration::from_secs(1));
+        s3.lock().unwrap_or_else(|e| e.into_inner()).restart();
+        Ok(())
+    }
+
+    /// Sends `sig` to the object server.
+    fn signal_object_server(&self, sig: libc::c_int) -> Result<(), String> {
+        let (s3, _) = self.s3.as_ref().ok_or("no object server")?;
+        let pid = s3.lock().unwrap_or_else(|e| e.into_inner()).pid();
+        // SAFETY: kill(2) on the pid of a child this fleet started and still owns.
+        match unsafe { libc::kill(pid as libc::pid_t, sig) } {
+            0 => Ok(()),
+            _ => Err(format!("signal {sig} to the object server failed")),
+        }
+    }
+
     /// Pauses Redis (SIGSTOP) for `length`, then lets it go on (SIGCONT): how long every
     /// process then took to answer `/healthz` 200.
     async fn pause_redis(&self, length: Duration) -> Result<Duration, String> {
@@ -353,4 +398,43 @@ pub(super) async fn redis_pauses(
         next += every;
     }
     (times, problems)
+}
+
+/// Kills the object server every `faults.kill_every`, and pauses it for `faults.pause` every
+/// `faults.pause_every`, until `until`: the kills and pauses made, and what failed.
+pub(super) async fn object_faults(
+    fleet: Arc<Fleet>,
+    faults: super::ObjectFaults,
+    until: Instant,
+) -> (usize, usize, Vec<String>) {
+    let (mut kills, mut pauses, mut problems) = (0, 0, Vec::new());
+    let (mut next_kill, mut next_pause) = (
+        Instant::now() + faults.kill_every,
+        Instant::now() + faults.pause_every,
+    );
+    loop {
+        let next = next_kill.min(next_pause);
+        if next >= until {
+            return (kills, pauses, problems);
+        }
+        tokio::time::sleep_until(next.into()).await;
+        if next == next_kill {
+            let f = fleet.clone();
+            match tokio::task::spawn_blocking(move || f.kill_object_server()).await {
+                Ok(Ok(())) => kills += 1,
+                Ok(Err(e)) => problems.push(e),
+                Err(e) => problems.push(format!("killing the object server: {e}")),
+            }
+            next_kill += faults.kill_every;
+        } else {
+            let paused = fleet
+                .signal_object_server(libc::SIGSTOP)
+                .map(|()| pauses += 1);
+            tokio::time::sleep(faults.pause).await;
+            if let Err(e) = paused.and_then(|()| fleet.signal_object_server(libc::SIGCONT)) {
+                problems.push(e);
+            }
+            next_pause += faults.pause_every;
+        }
+    }
 }

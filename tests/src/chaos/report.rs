@@ -35,6 +35,10 @@ pub struct Report {
     /// Each Redis pause (SIGSTOP to SIGCONT), and how long every process then took to answer
     /// `/healthz` 200 again.
     pub redis_pauses: Vec<(Duration, Duration)>,
+    /// Kills of the object server (runs with an object store).
+    pub object_kills: usize,
+    /// Pauses of the object server.
+    pub object_pauses: usize,
     /// Replies other than 200 (and transport errors) the warriors met, by kind.
     pub errors: BTreeMap<String, u64>,
     /// Counters of the warriors: claims answered 200, items in them, done reports answered OK,
@@ -99,6 +103,13 @@ impl std::fmt::Display for Report {
             spread(self.redis_pauses.iter().map(|p| p.0)),
             spread(self.redis_pauses.iter().map(|p| p.1))
         )?;
+        if self.object_kills + self.object_pauses > 0 {
+            writeln!(
+                f,
+                "#   object server: {} kills, {} pauses",
+                self.object_kills, self.object_pauses
+            )?;
+        }
         let counters: Vec<String> = self
             .counters
             .iter()
