@@ -50,6 +50,24 @@ pub fn wanted() -> bool {
     std::env::var("TRACKER_TEST_STORAGE").is_ok_and(|v| v == "s3")
 }
 
+/// Runs `s3s-fs` on 127.0.0.1:`port` over `root`, and waits until it takes connections.
+fn spawn(port: u16, root: &Path) -> Child {
+    let child = Command::new(s3s_fs_bin())
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+        .arg(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("s3s-fs must be installed (make test installs it: scripts/install-tools.sh test)");
+    let end = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < end, "s3s-fs did not start on port {port}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
+}
+
 impl S3 {
     /// Starts a server keeping its buckets under `dir`/s3, with [`BUCKET`].
     pub fn start(dir: &Path) -> S3 {
@@ -59,21 +77,7 @@ impl S3 {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let child = Command::new(s3s_fs_bin())
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(&root)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect(
-                "s3s-fs must be installed (make test installs it: scripts/install-tools.sh test)",
-            );
-        let end = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < end, "s3s-fs did not start on port {port}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let child = spawn(port, &root);
         S3 { child, port, root }
     }
 
@@ -90,19 +94,7 @@ impl S3 {
     /// Starts it again after [`S3::kill`], on the same port and directory.
     pub fn restart(&mut self) {
         self.kill();
-        self.child = Command::new(s3s_fs_bin())
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(&self.root)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("s3s-fs starts again");
-        let end = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < end, "s3s-fs did not start again");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.child = spawn(self.port, &self.root);
     }
 
     /// Its process id (to pause it).
