@@ -167,10 +167,42 @@ async fn an_object_store_that_stops_loses_and_duplicates_nothing() {
         "{}",
         r.body
     );
+    // A sweep whose listing fails deletes nothing; nor does the purge of a destroyed project,
+    // whose mark stays for the next sweep.
+    assert_eq!(o.sweep("gone").await.unwrap(), 0);
     s3.restart();
     let r = app.get(&format!("/gone/items/{on_disk}.json")).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("\"done\""), "{}", r.body);
+    assert_eq!(
+        app.segment_objects("gone").await.len(),
+        2,
+        "the sweep kept them"
+    );
+    let (_, mark) = app.store.queue().destroy_project("gone").await.unwrap();
+    s3.kill();
+    assert!(
+        o.sweep_destroyed().await.is_err(),
+        "a purge that cannot list fails"
+    );
+    assert_eq!(
+        app.store.queue().destroyed_mark("gone").await.unwrap(),
+        Some(mark),
+        "its mark stays"
+    );
+    s3.restart();
+    o.sweep_destroyed().await.unwrap();
+    assert!(app
+        .store
+        .queue()
+        .destroyed_mark("gone")
+        .await
+        .unwrap()
+        .is_none());
+    assert!(
+        app.segment_objects("gone").await.is_empty(),
+        "its segments are gone"
+    );
     drop(app);
     let _ = std::fs::remove_dir_all(dir);
 }
