@@ -6,11 +6,22 @@ ROOT = subprocess.check_output(['git', 'rev-parse', '--show-toplevel'], text=Tru
 
 
 def source(rev, name):
-    """server/src/store/lua/NAME.lua at git revision `rev` (None: the work tree)."""
-    path = f'server/src/store/lua/{name}.lua'
-    if rev is None:
-        return open(os.path.join(ROOT, path)).read()
-    return subprocess.check_output(['git', '-C', ROOT, 'show', f'{rev}:{path}'], text=True)
+    """Script NAME's file at git revision `rev` (None: the work tree): in its slice's folder
+    (`server/src/store/SLICE/lua/NAME.lua`) since the store's split, `server/src/store/lua/`
+    before. A script split into parts is its file alone."""
+    places = [f'server/src/store/lua/{name}.lua'] + [
+        f'server/src/store/{s}/lua/{name}.lua'
+        for s in ('queue', 'figures', 'people', 'projects', 'fleet', 'offload', 'upkeep')]
+    for path in places:
+        if rev is None:
+            if os.path.exists(os.path.join(ROOT, path)):
+                return open(os.path.join(ROOT, path)).read()
+            continue
+        shown = subprocess.run(['git', '-C', ROOT, 'show', f'{rev}:{path}'],
+                               capture_output=True, text=True)
+        if shown.returncode == 0:
+            return shown.stdout
+    raise FileNotFoundError(f'{name}.lua at {rev or "the work tree"}')
 
 
 def private_redis():

@@ -1,7 +1,8 @@
 //! The Lua scripts, embedded at build time: the functions of one Redis Functions library,
 //! loaded again when Redis lacks it.
 //!
-//! Each script is one atomic operation (`lua/<name>.lua`); it is only called through the typed
+//! Each script is one atomic operation, kept in the slice that calls it (`queue/lua/claim.lua`;
+//! the core's own, and the shared helpers, in `lua/`); it is only called through the typed
 //! wrappers in the sibling modules, which go through [`Scripts::run`] (a scalar reply) or
 //! [`Scripts::call`] (a JSON reply).
 //!
@@ -104,7 +105,7 @@ pub struct LuaScript {
     pub name: &'static str,
     /// The Lua source, shebang line first.
     pub source: &'static str,
-    /// The files of its phases (`lua/<name>/<part>.lua`, each a `--[[` header then local
+    /// The files of its phases (`SLICE/lua/<name>/<part>.lua`, each a `--[[` header then local
     /// functions), by name (`claim/take`), in the order they are made: before the script's own
     /// once-part, which calls them.
     pub parts: &'static [(&'static str, &'static str)],
@@ -152,18 +153,28 @@ pub fn header_lines() -> usize {
     header().lines().count()
 }
 
+/// `lua!(SLICE: "name", KEYS [, [parts]])`: the script `SLICE/lua/name.lua` of a slice (its
+/// parts in `SLICE/lua/name/`), or `lua!("name", KEYS)`: one of the core's, `lua/name.lua`.
 macro_rules! lua {
     ($name:literal, $keys:expr) => {
         LuaScript::new($name, include_str!(concat!("lua/", $name, ".lua")), $keys, &[])
     };
-    ($name:literal, $keys:expr, [$($part:literal),+]) => {
+    ($slice:ident: $name:literal, $keys:expr) => {
         LuaScript::new(
             $name,
-            include_str!(concat!("lua/", $name, ".lua")),
+            include_str!(concat!(stringify!($slice), "/lua/", $name, ".lua")),
+            $keys,
+            &[],
+        )
+    };
+    ($slice:ident: $name:literal, $keys:expr, [$($part:literal),+]) => {
+        LuaScript::new(
+            $name,
+            include_str!(concat!(stringify!($slice), "/lua/", $name, ".lua")),
             $keys,
             &[$((
                 concat!($name, "/", $part),
-                include_str!(concat!("lua/", $name, "/", $part, ".lua")),
+                include_str!(concat!(stringify!($slice), "/lua/", $name, "/", $part, ".lua")),
             )),+],
         )
     };
@@ -363,36 +374,36 @@ impl Scripts {
     /// Loads the embedded sources.
     pub fn new() -> Self {
         let mut scripts = Self {
-            add_items: lua!("add_items", 7),
-            backfeed: lua!("backfeed", 8),
-            claim: lua!("claim", 12, ["take", "pop"]),
-            done: lua!("done", 14, ["read", "report"]),
-            fold: lua!("fold", 11),
-            fold_base: lua!("fold_base", 7),
-            item_status: lua!("item_status", 7),
-            release: lua!("release", 6),
-            snapshot: lua!("snapshot", 11),
-            release_items: lua!("release_items", 5),
-            move_items: lua!("move_items", 2),
-            shuffle: lua!("shuffle", 2),
-            clear_queue: lua!("clear_queue", 3),
-            resolve_failed: lua!("resolve_failed", 4),
-            recount: lua!("recount", 5),
-            login_attempt: lua!("login_attempt", 2),
-            login_undo: lua!("login_undo", 2),
-            login_name: lua!("login_name", 1),
-            rescue_attempt: lua!("rescue_attempt", 1),
-            fleet_flush: lua!("fleet_flush", 2),
-            offload_commit: lua!("offload_commit", 7),
-            refill: lua!("refill", 7),
-            retire_shards: lua!("retire_shards", 2),
-            places: lua!("places", 7),
-            import: lua!("import", 8),
-            tally: lua!("tally", 1),
+            add_items: lua!(queue: "add_items", 7),
+            backfeed: lua!(queue: "backfeed", 8),
+            claim: lua!(queue: "claim", 12, ["take", "pop"]),
+            done: lua!(queue: "done", 14, ["read", "report"]),
+            fold: lua!(figures: "fold", 11),
+            fold_base: lua!(figures: "fold_base", 7),
+            item_status: lua!(queue: "item_status", 7),
+            release: lua!(queue: "release", 6),
+            snapshot: lua!(figures: "snapshot", 11),
+            release_items: lua!(queue: "release_items", 5),
+            move_items: lua!(queue: "move_items", 2),
+            shuffle: lua!(queue: "shuffle", 2),
+            clear_queue: lua!(queue: "clear_queue", 3),
+            resolve_failed: lua!(queue: "resolve_failed", 4),
+            recount: lua!(upkeep: "recount", 5),
+            login_attempt: lua!(people: "login_attempt", 2),
+            login_undo: lua!(people: "login_undo", 2),
+            login_name: lua!(people: "login_name", 1),
+            rescue_attempt: lua!(projects: "rescue_attempt", 1),
+            fleet_flush: lua!(fleet: "fleet_flush", 2),
+            offload_commit: lua!(offload: "offload_commit", 7),
+            refill: lua!(offload: "refill", 7),
+            retire_shards: lua!(projects: "retire_shards", 2),
+            places: lua!(upkeep: "places", 7),
+            import: lua!(upkeep: "import", 8),
+            tally: lua!(figures: "tally", 1),
             calls: Default::default(),
-            lifetime: lua!("lifetime", 1),
-            project_write: lua!("project_write", 1),
-            log_shed: lua!("log_shed", 2),
+            lifetime: lua!(figures: "lifetime", 1),
+            project_write: lua!(projects: "project_write", 1),
+            log_shed: lua!(offload: "log_shed", 2),
             delete_if: lua!("delete_if", 1),
             library: Library::default(),
         };

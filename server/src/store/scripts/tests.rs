@@ -47,7 +47,7 @@ impl LuaScript {
 
 #[test]
 fn every_lua_file_reads_in_one_sitting() {
-    // A script past 250 lines is split into parts (`lua/<name>/<part>.lua`) made before it;
+    // A script past 250 lines is split into parts (`SLICE/lua/<name>/<part>.lua`) made before it;
     // the shared helpers are each written once.
     let scripts = Scripts::new();
     let files = scripts.all().into_iter().flat_map(|s| s.files()).chain([
@@ -493,14 +493,14 @@ fn each_typed_key_set_is_its_scripts_header_in_order() {
 
 #[test]
 fn each_script_gets_only_the_prelude_entries_it_names_in_as_many_lines() {
-    let claim = prelude_for(include_str!("../lua/claim.lua"));
+    let claim = prelude_for(include_str!("../queue/lua/claim.lua"));
     assert!(claim.contains("decay_threshold = 0.005"), "{claim}");
     assert!(
         claim.contains("rate = 'rate'") && !claim.contains("banner = 'banner'"),
         "{claim}"
     );
     // What _lib.lua names is in every script's.
-    let login = prelude_for(include_str!("../lua/login_attempt.lua"));
+    let login = prelude_for(include_str!("../people/lua/login_attempt.lua"));
     assert!(
         login.contains(&format!("personal = '{PERSONAL}'")),
         "{login}"
