@@ -15,7 +15,6 @@
 //! | [`keys`] | every Redis key name |
 //! | [`batcher`] | coalesces concurrent claims and dones into single script calls |
 //! | [`fleet`] | the warrior API's callers gathered in the process, flushed every 2 s |
-//! | [`folder`] | the background task that folds the completion log into the figures and tallies the counters |
 //! | [`hub`] | one pub/sub subscription folded into shared frames for the live websocket and feed |
 //! | [`websocket`] | the server side of RFC 6455: a message framed once, written to every viewer as it is |
 //! | [`viewers`] | live viewers admitted under the caps, in all and per IP |
@@ -44,7 +43,6 @@ pub mod config;
 pub mod embedded_redis;
 pub mod fetch_meta;
 pub mod fleet;
-pub mod folder;
 pub mod gate;
 pub mod http_metrics;
 pub mod hub;

@@ -6,7 +6,7 @@
 //! | the hub ([`hub::Hub::start`]) | one pub/sub subscription folded into the live frames |
 //! | the settings follower ([`crate::store::projects::Projects::follow_settings`]) | drops cached settings when any process changes them |
 //! | the contributors' flusher ([`store::contributors::spawn_flusher`]) | this month's contributors across all projects, every few seconds |
-//! | the folder ([`crate::folder`]) | the per-downloader figures and the events, from the completion log, every 200 ms |
+//! | the folder ([`store::figures::folder`]) | the per-downloader figures and the events, from the completion log, every 200 ms |
 //! | the settings watcher (here) | on a settings change: forgets the cached reads, follows new projects' live channels |
 //! | the Redis probe ([`redis_watch::RedisWatch::start_probing`]) | whether Redis answers, every 250 ms |
 //! | the Redis check ([`redis_watch::RedisWatch::start_checking`]) | how Redis is set (eviction, version), every minute |
@@ -128,7 +128,7 @@ impl App {
         // This month's contributors across all projects, written every few seconds.
         store::contributors::spawn_flusher(store.clone(), closing.clone());
         // The per-downloader figures and the events, folded from the completion log.
-        crate::folder::spawn(store.clone(), closing.clone());
+        store::figures::folder::spawn(store.clone(), closing.clone());
         let read_cache = read_cache::ReadCache::default();
         let (mut versions, cache) = (store.projects().settings_versions(), read_cache.clone());
         let (projects, watched) = (store.clone(), hub.clone());

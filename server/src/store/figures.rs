@@ -4,6 +4,7 @@
 
 pub mod contributors;
 pub mod fold;
+pub mod folder;
 pub mod snapshot;
 pub mod stats;
 pub mod tally;

@@ -9,7 +9,7 @@
 //! whichever process folds it and whenever a process dies.
 //!
 //! Every process folds the projects it recorded dones for, at most every [`FOLD_EVERY`]
-//! (`crate::folder`), and every project with entries waiting every [`SWEEP_EVERY`] (entries a
+//! (`folder`), and every project with entries waiting every [`SWEEP_EVERY`] (entries a
 //! killed process left). The leaderboard and the live events trail the dones by that much; the
 //! project's own totals (`done_items`, `done_bytes`) do not trail. `tracker check` counts the
 //! items of entries not folded yet (stats `journal_items`) with the per-downloader totals.

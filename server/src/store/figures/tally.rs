@@ -2,7 +2,7 @@
 //! kept 35 days) tallied into one hash per project, each whole minute exactly once, by
 //! `tally.lua`; read with the minutes not tallied yet by `lifetime.lua`, so a counter only
 //! grows, survives restarts and is the same from every process. Nothing is added on the claim
-//! and done path: the folder (`crate::folder`) tallies every project every
+//! and done path: the folder (`folder`) tallies every project every
 //! [`TALLY_EVERY`].
 
 use super::StoreResult;

@@ -1,8 +1,8 @@
-//! The folder: each process's background task that folds the completion log into the
+//! The folder: the figures slice's background task in each process, that folds the completion log into the
 //! per-downloader figures ([`crate::store::figures::Figures::fold`]) and tallies the lifetime counters
 //! ([`crate::store::figures::Figures::tally`]), off the done path. The store does the work; this decides when.
 
-use crate::store::{
+use super::{
     fold::{FOLD_EVERY, SWEEP_EVERY},
     now_ms,
     tally::TALLY_EVERY,
