@@ -268,6 +268,14 @@ impl Segment {
             let first = index
                 .get(at + 20..at + 20 + flen)
                 .ok_or_else(|| corrupt("truncated index"))?;
+            // Blocks lie end to end between the magic and the index ([`Segment::for_each`]
+            // reads them whole).
+            let after = blocks.last().map_or(MAGIC.len() as u64, |b: &BlockRef| {
+                b.offset + u64::from(b.len)
+            });
+            if offset < after || offset + u64::from(len) > index_at {
+                return Err(corrupt(format!("{}: a block out of place", path.display())));
+            }
             blocks.push(BlockRef {
                 offset,
                 len,
@@ -324,8 +332,15 @@ impl Segment {
     fn read_block(&self, b: &BlockRef) -> std::io::Result<Vec<(String, String)>> {
         let mut packed = vec![0u8; b.len as usize];
         self.file.read_exact_at(&mut packed, b.offset)?;
+        decode_block(&packed, b)
+    }
+}
+
+/// The records of block `b`, from its compressed bytes `packed`.
+fn decode_block(packed: &[u8], b: &BlockRef) -> std::io::Result<Vec<(String, String)>> {
+    {
         let mut raw = Vec::new();
-        DeflateDecoder::new(&packed[..])
+        DeflateDecoder::new(packed)
             .take((BLOCK_BYTES + 2 * MAX_FIELD + 16) as u64)
             .read_to_end(&mut raw)?;
         let mut out = Vec::with_capacity(b.records as usize);
@@ -347,7 +362,9 @@ impl Segment {
         }
         Ok(out)
     }
+}
 
+impl Segment {
     /// The payload of `name`, if the segment holds it (for a discard segment: never).
     pub fn get(&self, name: &str) -> std::io::Result<Option<String>> {
         if !self.may_hold(bloom_hash(name.as_bytes())) {
@@ -377,8 +394,22 @@ impl Segment {
         &self,
         mut each: impl FnMut(String, String) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
+        // The blocks lie end to end: read whole in one call (one request to an object store,
+        // not one per block), then inflated a block at a time.
+        let (Some(first), Some(last)) = (self.blocks.first(), self.blocks.last()) else {
+            return Ok(());
+        };
+        let mut packed = vec![0u8; (last.offset + u64::from(last.len) - first.offset) as usize];
+        self.file.read_exact_at(&mut packed, first.offset)?;
         for b in &self.blocks {
-            for (name, payload) in self.read_block(b)? {
+            let at = b
+                .offset
+                .checked_sub(first.offset)
+                .ok_or_else(|| corrupt("block before the blocks"))? as usize;
+            let bytes = packed
+                .get(at..at + b.len as usize)
+                .ok_or_else(|| corrupt("block past the blocks"))?;
+            for (name, payload) in decode_block(bytes, b)? {
                 each(name, payload)?;
             }
         }

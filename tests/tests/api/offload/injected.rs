@@ -47,6 +47,17 @@ async fn prepare(app: &TestApp, slug: &str) {
             .await
             .unwrap();
     }
+    // Its log folded now: the template is copied a key at a time, and a fold by the server's
+    // folder between two of those copies would leave the copy's figures and its log apart.
+    wait_for(
+        "the template's log folded",
+        Duration::from_secs(20),
+        || async {
+            app.store.figures().fold(slug).await.ok()?;
+            (app.store.figures().unfolded(slug).await.ok()? == (0, 0)).then_some(())
+        },
+    )
+    .await;
 }
 
 /// Project `slug` made a copy of project `from` (as [`prepare`] left it, nothing on disk): each
