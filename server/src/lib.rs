@@ -25,7 +25,7 @@
 //! | [`precompress`] | the bundles' brotli and gzip copies served from `/pkg` |
 //! | [`ops`] | the use cases the panel and the command line share, each audited |
 //! | [`project_list`] | the generated Warrior HQ list, `auto_project`, recorded lifecycle changes |
-//! | [`offloader`] | moves done items, long queues' tails and the completion log to disk, under a lease |
+//! | [`store::offload::offloader`] | moves done items, long queues' tails and the completion log to disk, under a lease |
 //! | [`segment`] | the segment files those items live in: sorted, compressed, with a filter |
 //! | [`blocked_bloom`] | blocked Bloom filters: layer geometry, where a hash lands, the in-memory filter |
 //! | [`web`] | the HTTP plumbing every front door shares, and the middleware that answers first |
@@ -48,7 +48,6 @@ pub mod http_metrics;
 pub mod hub;
 pub mod keys;
 pub mod limits;
-pub mod offloader;
 pub mod openapi;
 pub mod ops;
 pub mod precompress;

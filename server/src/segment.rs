@@ -1,4 +1,4 @@
-//! Segment files: items that left Redis for disk ([`crate::offloader`]), written once, never
+//! Segment files: items that left Redis for disk ([`crate::store::offload::offloader`]), written once, never
 //! changed, read by name.
 //!
 //! A segment holds records `(name, payload)` sorted by name: a done item and its timeline, or

@@ -12,7 +12,7 @@
 //! | the Redis check ([`redis_watch::RedisWatch::start_checking`]) | how Redis is set (eviction, version), every minute |
 //! | the resync on reconnect (here) | a fresh snapshot to every live viewer when Redis answers again |
 //! | the Warrior HQ project list ([`project_list::start_refreshing`]) | the generated project list, kept current |
-//! | the offloader ([`offloader::Offloader::spawn`], unless disabled) | moves done items, long queues' tails and the completion log to disk |
+//! | the offloader ([`store::offload::offloader::Offloader::spawn`], unless disabled) | moves done items, long queues' tails and the completion log to disk |
 //! | the fleet's flusher ([`fleet::ApiFleet::start_flushing`]) | the warrior API's callers, written every 2 s |
 //!
 //! [`crate::start`] runs the start-up tasks before it serves.
@@ -20,7 +20,7 @@
 use crate::{
     batcher,
     config::{self, Config},
-    fleet, hub, offloader, project_list, read_cache, redis_watch,
+    fleet, hub, project_list, read_cache, redis_watch,
     store::{self, Store},
     throttle, viewers,
 };
@@ -160,7 +160,7 @@ impl App {
             tracing::warn!(error = %e, "reading Warrior HQ's key; tried again at the first update");
         }
         if config.offloader {
-            offloader::Offloader::new(store.clone(), config.archive_dir.clone())
+            store::offload::offloader::Offloader::new(store.clone(), config.archive_dir.clone())
                 .with_log_budget(config.limits.log_budget)
                 .spawn(closing.clone());
         }

@@ -427,7 +427,7 @@ pub async fn run(cfg: &Config) -> Report {
     // process takes it, which a short run's chaos may not outlast. Waited for, so that the
     // proof always reads items from disk as well as from Redis.
     let waited = Instant::now();
-    let lease = Duration::from_millis(server::offloader::LEASE_MS);
+    let lease = Duration::from_millis(server::store::offload::offloader::LEASE_MS);
     let wait = if drained {
         lease + Duration::from_secs(15)
     } else {
@@ -449,7 +449,7 @@ pub async fn run(cfg: &Config) -> Report {
     // The processes stop first: their offloaders would otherwise move done items to disk
     // (and their timelines with them) while the proof reads Redis and then the segments.
     fleet.stop_processes();
-    let archives = server::offloader::archive::archive_dir_of(
+    let archives = server::store::offload::offloader::archive::archive_dir_of(
         &store,
         &crate::files_dir(&fleet.namespace).join("archive"),
         SLUG,

@@ -260,7 +260,7 @@ impl TestApp {
         config.admin_token = Some(ADMIN_TOKEN.to_string());
         config.archive_dir = dir.join("archive");
         config.offload_dir = dir.join("offload");
-        // Tests drive the offloader by hand (server::offloader), or switch it on.
+        // Tests drive the offloader by hand (server::store::offload::offloader), or switch it on.
         config.offloader = false;
         let s3 = s3::wanted().then(|| s3::S3::start(&dir));
         config.storage = s3.as_ref().map(|s| s.storage_url(&namespace));
@@ -446,9 +446,13 @@ impl TestApp {
 
     /// The log archive directory of project `slug` (it carries the project's files tag).
     pub async fn archive_dir(&self, slug: &str) -> PathBuf {
-        server::offloader::archive::archive_dir_of(&self.store, &self.dir.join("archive"), slug)
-            .await
-            .expect("the project's archive directory")
+        server::store::offload::offloader::archive::archive_dir_of(
+            &self.store,
+            &self.dir.join("archive"),
+            slug,
+        )
+        .await
+        .expect("the project's archive directory")
     }
 
     /// Every key of project `slug` with its `DUMP`: a [`Snapshot`] to roll back to

@@ -13,10 +13,10 @@
 //! per entry as `GET /admin/api/SLUG/log` gives it.
 
 use super::{auth::Caller, items::Affected};
-use crate::offloader::archive::{
+use crate::openapi::ProjectPath;
+use crate::store::offload::offloader::archive::{
     archive_dir_of, archive_now, offload_state, valid_archive_name, ArchiveError, Written,
 };
-use crate::openapi::ProjectPath;
 use crate::{
     state::AppState,
     web::{known_project, ApiError, ApiResult},

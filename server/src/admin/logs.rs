@@ -60,9 +60,12 @@ pub async fn download_log(
         )
         .await?;
     let (from_ms, to_ms) = (range.from.unwrap_or(0), range.to.unwrap_or(u64::MAX));
-    let dir =
-        crate::offloader::archive::archive_dir_of(&state.store, &state.config.archive_dir, &slug)
-            .await?;
+    let dir = crate::store::offload::offloader::archive::archive_dir_of(
+        &state.store,
+        &state.config.archive_dir,
+        &slug,
+    )
+    .await?;
     let files = archives_between(&dir, &slug, from_ms, to_ms);
     // The entries archived to disk first (they are older than any left in Redis), each file
     // read off the async threads, filtered to the range.
@@ -79,7 +82,9 @@ pub async fn download_log(
         (state.store.clone(), slug, Some(start), end),
         |(store, slug, start, end)| async move {
             let start = start?;
-            let page = crate::offloader::archive::page_text(&store, &slug, &start, &end).await;
+            let page =
+                crate::store::offload::offloader::archive::page_text(&store, &slug, &start, &end)
+                    .await;
             let (text, next) = match page {
                 Ok(p) => (p.text, p.next),
                 Err(e) => {

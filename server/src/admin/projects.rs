@@ -122,7 +122,7 @@ pub async fn destroy_project(
     // Its segments and log archives go with it (else a new project of the slug would inherit
     // them); if this fails, the offloader's sweep finishes it, and the slug stays reserved
     // until then.
-    match crate::offloader::purge_files(
+    match crate::store::offload::offloader::purge_files(
         &state.store.offload().storage_shared(),
         &state.config.archive_dir,
         &slug,

@@ -229,7 +229,7 @@ pub async fn get_tracker_stats(
         "requests_per_minute": series(Counter::Requests),
         "backfeed_added": sum(Counter::Backfed),
         "backfeed_duplicates": sum(Counter::BackfeedDuplicates),
-        "offload": public_offload(crate::offloader::archive::offload_state(&state.store, &state.config.archive_dir, &slug).await?),
+        "offload": public_offload(crate::store::offload::offloader::archive::offload_state(&state.store, &state.config.archive_dir, &slug).await?),
         "bloom": {
             "layers": stats.bloom_layers,
             "records": records,

@@ -221,7 +221,7 @@ impl ProjectKeys {
         self.key("segs:restored")
     }
     /// Segments that left the registry when brought back: id -> when (ms, Redis's clock). Their
-    /// files stay a minute more (see [`crate::offloader::sweep`]).
+    /// files stay a minute more (see [`crate::store::offload::offloader::sweep`]).
     pub fn segs_gone(&self) -> String {
         self.key("segs:gone")
     }

@@ -250,10 +250,10 @@ fn check_offload(s: &Settings) -> Result<(), String> {
     }
     // A segment's items go to Redis and back in one script call each: at 4 KiB a name, 100,000
     // of them are 400 MiB, which is already a long pause for Redis.
-    if !(1_000..=crate::offloader::MAX_SEGMENT_ITEMS).contains(&s.segment_items) {
+    if !(1_000..=crate::store::offload::offloader::MAX_SEGMENT_ITEMS).contains(&s.segment_items) {
         return Err(format!(
             "segment_items must be from 1000 to {}, not {}",
-            crate::offloader::MAX_SEGMENT_ITEMS,
+            crate::store::offload::offloader::MAX_SEGMENT_ITEMS,
             s.segment_items
         ));
     }

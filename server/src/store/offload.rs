@@ -1,6 +1,6 @@
 //! Items on disk: each project's registry of segment files (in Redis), the segments this
 //! process has open, lookups by name, and the scripts that move items between Redis and disk.
-//! What moves when is [`crate::offloader`]'s business; the file format is [`crate::segment`].
+//! What moves when is [`crate::store::offload::offloader`]'s business; the file format is [`crate::segment`].
 //!
 //! Every script that changes the registry gives it a `gen` it never had (`next_gen` in
 //! `_lib.lua`: above the last and at least Redis's clock in microseconds, so not even a rollback
@@ -19,6 +19,7 @@ use std::{
     sync::{Arc, Mutex, RwLock},
 };
 
+pub mod offloader;
 mod on_disk;
 mod union_filter;
 

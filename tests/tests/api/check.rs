@@ -251,7 +251,10 @@ async fn the_count_follows_every_flow_that_adds_or_drops_items() {
     store.queue().destroy_project("p").await.unwrap();
     assert_eq!(known(&app, "p").await, None);
     // Its files deleted (it has none), as the panel's destroy does: the slug is free again.
-    let o = server::offloader::Offloader::new(app.store.clone(), app.dir.join("archive"));
+    let o = server::store::offload::offloader::Offloader::new(
+        app.store.clone(),
+        app.dir.join("archive"),
+    );
     assert_eq!(o.sweep_destroyed().await.unwrap(), 1);
     app.project("p", &["z"]).await;
     knows(&app, "p", 1).await;

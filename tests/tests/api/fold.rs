@@ -337,7 +337,8 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
     // The archive directory is a file: nothing can be written under it.
     let blocked = app.dir.join("not-a-directory");
     std::fs::write(&blocked, b"x").unwrap();
-    let offloader = server::offloader::Offloader::new(app.store.clone(), blocked.clone());
+    let offloader =
+        server::store::offload::offloader::Offloader::new(app.store.clone(), blocked.clone());
     for (i, batch) in claimed.chunks(1000).enumerate() {
         let reports: Vec<DoneReport> = batch.iter().map(|item| report("ann", item, 1)).collect();
         let out = app
@@ -368,7 +369,10 @@ async fn a_log_that_cannot_be_archived_keeps_every_entry_in_redis() {
 
     // Once the directory can be written, the archive takes them and only then trims them.
     offloader.release("arch").await.unwrap();
-    let good = server::offloader::Offloader::new(app.store.clone(), app.dir.join("archive"));
+    let good = server::store::offload::offloader::Offloader::new(
+        app.store.clone(),
+        app.dir.join("archive"),
+    );
     let mut archived = 0;
     for _ in 0..20 {
         if let Ok(Some(did)) = good.tick("arch", false).await {
@@ -416,8 +420,8 @@ async fn past_its_budget_an_unarchivable_log_sheds_its_oldest_folded_entries_cou
     }
     let blocked = app.dir.join("not-a-directory");
     std::fs::write(&blocked, b"x").unwrap();
-    let offloader =
-        server::offloader::Offloader::new(app.store.clone(), blocked).with_log_budget(BUDGET);
+    let offloader = server::store::offload::offloader::Offloader::new(app.store.clone(), blocked)
+        .with_log_budget(BUDGET);
     let log_len = || async {
         let n: u64 = app
             .store

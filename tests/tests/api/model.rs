@@ -195,16 +195,20 @@ async fn step(app: &TestApp, m: &mut Model, op: &Op) -> Result<(), TestCaseError
             m.todo.insert(item);
         }
         Op::Offload => {
-            let offloader =
-                server::offloader::Offloader::new(store.clone(), app.dir.join("archive"));
+            let offloader = server::store::offload::offloader::Offloader::new(
+                store.clone(),
+                app.dir.join("archive"),
+            );
             let _ = offloader.tick(slug, false).await.unwrap();
             offloader.release(slug).await.unwrap();
         }
         Op::OffloadKilled(at) => {
-            use server::offloader::StopAfter;
+            use server::store::offload::offloader::StopAfter;
             let stop = [StopAfter::Read, StopAfter::Written, StopAfter::Registered][at];
-            let offloader =
-                server::offloader::Offloader::new(store.clone(), app.dir.join("archive"));
+            let offloader = server::store::offload::offloader::Offloader::new(
+                store.clone(),
+                app.dir.join("archive"),
+            );
             if offloader.lease(slug).await.unwrap() {
                 let settings = store.projects().project(slug).await.unwrap().unwrap();
                 offloader.offload_done(slug, &settings, stop).await.unwrap();

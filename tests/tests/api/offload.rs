@@ -2,11 +2,9 @@
 //! back in order, the completion log archived continuously, one offloader at a time, and a kill
 //! at each step of an offload leaving every item in exactly one place (`tracker check`).
 
-use server::{
-    offloader::{Offloader, Orphans, StopAfter},
-    store::{
-        ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, SegmentEntry, StoreError,
-    },
+use server::store::{
+    offload::offloader::{Offloader, Orphans, StopAfter},
+    ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, Refusal, SegmentEntry, StoreError,
 };
 use std::time::Duration;
 use tests::{wait_for, TestApp, ADMIN_TOKEN};

@@ -3,7 +3,7 @@
 //! files and never those of a project made again under the slug.
 
 use super::{complete_all, offloader, project, settle};
-use server::{offloader::purge_project_files, store::Settings};
+use server::store::{offload::offloader::purge_project_files, Settings};
 use std::path::{Path, PathBuf};
 use tests::{TestApp, ADMIN_TOKEN};
 

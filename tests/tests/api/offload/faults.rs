@@ -152,7 +152,11 @@ async fn a_commit_that_times_out_and_runs_later_keeps_its_file() {
     // Writes wait 7 s: the commit outlives its 5 s timeout, then runs.
     pause(&app, 7000, "WRITE").await;
     let r = o
-        .offload_done("late", &settings, server::offloader::StopAfter::Never)
+        .offload_done(
+            "late",
+            &settings,
+            server::store::offload::offloader::StopAfter::Never,
+        )
         .await;
     // Past its timeout the commit's outcome is unknown, and the registry says: read on
     // another connection, before the commit runs (not registered: an error), or on the
@@ -394,11 +398,16 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
     let token = app.store.offload().offload_token().unwrap();
     let dir = app.dir.join("archive/twice");
     let end = format!("{}-{}", server::store::now_ms(), u64::MAX);
-    let first =
-        server::offloader::archive::write_archive(&app.store, dir.clone(), "twice", &end, &token)
-            .await
-            .unwrap()
-            .expect("an archive");
+    let first = server::store::offload::offloader::archive::write_archive(
+        &app.store,
+        dir.clone(),
+        "twice",
+        &end,
+        &token,
+    )
+    .await
+    .unwrap()
+    .expect("an archive");
     assert_eq!(first.count, 3);
     // As if the trim after it had failed: its entries are back in Redis.
     let k = app.store.keys().project("twice");
@@ -415,9 +424,11 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
             .await
             .unwrap();
     }
-    let again = server::offloader::archive::write_archive(&app.store, dir, "twice", &end, &token)
-        .await
-        .unwrap();
+    let again = server::store::offload::offloader::archive::write_archive(
+        &app.store, dir, "twice", &end, &token,
+    )
+    .await
+    .unwrap();
     assert!(again.is_none(), "nothing new to archive");
     assert_eq!(
         archived_ids(&app, "twice").await,

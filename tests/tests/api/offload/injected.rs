@@ -229,7 +229,7 @@ async fn any_redis_call_of_the_offloader_may_fail_run_late_or_lose_its_answer() 
 #[tokio::test]
 async fn any_redis_call_of_the_panels_archive_may_fail_run_late_or_lose_its_answer() {
     use fred::prelude::*;
-    use server::offloader::{archive::archive_now, LEASE_MS};
+    use server::store::offload::offloader::{archive::archive_now, LEASE_MS};
     let app = TestApp::start_private().await;
     let (proxy, store) = behind_proxy(&app, 2).await;
     assert!(

@@ -90,7 +90,7 @@ async fn a_long_queue_waits_on_disk_and_comes_back_in_order() {
     }
     assert_eq!(o.sweep("long").await.unwrap(), 0, "kept a minute");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), left.len());
-    let a_minute_on = server::offloader::Orphans {
+    let a_minute_on = server::store::offload::offloader::Orphans {
         registered: Default::default(),
         left: left.clone(),
         tag: app.store.projects().files_tag("long").await.unwrap(),

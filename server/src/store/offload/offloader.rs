@@ -22,7 +22,8 @@
 //! [`step`] runs one step at a time and can stop after any of them ([`StopAfter`]), which is
 //! how the tests kill it at each instant.
 
-use crate::store::{SegmentEntry, Settings, Store, StoreError, StoreResult};
+use super::super::projects::meta::Settings;
+use super::{SegmentEntry, Store, StoreError, StoreResult};
 use fred::prelude::*;
 use std::{
     path::PathBuf,
@@ -380,7 +381,7 @@ impl Offloader {
         }
         let entries = self.store.offload().segment_entries(slug).await?;
         let meta_queues: Option<String> = client.hget(k.meta(), "queues").await?;
-        for part in crate::store::queue_parts(meta_queues.as_deref()) {
+        for part in super::super::helpers::queue_parts(meta_queues.as_deref()) {
             let size: u64 = client.zcard(k.queue(&part)).await?;
             if s.queue_high > 0 && size > s.queue_high + s.segment_items.min(MAX_SEGMENT_ITEMS) / 2
             {

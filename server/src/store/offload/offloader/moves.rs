@@ -1,11 +1,10 @@
 //! The offloader's moves, each a segment at a time: done items out, a queue's tail out and
 //! back, the completion log out.
 
+use super::super::super::projects::meta::Settings;
+use super::super::{SegmentEntry, StoreError, StoreResult};
 use super::{io, new_id, now_ms, Offloader, StopAfter, COMMIT_WINDOW, REFILL_CHUNK};
-use crate::{
-    storage::Storage,
-    store::{SegmentEntry, Settings, StoreError, StoreResult},
-};
+use crate::storage::Storage;
 use fred::prelude::*;
 
 impl Offloader {

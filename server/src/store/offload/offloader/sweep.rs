@@ -1,9 +1,9 @@
 //! Deleting what no registry names: segment files a stopped offloader left unregistered (or
 //! brought back), and the files of projects a destroy marked.
 
+use super::super::{StoreError, StoreResult};
 use super::{Offloader, ORPHAN_AGE};
 use crate::storage::Storage;
-use crate::store::{StoreError, StoreResult};
 use std::sync::Arc;
 use std::{
     collections::{HashMap, HashSet},
@@ -121,8 +121,6 @@ pub fn remove_purge_leftovers(dir: &Path, tag: &str, age: Duration) -> u64 {
 /// segments in the same directory stay, so do those of a project made again under the slug
 /// (another tag), and so does the directory then. Waits for an archive being written in this
 /// process.
-///
-/// [`crate::store::projects::Projects::files_tag`]: crate::store::Store::files_tag
 pub async fn purge_project_files(
     offload_dir: Option<&Path>,
     archive_dir: &Path,

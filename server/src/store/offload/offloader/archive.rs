@@ -4,7 +4,7 @@
 //! ([`super::Offloader`]); the panel's "Archive" button and log download read and write the same
 //! files ([`crate::admin`]).
 
-use crate::store::{Store, StoreError, StoreResult};
+use super::super::{Store, StoreError, StoreResult};
 use app::model::admin::OffloadState;
 use std::{
     io::Write,
@@ -129,7 +129,7 @@ pub struct Written {
 /// (inclusive; at most the last entry folded) to a new file in `dir` (written, fsynced and renamed) and only then trims them
 /// from Redis; `None` when there are none. Holds the offload lease of `slug` with `token`
 /// ([`ArchiveError::Leased`] when another holds it); one at a time in this process: the panel's
-/// archive and the offloader's ([`crate::offloader`]) share it.
+/// archive and the offloader's ([`super`]) share it.
 pub async fn write_archive(
     store: &Store,
     dir: PathBuf,
@@ -140,7 +140,7 @@ pub async fn write_archive(
     let _one = ARCHIVING.lock().await;
     if !store
         .offload()
-        .offload_lease(slug, token, crate::offloader::LEASE_MS)
+        .offload_lease(slug, token, super::LEASE_MS)
         .await
         .map_err(ArchiveError::Store)?
     {
@@ -188,7 +188,10 @@ pub async fn write_archive(
     {
         return Ok(None);
     }
-    let tmp = dir.join(format!(".partial-{}", crate::store::random_token(12)));
+    let tmp = dir.join(format!(
+        ".partial-{}",
+        super::super::super::people::tokens::random_token(12)
+    ));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
     let (tmp_path, comment) = (tmp.clone(), format!("{THROUGH}{upto}"));
     let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
@@ -244,7 +247,7 @@ pub async fn write_archive(
     // archiving the same entries, and this file would repeat them.
     let held = store
         .offload()
-        .offload_lease(slug, token, crate::offloader::LEASE_MS)
+        .offload_lease(slug, token, super::LEASE_MS)
         .await;
     if !matches!(held, Ok(true)) {
         let _ = tokio::fs::remove_file(&tmp).await;
@@ -285,7 +288,7 @@ pub async fn write_archive(
 
 /// The panel's archive of the log of `slug` through stream id `end`: under the lease of this
 /// process's offloader when it runs one, else under a lease of its own for this archive only,
-/// given up after (or, if giving it up fails, lapsing in [`crate::offloader::LEASE_MS`]).
+/// given up after (or, if giving it up fails, lapsing in [`super::LEASE_MS`]).
 pub async fn archive_now(
     store: &Store,
     archive_dir: &Path,
@@ -297,7 +300,7 @@ pub async fn archive_now(
         .map_err(ArchiveError::Store)?;
     let (token, borrowed) = match store.offload().offload_token() {
         Some(t) => (t, true),
-        None => (crate::store::random_token(16), false),
+        None => (super::super::super::people::tokens::random_token(16), false),
     };
     let written = write_archive(store, dir, slug, end, &token).await;
     if !borrowed {
