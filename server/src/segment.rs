@@ -41,6 +41,9 @@ pub const KEPT_FP: f64 = 1e-5;
 /// The filter's false-positive rate in a discard segment, where it is all that is left: the
 /// chance that a new item is taken for a discarded one, per segment.
 pub const DISCARD_FP: f64 = 1e-7;
+/// How much of a segment's end its opening reads at once: the footer, the index and the filter
+/// of a segment of 10,000 names (about 30 KB) in one read.
+const TAIL_READ: u64 = 64 * 1024;
 /// The longest name or payload a segment takes (a lookup reads no more).
 pub const MAX_FIELD: usize = 1 << 20;
 
@@ -240,8 +243,26 @@ impl Segment {
         if bytes < MAGIC.len() as u64 + FOOTER {
             return Err(corrupt(format!("{}: too short", path.display())));
         }
+        // The end of the file, where the footer, the index and (most often all of) the filter
+        // are, in one read: an object store answers each read with a request.
+        let tail_at = bytes - bytes.min(TAIL_READ);
+        let mut tail = vec![0u8; (bytes - tail_at) as usize];
+        file.read_exact_at(&mut tail, tail_at)?;
+        let read_at = |buf: &mut [u8], offset: u64| -> std::io::Result<()> {
+            match offset.checked_sub(tail_at) {
+                Some(at) => {
+                    let at = at as usize;
+                    let from = tail
+                        .get(at..at + buf.len())
+                        .ok_or_else(|| corrupt(format!("{}: past its end", path.display())))?;
+                    buf.copy_from_slice(from);
+                    Ok(())
+                }
+                None => file.read_exact_at(buf, offset),
+            }
+        };
         let mut footer = vec![0u8; FOOTER as usize];
-        file.read_exact_at(&mut footer, bytes - FOOTER)?;
+        read_at(&mut footer, bytes - FOOTER)?;
         if &footer[36..44] != END {
             return Err(corrupt(format!("{}: no end marker", path.display())));
         }
@@ -255,7 +276,7 @@ impl Segment {
             return Err(corrupt(format!("{}: bad footer", path.display())));
         }
         let mut index = vec![0u8; (filter_at - index_at) as usize];
-        file.read_exact_at(&mut index, index_at)?;
+        read_at(&mut index, index_at)?;
         let mut blocks = Vec::new();
         let mut at = 0;
         while at < index.len() {
@@ -285,7 +306,7 @@ impl Segment {
             at += 20 + flen;
         }
         let mut bits = vec![0u8; (filter_blocks * 64) as usize];
-        file.read_exact_at(&mut bits, filter_at)?;
+        read_at(&mut bits, filter_at)?;
         Ok(Segment {
             uid: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             file,
