@@ -439,7 +439,8 @@ impl Segment {
 
     /// Every record, in name order.
     pub fn all(&self) -> std::io::Result<Vec<(String, String)>> {
-        let mut out = Vec::with_capacity(self.records as usize);
+        // The footer's count is not trusted for an allocation (a damaged one may say anything).
+        let mut out = Vec::with_capacity(self.records.min(1 << 16) as usize);
         self.for_each(|n, p| {
             out.push((n, p));
             Ok(())
