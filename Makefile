@@ -42,7 +42,7 @@ test-build:
 unit:
 	cargo build --all-targets -p app -p server -p tests
 	TRACKER_BIN=$(TEST_BIN) cargo test -p app -p server -p tests
-	TRACKER_TEST_STORAGE=s3 TRACKER_BIN=$(TEST_BIN) cargo test -p tests --test api -- offload storage
+	TRACKER_TEST_STORAGE=s3 TRACKER_BIN=$(TEST_BIN) cargo test -p tests --test api -- offload storage admin_log::
 
 e2e:
 	cd end2end && TRACKER_BIN=$(TEST_BIN) npx playwright test

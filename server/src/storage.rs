@@ -147,6 +147,32 @@ impl Storage {
         }
     }
 
+    /// Where the log archives live beside this storage: `archive_dir` beside a local
+    /// directory; in an object store, the keys under [`ARCHIVES`] (no slug starts with `_`, so
+    /// no project's segments are ever listed with them).
+    pub fn archives(&self, archive_dir: &Path) -> Storage {
+        match self {
+            Storage::Local(_) => Storage::Local(archive_dir.to_path_buf()),
+            Storage::Objects(o) => {
+                let under = |p: &str| {
+                    if p.is_empty() {
+                        ARCHIVES.to_string()
+                    } else {
+                        format!("{p}/{ARCHIVES}")
+                    }
+                };
+                let rest = o.url.strip_prefix("s3://").unwrap_or(&o.url);
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                Storage::Objects(Objects {
+                    store: o.store.clone(),
+                    prefix: under(&o.prefix),
+                    url: format!("s3://{bucket}/{}", under(prefix.trim_matches('/'))),
+                    runtime: o.runtime.clone(),
+                })
+            }
+        }
+    }
+
     /// The local directory, if it is one.
     pub fn local_dir(&self) -> Option<&Path> {
         match self {
@@ -322,6 +348,50 @@ impl Storage {
                 }
             }
         }
+    }
+}
+
+/// The folder of an object store's root that holds the log archives ([`Storage::archives`]).
+pub const ARCHIVES: &str = "_archives";
+
+/// An object (or file) read from start to end, [`READ_CHUNK`] bytes a call at most: a log
+/// archive read or downloaded without holding it whole.
+pub struct SourceReader {
+    source: Box<dyn Source>,
+    offset: u64,
+    size: u64,
+}
+
+/// The most one read of a [`SourceReader`] asks for: one ranged `GET` of an object store.
+pub const READ_CHUNK: usize = 1 << 20;
+
+impl SourceReader {
+    /// Reads `source` from its start.
+    pub fn new(source: Box<dyn Source>) -> io::Result<SourceReader> {
+        let size = source.size()?;
+        Ok(SourceReader {
+            source,
+            offset: 0,
+            size,
+        })
+    }
+
+    /// The next chunk of up to [`READ_CHUNK`] bytes; empty at the end.
+    pub fn next_chunk(&mut self) -> io::Result<Vec<u8>> {
+        let n = (self.size - self.offset).min(READ_CHUNK as u64) as usize;
+        let mut buf = vec![0; n];
+        self.source.read_exact_at(&mut buf, self.offset)?;
+        self.offset += n as u64;
+        Ok(buf)
+    }
+}
+
+impl io::Read for SourceReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (self.size - self.offset).min(buf.len().min(READ_CHUNK) as u64) as usize;
+        self.source.read_exact_at(&mut buf[..n], self.offset)?;
+        self.offset += n as u64;
+        Ok(n)
     }
 }
 

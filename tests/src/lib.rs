@@ -444,15 +444,54 @@ impl TestApp {
             .expect("XLEN")
     }
 
-    /// The log archive directory of project `slug` (it carries the project's files tag).
+    /// The log archive directory of project `slug` (it carries the project's files tag), where
+    /// its archives are files (they are objects when the segments are: [`TestApp::archives`]).
     pub async fn archive_dir(&self, slug: &str) -> PathBuf {
-        server::store::offload::offloader::archive::archive_dir_of(
+        self.archives(slug)
+            .await
+            .local_dir()
+            .expect("the project's archives are files")
+    }
+
+    /// The log archives of project `slug`, files or objects.
+    pub async fn archives(
+        &self,
+        slug: &str,
+    ) -> server::store::offload::offloader::archive::Archives {
+        server::store::offload::offloader::archive::Archives::of(
             &self.store,
             &self.dir.join("archive"),
             slug,
         )
         .await
-        .expect("the project's archive directory")
+        .expect("the project's archives")
+    }
+
+    /// The names of the log archives of project `slug`, oldest first, and each one's entries
+    /// (its lines, as JSON), read where they live.
+    pub async fn archived(&self, slug: &str) -> Vec<(String, Vec<serde_json::Value>)> {
+        let archives = self.archives(slug).await;
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut files = archives.files().expect("the archives are listed");
+            files.sort_by(|a, b| a.name.cmp(&b.name));
+            files
+                .into_iter()
+                .map(|f| {
+                    let mut text = String::new();
+                    flate2::read::GzDecoder::new(archives.open(&f.name).expect("an archive opens"))
+                        .read_to_string(&mut text)
+                        .expect("an archive reads");
+                    let lines = text
+                        .lines()
+                        .map(|l| serde_json::from_str(l).expect("an archive's line is JSON"))
+                        .collect();
+                    (f.name, lines)
+                })
+                .collect()
+        })
+        .await
+        .expect("reading the archives")
     }
 
     /// Every key of project `slug` with its `DUMP`: a [`Snapshot`] to roll back to

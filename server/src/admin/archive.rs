@@ -1,5 +1,5 @@
 //! Archiving the completion log: its oldest entries, up to a chosen time, go to a gzip NDJSON
-//! file in the archive directory and are then trimmed from Redis.
+//! file in the archive directory (or object store) and are then trimmed from Redis.
 //!
 //! Design: an archive starts right after the last entry archived before it (each file's gzip
 //! header names its last entry id, `through=ID`), so the files of a project are contiguous
@@ -9,13 +9,16 @@
 //! so entries added meanwhile stay. One archive of a project runs at a time across processes:
 //! it holds the project's offload lease (the panel's archive borrows this process's
 //! offloader's, and is refused while another process holds it). Files are
-//! `ARCHIVE_DIR/SLUG/SLUG-FIRSTMS-LASTMS.ndjson.gz` (mode 0600, in 0700 directories), one line
-//! per entry as `GET /admin/api/SLUG/log` gives it.
+//! `ARCHIVE_DIR/SLUG/TAG/SLUG-FIRSTMS-LASTMS.ndjson.gz` (mode 0600, in 0700 directories), or
+//! objects under `_archives/` of the object store that keeps the segments
+//! ([`crate::storage::Storage::archives`]), one line per entry as `GET /admin/api/SLUG/log`
+//! gives it.
 
 use super::{auth::Caller, items::Affected};
 use crate::openapi::ProjectPath;
+use crate::storage::SourceReader;
 use crate::store::offload::offloader::archive::{
-    archive_dir_of, archive_now, offload_state, valid_archive_name, ArchiveError, Written,
+    archive_now, offload_state, valid_archive_name, ArchiveError, Archives, Written,
 };
 use crate::{
     state::AppState,
@@ -30,6 +33,26 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
+
+/// The chunks of `reader`, each read on a blocking thread.
+pub fn chunks(
+    reader: SourceReader,
+) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
+    futures::stream::unfold(Some(reader), |reader| async move {
+        let mut reader = reader?;
+        let read = tokio::task::spawn_blocking(move || {
+            let chunk = reader.next_chunk();
+            (chunk, reader)
+        })
+        .await;
+        match read {
+            Ok((Ok(chunk), _)) if chunk.is_empty() => None,
+            Ok((Ok(chunk), reader)) => Some((Ok(chunk), Some(reader))),
+            Ok((Err(e), _)) => Some((Err(e), None)),
+            Err(e) => Some((Err(std::io::Error::other(e)), None)),
+        }
+    })
+}
 
 fn write_failed(e: std::io::Error) -> ApiError {
     tracing::error!(error = %e, "writing a log archive");
@@ -151,21 +174,30 @@ pub async fn list_archives(
 ) -> ApiResult<Json<Vec<ArchiveFile>>> {
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
-    let mut out = Vec::new();
-    let dir = archive_dir_of(&state.store, &state.config.archive_dir, &slug).await?;
-    let Ok(mut dir) = tokio::fs::read_dir(dir).await else {
-        return Ok(Json(out));
-    };
-    while let Ok(Some(entry)) = dir.next_entry().await {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if !valid_archive_name(&name) {
-            continue;
-        }
-        let bytes = entry.metadata().await.map(|m| m.len()).unwrap_or(0);
-        out.push(ArchiveFile { name, bytes });
-    }
+    let archives = Archives::of(&state.store, &state.config.archive_dir, &slug).await?;
+    let listed = tokio::task::spawn_blocking(move || archives.files())
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|r| r)
+        .map_err(unreadable)?;
+    let mut out: Vec<ArchiveFile> = listed
+        .into_iter()
+        .map(|f| ArchiveFile {
+            name: f.name,
+            bytes: f.bytes,
+        })
+        .collect();
     out.sort_by(|a, b| b.name.cmp(&a.name));
     Ok(Json(out))
+}
+
+/// The answer when the archives cannot be read now (an object store down): 503, to retry.
+fn unreadable(e: std::io::Error) -> ApiError {
+    tracing::warn!(error = %e, "log archives unreadable: answered 503");
+    ApiError::Unavailable(
+        crate::web::UNAVAILABLE_RETRY_AFTER,
+        "The log archives cannot be read now; retry shortly.".into(),
+    )
 }
 
 /// `GET /admin/api/SLUG/archives/NAME`: one archive file, streamed.
@@ -185,11 +217,22 @@ pub async fn download_archive(
     if !valid_archive_name(&name) {
         return Err(ApiError::not_found("No such archive."));
     }
-    let dir = archive_dir_of(&state.store, &state.config.archive_dir, &slug).await?;
-    let file = tokio::fs::File::open(dir.join(&name))
-        .await
-        .map_err(|_| ApiError::not_found("No such archive."))?;
-    let mut resp = Body::from_stream(tokio_util::io::ReaderStream::new(file)).into_response();
+    let archives = Archives::of(&state.store, &state.config.archive_dir, &slug).await?;
+    let opened = {
+        let name = name.clone();
+        tokio::task::spawn_blocking(move || archives.open(&name))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
+    };
+    let reader = match opened {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ApiError::not_found("No such archive."))
+        }
+        Err(e) => return Err(unreadable(e)),
+    };
+    let mut resp = Body::from_stream(chunks(reader)).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,

@@ -2,6 +2,7 @@
 
 use super::auth::Caller;
 use crate::openapi::ProjectPath;
+use crate::store::offload::offloader::archive::Archives;
 use crate::{
     state::AppState,
     web::{known_project, ApiResult},
@@ -60,24 +61,32 @@ pub async fn download_log(
         )
         .await?;
     let (from_ms, to_ms) = (range.from.unwrap_or(0), range.to.unwrap_or(u64::MAX));
-    let dir = crate::store::offload::offloader::archive::archive_dir_of(
-        &state.store,
-        &state.config.archive_dir,
-        &slug,
-    )
-    .await?;
-    let files = archives_between(&dir, &slug, from_ms, to_ms);
-    // The entries archived to disk first (they are older than any left in Redis), each file
+    let archives = Archives::of(&state.store, &state.config.archive_dir, &slug).await?;
+    let files = {
+        let (archives, slug) = (archives.clone(), slug.clone());
+        tokio::task::spawn_blocking(move || archives_between(&archives, &slug, from_ms, to_ms))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
+            .map_err(|e| {
+                tracing::warn!(error = %e, "log archives unreadable: answered 503");
+                crate::web::ApiError::Unavailable(
+                    crate::web::UNAVAILABLE_RETRY_AFTER,
+                    "The log archives cannot be read now; retry shortly.".into(),
+                )
+            })?
+    };
+    // The entries archived first (they are older than any left in Redis), each archive
     // read off the async threads, filtered to the range.
-    let archived = futures::StreamExt::then(
-        futures::stream::iter(files),
-        move |path: std::path::PathBuf| async move {
-            tokio::task::spawn_blocking(move || archived_lines(&path, from_ms, to_ms))
+    let archived = futures::StreamExt::then(futures::stream::iter(files), move |name: String| {
+        let archives = archives.clone();
+        async move {
+            tokio::task::spawn_blocking(move || archived_lines(&archives, &name, from_ms, to_ms))
                 .await
                 .map_err(std::io::Error::other)
                 .and_then(|r| r)
-        },
-    );
+        }
+    });
     let pages = futures::stream::unfold(
         (state.store.clone(), slug, Some(start), end),
         |(store, slug, start, end)| async move {
@@ -113,41 +122,38 @@ pub async fn download_log(
     Ok(resp)
 }
 
-/// The archive files of `slug` in `dir` (`SLUG-FIRSTMS-LASTMS[-N].ndjson.gz`) holding entries
-/// from `from` to `to` (ms), oldest first.
+/// The archive files of `slug` in `archives` (`SLUG-FIRSTMS-LASTMS[-N].ndjson.gz`) holding
+/// entries from `from` to `to` (ms), oldest first.
 pub fn archives_between(
-    dir: &std::path::Path,
+    archives: &Archives,
     slug: &str,
     from: u64,
     to: u64,
-) -> Vec<std::path::PathBuf> {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<(u64, u64, std::path::PathBuf)> = read
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let rest = name
+) -> std::io::Result<Vec<String>> {
+    let mut files: Vec<(u64, u64, String)> = archives
+        .files()?
+        .into_iter()
+        .filter_map(|f| {
+            let rest = f
+                .name
                 .strip_prefix(slug)?
                 .strip_prefix('-')?
                 .strip_suffix(".ndjson.gz")?;
             let mut parts = rest.split('-');
             let first: u64 = parts.next()?.parse().ok()?;
             let last: u64 = parts.next()?.parse().ok()?;
-            Some((first, last, e.path()))
+            Some((first, last, f.name))
         })
         .filter(|(first, last, _)| *first <= to && *last >= from)
         .collect();
     files.sort();
-    files.into_iter().map(|(_, _, p)| p).collect()
+    Ok(files.into_iter().map(|(_, _, n)| n).collect())
 }
 
-/// The lines of archive `path` whose entry's time `t` is from `from` to `to` (ms).
-fn archived_lines(path: &std::path::Path, from: u64, to: u64) -> std::io::Result<String> {
+/// The lines of archive `name` whose entry's time `t` is from `from` to `to` (ms).
+fn archived_lines(archives: &Archives, name: &str, from: u64, to: u64) -> std::io::Result<String> {
     use std::io::BufRead;
-    let file = std::fs::File::open(path)?;
-    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
+    let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(archives.open(name)?));
     let mut out = String::new();
     for line in reader.lines() {
         let line = line?;

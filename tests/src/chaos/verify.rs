@@ -85,7 +85,7 @@ pub async fn verify(
     slug: &str,
     n: usize,
     ledgers: &[Ledger],
-    archives: Option<&std::path::Path>,
+    archives: Option<&server::store::offload::offloader::archive::Archives>,
 ) -> (Verdict, Vec<String>) {
     let mut v = Verdict::default();
     let mut problems = Vec::new();
@@ -118,7 +118,7 @@ async fn counters(
     store: &Store,
     slug: &str,
     n: usize,
-    archives: Option<&std::path::Path>,
+    archives: Option<&server::store::offload::offloader::archive::Archives>,
     problems: &mut Vec<String>,
 ) -> Result<(), String> {
     let f = |e: fred::error::Error| e.to_string();

@@ -1,5 +1,6 @@
 //! The completion log as the proof reads it: the archive files' entries, then Redis's.
 
+use server::store::offload::offloader::archive::Archives;
 use server::store::Store;
 use std::collections::HashMap;
 
@@ -43,31 +44,36 @@ fn entry_of(id: String, fields: &serde_json::Map<String, serde_json::Value>) -> 
     }
 }
 
-/// Every completion log entry of `slug`: the archive files' (in `archives`), then Redis's.
+/// Every completion log entry of `slug`: the archives' (files or objects), then Redis's.
 pub(super) async fn log_entries(
     store: &Store,
     slug: &str,
-    archives: Option<&std::path::Path>,
+    archives: Option<&Archives>,
 ) -> Result<Vec<Entry>, String> {
-    use std::io::BufRead;
     let mut out = Vec::new();
-    if let Some(dir) = archives {
-        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-            .map(|r| {
-                r.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.to_string_lossy().ends_with(".ndjson.gz"))
-                    .collect()
+    if let Some(archives) = archives.cloned() {
+        // The storage's calls block: read off the async threads.
+        let texts =
+            tokio::task::spawn_blocking(move || -> std::io::Result<Vec<(String, String)>> {
+                use std::io::Read;
+                let mut files = archives.files()?;
+                files.sort_by(|a, b| a.name.cmp(&b.name));
+                let mut texts = Vec::new();
+                for f in files {
+                    let mut text = String::new();
+                    flate2::read::GzDecoder::new(archives.open(&f.name)?)
+                        .read_to_string(&mut text)?;
+                    texts.push((f.name, text));
+                }
+                Ok(texts)
             })
-            .unwrap_or_default();
-        files.sort();
-        for f in files {
-            let file = std::fs::File::open(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-            let gz = flate2::read::GzDecoder::new(file);
-            for line in std::io::BufReader::new(gz).lines() {
-                let line = line.map_err(|e| format!("{}: {e}", f.display()))?;
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("reading the log archives: {e}"))?;
+        for (name, text) in texts {
+            for line in text.lines() {
                 let v: serde_json::Value =
-                    serde_json::from_str(&line).map_err(|e| format!("{}: {e}", f.display()))?;
+                    serde_json::from_str(line).map_err(|e| format!("{name}: {e}"))?;
                 let obj = v.as_object().cloned().unwrap_or_default();
                 let id = obj
                     .get("log_id")

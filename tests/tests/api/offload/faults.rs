@@ -370,23 +370,14 @@ async fn segment_and_archive_files_are_private() {
     }
 }
 
-/// The entries of every archive file of `slug`, in file order.
+/// The entries of every archive of `slug`, in name order.
 async fn archived_ids(app: &TestApp, slug: &str) -> Vec<String> {
-    use std::io::BufRead;
-    let dir = app.archive_dir(slug).await;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|r| r.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    let mut ids = Vec::new();
-    for f in files {
-        let gz = flate2::read::GzDecoder::new(std::fs::File::open(&f).unwrap());
-        for line in std::io::BufReader::new(gz).lines() {
-            let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-            ids.push(v["log_id"].as_str().unwrap().to_string());
-        }
-    }
-    ids
+    app.archived(slug)
+        .await
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .map(|v| v["log_id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -396,14 +387,10 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
     assert_eq!(complete_all(&app, "twice").await, 300);
     let o = offloader(&app);
     let token = app.store.offload().offload_token().unwrap();
-    let dir = app.dir.join("archive/twice");
+    let archives = app.archives("twice").await;
     let end = format!("{}-{}", server::store::now_ms(), u64::MAX);
     let first = server::store::offload::offloader::archive::write_archive(
-        &app.store,
-        dir.clone(),
-        "twice",
-        &end,
-        &token,
+        &app.store, &archives, "twice", &end, &token,
     )
     .await
     .unwrap()
@@ -425,7 +412,7 @@ async fn an_archive_whose_trim_failed_is_not_archived_again() {
             .unwrap();
     }
     let again = server::store::offload::offloader::archive::write_archive(
-        &app.store, dir, "twice", &end, &token,
+        &app.store, &archives, "twice", &end, &token,
     )
     .await
     .unwrap();

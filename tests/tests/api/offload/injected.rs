@@ -9,7 +9,7 @@
 //! archive, with a lease of its own, is faulted the same way.
 
 use super::{claim, names, report, Offloader, Orphans};
-use std::{collections::HashSet, io::BufRead, time::Duration};
+use std::{collections::HashSet, time::Duration};
 use tests::{
     fault_proxy::{behind_proxy, Fault},
     wait_for, TestApp,
@@ -92,21 +92,12 @@ async fn rounds(o: &Offloader, slug: &str) -> Result<(), String> {
 
 /// The lines of every log archive of `slug`.
 async fn archived_lines(app: &TestApp, slug: &str) -> Vec<String> {
-    let dir = app.archive_dir(slug).await;
-    let Ok(read) = std::fs::read_dir(&dir) else {
-        return vec![];
-    };
-    let mut lines = Vec::new();
-    for entry in read.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".ndjson.gz") {
-            continue;
-        }
-        let file = std::fs::File::open(entry.path()).unwrap();
-        let reader = std::io::BufReader::new(flate2::read::GzDecoder::new(file));
-        lines.extend(reader.lines().map(Result::unwrap));
-    }
-    lines
+    app.archived(slug)
+        .await
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .map(|v| v.to_string())
+        .collect()
 }
 
 /// Everything that must hold of `slug` after any fault and a clean run.

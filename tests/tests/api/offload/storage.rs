@@ -55,6 +55,70 @@ async fn tracker_storage_copy_moves_an_installs_segments_into_a_bucket_and_back(
         unread.out
     );
 
+    // The log archives move beside them, under `_archives/`, where a process on the bucket
+    // reads them.
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/admin/api/moved/log/archive"))
+                .bearer_auth(tests::ADMIN_TOKEN)
+                .json(&serde_json::json!({ "to": server::store::now_ms() })),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let local_archives = app.archived("moved").await;
+    assert_eq!(local_archives.len(), 1);
+    let archive_here = format!("file://{}", app.dir.join("archive").display());
+    let archive_there = s3.storage_url("moved-install/_archives");
+    let copy = app.cli(
+        &[
+            "storage",
+            "copy",
+            "--from",
+            &archive_here,
+            "--to",
+            &archive_there,
+        ],
+        b"",
+    );
+    assert!(copy.ok, "{} {}", copy.out, copy.err);
+    let in_bucket = {
+        let storage = server::storage::Storage::open(
+            Some(&bucket),
+            &app.dir,
+            tokio::runtime::Handle::current(),
+        )
+        .unwrap();
+        let tag = app.store.projects().files_tag("moved").await.unwrap();
+        let archives = server::store::offload::offloader::archive::Archives::new(
+            &storage,
+            &app.dir.join("archive"),
+            "moved",
+            &tag,
+        );
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let files = archives.files().unwrap();
+            files
+                .iter()
+                .map(|f| {
+                    let mut text = String::new();
+                    flate2::read::GzDecoder::new(archives.open(&f.name).unwrap())
+                        .read_to_string(&mut text)
+                        .unwrap();
+                    (f.name.clone(), text.lines().count())
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(
+        in_bucket,
+        vec![(local_archives[0].0.clone(), local_archives[0].1.len())],
+        "the archive read from the bucket"
+    );
+
     // And back into an empty directory, the same to the byte.
     let back = app.dir.join("offload-back");
     let there = format!("file://{}", back.display());
@@ -202,6 +266,157 @@ async fn an_object_store_that_stops_loses_and_duplicates_nothing() {
     assert!(
         app.segment_objects("gone").await.is_empty(),
         "its segments are gone"
+    );
+    drop(app);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The bytes of every file under `dir`, by path below it.
+fn files_under(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in read.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            out.extend(
+                files_under(&path)
+                    .into_iter()
+                    .map(|(k, v)| (format!("{name}/{k}"), v)),
+            );
+        } else {
+            out.push((name, std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn log_archives_go_to_the_bucket_and_an_outage_trims_nothing() {
+    let dir = std::env::temp_dir().join(tests::random_name("tracker-s3-"));
+    let mut s3 = S3::start(&dir);
+    let url = s3.storage_url("logs");
+    let app = TestApp::start_with(|c| c.storage = Some(url.clone())).await;
+    project(&app, "arch", 300, |_| {}).await;
+    assert_eq!(complete_all(&app, "arch").await, 300);
+    let log_len = || async {
+        use fred::prelude::*;
+        let n: u64 = app
+            .store
+            .client()
+            .xlen(app.store.keys().project("arch").log())
+            .await
+            .unwrap();
+        n
+    };
+    let entries = log_len().await;
+    assert!(entries > 0);
+    let admin = |path: &str| {
+        app.send(
+            app.http
+                .get(app.url(&format!("/admin/api/arch/{path}")))
+                .bearer_auth(tests::ADMIN_TOKEN),
+        )
+    };
+
+    // The object server down: the archive fails and the log keeps every entry; the list of
+    // archives and the log's download are refused for now (503), never answered short.
+    s3.kill();
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/admin/api/arch/log/archive"))
+                .bearer_auth(tests::ADMIN_TOKEN)
+                .json(&serde_json::json!({ "to": server::store::now_ms() })),
+        )
+        .await;
+    assert!(r.status >= 500, "{} {}", r.status, r.body);
+    assert_eq!(log_len().await, entries, "nothing trimmed");
+    for path in ["archives", "log"] {
+        let r = admin(path).await;
+        assert_eq!(r.status, 503, "{path}: {}", r.body);
+        assert!(r.body.contains("retry shortly"), "{path}: {}", r.body);
+    }
+
+    // Back: the archive is an object in the bucket, under `_archives/`, and nothing of it is
+    // on this machine's disk.
+    s3.restart();
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/admin/api/arch/log/archive"))
+                .bearer_auth(tests::ADMIN_TOKEN)
+                .json(&serde_json::json!({ "to": server::store::now_ms() })),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let name = serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["file"]
+        .as_str()
+        .expect("a file")
+        .to_string();
+    assert_eq!(log_len().await, 0, "trimmed after it was stored");
+    let in_bucket = files_under(&s3.root.join(tests::s3::BUCKET).join("logs/_archives/arch"));
+    assert_eq!(
+        in_bucket.len(),
+        1,
+        "{:?}",
+        in_bucket.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    assert!(
+        in_bucket[0].0.ends_with(&format!("/{name}")),
+        "{}",
+        in_bucket[0].0
+    );
+    assert!(
+        files_under(&app.dir.join("archive")).is_empty(),
+        "no archive on the local disk"
+    );
+    let listed = admin("archives").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(listed.body.contains(&name), "{}", listed.body);
+    let got = app
+        .http
+        .get(app.url(&format!("/admin/api/arch/archives/{name}")))
+        .bearer_auth(tests::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(
+        got.bytes().await.unwrap().to_vec(),
+        in_bucket[0].1,
+        "downloaded whole"
+    );
+    let log = admin("log").await;
+    assert_eq!(log.status, 200, "{}", log.body);
+    assert_eq!(
+        log.body.lines().count() as u64,
+        entries,
+        "the log read back from the bucket"
+    );
+    let r = admin("archives/arch-1-2.ndjson.gz").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+
+    // Its entries, read as the tests' own reader reads the bucket.
+    let archived = app.archived("arch").await;
+    assert_eq!(archived.len(), 1);
+    assert_eq!(archived[0].1.len() as u64, entries);
+
+    // A destroyed project's archives go from the bucket with its segments.
+    let r = app
+        .send(
+            app.http
+                .delete(app.url("/admin/api/arch?confirm=arch"))
+                .bearer_auth(tests::ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    offloader(&app).sweep_destroyed().await.unwrap();
+    assert!(
+        files_under(&s3.root.join(tests::s3::BUCKET).join("logs/_archives/arch")).is_empty(),
+        "the archives went with the project"
     );
     drop(app);
     let _ = std::fs::remove_dir_all(dir);

@@ -5,6 +5,7 @@
 //! files ([`crate::admin`]).
 
 use super::super::{Store, StoreError, StoreResult};
+use crate::storage::{SourceReader, Storage};
 use app::model::admin::OffloadState;
 use std::{
     io::Write,
@@ -74,21 +75,196 @@ pub async fn page_text(
 /// slug, or of another install's project of the slug, never meet; `SLUG` for a project made
 /// before projects had an incarnation.
 pub fn project_dir(archive_dir: &Path, slug: &str, tag: &str) -> PathBuf {
-    let dir = archive_dir.join(slug);
+    archive_dir.join(project_prefix(slug, tag))
+}
+
+/// The key prefix of the archives of project `slug` whose files carry `tag`, as
+/// [`project_dir`]: `SLUG/TAG/`, or `SLUG/`.
+pub fn project_prefix(slug: &str, tag: &str) -> String {
     if tag.contains('-') {
-        dir.join(tag)
+        format!("{slug}/{tag}/")
     } else {
-        dir
+        format!("{slug}/")
     }
 }
 
-/// The archive directory of project `slug` under `archive_dir` ([`project_dir`]).
-pub async fn archive_dir_of(store: &Store, archive_dir: &Path, slug: &str) -> StoreResult<PathBuf> {
-    Ok(project_dir(
-        archive_dir,
-        slug,
-        &store.projects().files_tag(slug).await?,
-    ))
+/// The log archives of one project, where they live: files in the archive directory, or
+/// objects in the object store that keeps the segments ([`Storage::archives`]). Its calls
+/// block (made from blocking threads).
+#[derive(Clone)]
+pub struct Archives {
+    storage: Storage,
+    prefix: String,
+    slug: String,
+}
+
+/// One archive file: its name and size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveObject {
+    /// `SLUG-FIRSTMS-LASTMS[-N].ndjson.gz`.
+    pub name: String,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+impl Archives {
+    /// The archives of `slug` whose files carry `tag`, beside `storage` (`archive_dir` when it
+    /// is a local directory).
+    pub fn new(storage: &Storage, archive_dir: &Path, slug: &str, tag: &str) -> Archives {
+        Archives {
+            storage: storage.archives(archive_dir),
+            prefix: project_prefix(slug, tag),
+            slug: slug.to_string(),
+        }
+    }
+
+    /// The archives of project `slug` of `store`, beside its storage ([`Archives::new`]).
+    pub async fn of(store: &Store, archive_dir: &Path, slug: &str) -> StoreResult<Archives> {
+        let tag = store.projects().files_tag(slug).await?;
+        Ok(Archives::new(store.storage(), archive_dir, slug, &tag))
+    }
+
+    /// Their local directory, when they are files.
+    pub fn local_dir(&self) -> Option<PathBuf> {
+        self.storage.local_dir().map(|d| d.join(&self.prefix))
+    }
+
+    /// Where they are, for logs and errors.
+    pub fn describe(&self) -> String {
+        format!("{}/{}", self.storage.describe(), self.prefix)
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// The archive files, oldest name first (a later incarnation's, under the slug's own
+    /// folder, are not among them). A listing that fails is an error, never a shorter list.
+    pub fn files(&self) -> std::io::Result<Vec<ArchiveObject>> {
+        Ok(self
+            .storage
+            .list(&self.prefix)?
+            .into_iter()
+            .filter_map(|o| {
+                let name = o.key.strip_prefix(&self.prefix)?;
+                valid_archive_name(name).then(|| ArchiveObject {
+                    name: name.to_string(),
+                    bytes: o.size,
+                })
+            })
+            .collect())
+    }
+
+    /// Archive `name`, read a chunk at a time.
+    pub fn open(&self, name: &str) -> std::io::Result<SourceReader> {
+        SourceReader::new(self.storage.open_source(&self.key(name))?)
+    }
+
+    /// The id of the last entry archived (the newest file's header), if any file says.
+    /// Files written before headers named it say nothing (then archiving starts at the oldest
+    /// entry in Redis, as it did). A listing or a read that fails is an error: guessing would
+    /// archive entries twice.
+    pub fn last_archived(&self) -> std::io::Result<Option<String>> {
+        let prefix = format!("{}-", self.slug);
+        let last_ms = |name: &str| -> Option<u64> {
+            let rest = name.strip_prefix(&prefix)?.strip_suffix(".ndjson.gz")?;
+            rest.split('-').nth(1)?.parse().ok()
+        };
+        let names: Vec<(u64, String)> = self
+            .files()?
+            .into_iter()
+            .filter_map(|f| Some((last_ms(&f.name)?, f.name)))
+            .collect();
+        let Some(newest) = names.iter().map(|(ms, _)| *ms).max() else {
+            return Ok(None);
+        };
+        let mut best: Option<String> = None;
+        for (_, name) in names.iter().filter(|(ms, _)| *ms == newest) {
+            let mut reader = self.open(name)?;
+            // The header is in the first bytes: the first chunk holds it.
+            let head = reader.next_chunk()?;
+            let gz = flate2::read::GzDecoder::new(&head[..]);
+            let id = gz
+                .header()
+                .and_then(|h| h.comment())
+                .and_then(|c| std::str::from_utf8(c).ok())
+                .and_then(|c| c.strip_prefix(THROUGH))
+                .map(str::to_string);
+            if let Some(id) = id {
+                if best.as_deref().is_none_or(|b| stream_id_after(&id, b)) {
+                    best = Some(id);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Their count and bytes (none when they cannot be listed).
+    pub fn totals(&self) -> (u64, u64) {
+        self.files()
+            .unwrap_or_default()
+            .iter()
+            .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes))
+    }
+
+    /// Stores the finished archive at `spool` under a name of its first and last entries'
+    /// times (`-2`, `-3`... when taken): the name and size.
+    fn store(&self, spool: &Path, first: &str, last: &str) -> std::io::Result<(String, u64)> {
+        let ms = |id: &str| id.split('-').next().unwrap_or_default().to_string();
+        let base = format!("{}-{}-{}", self.slug, ms(first), ms(last));
+        for n in 1.. {
+            let name = if n == 1 {
+                format!("{base}.ndjson.gz")
+            } else {
+                format!("{base}-{n}.ndjson.gz")
+            };
+            match self.storage.put_file(&self.key(&name), spool) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+                Ok(bytes) => return Ok((name, bytes)),
+            }
+        }
+        unreachable!("a name is found")
+    }
+
+    /// A new private file to write an archive to before it is stored: beside the archives in
+    /// their directory, else in the system's temporary directory.
+    fn spool(&self) -> std::io::Result<(PathBuf, std::fs::File)> {
+        let dir = match self.local_dir() {
+            Some(dir) => dir,
+            None => std::env::temp_dir().join(format!("tracker-spool-{}", std::process::id())),
+        };
+        private_dir_sync(&dir)?;
+        let path = dir.join(format!(
+            ".partial-{}",
+            super::super::super::people::tokens::random_token(12)
+        ));
+        let file = private_file(&path)?;
+        Ok((path, file))
+    }
+
+    /// Deletes them (a destroyed project's), where they are objects: a listing that fails
+    /// deletes nothing and is an error.
+    pub fn delete_objects(&self) -> std::io::Result<u64> {
+        if self.storage.local_dir().is_some() {
+            return Ok(0);
+        }
+        let files = self.files()?;
+        for f in &files {
+            self.storage.delete(&self.key(&f.name))?;
+        }
+        Ok(files.len() as u64)
+    }
+}
+
+/// The archives of project `slug` under `archive_dir` or beside `store`'s object store
+/// ([`Archives::of`]).
+pub async fn archive_dir_of(
+    store: &Store,
+    archive_dir: &Path,
+    slug: &str,
+) -> StoreResult<Archives> {
+    Archives::of(store, archive_dir, slug).await
 }
 
 /// Why an archive could not be written.
@@ -126,13 +302,14 @@ pub struct Written {
 }
 
 /// Writes the log entries of `slug` after the last one archived through stream id `end`
-/// (inclusive; at most the last entry folded) to a new file in `dir` (written, fsynced and renamed) and only then trims them
-/// from Redis; `None` when there are none. Holds the offload lease of `slug` with `token`
-/// ([`ArchiveError::Leased`] when another holds it); one at a time in this process: the panel's
-/// archive and the offloader's ([`super`]) share it.
+/// (inclusive; at most the last entry folded) to a new archive in `archives` (written,
+/// fsynced and stored whole) and only then trims them from Redis; `None` when there are none.
+/// Holds the offload lease of `slug` with `token` ([`ArchiveError::Leased`] when another holds
+/// it); one at a time in this process: the panel's archive and the offloader's ([`super`])
+/// share it.
 pub async fn write_archive(
     store: &Store,
-    dir: PathBuf,
+    archives: &Archives,
     slug: &str,
     end: &str,
     token: &str,
@@ -146,15 +323,8 @@ pub async fn write_archive(
     {
         return Err(ArchiveError::Leased);
     }
-    private_dir(&dir).await.map_err(ArchiveError::Io)?;
     // After the last archive: the trim after it may have failed, so it is done again first.
-    let through = {
-        let (dir, slug) = (dir.clone(), slug.to_string());
-        tokio::task::spawn_blocking(move || last_archived(&dir, &slug))
-            .await
-            .map_err(std::io::Error::other)
-            .map_err(ArchiveError::Io)?
-    };
+    let through = on_archives(archives, |a| a.last_archived()).await?;
     if let Some(id) = &through {
         store
             .fleet()
@@ -188,14 +358,10 @@ pub async fn write_archive(
     {
         return Ok(None);
     }
-    let tmp = dir.join(format!(
-        ".partial-{}",
-        super::super::super::people::tokens::random_token(12)
-    ));
+    let (tmp, file) = on_archives(archives, |a| a.spool()).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
-    let (tmp_path, comment) = (tmp.clone(), format!("{THROUGH}{upto}"));
+    let comment = format!("{THROUGH}{upto}");
     let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        let file = private_file(&tmp_path)?;
         let mut gz = flate2::GzBuilder::new()
             .comment(comment.into_bytes())
             .write(
@@ -253,26 +419,12 @@ pub async fn write_archive(
         let _ = tokio::fs::remove_file(&tmp).await;
         return Err(held.map_or_else(ArchiveError::Store, |_| ArchiveError::Leased));
     }
-    let ms = |id: &str| id.split('-').next().unwrap_or_default().to_string();
-    let mut name = format!("{slug}-{}-{}.ndjson.gz", ms(&first), ms(&last));
-    let mut n = 1;
-    while tokio::fs::try_exists(dir.join(&name))
-        .await
-        .unwrap_or(false)
-    {
-        n += 1;
-        name = format!("{slug}-{}-{}-{n}.ndjson.gz", ms(&first), ms(&last));
-    }
-    tokio::fs::rename(&tmp, dir.join(&name))
-        .await
-        .map_err(ArchiveError::Io)?;
-    if let Ok(d) = std::fs::File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    let bytes = tokio::fs::metadata(dir.join(&name))
-        .await
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let stored = {
+        let (tmp, first, last) = (tmp.clone(), first.clone(), last.clone());
+        on_archives(archives, move |a| a.store(&tmp, &first, &last)).await
+    };
+    let _ = tokio::fs::remove_file(&tmp).await;
+    let (name, bytes) = stored?;
     let trimmed = store
         .fleet()
         .trim_log_through(slug, &last)
@@ -286,6 +438,19 @@ pub async fn write_archive(
     }))
 }
 
+/// Runs `call` on `archives` on a blocking thread.
+async fn on_archives<T: Send + 'static>(
+    archives: &Archives,
+    call: impl FnOnce(&Archives) -> std::io::Result<T> + Send + 'static,
+) -> Result<T, ArchiveError> {
+    let archives = archives.clone();
+    tokio::task::spawn_blocking(move || call(&archives))
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|r| r)
+        .map_err(ArchiveError::Io)
+}
+
 /// The panel's archive of the log of `slug` through stream id `end`: under the lease of this
 /// process's offloader when it runs one, else under a lease of its own for this archive only,
 /// given up after (or, if giving it up fails, lapsing in [`super::LEASE_MS`]).
@@ -295,14 +460,14 @@ pub async fn archive_now(
     slug: &str,
     end: &str,
 ) -> Result<Option<Written>, ArchiveError> {
-    let dir = archive_dir_of(store, archive_dir, slug)
+    let archives = Archives::of(store, archive_dir, slug)
         .await
         .map_err(ArchiveError::Store)?;
     let (token, borrowed) = match store.offload().offload_token() {
         Some(t) => (t, true),
         None => (super::super::super::people::tokens::random_token(16), false),
     };
-    let written = write_archive(store, dir, slug, end, &token).await;
+    let written = write_archive(store, &archives, slug, end, &token).await;
     if !borrowed {
         if let Err(e) = store.offload().release_offload_lease(slug, &token).await {
             tracing::warn!(slug, error = %e, "giving up an archive's lease; it lapses by itself");
@@ -323,57 +488,14 @@ fn stream_id_after(a: &str, b: &str) -> bool {
     parse(a) > parse(b)
 }
 
-/// The id of the last entry archived in `dir` (the newest file's header), if any file says.
-/// Files written before headers named it say nothing (then archiving starts at the oldest
-/// entry in Redis, as it did).
-pub fn last_archived(dir: &std::path::Path, slug: &str) -> Option<String> {
-    let prefix = format!("{slug}-");
-    let last_ms = |name: &str| -> Option<u64> {
-        let rest = name.strip_prefix(&prefix)?.strip_suffix(".ndjson.gz")?;
-        rest.split('-').nth(1)?.parse().ok()
-    };
-    let names: Vec<(u64, String)> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (valid_archive_name(&name)).then_some(())?;
-            Some((last_ms(&name)?, name))
-        })
-        .collect();
-    let newest = names.iter().map(|(ms, _)| *ms).max()?;
-    names
-        .iter()
-        .filter(|(ms, _)| *ms == newest)
-        .filter_map(|(_, name)| {
-            let file = std::fs::File::open(dir.join(name)).ok()?;
-            let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
-            let comment = gz.header()?.comment()?;
-            let id = std::str::from_utf8(comment).ok()?.strip_prefix(THROUGH)?;
-            Some(id.to_string())
-        })
-        .max_by(|a, b| {
-            if stream_id_after(a, b) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Less
-            }
-        })
-}
-
 /// Creates `dir` (and its parents) if missing, readable by this user only (0700): archives
 /// hold addresses and user agents.
-async fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+fn private_dir_sync(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = dir.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-    })
-    .await
-    .map_err(std::io::Error::other)?
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// A new file at `path`, readable by this user only (0600).
@@ -395,18 +517,6 @@ pub fn valid_archive_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b))
 }
 
-/// The count and bytes of the log archive files in a project's archive directory `dir`.
-pub fn archive_totals(dir: &Path) -> (u64, u64) {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return (0, 0);
-    };
-    read.flatten()
-        .filter(|e| valid_archive_name(&e.file_name().to_string_lossy()))
-        .fold((0, 0), |(n, b), e| {
-            (n + 1, b + e.metadata().map(|m| m.len()).unwrap_or(0))
-        })
-}
-
 /// What of `slug` is on disk: segments and log archives ([`OffloadState`]).
 pub async fn offload_state(
     store: &Store,
@@ -414,9 +524,9 @@ pub async fn offload_state(
     slug: &str,
 ) -> Result<OffloadState, StoreError> {
     let mut out = store.offload().offload_summary(slug).await?;
-    // A directory listing: off the async workers.
-    let dir = archive_dir_of(store, archive_dir, slug).await?;
-    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archive_totals(&dir))
+    // A listing: off the async workers.
+    let archives = Archives::of(store, archive_dir, slug).await?;
+    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archives.totals())
         .await
         .unwrap_or((0, 0));
     Ok(out)

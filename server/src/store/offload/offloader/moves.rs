@@ -212,8 +212,8 @@ impl Offloader {
     }
 
     pub(super) async fn archive_log(&self, slug: &str, end: &str) -> StoreResult<u64> {
-        let dir = super::archive::archive_dir_of(&self.store, &self.archive_dir, slug).await?;
-        match super::archive::write_archive(&self.store, dir, slug, end, &self.token).await {
+        let archives = super::archive::Archives::of(&self.store, &self.archive_dir, slug).await?;
+        match super::archive::write_archive(&self.store, &archives, slug, end, &self.token).await {
             Ok(Some(w)) => {
                 tracing::info!(slug, file = %w.name, count = w.count, "archived the completion log");
                 Ok(w.count)

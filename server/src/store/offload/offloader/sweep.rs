@@ -199,8 +199,8 @@ pub async fn purge_project_files(
 }
 
 /// Deletes the files of destroyed project `slug` that carry `tag`: its segments where
-/// `storage` keeps them and its log archives under `archive_dir` ([`purge_project_files`],
-/// [`purge_objects`]).
+/// `storage` keeps them and its log archives (under `archive_dir`, or in the object store)
+/// ([`purge_project_files`], [`purge_objects`], [`super::archive::Archives::delete_objects`]).
 pub async fn purge_files(
     storage: &Arc<Storage>,
     archive_dir: &Path,
@@ -210,6 +210,12 @@ pub async fn purge_files(
     purge_project_files(storage.local_dir(), archive_dir, slug, tag).await?;
     if storage.local_dir().is_none() {
         purge_objects(storage, slug, tag).await?;
+        let archives = super::archive::Archives::new(storage, archive_dir, slug, tag);
+        let _one = super::archive::ARCHIVING.lock().await;
+        tokio::task::spawn_blocking(move || archives.delete_objects())
+            .await
+            .map_err(|e| StoreError::Disk(e.to_string()))?
+            .map_err(|e| StoreError::Disk(format!("deleting the log archives of {slug}: {e}")))?;
     }
     Ok(())
 }
