@@ -237,7 +237,8 @@ impl Storage {
     }
 
     /// Stores the file at `local` under `key`, once: an object that exists already is an error
-    /// ([`io::ErrorKind::AlreadyExists`]), as a second segment of one id never is. For a local
+    /// ([`io::ErrorKind::AlreadyExists`]), as a second segment of one id never is, unless it
+    /// holds the same bytes (this upload, whose answer was lost and which was sent again). For a local
     /// directory `local` is renamed into place (it was written beside it). Its size.
     pub fn put_file(&self, key: &str, local: &Path) -> io::Result<u64> {
         match self {
@@ -253,9 +254,19 @@ impl Storage {
                 Ok(std::fs::metadata(&to)?.len())
             }
             Storage::Objects(o) => {
-                let bytes = std::fs::read(local)?;
+                let bytes = bytes::Bytes::from(std::fs::read(local)?);
                 let size = bytes.len() as u64;
-                o.put_new(key, bytes)?;
+                match o.put_new(key, bytes.clone()) {
+                    // An upload that was stored but whose answer was lost is retried (by the
+                    // library) and then finds itself there: the same bytes are this upload,
+                    // not another writer's object.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        if sha256(&self.get_bytes(key)?) != sha256(&bytes) {
+                            return Err(e);
+                        }
+                    }
+                    written => written?,
+                }
                 let _ = std::fs::remove_file(local);
                 Ok(size)
             }
@@ -506,7 +517,7 @@ impl Objects {
     }
 
     /// Writes `bytes` under `key` if nothing is there (`If-None-Match: *`).
-    fn put_new(&self, key: &str, bytes: Vec<u8>) -> io::Result<()> {
+    fn put_new(&self, key: &str, bytes: bytes::Bytes) -> io::Result<()> {
         let key = self.key(key);
         let opts = PutOptions {
             mode: PutMode::Create,

@@ -8,6 +8,7 @@ pub mod fault_proxy;
 
 pub mod panel;
 pub mod s3;
+pub mod s3_proxy;
 
 pub mod chaos;
 

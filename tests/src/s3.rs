@@ -50,6 +50,15 @@ pub fn wanted() -> bool {
     std::env::var("TRACKER_TEST_STORAGE").is_ok_and(|v| v == "s3")
 }
 
+/// The `TRACKER_STORAGE` of the bucket's `prefix` on a server (or a proxy of one) on
+/// 127.0.0.1:`port`, with its keys.
+pub fn storage_url_at(port: u16, prefix: &str) -> String {
+    format!(
+        "s3://{BUCKET}/{prefix}?aws_endpoint=http://127.0.0.1:{port}&aws_allow_http=true\
+         &aws_access_key_id={ACCESS_KEY}&aws_secret_access_key={SECRET_KEY}&aws_region=us-east-1"
+    )
+}
+
 /// Runs `s3s-fs` on 127.0.0.1:`port` over `root`, and waits until it takes connections.
 fn spawn(port: u16, root: &Path) -> Child {
     let child = Command::new(s3s_fs_bin())
@@ -84,11 +93,7 @@ impl S3 {
     /// `TRACKER_STORAGE` for objects under `prefix` of [`BUCKET`], with the endpoint and keys
     /// in the URL's query.
     pub fn storage_url(&self, prefix: &str) -> String {
-        format!(
-            "s3://{BUCKET}/{prefix}?aws_endpoint=http://127.0.0.1:{}&aws_allow_http=true\
-             &aws_access_key_id={ACCESS_KEY}&aws_secret_access_key={SECRET_KEY}&aws_region=us-east-1",
-            self.port
-        )
+        storage_url_at(self.port, prefix)
     }
 
     /// Starts it again after [`S3::kill`], on the same port and directory.

@@ -12,6 +12,7 @@ use tests::{wait_for, TestApp, ADMIN_TOKEN};
 mod destroyed;
 mod faults;
 mod injected;
+mod injected_objects;
 mod queues;
 mod storage;
 

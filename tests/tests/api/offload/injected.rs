@@ -16,12 +16,12 @@ use tests::{
 };
 
 /// Items of a project; completed; kept in Redis above the queue's high mark.
-const ITEMS: usize = 5500;
-const DONE: usize = 2500;
+pub(super) const ITEMS: usize = 5500;
+pub(super) const DONE: usize = 2500;
 
 /// A project `slug` with [`ITEMS`] items, [`DONE`] of them done (one report each, so one log
 /// entry each), set to offload done items, spill its queue and archive its log.
-async fn prepare(app: &TestApp, slug: &str) {
+pub(super) async fn prepare(app: &TestApp, slug: &str) {
     app.project(slug, &[]).await;
     app.settings(slug, |s| {
         s.done_policy = "offload".into();
@@ -62,7 +62,7 @@ async fn prepare(app: &TestApp, slug: &str) {
 
 /// Project `slug` made a copy of project `from` (as [`prepare`] left it, nothing on disk): each
 /// of its keys restored under the new slug's name.
-async fn copy_project(app: &TestApp, from: &tests::Snapshot, tpl: &str, slug: &str) {
+pub(super) async fn copy_project(app: &TestApp, from: &tests::Snapshot, tpl: &str, slug: &str) {
     use fred::prelude::*;
     let client = app.store.client();
     for (key, dump) in from {
@@ -79,7 +79,7 @@ async fn copy_project(app: &TestApp, from: &tests::Snapshot, tpl: &str, slug: &s
 }
 
 /// Rounds of `o` on `slug` until one does nothing; errors (of a faulted call) end it too.
-async fn rounds(o: &Offloader, slug: &str) -> Result<(), String> {
+pub(super) async fn rounds(o: &Offloader, slug: &str) -> Result<(), String> {
     for _ in 0..50 {
         match o.tick(slug, false).await {
             Ok(Some(did)) if did != Default::default() => continue,
@@ -101,7 +101,7 @@ async fn archived_lines(app: &TestApp, slug: &str) -> Vec<String> {
 }
 
 /// Everything that must hold of `slug` after any fault and a clean run.
-async fn check(app: &TestApp, slug: &str, what: &str) {
+pub(super) async fn check(app: &TestApp, slug: &str, what: &str) {
     use fred::prelude::*;
     app.assert_invariant(slug).await;
     let counts = app.counts(slug).await;
@@ -120,23 +120,23 @@ async fn check(app: &TestApp, slug: &str, what: &str) {
         .unwrap()
         .into_iter()
         .collect();
-    let dir = app.dir.join("offload").join(slug);
-    Orphans {
+    let orphans = Orphans {
         registered: registered.clone(),
         left: Default::default(),
         tag: app.store.projects().files_tag(slug).await.unwrap(),
         now: app.store.offload().redis_now_ms().await.unwrap(),
         age: 0,
-    }
-    .remove(&dir);
-    let files: HashSet<String> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter_map(|n| n.strip_suffix(".seg").map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    };
+    let (storage, s) = (app.store.storage().clone(), slug.to_string());
+    tokio::task::spawn_blocking(move || orphans.remove_in(&storage, &s))
+        .await
+        .unwrap();
+    let files: HashSet<String> = app
+        .segment_objects(slug)
+        .await
+        .iter()
+        .filter_map(|k| k.rsplit('/').next()?.strip_suffix(".seg").map(String::from))
+        .collect();
     assert_eq!(files, registered, "{what}: files and registry");
     // The log: each completion once, on disk or in Redis.
     let on_disk = archived_lines(app, slug).await;
