@@ -10,6 +10,7 @@ use crate::{
 };
 
 mod admin;
+mod archives;
 pub mod dictionary;
 mod migrate;
 mod pipeline;
@@ -126,6 +127,18 @@ pub enum Command {
     Dictionary(DictionaryCommand),
     /// Import a live universal tracker's database (read-only, resumable).
     Migrate(MigrateArgs),
+    /// A project's completion log archives, where any process stored them (the archive
+    /// directory, or the object store of `TRACKER_STORAGE`): listed (name and bytes), or one
+    /// written to stdout (gzip NDJSON, as the panel downloads it).
+    Archives {
+        /// Project slug.
+        slug: String,
+        /// An archive's name (from the list): written to stdout.
+        name: Option<String>,
+        /// Where archives are files (default: `archive` under the data directory).
+        #[arg(long, env = "TRACKER_ARCHIVE_DIR")]
+        archive_dir: Option<std::path::PathBuf>,
+    },
     /// Verify a project's invariant; exits non-zero on any violation.
     Check {
         /// Project slug.
@@ -284,6 +297,14 @@ pub async fn run_admin(store: &Store, command: Command) -> Result<(), CliError> 
             "serve, precompress and script are not admin commands".into(),
         )),
         Command::Admin(cmd) => admin::run(store, cmd).await,
+        Command::Archives {
+            slug,
+            name,
+            archive_dir,
+        } => {
+            let dir = archive_dir.unwrap_or_else(|| std::path::PathBuf::from("data/archive"));
+            archives::run(store, &slug, name, &dir).await
+        }
         Command::Pipeline(cmd) => pipeline::run(store, cmd).await,
         Command::Dictionary(cmd) => dictionary::run(store, cmd).await,
         Command::Migrate(args) => migrate::run(store, args).await,

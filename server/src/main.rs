@@ -107,7 +107,11 @@ async fn run(args: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let stop = stop.expect("caught for serve");
             run_server(server::Config::from_args(url, &args.redis, &serve), stop).await
         }
-        admin => {
+        mut admin => {
+            // The archive directory's default is under the data directory, as `serve`'s.
+            if let Command::Archives { archive_dir, .. } = &mut admin {
+                archive_dir.get_or_insert_with(|| args.redis.data_dir.join("archive"));
+            }
             let storage = server::storage::Storage::open(
                 args.redis.storage.as_deref(),
                 &args.redis.offload_dir(),

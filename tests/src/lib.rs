@@ -99,6 +99,8 @@ pub struct CliRun {
     pub ok: bool,
     /// Its standard output.
     pub out: String,
+    /// Its standard output, as bytes.
+    pub stdout: Vec<u8>,
     /// Its standard error.
     pub err: String,
 }
@@ -382,6 +384,7 @@ impl TestApp {
             .env("TRACKER_NAMESPACE", &self.namespace)
             .env("TRACKER_OFFLOAD_DIR", self.dir.join("offload"))
             .env("TRACKER_STORAGE", self.storage.as_deref().unwrap_or(""))
+            .env("TRACKER_ARCHIVE_DIR", self.dir.join("archive"))
             .env("RUST_LOG", "error")
             // The caller's own come last: they may change any of these.
             .envs(env.iter().copied())
@@ -400,6 +403,7 @@ impl TestApp {
         CliRun {
             ok: out.status.success(),
             out: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stdout: out.stdout.clone(),
             err: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }

@@ -14,17 +14,23 @@ pub const READER_GONE_STATUS: u8 = 141;
 /// Writes `args` (and a newline when `newline`) to stdout, flushed. A reader gone unwinds with
 /// [`ReaderGone`]; any other error ends the process with a message on stderr.
 pub fn write(args: std::fmt::Arguments, newline: bool) {
+    write_with(|out| {
+        out.write_fmt(args)?;
+        if newline {
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes `bytes` to stdout, flushed, as [`write`] does.
+pub fn write_bytes(bytes: &[u8]) {
+    write_with(|out| out.write_all(bytes))
+}
+
+fn write_with(call: impl FnOnce(&mut std::io::StdoutLock) -> std::io::Result<()>) {
     let mut out = std::io::stdout().lock();
-    let written = out
-        .write_fmt(args)
-        .and_then(|()| {
-            if newline {
-                out.write_all(b"\n")
-            } else {
-                Ok(())
-            }
-        })
-        .and_then(|()| out.flush());
+    let written = call(&mut out).and_then(|()| out.flush());
     match written {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {

@@ -164,6 +164,35 @@ async fn archiving_writes_the_oldest_log_entries_to_gzip_and_trims_them() {
         archived.join("\n"),
         log.lines().take(expected).collect::<Vec<_>>().join("\n")
     );
+    // The command line reads it where it is (a file, or an object when the segments are).
+    let listed = app.cli(&["archives", "p1"], b"");
+    assert!(listed.ok, "{} {}", listed.out, listed.err);
+    assert_eq!(listed.out, format!("{file}\t{}\n", raw.len()));
+    let got = app.cli(&["archives", "p1", &file], b"");
+    assert!(got.ok, "{}", got.err);
+    assert_eq!(
+        got.stdout,
+        raw.to_vec(),
+        "the same bytes as the panel's download"
+    );
+    let none = app.cli(&["archives", "p1", "p1-1-2.ndjson.gz"], b"");
+    assert!(
+        !none.ok && none.err.contains("has no archive"),
+        "{}",
+        none.err
+    );
+    let bad = app.cli(&["archives", "p1", "../../etc/passwd"], b"");
+    assert!(
+        !bad.ok && bad.err.contains("not an archive's name"),
+        "{}",
+        bad.err
+    );
+    let unknown = app.cli(&["archives", "nope"], b"");
+    assert!(
+        !unknown.ok && unknown.err.contains("no such project"),
+        "{}",
+        unknown.err
+    );
     assert_eq!(
         p.get("/admin/api/p1/archives/..%2F..%2Fetc%2Fpasswd")
             .await
