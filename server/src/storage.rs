@@ -20,10 +20,18 @@
 //! store's calls run on the runtime the storage was opened on.
 
 use crate::segment::{self, Segment, Source};
+
+mod copy;
+mod read;
+
+use copy::sha256;
+pub use copy::Copied;
 use futures::TryStreamExt;
 use object_store::{
     path::Path as Key, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 };
+use read::ObjectSource;
+pub use read::{SourceReader, READ_CHUNK};
 use std::{
     io,
     path::{Path, PathBuf},
@@ -365,96 +373,6 @@ impl Storage {
 /// The folder of an object store's root that holds the log archives ([`Storage::archives`]).
 pub const ARCHIVES: &str = "_archives";
 
-/// An object (or file) read from start to end, [`READ_CHUNK`] bytes a call at most: a log
-/// archive read or downloaded without holding it whole.
-pub struct SourceReader {
-    source: Box<dyn Source>,
-    offset: u64,
-    size: u64,
-}
-
-/// The most one read of a [`SourceReader`] asks for: one ranged `GET` of an object store.
-pub const READ_CHUNK: usize = 1 << 20;
-
-impl SourceReader {
-    /// Reads `source` from its start.
-    pub fn new(source: Box<dyn Source>) -> io::Result<SourceReader> {
-        let size = source.size()?;
-        Ok(SourceReader {
-            source,
-            offset: 0,
-            size,
-        })
-    }
-
-    /// The next chunk of up to [`READ_CHUNK`] bytes; empty at the end.
-    pub fn next_chunk(&mut self) -> io::Result<Vec<u8>> {
-        let n = (self.size - self.offset).min(READ_CHUNK as u64) as usize;
-        let mut buf = vec![0; n];
-        self.source.read_exact_at(&mut buf, self.offset)?;
-        self.offset += n as u64;
-        Ok(buf)
-    }
-}
-
-impl io::Read for SourceReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (self.size - self.offset).min(buf.len().min(READ_CHUNK) as u64) as usize;
-        self.source.read_exact_at(&mut buf[..n], self.offset)?;
-        self.offset += n as u64;
-        Ok(n)
-    }
-}
-
-/// What [`Storage::copy_to`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Copied {
-    /// Objects written.
-    pub copied: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Objects the destination held already, the same to the byte.
-    pub skipped: u64,
-}
-
-fn sha256(bytes: &[u8]) -> [u8; 32] {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).into()
-}
-
-impl Storage {
-    /// Copies every object of this storage to `to` (`tracker storage copy`): an object `to`
-    /// holds with the same size and SHA-256 is skipped, so a copy stopped half-way is run
-    /// again; each one written is read back and its SHA-256 compared, and a difference is an
-    /// error. A listing that fails stops the copy (what was copied stays).
-    pub fn copy_to(&self, to: &Storage) -> io::Result<Copied> {
-        let there: std::collections::HashMap<String, u64> =
-            to.list("")?.into_iter().map(|o| (o.key, o.size)).collect();
-        let mut done = Copied::default();
-        for object in self.list("")? {
-            let bytes = self.get_bytes(&object.key)?;
-            let want = sha256(&bytes);
-            if there.get(&object.key) == Some(&(bytes.len() as u64))
-                && sha256(&to.get_bytes(&object.key)?) == want
-            {
-                done.skipped += 1;
-                continue;
-            }
-            let size = bytes.len() as u64;
-            to.put_bytes(&object.key, bytes)?;
-            if sha256(&to.get_bytes(&object.key)?) != want {
-                return Err(other(format!(
-                    "{}: the copy read back differs from the original",
-                    object.key
-                )));
-            }
-            done.copied += 1;
-            done.bytes += size;
-        }
-        Ok(done)
-    }
-}
-
 /// Adds the files under `at` (below `root`) whose key starts with `prefix` to `out`.
 fn list_dir(root: &Path, at: &Path, prefix: &str, out: &mut Vec<Listed>) -> io::Result<()> {
     let read = match std::fs::read_dir(at) {
@@ -525,47 +443,5 @@ impl Objects {
         };
         self.block(self.store.put_opts(&key, PutPayload::from(bytes), opts))
             .map(drop)
-    }
-}
-
-/// An object read a range at a time.
-struct ObjectSource {
-    objects: Objects,
-    key: Key,
-    size: u64,
-}
-
-impl Source for ObjectSource {
-    fn size(&self) -> io::Result<u64> {
-        Ok(self.size)
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let end = offset + buf.len() as u64;
-        if end > self.size {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("{}: {end} past its {} bytes", self.key, self.size),
-            ));
-        }
-        let got = self
-            .objects
-            .block(self.objects.store.get_range(&self.key, offset..end))?;
-        if got.len() != buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "{}: a range of {} bytes answered {}",
-                    self.key,
-                    buf.len(),
-                    got.len()
-                ),
-            ));
-        }
-        buf.copy_from_slice(&got);
-        Ok(())
     }
 }

@@ -5,6 +5,8 @@
 
 pub mod cluster;
 pub mod fault_proxy;
+mod files;
+mod snapshot;
 
 pub mod panel;
 pub mod s3;
@@ -304,19 +306,6 @@ impl TestApp {
         }
     }
 
-    /// The keys of the objects (segments) of `slug` where its segments live (`offload/`, or
-    /// its S3 bucket), in order.
-    pub async fn segment_objects(&self, slug: &str) -> Vec<String> {
-        let (storage, dir) = (self.store.storage().clone(), format!("{slug}/"));
-        tokio::task::spawn_blocking(move || storage.list(&dir))
-            .await
-            .expect("a listing thread")
-            .expect("list the segments")
-            .into_iter()
-            .map(|o| o.key)
-            .collect()
-    }
-
     /// `http://addr` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
@@ -447,102 +436,6 @@ impl TestApp {
             .xlen(self.store.keys().project(slug).log())
             .await
             .expect("XLEN")
-    }
-
-    /// The log archive directory of project `slug` (it carries the project's files tag), where
-    /// its archives are files (they are objects when the segments are: [`TestApp::archives`]).
-    pub async fn archive_dir(&self, slug: &str) -> PathBuf {
-        self.archives(slug)
-            .await
-            .local_dir()
-            .expect("the project's archives are files")
-    }
-
-    /// The log archives of project `slug`, files or objects.
-    pub async fn archives(
-        &self,
-        slug: &str,
-    ) -> server::store::offload::offloader::archive::Archives {
-        server::store::offload::offloader::archive::Archives::of(
-            &self.store,
-            &self.dir.join("archive"),
-            slug,
-        )
-        .await
-        .expect("the project's archives")
-    }
-
-    /// The names of the log archives of project `slug`, oldest first, and each one's entries
-    /// (its lines, as JSON), read where they live.
-    pub async fn archived(&self, slug: &str) -> Vec<(String, Vec<serde_json::Value>)> {
-        let archives = self.archives(slug).await;
-        tokio::task::spawn_blocking(move || {
-            use std::io::Read;
-            let mut files = archives.files().expect("the archives are listed");
-            files.sort_by(|a, b| a.name.cmp(&b.name));
-            files
-                .into_iter()
-                .map(|f| {
-                    let mut text = String::new();
-                    flate2::read::GzDecoder::new(archives.open(&f.name).expect("an archive opens"))
-                        .read_to_string(&mut text)
-                        .expect("an archive reads");
-                    let lines = text
-                        .lines()
-                        .map(|l| serde_json::from_str(l).expect("an archive's line is JSON"))
-                        .collect();
-                    (f.name, lines)
-                })
-                .collect()
-        })
-        .await
-        .expect("reading the archives")
-    }
-
-    /// Every key of project `slug` with its `DUMP`: a [`Snapshot`] to roll back to
-    /// ([`TestApp::roll_back`]), or to copy the project from.
-    pub async fn dump_project(&self, slug: &str) -> Snapshot {
-        use fred::prelude::*;
-        let pattern = format!("{}:{{{slug}}}*", self.store.keys().namespace());
-        let keys: Vec<String> = self
-            .store
-            .client()
-            .custom(fred::cmd!("KEYS"), vec![pattern])
-            .await
-            .expect("KEYS");
-        let mut out = Vec::new();
-        for k in keys {
-            let v: fred::types::Value = self.store.client().dump(k.as_str()).await.expect("DUMP");
-            out.push((k, v));
-        }
-        out
-    }
-
-    /// Project `slug` as `snapshot` ([`TestApp::dump_project`]) had it, as a Redis restored from
-    /// an older copy (a failover, a restore) has it: its keys now deleted, the snapshot's put
-    /// back, in one script, so that no process (the folder, an offloader) sees it half-way or
-    /// writes into it meanwhile.
-    pub async fn roll_back(&self, slug: &str, snapshot: &Snapshot) {
-        use fred::prelude::*;
-        const ROLL_BACK: &str = "local n = tonumber(ARGV[1]) \
-            for i = 1, n do redis.call('DEL', KEYS[i]) end \
-            for i = n + 1, #KEYS do redis.call('RESTORE', KEYS[i], 0, ARGV[i - n + 1], 'REPLACE') end";
-        let now: Vec<String> = self
-            .dump_project(slug)
-            .await
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
-        let mut keys = now.clone();
-        keys.extend(snapshot.iter().map(|(k, _)| k.clone()));
-        let mut args = vec![fred::types::Value::from(now.len() as i64)];
-        args.extend(snapshot.iter().map(|(_, v)| v.clone()));
-        let _: fred::types::Value = self
-            .store
-            .client()
-            .eval(ROLL_BACK, keys, args)
-            .await
-            .expect("the rollback");
     }
 
     /// Panics unless `tracker check` finds the project's invariant intact.
