@@ -37,8 +37,9 @@ test-build:
 	cargo build --all-targets -p app -p server -p tests
 	TRACKER=$(TEST_BIN) WASM_PROFILE=wasm-test scripts/build-site.sh
 
-# The integration and browser tests run that binary (TRACKER_BIN); the offload and storage
-# tests run again with their segments in a real S3-speaking server (s3s-fs, tests/src/s3.rs).
+# The integration and browser tests run that binary (TRACKER_BIN); the offload, storage and
+# log archive tests run again with their segments and archives in a real S3-speaking server
+# (s3s-fs, tests/src/s3.rs).
 unit:
 	cargo build --all-targets -p app -p server -p tests
 	TRACKER_BIN=$(TEST_BIN) cargo test -p app -p server -p tests
