@@ -1,6 +1,8 @@
 //! The long chaos run (`make chaos`, issue 18): `bench --chaos [--items N] [--minutes M]
-//! [--warriors W]` runs `tests::chaos` with the release tracker, prints its report and the
-//! command, and exits non-zero on any violation.
+//! [--warriors W] [--object-store]` runs `tests::chaos` with the release tracker, prints its
+//! report and the command, and exits non-zero on any violation. `--object-store` keeps the
+//! segments and log archives of the three processes (each on its own empty directory) in one
+//! bucket of a real S3-speaking server, killed every 30 s and paused 5 s every 45 s.
 
 use std::time::Duration;
 
@@ -31,11 +33,20 @@ pub async fn run(args: &[String]) {
     if let Some(w) = figure(args, "--warriors") {
         cfg.warriors = w as usize;
     }
+    let objects = args.iter().any(|a| a == "--object-store");
+    if objects {
+        cfg.object_store = Some(tests::chaos::ObjectFaults {
+            kill_every: Duration::from_secs(30),
+            pause_every: Duration::from_secs(45),
+            pause: Duration::from_secs(5),
+        });
+    }
     println!(
-        "# bench --chaos --items {} --minutes {} --warriors {} ({})",
+        "# bench --chaos --items {} --minutes {} --warriors {}{} ({})",
         cfg.items,
         cfg.chaos.as_secs_f64() / 60.0,
         cfg.warriors,
+        if objects { " --object-store" } else { "" },
         cfg.tracker_bin.display()
     );
     let report = tests::chaos::run(&cfg).await;

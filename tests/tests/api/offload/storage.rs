@@ -421,3 +421,49 @@ async fn log_archives_go_to_the_bucket_and_an_outage_trims_nothing() {
     drop(app);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The public `tracker-stats.json` shows the count of a project's log archives: many
+/// requests make one listing of the bucket (a paid call, and a slow one while the store is
+/// down), and a store that stops leaves the page answering with the last count.
+#[tokio::test]
+async fn the_public_stats_do_not_list_the_bucket_for_every_request() {
+    let dir = std::env::temp_dir().join(tests::random_name("tracker-s3-"));
+    let mut s3 = S3::start(&dir);
+    let proxy = tests::s3_proxy::S3Proxy::start(s3.port).await;
+    let url = proxy.storage_url("stats");
+    let app = TestApp::start_with(|c| c.storage = Some(url.clone())).await;
+    project(&app, "seen", 300, |_| {}).await;
+    assert_eq!(complete_all(&app, "seen").await, 300);
+    let r = app
+        .send(
+            app.http
+                .post(app.url("/admin/api/seen/log/archive"))
+                .bearer_auth(tests::ADMIN_TOKEN)
+                .json(&serde_json::json!({ "to": server::store::now_ms() })),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    proxy.clear();
+    let files = |body: &str| -> u64 {
+        serde_json::from_str::<serde_json::Value>(body).unwrap()["offload"]["log_files"]
+            .as_u64()
+            .unwrap()
+    };
+    for _ in 0..20 {
+        let r = app.get("/seen/tracker-stats.json").await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(files(&r.body), 1, "{}", r.body);
+    }
+    let listings = proxy
+        .seen()
+        .iter()
+        .filter(|c| c.contains("list-type=2"))
+        .count();
+    assert!(listings <= 1, "{listings} listings: {:?}", proxy.seen());
+    s3.kill();
+    let r = app.get("/seen/tracker-stats.json").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(files(&r.body), 1, "the last count: {}", r.body);
+    drop(app);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -230,6 +230,7 @@ pub async fn write_archive(
     };
     let _ = tokio::fs::remove_file(&tmp).await;
     let (name, bytes) = stored?;
+    archives.forget_totals();
     let trimmed = store
         .fleet()
         .trim_log_through(slug, &last)
@@ -300,10 +301,20 @@ pub async fn offload_state(
     slug: &str,
 ) -> Result<OffloadState, StoreError> {
     let mut out = store.offload().offload_summary(slug).await?;
-    // A listing: off the async workers.
     let archives = Archives::of(store, archive_dir, slug).await?;
-    (out.log_files, out.log_bytes) = tokio::task::spawn_blocking(move || archives.totals())
-        .await
-        .unwrap_or((0, 0));
+    (out.log_files, out.log_bytes) = match archives.cached_totals() {
+        Some((totals, true)) => totals,
+        cached => {
+            // A listing: off the async workers, and waited for a short while only; a listing
+            // that fails, or is slow, shows the last one (or none) and refreshes nothing.
+            let last = cached.map_or((0, 0), |(t, _)| t);
+            let listing = tokio::task::spawn_blocking(move || archives.totals());
+
+            match tokio::time::timeout(archives::TOTALS_WAIT, listing).await {
+                Ok(Ok(Ok(totals))) => totals,
+                _ => last,
+            }
+        }
+    };
     Ok(out)
 }

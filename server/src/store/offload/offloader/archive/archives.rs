@@ -36,6 +36,23 @@ pub struct Archives {
     slug: String,
 }
 
+/// How long the count and bytes of a project's archives are shown as listed: the public
+/// `tracker-stats.json` and the panel's "On disk" card show them, and a listing of an object
+/// store is a paid call that may take its full timeout while the store is down.
+pub const TOTALS_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The longest a page waits for a listing of the archives before it shows the last one (or
+/// none); the listing goes on and fills [`TOTALS`] for the next.
+pub const TOTALS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The count and bytes of the archives of each place ([`Archives::describe`]) last listed, and
+/// when. Bounded by the projects this process has shown.
+static TOTALS: std::sync::Mutex<std::collections::BTreeMap<String, Listed>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// When a place's archives were listed, and their count and bytes then.
+type Listed = (std::time::Instant, (u64, u64));
+
 /// One archive file: its name and size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArchiveObject {
@@ -137,12 +154,32 @@ impl Archives {
         Ok(best)
     }
 
-    /// Their count and bytes (none when they cannot be listed).
-    pub fn totals(&self) -> (u64, u64) {
-        self.files()
-            .unwrap_or_default()
+    /// Their count and bytes, listed now; kept for [`TOTALS_FOR`] ([`Archives::cached_totals`]).
+    pub fn totals(&self) -> std::io::Result<(u64, u64)> {
+        let totals = self
+            .files()?
             .iter()
-            .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes))
+            .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes));
+        TOTALS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(self.describe(), (std::time::Instant::now(), totals));
+        Ok(totals)
+    }
+
+    /// Their count and bytes as last listed, and whether that was within [`TOTALS_FOR`].
+    pub fn cached_totals(&self) -> Option<((u64, u64), bool)> {
+        let cache = TOTALS.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, totals) = cache.get(&self.describe())?;
+        Some((*totals, at.elapsed() < TOTALS_FOR))
+    }
+
+    /// Forgets their count and bytes (an archive was stored or deleted).
+    pub fn forget_totals(&self) {
+        TOTALS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.describe());
     }
 
     /// Stores the finished archive at `spool` under a name of its first and last entries'
@@ -193,6 +230,7 @@ impl Archives {
             return Ok(0);
         }
         let files = self.files()?;
+        self.forget_totals();
         for f in &files {
             self.storage.delete(&self.key(&f.name))?;
         }
