@@ -138,6 +138,7 @@ impl Storage {
             })
             .build()
             .map_err(|e| format!("{url}: {e}"))?;
+        remove_dead_spools(&std::env::temp_dir());
         Ok(Storage::Objects(Objects {
             store: Arc::new(store),
             prefix: prefix.trim_matches('/').to_string(),
@@ -217,9 +218,7 @@ impl Storage {
         match self {
             Storage::Local(dir) => segment::write(&dir.join(&key), records, keep_names),
             Storage::Objects(_) => {
-                let spool = std::env::temp_dir()
-                    .join(format!("tracker-spool-{}", std::process::id()))
-                    .join(&key);
+                let spool = spool_dir().join(&key);
                 let written = segment::write(&spool, records, keep_names)
                     .and_then(|_| self.put_file(&key, &spool));
                 let _ = std::fs::remove_file(&spool);
@@ -370,6 +369,38 @@ impl Storage {
     }
 }
 
+/// This process's spool directory: what it uploads to an object store is written here first,
+/// in the system's temporary directory.
+pub fn spool_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("{SPOOL}{}", std::process::id()))
+}
+
+const SPOOL: &str = "tracker-spool-";
+
+/// Deletes the spool directories in `temp` of processes that are gone (killed while they
+/// wrote a segment or an archive): how many. A live process's stays.
+pub fn remove_dead_spools(temp: &Path) -> u64 {
+    let Ok(read) = std::fs::read_dir(temp) else {
+        return 0;
+    };
+    let mut gone = 0;
+    for entry in read.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(SPOOL).and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        // Signal 0: nothing is sent; it fails with ESRCH when no such process exists.
+        // SAFETY: kill(2) with signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if !alive && std::fs::remove_dir_all(entry.path()).is_ok() {
+            tracing::info!(dir = %entry.path().display(), "deleted the spool of a process gone");
+            gone += 1;
+        }
+    }
+    gone
+}
+
 /// The folder of an object store's root that holds the log archives ([`Storage::archives`]).
 pub const ARCHIVES: &str = "_archives";
 
@@ -445,3 +476,6 @@ impl Objects {
             .map(drop)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -212,7 +212,7 @@ impl Archives {
     pub(super) fn spool(&self) -> std::io::Result<(PathBuf, std::fs::File)> {
         let dir = match self.local_dir() {
             Some(dir) => dir,
-            None => std::env::temp_dir().join(format!("tracker-spool-{}", std::process::id())),
+            None => crate::storage::spool_dir(),
         };
         private_dir_sync(&dir)?;
         let path = dir.join(format!(
