@@ -95,6 +95,17 @@ async fn complete_all(app: &TestApp, slug: &str) -> usize {
     }
 }
 
+/// The panel's "Archive" of the log of `slug` up to now.
+async fn archive_now(app: &TestApp, slug: &str) -> tests::Reply {
+    app.send(
+        app.http
+            .post(app.url(&format!("/admin/api/{slug}/log/archive")))
+            .bearer_auth(tests::ADMIN_TOKEN)
+            .json(&serde_json::json!({ "to": server::store::now_ms() })),
+    )
+    .await
+}
+
 async fn scard(app: &TestApp, key: String) -> u64 {
     use fred::prelude::*;
     app.store.client().scard(key).await.unwrap()

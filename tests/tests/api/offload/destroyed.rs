@@ -2,10 +2,10 @@
 //! incarnation), so a purge that runs late, in any process, deletes the destroyed project's
 //! files and never those of a project made again under the slug.
 
-use super::{complete_all, offloader, project, settle};
+use super::{archive_now, complete_all, offloader, project, settle};
 use server::store::{offload::offloader::purge_project_files, Settings};
 use std::path::{Path, PathBuf};
-use tests::{TestApp, ADMIN_TOKEN};
+use tests::TestApp;
 
 fn offload(s: &mut Settings) {
     s.done_policy = "offload".into();
@@ -44,14 +44,7 @@ async fn made_and_offloaded(app: &TestApp, legacy: bool) {
     }
     assert_eq!(complete_all(app, "p").await, 2000);
     settle(&offloader(app), "p").await;
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/p/log/archive"))
-                .bearer_auth(ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(app, "p").await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
 

@@ -2,7 +2,7 @@
 //! delete a file that holds items; a destroyed project's files go with it (and only then);
 //! the log archive runs under the lease and never archives an entry twice; files are private.
 
-use super::{complete_all, offloader, project, settle};
+use super::{archive_now, complete_all, offloader, project, settle};
 use fred::prelude::*;
 use std::{
     os::unix::fs::PermissionsExt,
@@ -48,17 +48,6 @@ async fn create(app: &TestApp, slug: &str) -> tests::Reply {
             .post(app.url("/admin/api/projects"))
             .bearer_auth(ADMIN_TOKEN)
             .json(&serde_json::json!({ "slug": slug })),
-    )
-    .await
-}
-
-/// The panel's "Archive" button on `slug`: everything up to now.
-async fn archive_now(app: &TestApp, slug: &str) -> tests::Reply {
-    app.send(
-        app.http
-            .post(app.url(&format!("/admin/api/{slug}/log/archive")))
-            .bearer_auth(ADMIN_TOKEN)
-            .json(&serde_json::json!({ "to": server::store::now_ms() })),
     )
     .await
 }

@@ -3,7 +3,7 @@
 //! checked), read by the command line from the bucket alone; and an object server that stops
 //! while the offloader works loses and duplicates nothing.
 
-use super::{complete_all, offloader, project, settle};
+use super::{archive_now, complete_all, offloader, project, settle};
 use tests::{s3::S3, TestApp};
 
 #[tokio::test]
@@ -57,14 +57,7 @@ async fn tracker_storage_copy_moves_an_installs_segments_into_a_bucket_and_back(
 
     // The log archives move beside them, under `_archives/`, where a process on the bucket
     // reads them.
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/moved/log/archive"))
-                .bearer_auth(tests::ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "moved").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let local_archives = app.archived("moved").await;
     assert_eq!(local_archives.len(), 1);
@@ -324,14 +317,7 @@ async fn log_archives_go_to_the_bucket_and_an_outage_trims_nothing() {
     // The object server down: the archive fails and the log keeps every entry; the list of
     // archives and the log's download are refused for now (503), never answered short.
     s3.kill();
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/arch/log/archive"))
-                .bearer_auth(tests::ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "arch").await;
     assert!(r.status >= 500, "{} {}", r.status, r.body);
     assert_eq!(log_len().await, entries, "nothing trimmed");
     for path in ["archives", "log"] {
@@ -343,14 +329,7 @@ async fn log_archives_go_to_the_bucket_and_an_outage_trims_nothing() {
     // Back: the archive is an object in the bucket, under `_archives/`, and nothing of it is
     // on this machine's disk.
     s3.restart();
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/arch/log/archive"))
-                .bearer_auth(tests::ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "arch").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let name = serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["file"]
         .as_str()
@@ -434,14 +413,7 @@ async fn the_public_stats_do_not_list_the_bucket_for_every_request() {
     let app = TestApp::start_with(|c| c.storage = Some(url.clone())).await;
     project(&app, "seen", 300, |_| {}).await;
     assert_eq!(complete_all(&app, "seen").await, 300);
-    let r = app
-        .send(
-            app.http
-                .post(app.url("/admin/api/seen/log/archive"))
-                .bearer_auth(tests::ADMIN_TOKEN)
-                .json(&serde_json::json!({ "to": server::store::now_ms() })),
-        )
-        .await;
+    let r = archive_now(&app, "seen").await;
     assert_eq!(r.status, 200, "{}", r.body);
     proxy.clear();
     let files = |body: &str| -> u64 {
