@@ -5,7 +5,7 @@
 
 use super::{stream_id_after, THROUGH};
 use crate::storage::{SourceReader, Storage};
-use crate::store::{Store, StoreResult};
+use crate::store::redis_core::{Store, StoreResult};
 use std::path::{Path, PathBuf};
 
 /// The archive directory under `archive_dir` of project `slug` whose files carry `tag`
