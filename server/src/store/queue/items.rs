@@ -250,10 +250,10 @@ impl super::Queue<'_> {
                     Some(DiskHit::Done { .. } | DiskHit::Discarded)
                 )
             };
+            // None on disk is no proof of unknown: the item may be back in Redis meanwhile (a
+            // Redis restarted without its last second of writes undoes an offload's commit
+            // between the two reads), so the report is run again on what is not on disk.
             let old = report.items.iter().filter(|i| done_on_disk(i)).count() as u64;
-            if old == 0 {
-                continue;
-            }
             let rest: Vec<String> = report
                 .items
                 .iter()
