@@ -16,7 +16,6 @@
 
 use super::{auth::Caller, items::Affected};
 use crate::openapi::ProjectPath;
-use crate::storage::SourceReader;
 use crate::store::offload::offloader::archive::{
     archive_now, offload_state, valid_archive_name, ArchiveError, Archives, Written,
 };
@@ -33,26 +32,6 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-
-/// The chunks of `reader`, each read on a blocking thread.
-pub fn chunks(
-    reader: SourceReader,
-) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
-    futures::stream::unfold(Some(reader), |reader| async move {
-        let mut reader = reader?;
-        let read = tokio::task::spawn_blocking(move || {
-            let chunk = reader.next_chunk();
-            (chunk, reader)
-        })
-        .await;
-        match read {
-            Ok((Ok(chunk), _)) if chunk.is_empty() => None,
-            Ok((Ok(chunk), reader)) => Some((Ok(chunk), Some(reader))),
-            Ok((Err(e), _)) => Some((Err(e), None)),
-            Err(e) => Some((Err(std::io::Error::other(e)), None)),
-        }
-    })
-}
 
 fn write_failed(e: std::io::Error) -> ApiError {
     tracing::error!(error = %e, "writing a log archive");
@@ -175,11 +154,7 @@ pub async fn list_archives(
     caller.may_view(&slug)?;
     known_project(&state, &slug).await?;
     let archives = Archives::of(&state.store, &state.config.archive_dir, &slug).await?;
-    let listed = tokio::task::spawn_blocking(move || archives.files())
-        .await
-        .map_err(std::io::Error::other)
-        .and_then(|r| r)
-        .map_err(unreadable)?;
+    let listed = archives.blocking(|a| a.files()).await.map_err(unreadable)?;
     let mut out: Vec<ArchiveFile> = listed
         .into_iter()
         .map(|f| ArchiveFile {
@@ -192,7 +167,7 @@ pub async fn list_archives(
 }
 
 /// The answer when the archives cannot be read now (an object store down): 503, to retry.
-fn unreadable(e: std::io::Error) -> ApiError {
+pub(super) fn unreadable(e: std::io::Error) -> ApiError {
     tracing::warn!(error = %e, "log archives unreadable: answered 503");
     ApiError::Unavailable(
         crate::web::UNAVAILABLE_RETRY_AFTER,
@@ -218,13 +193,8 @@ pub async fn download_archive(
         return Err(ApiError::not_found("No such archive."));
     }
     let archives = Archives::of(&state.store, &state.config.archive_dir, &slug).await?;
-    let opened = {
-        let name = name.clone();
-        tokio::task::spawn_blocking(move || archives.open(&name))
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r)
-    };
+    let wanted = name.clone();
+    let opened = archives.blocking(move |a| a.open(&wanted)).await;
     let reader = match opened {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -232,7 +202,7 @@ pub async fn download_archive(
         }
         Err(e) => return Err(unreadable(e)),
     };
-    let mut resp = Body::from_stream(chunks(reader)).into_response();
+    let mut resp = Body::from_stream(reader.chunks()).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,

@@ -63,28 +63,20 @@ pub async fn download_log(
     let (from_ms, to_ms) = (range.from.unwrap_or(0), range.to.unwrap_or(u64::MAX));
     let archives = Archives::of(&state.store, &state.config.archive_dir, &slug).await?;
     let files = {
-        let (archives, slug) = (archives.clone(), slug.clone());
-        tokio::task::spawn_blocking(move || archives_between(&archives, &slug, from_ms, to_ms))
+        let slug = slug.clone();
+        archives
+            .blocking(move |a| archives_between(a, &slug, from_ms, to_ms))
             .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r)
-            .map_err(|e| {
-                tracing::warn!(error = %e, "log archives unreadable: answered 503");
-                crate::web::ApiError::Unavailable(
-                    crate::web::UNAVAILABLE_RETRY_AFTER,
-                    "The log archives cannot be read now; retry shortly.".into(),
-                )
-            })?
+            .map_err(super::archive::unreadable)?
     };
     // The entries archived first (they are older than any left in Redis), each archive
     // read off the async threads, filtered to the range.
     let archived = futures::StreamExt::then(futures::stream::iter(files), move |name: String| {
         let archives = archives.clone();
         async move {
-            tokio::task::spawn_blocking(move || archived_lines(&archives, &name, from_ms, to_ms))
+            archives
+                .blocking(move |a| archived_lines(a, &name, from_ms, to_ms))
                 .await
-                .map_err(std::io::Error::other)
-                .and_then(|r| r)
         }
     });
     let pages = futures::stream::unfold(

@@ -21,11 +21,7 @@ pub async fn run(
     let place = archives.describe();
     let failed = |e: std::io::Error| CliError::Io(place.clone(), e);
     let Some(name) = name else {
-        let files = tokio::task::spawn_blocking(move || archives.files())
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r)
-            .map_err(failed)?;
+        let files = archives.blocking(|a| a.files()).await.map_err(failed)?;
         for f in files {
             outln!("{}\t{}", f.name, f.bytes);
         }
@@ -34,12 +30,11 @@ pub async fn run(
     if !crate::store::offload::offloader::archive::valid_archive_name(&name) {
         return Err(CliError::Usage(format!("not an archive's name: {name:?}")));
     }
-    let mut reader = {
+    let reader = {
         let wanted = name.clone();
-        tokio::task::spawn_blocking(move || archives.open(&wanted))
+        archives
+            .blocking(move |a| a.open(&wanted))
             .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => {
                     CliError::Usage(format!("{slug} has no archive {name:?}"))
@@ -48,15 +43,9 @@ pub async fn run(
             })?
     };
     // A chunk at a time (1 MiB), off the async threads.
-    loop {
-        let (chunk, back) = tokio::task::spawn_blocking(move || (reader.next_chunk(), reader))
-            .await
-            .map_err(|e| failed(std::io::Error::other(e)))?;
-        reader = back;
-        let chunk = chunk.map_err(failed)?;
-        if chunk.is_empty() {
-            return Ok(());
-        }
-        super::stdout::write_bytes(&chunk);
+    let mut chunks = std::pin::pin!(reader.chunks());
+    while let Some(chunk) = futures::StreamExt::next(&mut chunks).await {
+        super::stdout::write_bytes(&chunk.map_err(failed)?);
     }
+    Ok(())
 }

@@ -38,6 +38,23 @@ impl SourceReader {
     }
 }
 
+impl SourceReader {
+    /// Its chunks as a stream, each read on a blocking thread: a download that never holds
+    /// the object whole.
+    pub fn chunks(self) -> impl futures::Stream<Item = io::Result<Vec<u8>>> + Send + 'static {
+        futures::stream::unfold(Some(self), |reader| async move {
+            let mut reader = reader?;
+            let read = tokio::task::spawn_blocking(move || (reader.next_chunk(), reader)).await;
+            match read {
+                Ok((Ok(chunk), _)) if chunk.is_empty() => None,
+                Ok((Ok(chunk), reader)) => Some((Ok(chunk), Some(reader))),
+                Ok((Err(e), _)) => Some((Err(e), None)),
+                Err(e) => Some((Err(io::Error::other(e)), None)),
+            }
+        })
+    }
+}
+
 impl io::Read for SourceReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = (self.size - self.offset).min(buf.len().min(READ_CHUNK) as u64) as usize;

@@ -244,17 +244,12 @@ pub async fn write_archive(
     }))
 }
 
-/// Runs `call` on `archives` on a blocking thread.
+/// Runs `call` on `archives` on a blocking thread ([`Archives::blocking`]).
 async fn on_archives<T: Send + 'static>(
     archives: &Archives,
     call: impl FnOnce(&Archives) -> std::io::Result<T> + Send + 'static,
 ) -> Result<T, ArchiveError> {
-    let archives = archives.clone();
-    tokio::task::spawn_blocking(move || call(&archives))
-        .await
-        .map_err(std::io::Error::other)
-        .and_then(|r| r)
-        .map_err(ArchiveError::Io)
+    archives.blocking(call).await.map_err(ArchiveError::Io)
 }
 
 /// The panel's archive of the log of `slug` through stream id `end`: under the lease of this

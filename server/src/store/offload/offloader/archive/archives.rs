@@ -79,6 +79,18 @@ impl Archives {
         Ok(Archives::new(store.storage(), archive_dir, slug, &tag))
     }
 
+    /// Runs `call` on them on a blocking thread (their calls block).
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&Archives) -> std::io::Result<T> + Send + 'static,
+    ) -> std::io::Result<T> {
+        let archives = self.clone();
+        tokio::task::spawn_blocking(move || call(&archives))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
+    }
+
     /// Their local directory, when they are files.
     pub fn local_dir(&self) -> Option<PathBuf> {
         self.storage.local_dir().map(|d| d.join(&self.prefix))
