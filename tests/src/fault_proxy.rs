@@ -27,6 +27,9 @@ pub enum Fault {
     Late(Duration),
     /// The command runs; its connection closes before the answer.
     Lost,
+    /// The command waits until [`FaultProxy::release`], then runs and is answered: a test
+    /// changes Redis between two calls of one operation (see [`FaultProxy::held`]).
+    Held,
 }
 
 impl Fault {
@@ -74,7 +77,15 @@ pub struct FaultProxy {
     plan: Arc<Mutex<Plan>>,
     /// Late commands not yet run.
     late: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Arc<Gate>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// Where a [`Fault::Held`] command waits: `arrived` once it came, `release` to pass it on.
+#[derive(Default)]
+struct Gate {
+    arrived: tokio::sync::Notify,
+    release: tokio::sync::Notify,
 }
 
 impl Drop for FaultProxy {
@@ -98,13 +109,15 @@ impl FaultProxy {
         let url = format!("redis://{}", listener.local_addr().expect("address"));
         let plan = Arc::new(Mutex::new(Plan::default()));
         let late = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (shared, pending) = (plan.clone(), late.clone());
+        let gate = Arc::new(Gate::default());
+        let (shared, pending, gates) = (plan.clone(), late.clone(), gate.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let (socket, plan, late) = (socket.clone(), shared.clone(), pending.clone());
+                let gate = gates.clone();
                 tokio::spawn(async move {
                     if let Ok(upstream) = UnixStream::connect(&socket).await {
-                        relay(client, upstream, socket, plan, late).await;
+                        relay(client, upstream, socket, plan, late, gate).await;
                     }
                 });
             }
@@ -113,6 +126,7 @@ impl FaultProxy {
             url,
             plan,
             late,
+            gate,
             task,
         }
     }
@@ -131,6 +145,19 @@ impl FaultProxy {
         plan.seen = 0;
         plan.names.clear();
         plan.fault = None;
+    }
+
+    /// Waits until the command a [`Fault::Held`] is set for has come (and is held), or
+    /// `deadline` passes (a panic: it never came).
+    pub async fn held(&self, deadline: Duration) {
+        tokio::time::timeout(deadline, self.gate.arrived.notified())
+            .await
+            .unwrap_or_else(|_| panic!("no command held within {deadline:?}: {:?}", self.seen()));
+    }
+
+    /// Passes the held command on (see [`Fault::Held`]).
+    pub fn release(&self) {
+        self.gate.release.notify_one();
     }
 
     /// Whether every late command has run (and been answered).
@@ -186,6 +213,7 @@ async fn relay(
     socket: PathBuf,
     plan: Arc<Mutex<Plan>>,
     late: Arc<std::sync::atomic::AtomicUsize>,
+    gate: Arc<Gate>,
 ) {
     let _ = client.set_nodelay(true);
     // Set once a call's answer must not reach the client.
@@ -234,6 +262,13 @@ async fn relay(
                 };
                 match fault {
                     None => {
+                        if to_redis.write_all(&command).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(Fault::Held) => {
+                        gate.arrived.notify_one();
+                        gate.release.notified().await;
                         if to_redis.write_all(&command).await.is_err() {
                             return;
                         }
