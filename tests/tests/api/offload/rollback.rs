@@ -10,6 +10,17 @@ use tests::{
     TestApp,
 };
 
+/// A project `slug` of `n` items whose done items are all offloaded, 1000 to a segment.
+async fn offloading(app: &TestApp, slug: &str, n: usize) {
+    project(app, slug, n, |s| {
+        s.done_policy = "offload".into();
+        s.offload_keep = 0;
+        s.segment_items = 1000;
+        s.fifo = true;
+    })
+    .await;
+}
+
 /// A Redis rolled back (a failover or a restore that lost the latest commit) hands out a
 /// registry gen again only if gens can repeat: a process that cached what was on disk by gen
 /// must see the registry as it is after the next commit, not the segments of the lost one.
@@ -17,13 +28,7 @@ use tests::{
 async fn a_registry_rolled_back_never_serves_the_lost_segments() {
     use fred::prelude::*;
     let app = TestApp::start().await;
-    project(&app, "rb", 3000, |s| {
-        s.done_policy = "offload".into();
-        s.offload_keep = 0;
-        s.segment_items = 1000;
-        s.fifo = true;
-    })
-    .await;
+    offloading(&app, "rb", 3000).await;
     let o = offloader(&app);
     let finish = |n: usize| {
         let app = &app;
@@ -81,13 +86,7 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
 #[tokio::test]
 async fn a_done_retried_across_a_rolled_back_offload_is_a_duplicate_not_unknown() {
     let app = TestApp::start_private().await;
-    project(&app, "rd", 1000, |s| {
-        s.done_policy = "offload".into();
-        s.offload_keep = 0;
-        s.segment_items = 1000;
-        s.fifo = true;
-    })
-    .await;
+    offloading(&app, "rd", 1000).await;
     let items = claim(&app, "rd", 1000).await;
     assert_eq!(items.len(), 1000);
     let retried = items[..20].to_vec();
