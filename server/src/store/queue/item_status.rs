@@ -95,30 +95,27 @@ fn on_disk_status(hit: &super::offload::DiskHit) -> ItemStatus {
 }
 
 impl super::Queue<'_> {
-    /// Where `item` is: in Redis, else on disk (offloaded).
+    /// Where `item` is: in Redis, else on disk (offloaded). Not on disk either is no proof of
+    /// unknown: a Redis restarted without its last second of writes can undo an offload's
+    /// commit between the two reads, so Redis is asked again.
     pub async fn item_status(self, slug: &str, item: &str) -> StoreResult<ItemStatus> {
-        let k = self.keys.project(slug);
-        let keys = k.item_status_keys();
-        let args = vec![Value::from(k.prefix()), Value::from(item)];
+        let mut found = self.whereabouts(slug, item).await?;
+        if found.state == Place::Unknown {
+            let (_, on_disk) = self
+                .offload()
+                .find_on_disk(slug, &[item.to_string()])
+                .await?;
+            if let Some(hit) = on_disk.get(item) {
+                return Ok(on_disk_status(hit));
+            }
+            found = self.whereabouts(slug, item).await?;
+        }
         let Whereabouts {
             state,
             detail,
             timeline,
             decay,
-        } = self
-            .scripts
-            .call(self.pool.next(), &self.scripts.item_status, keys, args)
-            .await?
-            .map_err(StoreError::Refused)?;
-        if state == Place::Unknown {
-            let (_, found) = self
-                .offload()
-                .find_on_disk(slug, &[item.to_string()])
-                .await?;
-            if let Some(hit) = found.get(item) {
-                return Ok(on_disk_status(hit));
-            }
-        }
+        } = found;
         let downloader = (state == Place::Out)
             .then(|| serde_json::from_str::<serde_json::Value>(&detail).ok())
             .flatten()
@@ -131,5 +128,16 @@ impl super::Queue<'_> {
             score: decay_of(&decay).0,
             reclaims: decay_of(&decay).1,
         })
+    }
+
+    /// Where `item` is in Redis (`item_status.lua`).
+    async fn whereabouts(self, slug: &str, item: &str) -> StoreResult<Whereabouts> {
+        let k = self.keys.project(slug);
+        let keys = k.item_status_keys();
+        let args = vec![Value::from(k.prefix()), Value::from(item)];
+        self.scripts
+            .call(self.pool.next(), &self.scripts.item_status, keys, args)
+            .await?
+            .map_err(StoreError::Refused)
     }
 }

@@ -145,3 +145,45 @@ async fn a_done_retried_across_a_rolled_back_offload_is_a_duplicate_not_unknown(
     assert_eq!(app.counts("rd").await.done, done_in_redis);
     app.assert_invariant("rd").await;
 }
+
+/// The same race for an item's status (`GET /SLUG/items/ITEM.json`, the panel's and the CLI's
+/// item lookup): Redis says unknown, the offload's commit is lost before the lookup on disk,
+/// and the item, done in Redis again, must not be answered as unknown.
+#[tokio::test]
+async fn an_items_status_asked_across_a_rolled_back_offload_is_done_not_unknown() {
+    let app = TestApp::start_private().await;
+    offloading(&app, "rs", 1000).await;
+    let items = claim(&app, "rs", 1000).await;
+    app.store
+        .queue()
+        .done("rs", &report(items.clone()), server::store::now_ms())
+        .await
+        .unwrap();
+    let snapshot = app.dump_project("rs").await;
+    settle(&offloader(&app), "rs").await;
+    let on_disk = app
+        .store
+        .queue()
+        .item_status("rs", &items[0])
+        .await
+        .unwrap();
+    assert!(on_disk.detail.starts_with("on disk"), "{on_disk:?}");
+    let (proxy, store) = behind_proxy(&app, 1).await;
+    proxy.fault_at(2, Fault::Held);
+    let item = items[0].clone();
+    let asked = tokio::spawn(async move { store.queue().item_status("rs", &item).await });
+    proxy.held(Duration::from_secs(10)).await;
+    app.roll_back("rs", &snapshot).await;
+    proxy.release();
+    let status = asked.await.unwrap().unwrap();
+    assert_eq!(
+        status.state.as_deref(),
+        Some("done"),
+        "{status:?} (calls {:?})",
+        proxy.seen()
+    );
+    assert!(
+        !status.detail.starts_with("on disk"),
+        "in Redis: {status:?}"
+    );
+}
