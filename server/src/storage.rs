@@ -233,7 +233,7 @@ impl Storage {
             Storage::Local(dir) => Ok(Box::new(std::fs::File::open(dir.join(key))?)),
             Storage::Objects(o) => {
                 let key = o.key(key);
-                let meta = o.block(o.store.head(&key))?;
+                let meta = o.block("head", o.store.head(&key))?;
                 Ok(Box::new(ObjectSource {
                     objects: o.clone(),
                     key,
@@ -295,7 +295,7 @@ impl Storage {
             }
             Storage::Objects(o) => {
                 let key = o.key(key);
-                o.block(o.store.put(&key, PutPayload::from(bytes)))
+                o.block("put", o.store.put(&key, PutPayload::from(bytes)))
                     .map(drop)
             }
         }
@@ -307,7 +307,7 @@ impl Storage {
             Storage::Local(dir) => std::fs::read(dir.join(key)),
             Storage::Objects(o) => {
                 let key = o.key(key);
-                let got = o.block(async { o.store.get(&key).await?.bytes().await })?;
+                let got = o.block("get", async { o.store.get(&key).await?.bytes().await })?;
                 Ok(got.to_vec())
             }
         }
@@ -328,7 +328,7 @@ impl Storage {
                 let root = o.key(prefix.trim_end_matches('/'));
                 let under = (!o.prefix.is_empty() || !prefix.is_empty()).then_some(&root);
                 let all: Vec<object_store::ObjectMeta> =
-                    o.block(o.store.list(under).try_collect())?;
+                    o.block("list", o.store.list(under).try_collect())?;
                 let strip = if o.prefix.is_empty() {
                     String::new()
                 } else {
@@ -360,7 +360,7 @@ impl Storage {
             },
             Storage::Objects(o) => {
                 let key = o.key(key);
-                match o.block(o.store.delete(&key)) {
+                match o.block("delete", o.store.delete(&key)) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
                     _ => Ok(()),
                 }
@@ -454,14 +454,16 @@ impl Objects {
         }
     }
 
-    /// Runs `call` on the storage's runtime, from a blocking thread.
+    /// Runs `call` (operation `op`, as `/metrics` names it) on the storage's runtime, from a
+    /// blocking thread.
     fn block<T>(
         &self,
+        op: &'static str,
         call: impl std::future::Future<Output = object_store::Result<T>>,
     ) -> io::Result<T> {
         let started = std::time::Instant::now();
         let result = self.runtime.block_on(call);
-        crate::storage_metrics::STORAGE_CALLS.record(started.elapsed(), result.is_err());
+        crate::storage_metrics::STORAGE_CALLS.record(op, started.elapsed(), result.is_err());
         result.map_err(from_object)
     }
 
@@ -472,8 +474,11 @@ impl Objects {
             mode: PutMode::Create,
             ..Default::default()
         };
-        self.block(self.store.put_opts(&key, PutPayload::from(bytes), opts))
-            .map(drop)
+        self.block(
+            "put_new",
+            self.store.put_opts(&key, PutPayload::from(bytes), opts),
+        )
+        .map(drop)
     }
 }
 

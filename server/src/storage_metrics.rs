@@ -1,44 +1,133 @@
-//! This process's calls to an object store (`TRACKER_STORAGE=s3://...`), for `GET /metrics`:
-//! how many, how many failed, and their time (`admin::metrics`). A local directory's reads and
-//! writes are not counted here.
+//! This process's calls to an object store (`TRACKER_STORAGE=s3://...`), for `GET /metrics`
+//! (`admin::metrics`), by operation (`head`, `get`, `get_range`, `put`, `put_new`, `list`,
+//! `delete`): how many, how many failed (after the client's retries), and how long each took,
+//! as a histogram. A local directory's reads and writes are not counted here (its series stay 0).
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        histogram::{exponential_buckets, Histogram},
+    },
+    registry::Registry,
+};
+use std::{sync::LazyLock, time::Duration};
 
 /// This process's object store calls.
-pub static STORAGE_CALLS: StorageCalls = StorageCalls::new();
+pub static STORAGE_CALLS: LazyLock<StorageCalls> = LazyLock::new(StorageCalls::default);
 
-/// Object store calls: count, failures, and their summed time.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+/// The operations, as `op` names them.
+const OPS: [&str; 7] = [
+    "head",
+    "get",
+    "get_range",
+    "put",
+    "put_new",
+    "list",
+    "delete",
+];
+
+fn latency_histogram() -> Histogram {
+    // 1 ms to about 8 s: a ranged read on a near store takes milliseconds; a stalled one,
+    // the client's timeout with its retries (above the last bucket).
+    Histogram::new(exponential_buckets(0.001, 2.0, 14))
+}
+
+/// Object store calls by operation: count, failures, and their time.
 pub struct StorageCalls {
-    calls: AtomicU64,
-    errors: AtomicU64,
-    micros: AtomicU64,
+    calls: Family<OpLabels, Counter>,
+    errors: Family<OpLabels, Counter>,
+    seconds: Family<OpLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Default for StorageCalls {
+    fn default() -> Self {
+        let calls = Self {
+            calls: Family::default(),
+            errors: Family::default(),
+            seconds: Family::new_with_constructor(latency_histogram),
+        };
+        // Every operation's series from the start, at 0 (0 with a local directory).
+        for op in OPS {
+            let labels = OpLabels { op };
+            drop(calls.calls.get_or_create(&labels));
+            drop(calls.errors.get_or_create(&labels));
+            drop(calls.seconds.get_or_create(&labels));
+        }
+        calls
+    }
 }
 
 impl StorageCalls {
-    const fn new() -> Self {
-        Self {
-            calls: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            micros: AtomicU64::new(0),
-        }
-    }
-
-    /// Records one call that took `took`, and whether it failed.
-    pub fn record(&self, took: Duration, failed: bool) {
-        self.calls.fetch_add(1, Relaxed);
+    /// Records one call of `op` that took `took`, and whether it failed.
+    pub fn record(&self, op: &'static str, took: Duration, failed: bool) {
+        let labels = OpLabels { op };
+        self.calls.get_or_create(&labels).inc();
         if failed {
-            self.errors.fetch_add(1, Relaxed);
+            self.errors.get_or_create(&labels).inc();
         }
-        self.micros.fetch_add(took.as_micros() as u64, Relaxed);
+        self.seconds
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
     }
 
-    /// Calls so far, failed calls, and their summed time in seconds.
-    pub fn read(&self) -> (u64, u64, f64) {
-        (
-            self.calls.load(Relaxed),
-            self.errors.load(Relaxed),
-            self.micros.load(Relaxed) as f64 / 1e6,
-        )
+    /// Adds these figures to `registry` (`storage_calls`, `storage_errors`,
+    /// `storage_call_seconds`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "storage_calls",
+            "Calls of this process to the object store of TRACKER_STORAGE, by operation (head, get, get_range, put, put_new, list, delete)",
+            self.calls.clone(),
+        );
+        registry.register(
+            "storage_errors",
+            "Calls of this process to the object store that failed (after the client's retries), by operation",
+            self.errors.clone(),
+        );
+        registry.register(
+            "storage_call_seconds",
+            "Time of one call of this process to the object store (its retries included), by operation",
+            self.seconds.clone(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_operation_with_their_failures_and_time() {
+        let calls = StorageCalls::default();
+        calls.record("get_range", Duration::from_millis(3), false);
+        calls.record("get_range", Duration::from_millis(40), true);
+        calls.record("put", Duration::from_millis(2), false);
+        let mut registry = Registry::with_prefix("tracker");
+        calls.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            "tracker_storage_calls_total{op=\"get_range\"} 2",
+            "tracker_storage_calls_total{op=\"put\"} 1",
+            "tracker_storage_errors_total{op=\"get_range\"} 1",
+            "tracker_storage_call_seconds_count{op=\"get_range\"} 2",
+            "tracker_storage_call_seconds_bucket{le=\"0.004\",op=\"get_range\"} 1",
+            "tracker_storage_call_seconds_bucket{le=\"0.064\",op=\"get_range\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        // Every operation is there from the start, at 0: an alert's series exist before the
+        // first failure (and with a local directory).
+        for op in OPS {
+            let line = format!("tracker_storage_errors_total{{op=\"{op}\"}} ");
+            assert!(text.contains(&line), "{line} not in\n{text}");
+        }
+        assert!(text.contains("tracker_storage_errors_total{op=\"put\"} 0"));
     }
 }

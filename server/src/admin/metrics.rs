@@ -32,7 +32,9 @@
 //! failed Redis call), `tracker_redis_ping_seconds` (the health probe's round trip),
 //! `tracker_http_requests_total{group,status}` and `tracker_http_request_duration_seconds
 //! {group}` (to the response's head), by route group (`warrior`, `live`, `admin`, `hq`,
-//! `public`, `metrics`): each process counts its own since it started, so sum them across
+//! `public`, `metrics`), and `tracker_storage_calls_total{op}`, `tracker_storage_errors_total
+//! {op}` and `tracker_storage_call_seconds{op}` (the object store's calls, failures and
+//! latency: [`crate::storage_metrics`]): each process counts its own since it started, so sum them across
 //! processes. No label holds a downloader or an item, so the series grow with projects and
 //! queue parts only.
 
@@ -293,6 +295,7 @@ async fn render(state: &AppState, only: Option<&[String]>) -> ApiResult<String> 
     state.http_metrics.register(&mut registry);
     state.batcher.metrics.register(&mut registry);
     state.store.scripts().calls.register(&mut registry);
+    crate::storage_metrics::STORAGE_CALLS.register(&mut registry);
     let viewers = Gauge::<i64>::default();
     viewers.set(state.viewers.count() as i64);
     registry.register(

@@ -87,9 +87,10 @@ impl Source for ObjectSource {
                 format!("{}: {end} past its {} bytes", self.key, self.size),
             ));
         }
-        let got = self
-            .objects
-            .block(self.objects.store.get_range(&self.key, offset..end))?;
+        let got = self.objects.block(
+            "get_range",
+            self.objects.store.get_range(&self.key, offset..end),
+        )?;
         if got.len() != buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

@@ -106,28 +106,6 @@ pub(super) fn register(registry: &mut Registry, commands: &RedisCommands) {
         "Failed Redis calls of this process (every call, scripts included), by kind: full (maxmemory), unavailable (no connection, timeout), other",
         errors,
     );
-    // The object store's calls (TRACKER_STORAGE=s3://...; zero with a local directory).
-    let (calls, failed, seconds) = crate::storage_metrics::STORAGE_CALLS.read();
-    let (n, e) = (Counter::<u64>::default(), Counter::<u64>::default());
-    n.inc_by(calls);
-    e.inc_by(failed);
-    let took = Counter::<f64, AtomicU64>::default();
-    took.inc_by(seconds);
-    registry.register(
-        "storage_calls",
-        "Calls of this process to the object store of TRACKER_STORAGE (ranged reads, writes, listings, deletes)",
-        n,
-    );
-    registry.register(
-        "storage_errors",
-        "Calls of this process to the object store that failed (after the client's retries)",
-        e,
-    );
-    registry.register(
-        "storage_call_seconds",
-        "Time this process spent in object store calls, summed (divided by storage_calls: the mean latency)",
-        took,
-    );
 }
 
 #[cfg(test)]
