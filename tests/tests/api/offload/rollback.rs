@@ -77,6 +77,56 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
     app.assert_invariant("rb").await;
 }
 
+/// A project `slug` of 1000 items, all claimed and done in one report (counted once), then
+/// offloaded: its items, and a snapshot of its keys from before the offload (Redis as a
+/// restart that lost the offload's commit has it).
+async fn done_then_offloaded(app: &TestApp, slug: &str) -> (Vec<String>, tests::Snapshot) {
+    offloading(app, slug, 1000).await;
+    let items = claim(app, slug, 1000).await;
+    assert_eq!(items.len(), 1000);
+    let first = app
+        .store
+        .queue()
+        .done(slug, &report(items.clone()), server::store::now_ms())
+        .await
+        .unwrap();
+    assert!(
+        matches!(first, DoneOutcome::Recorded { counted: 1000, .. }),
+        "{first:?}"
+    );
+    let snapshot = app.dump_project(slug).await;
+    settle(&offloader(app), slug).await;
+    (items, snapshot)
+}
+
+/// Runs `call` on a store whose second Redis call (the first after the script that found the
+/// item unknown: the first of the lookup on disk) is held while `slug` is rolled back to
+/// `snapshot`; its answer, and the names of the calls it made.
+async fn across_rollback<T, F>(
+    app: &TestApp,
+    slug: &str,
+    snapshot: &tests::Snapshot,
+    call: impl FnOnce(server::store::Store) -> F,
+) -> (T, Vec<String>)
+where
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (proxy, store) = behind_proxy(app, 1).await;
+    proxy.fault_at(2, Fault::Held);
+    let answer = tokio::spawn(call(store));
+    proxy.held(Duration::from_secs(10)).await;
+    let first = proxy.seen()[0].clone();
+    assert!(
+        first.starts_with("EVALSHA") || first.starts_with("FCALL"),
+        "a script ran first: {:?}",
+        proxy.seen()
+    );
+    app.roll_back(slug, snapshot).await;
+    proxy.release();
+    (answer.await.unwrap(), proxy.seen())
+}
+
 /// A done retried after its items were offloaded is refused as unknown by the done script;
 /// if Redis then loses the offload's commit (a restart without its last second of writes)
 /// before the items are looked up on disk, they are on neither side of that lookup: they are
@@ -86,50 +136,23 @@ async fn a_registry_rolled_back_never_serves_the_lost_segments() {
 #[tokio::test]
 async fn a_done_retried_across_a_rolled_back_offload_is_a_duplicate_not_unknown() {
     let app = TestApp::start_private().await;
-    offloading(&app, "rd", 1000).await;
-    let items = claim(&app, "rd", 1000).await;
-    assert_eq!(items.len(), 1000);
-    let retried = items[..20].to_vec();
-    let first = app
-        .store
-        .queue()
-        .done("rd", &report(items), server::store::now_ms())
-        .await
-        .unwrap();
-    assert!(
-        matches!(first, DoneOutcome::Recorded { counted: 1000, .. }),
-        "{first:?}"
-    );
-    // Redis as it was before the offload: the items done there.
-    let snapshot = app.dump_project("rd").await;
-    settle(&offloader(&app), "rd").await;
+    let (items, snapshot) = done_then_offloaded(&app, "rd").await;
     let done_in_redis = app.counts("rd").await.done;
-    // The retry, through a proxy that holds the call after the done script (the first of the
-    // lookup on disk) while Redis loses the offload's commit.
-    let (proxy, store) = behind_proxy(&app, 1).await;
-    proxy.fault_at(2, Fault::Held);
-    let retry = tokio::spawn(async move {
+    let retried = report(items[..20].to_vec());
+    let (out, calls) = across_rollback(&app, "rd", &snapshot, |store| async move {
         store
             .queue()
-            .done_batch("rd", &[report(retried)], server::store::now_ms())
+            .done_batch("rd", &[retried], server::store::now_ms())
             .await
-    });
-    proxy.held(Duration::from_secs(10)).await;
-    assert!(
-        proxy.seen()[0].starts_with("EVALSHA") || proxy.seen()[0].starts_with("FCALL"),
-        "the done script ran first: {:?}",
-        proxy.seen()
-    );
-    app.roll_back("rd", &snapshot).await;
-    proxy.release();
-    let out = retry.await.unwrap().unwrap();
+    })
+    .await;
+    let out = out.unwrap();
     assert!(
         !matches!(
             out.as_slice(),
             [DoneOutcome::Refused(Refusal::UnknownItem { .. })]
         ),
-        "a done item refused as unknown: {out:?} (calls {:?})",
-        proxy.seen()
+        "a done item refused as unknown: {out:?} (calls {calls:?})"
     );
     assert!(
         matches!(
@@ -152,15 +175,7 @@ async fn a_done_retried_across_a_rolled_back_offload_is_a_duplicate_not_unknown(
 #[tokio::test]
 async fn an_items_status_asked_across_a_rolled_back_offload_is_done_not_unknown() {
     let app = TestApp::start_private().await;
-    offloading(&app, "rs", 1000).await;
-    let items = claim(&app, "rs", 1000).await;
-    app.store
-        .queue()
-        .done("rs", &report(items.clone()), server::store::now_ms())
-        .await
-        .unwrap();
-    let snapshot = app.dump_project("rs").await;
-    settle(&offloader(&app), "rs").await;
+    let (items, snapshot) = done_then_offloaded(&app, "rs").await;
     let on_disk = app
         .store
         .queue()
@@ -168,19 +183,16 @@ async fn an_items_status_asked_across_a_rolled_back_offload_is_done_not_unknown(
         .await
         .unwrap();
     assert!(on_disk.detail.starts_with("on disk"), "{on_disk:?}");
-    let (proxy, store) = behind_proxy(&app, 1).await;
-    proxy.fault_at(2, Fault::Held);
     let item = items[0].clone();
-    let asked = tokio::spawn(async move { store.queue().item_status("rs", &item).await });
-    proxy.held(Duration::from_secs(10)).await;
-    app.roll_back("rs", &snapshot).await;
-    proxy.release();
-    let status = asked.await.unwrap().unwrap();
+    let (status, calls) = across_rollback(&app, "rs", &snapshot, |store| async move {
+        store.queue().item_status("rs", &item).await
+    })
+    .await;
+    let status = status.unwrap();
     assert_eq!(
         status.state.as_deref(),
         Some("done"),
-        "{status:?} (calls {:?})",
-        proxy.seen()
+        "{status:?} (calls {calls:?})"
     );
     assert!(
         !status.detail.starts_with("on disk"),
