@@ -71,9 +71,9 @@ pub use queue::bloom::{
 };
 pub use queue::item_status::ItemStatus;
 pub use queue::items::{
-    ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, NotReleased, ReleaseRefusal, Released,
-    Releaser, DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
+    ClaimOutcome, ClaimRequest, DoneOutcome, DoneReport, DISK_LOOKUPS_BURST, DISK_LOOKUPS_PER_S,
 };
+pub use queue::release::{NotReleased, ReleaseRefusal, Released, Releaser};
 pub use scripts::Refusal;
 pub use upkeep::migrate::{ImportedFigures, OldClaim, OldDownloader};
 

@@ -8,6 +8,7 @@ pub mod bloom;
 pub mod fed;
 pub mod item_status;
 pub mod items;
+pub mod release;
 pub mod search;
 pub mod search_act;
 pub mod shuffle;
