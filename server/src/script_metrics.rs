@@ -15,9 +15,10 @@ use prometheus_client::{
     registry::Registry,
 };
 
+/// One label, `op`: the operation a series counts (also the object store's, `storage_metrics`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OpLabels {
-    op: &'static str,
+pub(crate) struct OpLabels {
+    pub(crate) op: &'static str,
 }
 
 fn size_histogram() -> Histogram {

@@ -3,8 +3,8 @@
 //! `delete`): how many, how many failed (after the client's retries), and how long each took,
 //! as a histogram. A local directory's reads and writes are not counted here (its series stay 0).
 
+use crate::script_metrics::OpLabels;
 use prometheus_client::{
-    encoding::EncodeLabelSet,
     metrics::{
         counter::Counter,
         family::Family,
@@ -16,11 +16,6 @@ use std::{sync::LazyLock, time::Duration};
 
 /// This process's object store calls.
 pub static STORAGE_CALLS: LazyLock<StorageCalls> = LazyLock::new(StorageCalls::default);
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OpLabels {
-    op: &'static str,
-}
 
 /// The operations, as `op` names them.
 const OPS: [&str; 7] = [
